@@ -1,0 +1,31 @@
+# mnn-sme2-repro: does building MNN with Arm SME2 kernels speed up LLM inference as claimed?
+# Table of contents only: the stages are in workflow/rules/, the logic in workflow/scripts/mnnrepro/.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+# The default experiment, unless the user names another with --configfile (Snakemake would
+# otherwise deep-merge the two, mixing their models and devices).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/models.smk"
+include: "workflow/rules/engines.smk"
+include: "workflow/rules/devices.smk"
+include: "workflow/rules/bench.smk"
+include: "workflow/rules/analysis.smk"
+include: "workflow/rules/plots.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        get_final_output,

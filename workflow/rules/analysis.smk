@@ -1,0 +1,62 @@
+# Analysis: validity checks, the tidy table, statistics and verdicts.
+
+
+rule check_validity:
+    input:
+        greedy="results/{experiment}/greedy/{device}/{model}.json",
+        facts="results/{experiment}/devices/{device}.json",
+    output:
+        validity="results/{experiment}/validity/{device}/{model}.json",
+    log:
+        "logs/check_validity/{experiment}/{device}/{model}.log",
+    params:
+        comparison=config["comparison"],
+        correctness=config["correctness"],
+    message:
+        "Validity checks for device {wildcards.device}, model {wildcards.model}"
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/check_validity.py"
+
+
+rule collect_bench_table:
+    input:
+        runs=get_run_indexes,
+    output:
+        table=report(
+            "results/{experiment}/bench.csv",
+            caption="../report/bench.rst",
+            category="Raw runs",
+        ),
+    log:
+        "logs/collect_bench_table/{experiment}.log",
+    message:
+        "Collecting every repetition into bench.csv"
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/collect_bench_table.py"
+
+
+rule compute_summary:
+    input:
+        table="results/{experiment}/bench.csv",
+        validity=get_validity_files,
+    output:
+        table=report(
+            "results/{experiment}/summary.csv",
+            caption="../report/summary.rst",
+            category="Speedups",
+        ),
+        document="results/{experiment}/summary.json",
+    log:
+        "logs/compute_summary/{experiment}.log",
+    params:
+        config=config,
+    message:
+        "Speedups with paired bootstrap CIs and claim verdicts"
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/compute_summary.py"

@@ -1,0 +1,89 @@
+# Validate the config, expose its names, constrain wildcards, and the input/param helpers.
+import sys
+from pathlib import Path
+
+from snakemake.utils import validate
+
+sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
+
+from mnnrepro.config import ConfigError, check as check_config  # noqa: E402
+
+try:
+    check_config(config)  # clear errors that name the key, before any job runs
+except ConfigError as err:
+    raise WorkflowError(str(err)) from None
+validate(config, "../schemas/config.schema.yaml")  # fills the schema's defaults
+
+EXPERIMENT = config["experiment"]
+ENGINES = sorted(config["engines"])
+MODELS = sorted(config["models"])
+DEVICES = sorted(config["devices"])
+VARIANTS = sorted(config["variants"])
+COMPARED = [config["comparison"]["baseline"], config["comparison"]["treatment"]]
+
+
+def _alternatives(names):
+    return "|".join(names)
+
+
+wildcard_constraints:
+    experiment=EXPERIMENT,
+    engine=_alternatives(ENGINES),
+    model=_alternatives(MODELS),
+    device=_alternatives(DEVICES),
+    variant=_alternatives(VARIANTS),
+
+
+def get_final_output(wildcards):
+    base = f"results/{EXPERIMENT}/"
+    return [
+        base + "bench.csv",
+        base + "summary.csv",
+        base + "summary.json",
+        base + "summary.md",
+        *expand(base + "plots/{chart}.{ext}", chart=["runs", "speedup"], ext=["html", "png"]),
+    ]
+
+
+def get_model_spec(wildcards):
+    return config["models"][wildcards.model]
+
+
+def get_engine_spec(wildcards):
+    return config["engines"][wildcards.engine]
+
+
+def get_device_spec(wildcards):
+    return config["devices"][wildcards.device]
+
+
+def get_variant_specs(wildcards):
+    return {name: config["variants"][name] for name in VARIANTS}
+
+
+def get_engine_files(wildcards):
+    engines = sorted({config["variants"][v]["engine"] for v in VARIANTS})
+    return expand("results/engines/{engine}/engine.json", engine=engines)
+
+
+def get_run_indexes(wildcards):
+    return expand(
+        "results/{experiment}/runs/{device}/{model}.json",
+        experiment=EXPERIMENT,
+        device=DEVICES,
+        model=MODELS,
+    )
+
+
+def get_validity_files(wildcards):
+    return expand(
+        "results/{experiment}/validity/{device}/{model}.json",
+        experiment=EXPERIMENT,
+        device=DEVICES,
+        model=MODELS,
+    )
+
+
+def get_bench_threads(wildcards):
+    # A local device is this machine: the benchmark takes every core so nothing else runs.
+    return workflow.cores if "local" in config["devices"][wildcards.device] else 1

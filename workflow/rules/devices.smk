@@ -1,0 +1,16 @@
+# Devices: facts about where the engine runs (saved with every experiment).
+
+
+rule collect_device_facts:
+    output:
+        facts="results/{experiment}/devices/{device}.json",
+    log:
+        "logs/collect_device_facts/{experiment}/{device}.log",
+    params:
+        spec=get_device_spec,
+    message:
+        "Collecting facts of device {wildcards.device}"
+    conda:
+        "../../envs/bench.yaml"
+    script:
+        "../scripts/collect_device_facts.py"

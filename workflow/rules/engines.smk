@@ -1,0 +1,16 @@
+# Engines: which MNN runs, pinned and hashed.
+
+
+rule describe_engine:
+    output:
+        engine="results/engines/{engine}/engine.json",
+    log:
+        "logs/describe_engine/{engine}.log",
+    params:
+        spec=get_engine_spec,
+    message:
+        "Checking and hashing MNN engine {wildcards.engine}"
+    conda:
+        "../../envs/bench.yaml"
+    script:
+        "../scripts/describe_engine.py"

@@ -1,0 +1,24 @@
+# Report: the Markdown summary (snakemake --report builds the HTML report from report() items).
+
+
+rule write_summary_report:
+    input:
+        table="results/{experiment}/summary.csv",
+        document="results/{experiment}/summary.json",
+        facts=expand("results/{{experiment}}/devices/{device}.json", device=DEVICES),
+        engines=get_engine_files,
+        manifests=expand("results/models/{model}/manifest.json", model=MODELS),
+    output:
+        markdown=report(
+            "results/{experiment}/summary.md",
+            caption="../report/summary_md.rst",
+            category="Speedups",
+        ),
+    log:
+        "logs/write_summary_report/{experiment}.log",
+    message:
+        "Writing results/{wildcards.experiment}/summary.md"
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/write_summary_report.py"

@@ -1,0 +1,8 @@
+from mnnrepro.engine import describe_prebuilt
+from mnnrepro.hashing import write_json
+from mnnrepro.logs import log_to
+
+log_to(snakemake.log[0])
+spec = snakemake.params.spec
+write_json(snakemake.output.engine,
+           describe_prebuilt(snakemake.wildcards.engine, spec["prebuilt"]["pypi"]))

@@ -1,0 +1,83 @@
+"""Validate an experiment config: schema first, then the cross-references a schema cannot say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """A config problem, worded for the user: it names the key and what is allowed."""
+
+
+def load_schema(path: Path = SCHEMA_PATH) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def _key(path) -> str:
+    return ".".join(str(p) for p in path) or "<top level>"
+
+
+def _explain(error: jsonschema.ValidationError) -> str:
+    where = _key(error.absolute_path)
+    validator = error.validator
+    if validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed))
+        return f"config key `{where}`: unknown key(s) {extra}; allowed: {allowed}"
+    if validator == "required":
+        return f"config key `{where}`: {error.message}"
+    if validator == "enum":
+        return f"config key `{where}`: {error.instance!r} is not one of {error.validator_value}"
+    if validator == "pattern":
+        return (
+            f"config key `{where}`: {error.instance!r} must match {error.validator_value} "
+            "(lower-case letters, digits, inner hyphens)"
+        )
+    if validator == "propertyNames":
+        return f"config key `{where}`: names must be lower-case slugs ([a-z0-9][a-z0-9-]*)"
+    if validator == "oneOf":
+        options = [sorted(s.get("required", [])) for s in error.validator_value]
+        return f"config key `{where}`: give exactly one of {[o[0] for o in options]}"
+    return f"config key `{where}`: {error.message}"
+
+
+def check_schema(config: dict, schema: dict | None = None) -> None:
+    """Raise ConfigError listing every schema violation, each naming its key."""
+    schema = schema or load_schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(_explain(e) for e in errors))
+
+
+def check_references(config: dict) -> None:
+    """Cross-references between sections, which JSON Schema cannot express."""
+    problems = []
+    engines = config["engines"]
+    for name, variant in config["variants"].items():
+        if variant["engine"] not in engines:
+            problems.append(
+                f"config key `variants.{name}.engine`: {variant['engine']!r} is not an engine; "
+                f"defined engines: {sorted(engines)}"
+            )
+    comparison = config["comparison"]
+    for role in ("baseline", "treatment"):
+        if comparison[role] not in config["variants"]:
+            problems.append(
+                f"config key `comparison.{role}`: {comparison[role]!r} is not a variant; "
+                f"defined variants: {sorted(config['variants'])}"
+            )
+    if comparison["baseline"] == comparison["treatment"]:
+        problems.append("config key `comparison`: baseline and treatment must differ")
+    if problems:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+
+
+def check(config: dict) -> None:
+    check_schema(config)
+    check_references(config)

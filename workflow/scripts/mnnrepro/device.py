@@ -1,0 +1,169 @@
+"""Devices: where an engine runs. One class per device kind; the workflow talks to `Device`.
+
+A device stages files, runs a command with a timeout and reports facts. `local` is this
+machine: staging copies files into a scratch work dir, commands run as child processes.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class CommandResult:
+    argv: list[str]
+    returncode: int | None  # None: killed by the timeout
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+class Device:
+    kind = "abstract"
+    emulated = False
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def stage(self, local_path: str | os.PathLike) -> str:
+        """Make a local file or directory available on the device; returns its device path."""
+        raise NotImplementedError
+
+    def run(self, argv: list[str], timeout: float) -> CommandResult:
+        raise NotImplementedError
+
+    def fetch(self, device_path: str, local_path: str | os.PathLike) -> None:
+        raise NotImplementedError
+
+    def python(self) -> str:
+        raise NotImplementedError
+
+    def facts(self) -> dict:
+        raise NotImplementedError
+
+    def thermal(self) -> dict:
+        """Current temperatures in °C by zone name (empty where the device has none)."""
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def cpuinfo_summary(text: str) -> dict:
+    """Model name and ISA feature flags from /proc/cpuinfo text (x86 `flags`, arm `Features`)."""
+    model, features, processors = "", set(), 0
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if key == "processor":
+            processors += 1
+        elif key in ("model name", "hardware", "cpu model") and not model:
+            model = value.strip()
+        elif key in ("flags", "features"):
+            features.update(value.split())
+    return {"model": model, "processors": processors, "features": sorted(features)}
+
+
+def thermal_zones(root: str = "/sys/class/thermal") -> dict:
+    zones = {}
+    for zone in sorted(Path(root).glob("thermal_zone*")):
+        raw = _read(str(zone / "temp")).strip()
+        if raw.lstrip("-").isdigit():
+            name = _read(str(zone / "type")).strip() or zone.name
+            zones[f"{zone.name}:{name}"] = int(raw) / 1000.0
+    return zones
+
+
+class LocalDevice(Device):
+    kind = "local"
+
+    def __init__(self, name: str, python: str = ""):
+        super().__init__(name)
+        self._python = python or sys.executable
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"mnnrepro-{name}-"))
+
+    def stage(self, local_path):
+        local_path = Path(local_path).resolve()
+        if local_path.is_dir():
+            return str(local_path)  # same filesystem: directories are used in place
+        target = self.workdir / local_path.name
+        shutil.copy2(local_path, target)
+        return str(target)
+
+    def run(self, argv, timeout):
+        start = time.monotonic()
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                                  cwd=self.workdir, check=False)
+            return CommandResult(argv, proc.returncode, proc.stdout, proc.stderr,
+                                 time.monotonic() - start)
+        except subprocess.TimeoutExpired as err:
+            return CommandResult(argv, None, _text(err.stdout), _text(err.stderr),
+                                 time.monotonic() - start)
+
+    def fetch(self, device_path, local_path):
+        shutil.copyfile(device_path, local_path)
+
+    def scratch(self, name: str) -> str:
+        return str(self.workdir / name)
+
+    def python(self):
+        return self._python
+
+    def facts(self):
+        cpu = cpuinfo_summary(_read("/proc/cpuinfo"))
+        governor = _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").strip()
+        return {
+            "device": self.name,
+            "kind": self.kind,
+            "emulated": self.emulated,
+            "hostname": platform.node(),
+            "os": platform.platform(),
+            "machine": platform.machine(),
+            "cpu_model": cpu["model"] or platform.processor(),
+            "cpu_count": os.cpu_count(),
+            "cpu_features": cpu["features"],
+            "sme2": "sme2" in cpu["features"],
+            "cpufreq_governor": governor,
+            "loadavg": list(os.getloadavg()),
+            "thermal_c": self.thermal(),
+            "python_executable": self._python,
+        }
+
+    def thermal(self):
+        return thermal_zones()
+
+    def close(self):
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _text(value) -> str:
+    if value is None:
+        return ""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def make_device(name: str, spec: dict) -> Device:
+    """Build the device named in config from its `devices.<name>` entry."""
+    if "local" in spec:
+        return LocalDevice(name, python=spec["local"].get("python", ""))
+    raise ValueError(f"config key `devices.{name}`: unsupported device kind {sorted(spec)}")

@@ -1,0 +1,87 @@
+"""Convert a transformers checkpoint to an MNN LLM directory with llmexport, and describe it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+from mnnrepro.hashing import file_table
+
+RUNNER = Path(__file__).with_name("llmexport_main.py")
+# Files an MNN LLM directory must hold for llm_demo / llm_bench / MNN.llm to load it.
+REQUIRED_FILES = ("config.json", "llm.mnn", "llm.mnn.weight", "llm_config.json", "tokenizer.mtok")
+# Exporter by-products that are not part of the model.
+SCRATCH = ("onnx", "llm.mnn.json")
+
+
+def llmexport_args(src: str, dst: str, quant_bit: int, quant_block: int,
+                   extra: list[str] = ()) -> list[str]:
+    return [
+        "--path", str(src),
+        "--export", "mnn",
+        "--dst_path", str(dst),
+        "--quant_bit", str(quant_bit),
+        "--quant_block", str(quant_block),
+        # a path that never exists makes llmexport use the wheel's converter
+        "--mnnconvert", "/nonexistent/MNNConvert",
+        *extra,
+    ]
+
+
+def export_env() -> dict:
+    env = dict(os.environ)
+    # Belt and braces: even if some code path still tried to pip install, it gets no index.
+    env.update(PIP_NO_INDEX="1", PIP_NO_INPUT="1", TOKENIZERS_PARALLELISM="false")
+    return env
+
+
+def run_llmexport(args: list[str], log, cwd: str) -> None:
+    cmd = [sys.executable, str(RUNNER), *args]
+    log.write("$ " + " ".join(cmd) + "\n")
+    log.flush()
+    result = subprocess.run(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
+                            env=export_env(), check=False)
+    export_log = Path(cwd, ".export.log")
+    if export_log.exists():
+        log.write("--- converter output (.export.log) ---\n" + export_log.read_text(errors="replace"))
+    if result.returncode != 0:
+        raise RuntimeError(f"llmexport failed with exit code {result.returncode}; see the log")
+
+
+def export_model(src: str, dst: str, quant_bit: int, quant_block: int, log,
+                 extra: list[str] = ()) -> dict:
+    """Export src into dst (replaced); returns the manifest describing dst."""
+    src, dst = Path(src).resolve(), Path(dst).resolve()
+    if dst.exists():
+        shutil.rmtree(dst)
+    staging = Path(tempfile.mkdtemp(prefix=".export-", dir=dst.parent))
+    try:
+        args = llmexport_args(src, staging / "model", quant_bit, quant_block, extra)
+        run_llmexport(args, log, cwd=str(staging))
+        model_dir = staging / "model"
+        missing = [f for f in REQUIRED_FILES if not (model_dir / f).is_file()]
+        if missing:
+            raise RuntimeError(f"llmexport finished but {missing} are missing in {model_dir}")
+        for name in SCRATCH:
+            target = model_dir / name
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+        os.replace(model_dir, dst)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return {
+        "exporter": {
+            "package": "llmexport",
+            "version": metadata.version("llmexport"),
+            "mnn_converter": "mnn " + metadata.version("mnn"),
+            "arguments": llmexport_args("<src>", "<dst>", quant_bit, quant_block, extra),
+        },
+        "files": file_table(dst),
+    }

@@ -1,0 +1,17 @@
+from mnnrepro.bench import run_greedy
+from mnnrepro.device import make_device
+from mnnrepro.hashing import write_json
+from mnnrepro.logs import log_to
+
+log_to(snakemake.log[0])
+gate = snakemake.params.correctness
+device = make_device(snakemake.wildcards.device, snakemake.params.device)
+try:
+    answers = {
+        name: run_greedy(device, snakemake.input.model, variant.get("runtime", {}),
+                         gate["prompts"], gate["max_new_tokens"], snakemake.params.timeout_s)
+        for name, variant in sorted(snakemake.params.variants.items())
+    }
+finally:
+    device.close()
+write_json(snakemake.output.greedy, answers)

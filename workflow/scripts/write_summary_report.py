@@ -1,0 +1,15 @@
+from pathlib import Path
+
+import pandas as pd
+
+from mnnrepro.hashing import read_json
+from mnnrepro.logs import log_to
+from mnnrepro.report import markdown
+
+log_to(snakemake.log[0])
+facts = {d["device"]: d for d in map(read_json, snakemake.input.facts)}
+engines = {e["engine"]: e for e in map(read_json, snakemake.input.engines)}
+models = {m["model"]: m for m in map(read_json, snakemake.input.manifests)}
+text = markdown(pd.read_csv(snakemake.input.table), read_json(snakemake.input.document),
+                facts, engines, models)
+Path(snakemake.output.markdown).write_text(text, encoding="utf-8")
