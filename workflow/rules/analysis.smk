@@ -9,13 +9,13 @@ rule check_validity:
         validity="results/{experiment}/validity/{device}/{model}.json",
     log:
         "logs/check_validity/{experiment}/{device}/{model}.log",
+    conda:
+        "../../envs/analysis.yaml"
     params:
         comparison=config["comparison"],
         correctness=config["correctness"],
     message:
         "Validity checks for device {wildcards.device}, model {wildcards.model}"
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/check_validity.py"
 
@@ -31,10 +31,10 @@ rule collect_bench_table:
         ),
     log:
         "logs/collect_bench_table/{experiment}.log",
-    message:
-        "Collecting every repetition into bench.csv"
     conda:
         "../../envs/analysis.yaml"
+    message:
+        "Collecting every repetition into bench.csv"
     script:
         "../scripts/collect_bench_table.py"
 
@@ -52,11 +52,11 @@ rule compute_summary:
         document="results/{experiment}/summary.json",
     log:
         "logs/compute_summary/{experiment}.log",
+    conda:
+        "../../envs/analysis.yaml"
     params:
         config=config,
     message:
         "Speedups with paired bootstrap CIs and claim verdicts"
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/compute_summary.py"

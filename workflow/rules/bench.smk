@@ -11,16 +11,16 @@ rule run_greedy:
         greedy="results/{experiment}/greedy/{device}/{model}.json",
     log:
         "logs/run_greedy/{experiment}/{device}/{model}.log",
+    conda:
+        "../../envs/bench.yaml"
+    threads: get_bench_threads
     params:
         device=get_device_spec,
         variants=get_variant_specs,
         correctness=config["correctness"],
         timeout_s=config["bench"]["timeout_s"],
-    threads: get_bench_threads
     message:
         "Greedy answers of every variant on device {wildcards.device}, model {wildcards.model}"
-    conda:
-        "../../envs/bench.yaml"
     script:
         "../scripts/run_greedy.py"
 
@@ -36,16 +36,16 @@ rule run_bench:
         runs="results/{experiment}/runs/{device}/{model}.json",
     log:
         "logs/run_bench/{experiment}/{device}/{model}.log",
+    conda:
+        "../../envs/bench.yaml"
+    threads: get_bench_threads
     params:
         raw_dir="results/{experiment}/raw/{device}/{model}",
         device=get_device_spec,
         variants=get_variant_specs,
         bench=config["bench"],
-    threads: get_bench_threads
     message:
         "Benchmark on device {wildcards.device}, model {wildcards.model}: "
         "variants interleaved, resumable"
-    conda:
-        "../../envs/bench.yaml"
     script:
         "../scripts/run_bench.py"

@@ -35,13 +35,18 @@ wildcard_constraints:
 
 
 def get_final_output(wildcards):
-    base = f"results/{EXPERIMENT}/"
     return [
-        base + "bench.csv",
-        base + "summary.csv",
-        base + "summary.json",
-        base + "summary.md",
-        *expand(base + "plots/{chart}.{ext}", chart=["runs", "speedup"], ext=["html", "png"]),
+        *expand(
+            "results/{experiment}/{table}",
+            experiment=EXPERIMENT,
+            table=["bench.csv", "summary.csv", "summary.json", "summary.md"],
+        ),
+        *expand(
+            "results/{experiment}/plots/{chart}.{ext}",
+            experiment=EXPERIMENT,
+            chart=["runs", "speedup"],
+            ext=["html", "png"],
+        ),
     ]
 
 

@@ -6,11 +6,11 @@ rule collect_device_facts:
         facts="results/{experiment}/devices/{device}.json",
     log:
         "logs/collect_device_facts/{experiment}/{device}.log",
+    conda:
+        "../../envs/bench.yaml"
     params:
         spec=get_device_spec,
     message:
         "Collecting facts of device {wildcards.device}"
-    conda:
-        "../../envs/bench.yaml"
     script:
         "../scripts/collect_device_facts.py"

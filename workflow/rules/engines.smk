@@ -6,11 +6,11 @@ rule describe_engine:
         engine="results/engines/{engine}/engine.json",
     log:
         "logs/describe_engine/{engine}.log",
+    conda:
+        "../../envs/bench.yaml"
     params:
         spec=get_engine_spec,
     message:
         "Checking and hashing MNN engine {wildcards.engine}"
-    conda:
-        "../../envs/bench.yaml"
     script:
         "../scripts/describe_engine.py"

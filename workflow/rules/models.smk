@@ -6,12 +6,12 @@ rule make_synthetic_model:
         hf=temp(directory("results/models/{model}/hf")),
     log:
         "logs/make_synthetic_model/{model}.log",
+    conda:
+        "../../envs/export.yaml"
     params:
         spec=get_model_spec,
     message:
         "Building synthetic Qwen3 checkpoint for model {wildcards.model}"
-    conda:
-        "../../envs/export.yaml"
     script:
         "../scripts/make_synthetic_model.py"
 
@@ -26,13 +26,13 @@ rule export_mnn_model:
         "logs/export_mnn_model/{model}.log",
     benchmark:
         "logs/export_mnn_model/{model}.benchmark.tsv"
+    conda:
+        "../../envs/export.yaml"
+    resources:
+        mem_mb=6000,
     params:
         spec=get_model_spec,
     message:
         "Converting model {wildcards.model} to MNN with llmexport (4-bit weights)"
-    resources:
-        mem_mb=6000,
-    conda:
-        "../../envs/export.yaml"
     script:
         "../scripts/export_mnn_model.py"

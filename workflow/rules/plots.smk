@@ -14,10 +14,10 @@ rule plot_runs:
         png="results/{experiment}/plots/runs.png",
     log:
         "logs/plot_runs/{experiment}.log",
-    message:
-        "Plotting throughput per repetition"
     conda:
         "../../envs/analysis.yaml"
+    message:
+        "Plotting throughput per repetition"
     script:
         "../scripts/plot_runs.py"
 
@@ -35,9 +35,9 @@ rule plot_speedup:
         png="results/{experiment}/plots/speedup.png",
     log:
         "logs/plot_speedup/{experiment}.log",
-    message:
-        "Plotting speedups against the claim band"
     conda:
         "../../envs/analysis.yaml"
+    message:
+        "Plotting speedups against the claim band"
     script:
         "../scripts/plot_speedup.py"

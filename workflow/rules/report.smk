@@ -16,9 +16,9 @@ rule write_summary_report:
         ),
     log:
         "logs/write_summary_report/{experiment}.log",
-    message:
-        "Writing results/{wildcards.experiment}/summary.md"
     conda:
         "../../envs/analysis.yaml"
+    message:
+        "Writing results/{wildcards.experiment}/summary.md"
     script:
         "../scripts/write_summary_report.py"

@@ -4,5 +4,6 @@ from mnnrepro.logs import log_to
 
 log_to(snakemake.log[0])
 spec = snakemake.params.spec
-write_json(snakemake.output.engine,
-           describe_prebuilt(snakemake.wildcards.engine, spec["prebuilt"]["pypi"]))
+write_json(
+    snakemake.output.engine, describe_prebuilt(snakemake.wildcards.engine, spec["prebuilt"]["pypi"])
+)

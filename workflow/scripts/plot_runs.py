@@ -4,5 +4,4 @@ from mnnrepro.logs import log_to
 from mnnrepro.plots import runs_chart, save
 
 log_to(snakemake.log[0])
-save(runs_chart(pd.read_csv(snakemake.input.table)), snakemake.output.html,
-     snakemake.output.png)
+save(runs_chart(pd.read_csv(snakemake.input.table)), snakemake.output.html, snakemake.output.png)

@@ -4,5 +4,4 @@ from mnnrepro.logs import log_to
 from mnnrepro.plots import save, speedup_chart
 
 log_to(snakemake.log[0])
-save(speedup_chart(pd.read_csv(snakemake.input.table)), snakemake.output.html,
-     snakemake.output.png)
+save(speedup_chart(pd.read_csv(snakemake.input.table)), snakemake.output.html, snakemake.output.png)

@@ -4,10 +4,14 @@ from mnnrepro.logs import log_to
 
 log_to(snakemake.log[0])
 index = run_plan_for_rule(
-    device_name=snakemake.wildcards.device, device_spec=snakemake.params.device,
-    model_dir=snakemake.input.model, manifest=snakemake.input.manifest,
-    engine_files=snakemake.input.engines, variants=snakemake.params.variants,
-    bench=snakemake.params.bench, raw_dir=snakemake.params.raw_dir,
+    device_name=snakemake.wildcards.device,
+    device_spec=snakemake.params.device,
+    model_dir=snakemake.input.model,
+    manifest=snakemake.input.manifest,
+    engine_files=snakemake.input.engines,
+    variants=snakemake.params.variants,
+    bench=snakemake.params.bench,
+    raw_dir=snakemake.params.raw_dir,
 )
 index.update(experiment=snakemake.wildcards.experiment, model=snakemake.wildcards.model)
 write_json(snakemake.output.runs, index)

@@ -8,8 +8,14 @@ gate = snakemake.params.correctness
 device = make_device(snakemake.wildcards.device, snakemake.params.device)
 try:
     answers = {
-        name: run_greedy(device, snakemake.input.model, variant.get("runtime", {}),
-                         gate["prompts"], gate["max_new_tokens"], snakemake.params.timeout_s)
+        name: run_greedy(
+            device,
+            snakemake.input.model,
+            variant.get("runtime", {}),
+            gate["prompts"],
+            gate["max_new_tokens"],
+            snakemake.params.timeout_s,
+        )
         for name, variant in sorted(snakemake.params.variants.items())
     }
 finally:

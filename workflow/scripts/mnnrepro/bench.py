@@ -42,16 +42,25 @@ def is_done(path: Path, key: str) -> bool:
     return record.get("plan_key") == key and record.get("status") == "ok"
 
 
-def bench_argv(device: Device, runner: str, model_config: str, runtime: dict, bench: dict,
-               out: str) -> list[str]:
+def bench_argv(
+    device: Device, runner: str, model_config: str, runtime: dict, bench: dict, out: str
+) -> list[str]:
     return [
-        device.python(), runner, "bench",
-        "--config", model_config,
-        "--runtime", json.dumps(runtime, sort_keys=True),
-        "--out", out,
-        "--prompt-tokens", str(bench["prompt_tokens"]),
-        "--generate-tokens", str(bench["generate_tokens"]),
-        "--warmup", str(bench["warmup"]),
+        device.python(),
+        runner,
+        "bench",
+        "--config",
+        model_config,
+        "--runtime",
+        json.dumps(runtime, sort_keys=True),
+        "--out",
+        out,
+        "--prompt-tokens",
+        str(bench["prompt_tokens"]),
+        "--generate-tokens",
+        str(bench["generate_tokens"]),
+        "--warmup",
+        str(bench["warmup"]),
     ]
 
 
@@ -71,12 +80,19 @@ def run_one(device: Device, argv: list[str], device_out: str, bench: dict) -> di
         why = "timed out" if result.returncode is None else f"exit code {result.returncode}"
         failures.append(f"attempt {attempt}: {why}\n{result.stderr[-4000:]}")
         log.warning("invocation failed (%s), attempt %d of %d", why, attempt, attempts)
-    raise BenchError("benchmark invocation failed:\n$ " + " ".join(argv) + "\n"
-                     + "\n".join(failures))
+    raise BenchError(
+        "benchmark invocation failed:\n$ " + " ".join(argv) + "\n" + "\n".join(failures)
+    )
 
 
-def run_schedule(device: Device, plan: list[Invocation], specs: dict[str, dict],
-                 model_dir: str, bench: dict, raw_dir: str | Path) -> list[dict]:
+def run_schedule(
+    device: Device,
+    plan: list[Invocation],
+    specs: dict[str, dict],
+    model_dir: str,
+    bench: dict,
+    raw_dir: str | Path,
+) -> list[dict]:
     """Run every invocation of plan not already done; returns the index of all raw files.
 
     specs: variant -> {"runtime": {...}, "engine": {...}, "model_manifest_sha256": ...}.
@@ -89,8 +105,12 @@ def run_schedule(device: Device, plan: list[Invocation], specs: dict[str, dict],
     done = 0
     for inv in plan:
         spec = specs[inv.variant]
-        key = plan_key({"spec": spec, "bench": {k: bench[k] for k in
-                        ("prompt_tokens", "generate_tokens", "warmup")}})
+        key = plan_key(
+            {
+                "spec": spec,
+                "bench": {k: bench[k] for k in ("prompt_tokens", "generate_tokens", "warmup")},
+            }
+        )
         path = raw_path(raw_dir, inv)
         if is_done(path, key):
             log.info("keep   %s (measured earlier)", path)
@@ -116,22 +136,42 @@ def run_schedule(device: Device, plan: list[Invocation], specs: dict[str, dict],
                 **payload,
             }
             write_json(path, record)
-            log.info("ran    %s: %s", path, ", ".join(
-                f"{r['phase']} {r['tps']:.2f} tok/s" for r in payload["results"]))
+            log.info(
+                "ran    %s: %s",
+                path,
+                ", ".join(f"{r['phase']} {r['tps']:.2f} tok/s" for r in payload["results"]),
+            )
         index.append({"invocation": inv.to_dict(), "raw": str(path)})
     log.info("%d invocations kept from earlier runs, %d run now", done, len(plan) - done)
     return index
 
 
-def run_greedy(device: Device, model_dir: str, runtime: dict, prompts: list[str],
-               max_new_tokens: int, timeout: float) -> dict:
+def run_greedy(
+    device: Device,
+    model_dir: str,
+    runtime: dict,
+    prompts: list[str],
+    max_new_tokens: int,
+    timeout: float,
+) -> dict:
     runner = device.stage(RUNNER)
     model_config = str(Path(device.stage(model_dir)) / "config.json")
     out = device.scratch("greedy.json")
-    argv = [device.python(), runner, "greedy", "--config", model_config,
-            "--runtime", json.dumps(runtime, sort_keys=True), "--out", out,
-            "--prompts", json.dumps(prompts, ensure_ascii=False),
-            "--max-new-tokens", str(max_new_tokens)]
+    argv = [
+        device.python(),
+        runner,
+        "greedy",
+        "--config",
+        model_config,
+        "--runtime",
+        json.dumps(runtime, sort_keys=True),
+        "--out",
+        out,
+        "--prompts",
+        json.dumps(prompts, ensure_ascii=False),
+        "--max-new-tokens",
+        str(max_new_tokens),
+    ]
     result = device.run(argv, timeout=timeout)
     if not result.ok:
         raise BenchError("greedy run failed:\n$ " + " ".join(argv) + "\n" + result.stderr[-4000:])
@@ -152,9 +192,16 @@ def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str
     }
 
 
-def run_plan_for_rule(device_name: str, device_spec: dict, model_dir: str, manifest: str,
-                      engine_files: list[str], variants: dict, bench: dict,
-                      raw_dir: str) -> dict:
+def run_plan_for_rule(
+    device_name: str,
+    device_spec: dict,
+    model_dir: str,
+    manifest: str,
+    engine_files: list[str],
+    variants: dict,
+    bench: dict,
+    raw_dir: str,
+) -> dict:
     from mnnrepro.device import make_device
     from mnnrepro.hashing import sha256_file
     from mnnrepro.schedule import interleaved

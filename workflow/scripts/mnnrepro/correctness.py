@@ -23,15 +23,20 @@ def compare_answers(baseline: dict, treatment: dict, min_agreement: float) -> di
             raise ValueError(f"prompt {answer['prompt']!r} missing from the baseline run")
         agree, first = leading_agreement(ref, answer["tokens"])
         share = agree / max(len(ref), 1)
-        rows.append({
-            "prompt": answer["prompt"],
-            "tokens": len(ref),
-            "agree": agree,
-            "agreement": share,
-            "first_divergence": first,
-            "baseline_tokens": ref,
-            "treatment_tokens": answer["tokens"],
-            "passed": share >= min_agreement,
-        })
-    return {"passed": all(r["passed"] for r in rows), "min_agreement": min_agreement,
-            "prompts": rows}
+        rows.append(
+            {
+                "prompt": answer["prompt"],
+                "tokens": len(ref),
+                "agree": agree,
+                "agreement": share,
+                "first_divergence": first,
+                "baseline_tokens": ref,
+                "treatment_tokens": answer["tokens"],
+                "passed": share >= min_agreement,
+            }
+        )
+    return {
+        "passed": all(r["passed"] for r in rows),
+        "min_agreement": min_agreement,
+        "prompts": rows,
+    }

@@ -112,13 +112,16 @@ class LocalDevice(Device):
     def run(self, argv, timeout):
         start = time.monotonic()
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                                  cwd=self.workdir, check=False)
-            return CommandResult(argv, proc.returncode, proc.stdout, proc.stderr,
-                                 time.monotonic() - start)
+            proc = subprocess.run(
+                argv, capture_output=True, text=True, timeout=timeout, cwd=self.workdir, check=False
+            )
+            return CommandResult(
+                argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
+            )
         except subprocess.TimeoutExpired as err:
-            return CommandResult(argv, None, _text(err.stdout), _text(err.stderr),
-                                 time.monotonic() - start)
+            return CommandResult(
+                argv, None, _text(err.stdout), _text(err.stderr), time.monotonic() - start
+            )
 
     def fetch(self, device_path, local_path):
         shutil.copyfile(device_path, local_path)

@@ -31,9 +31,7 @@ def describe_prebuilt(name: str, pin: str) -> dict:
             f"installed; install the pinned version with: pip install '{pin}'"
         )
     dist = metadata.distribution("mnn")
-    natives = sorted(
-        str(f) for f in dist.files or [] if str(f).endswith(".so") or ".so." in str(f)
-    )
+    natives = sorted(str(f) for f in dist.files or [] if str(f).endswith(".so") or ".so." in str(f))
     return {
         "engine": name,
         "kind": "prebuilt",

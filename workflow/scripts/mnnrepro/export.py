@@ -19,16 +19,23 @@ REQUIRED_FILES = ("config.json", "llm.mnn", "llm.mnn.weight", "llm_config.json",
 SCRATCH = ("onnx", "llm.mnn.json")
 
 
-def llmexport_args(src: str, dst: str, quant_bit: int, quant_block: int,
-                   extra: list[str] = ()) -> list[str]:
+def llmexport_args(
+    src: str, dst: str, quant_bit: int, quant_block: int, extra: list[str] = ()
+) -> list[str]:
     return [
-        "--path", str(src),
-        "--export", "mnn",
-        "--dst_path", str(dst),
-        "--quant_bit", str(quant_bit),
-        "--quant_block", str(quant_block),
+        "--path",
+        str(src),
+        "--export",
+        "mnn",
+        "--dst_path",
+        str(dst),
+        "--quant_bit",
+        str(quant_bit),
+        "--quant_block",
+        str(quant_block),
         # a path that never exists makes llmexport use the wheel's converter
-        "--mnnconvert", "/nonexistent/MNNConvert",
+        "--mnnconvert",
+        "/nonexistent/MNNConvert",
         *extra,
     ]
 
@@ -44,17 +51,29 @@ def run_llmexport(args: list[str], log, cwd: str) -> None:
     cmd = [sys.executable, str(RUNNER), *args]
     log.write("$ " + " ".join(cmd) + "\n")
     log.flush()
-    result = subprocess.run(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
-                            env=export_env(), check=False)
+    result = subprocess.run(
+        cmd,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        env=export_env(),
+        check=False,
+    )
+    log.write(result.stdout)
     export_log = Path(cwd, ".export.log")
     if export_log.exists():
-        log.write("--- converter output (.export.log) ---\n" + export_log.read_text(errors="replace"))
+        log.write(
+            "--- converter output (.export.log) ---\n" + export_log.read_text(errors="replace")
+        )
     if result.returncode != 0:
         raise RuntimeError(f"llmexport failed with exit code {result.returncode}; see the log")
 
 
-def export_model(src: str, dst: str, quant_bit: int, quant_block: int, log,
-                 extra: list[str] = ()) -> dict:
+def export_model(
+    src: str, dst: str, quant_bit: int, quant_block: int, log, extra: list[str] = ()
+) -> dict:
     """Export src into dst (replaced); returns the manifest describing dst."""
     src, dst = Path(src).resolve(), Path(dst).resolve()
     if dst.exists():

@@ -18,14 +18,23 @@ def runs_chart(bench: pd.DataFrame) -> alt.Chart:
     )
     points = base.mark_circle(size=45, opacity=0.7).encode(
         y=alt.Y("tps:Q", title="tokens / s", scale=alt.Scale(zero=False)),
-        tooltip=["device", "model", "variant", "phase", "block", alt.Tooltip("tps:Q", format=".2f")],
+        tooltip=[
+            "device",
+            "model",
+            "variant",
+            "phase",
+            "block",
+            alt.Tooltip("tps:Q", format=".2f"),
+        ],
     )
     medians = base.mark_tick(size=30, thickness=2, color="black").encode(y="median(tps):Q")
     return (
         alt.layer(points, medians)
         .properties(width=160, height=220)
-        .facet(column=alt.Column("phase:N", sort=PHASE_ORDER, title=None),
-               row=alt.Row("device:N", title=None))
+        .facet(
+            column=alt.Column("phase:N", sort=PHASE_ORDER, title=None),
+            row=alt.Row("device:N", title=None),
+        )
         .resolve_scale(y="independent")
         .properties(title="Throughput per repetition (tick = median)")
     )
@@ -39,18 +48,29 @@ def speedup_chart(summary: pd.DataFrame) -> alt.Chart:
     data["band_high"] = data["claim_gain"] + data["tolerance"]
     y = alt.Y("label:N", title=None, sort=sorted(data["label"].unique()))
     base = alt.Chart()
-    band = base.transform_filter("isValid(datum.claim_gain)").mark_bar(
-        opacity=0.2, color="green", height=18
-    ).encode(x="band_low:Q", x2="band_high:Q", y=y)
+    band = (
+        base.transform_filter("isValid(datum.claim_gain)")
+        .mark_bar(opacity=0.2, color="green", height=18)
+        .encode(x="band_low:Q", x2="band_high:Q", y=y)
+    )
     rule = base.mark_rule(strokeWidth=2).encode(
         x=alt.X("gain_ci_low:Q", title="gain (speedup - 1)", axis=alt.Axis(format="+%")),
-        x2="gain_ci_high:Q", y=y,
+        x2="gain_ci_high:Q",
+        y=y,
     )
     point = base.mark_point(filled=True, size=70).encode(
-        x="gain:Q", y=y, color=alt.Color("verdict:N"),
-        tooltip=["device", "model", "phase", "verdict", alt.Tooltip("gain:Q", format="+.1%"),
-                 alt.Tooltip("gain_ci_low:Q", format="+.1%"),
-                 alt.Tooltip("gain_ci_high:Q", format="+.1%")],
+        x="gain:Q",
+        y=y,
+        color=alt.Color("verdict:N"),
+        tooltip=[
+            "device",
+            "model",
+            "phase",
+            "verdict",
+            alt.Tooltip("gain:Q", format="+.1%"),
+            alt.Tooltip("gain_ci_low:Q", format="+.1%"),
+            alt.Tooltip("gain_ci_high:Q", format="+.1%"),
+        ],
     )
     zero = base.mark_rule(strokeDash=[4, 4], color="gray").encode(x=alt.datum(0.0))
     return (

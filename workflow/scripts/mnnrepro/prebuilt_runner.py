@@ -159,11 +159,13 @@ def run_greedy(args) -> dict:
     runtime = json.loads(args.runtime)
     llm, printed = load_llm(args.config, runtime)
     prompts = json.loads(args.prompts)
-    answers = [
-        {"prompt": p, "tokens": greedy_answer(llm, p, args.max_new_tokens)} for p in prompts
-    ]
-    return {"kind": "greedy", "runtime": runtime, "answers": answers,
-            "engine": engine_facts(printed)}
+    answers = [{"prompt": p, "tokens": greedy_answer(llm, p, args.max_new_tokens)} for p in prompts]
+    return {
+        "kind": "greedy",
+        "runtime": runtime,
+        "answers": answers,
+        "engine": engine_facts(printed),
+    }
 
 
 def write_atomically(path: str, payload: dict) -> None:

@@ -11,8 +11,13 @@ def _pct(x) -> str:
     return "n/a" if x is None or pd.isna(x) else f"{x:+.1%}"
 
 
-def markdown(summary: pd.DataFrame, document: dict, facts: dict[str, dict],
-             engines: dict[str, dict], models: dict[str, dict]) -> str:
+def markdown(
+    summary: pd.DataFrame,
+    document: dict,
+    facts: dict[str, dict],
+    engines: dict[str, dict],
+    models: dict[str, dict],
+) -> str:
     cfg = document
     comp = cfg["comparison"]
     out = [
@@ -31,9 +36,11 @@ def markdown(summary: pd.DataFrame, document: dict, facts: dict[str, dict],
     for row in summary.itertuples():
         ci = f"[{_pct(row.gain_ci_low)}, {_pct(row.gain_ci_high)}]"
         claim = "—" if pd.isna(row.claim_gain) else f"{_pct(row.claim_gain)} ± {row.tolerance:.0%}"
-        reason = f" ({row.verdict_reason})" if row.verdict_reason else ""
-        out.append(f"| {row.device} | {row.model} | {row.phase} | {_pct(row.gain)} | {ci} | "
-                   f"{claim} | **{row.verdict}**{reason} |")
+        reason = f" ({row.verdict_reason})" if isinstance(row.verdict_reason, str) else ""
+        out.append(
+            f"| {row.device} | {row.model} | {row.phase} | {_pct(row.gain)} | {ci} | "
+            f"{claim} | **{row.verdict}**{reason} |"
+        )
     out += ["", f"Rule: {vd.RULE}"]
     if comp.get("source"):
         out += ["", f"Claim source: {comp['source']}"]
@@ -41,10 +48,14 @@ def markdown(summary: pd.DataFrame, document: dict, facts: dict[str, dict],
     for item in cfg["validity"]:
         for check in item["checks"]:
             mark = "pass" if check["passed"] else "**FAIL**"
-            out.append(f"- {item['device']} / {item['model']}: {check['name']}: {mark} — "
-                       f"{check['evidence']}")
+            out.append(
+                f"- {item['device']} / {item['model']}: {check['name']}: {mark} — "
+                f"{check['evidence']}"
+            )
     out += [
-        "", "## Statistics", "",
+        "",
+        "## Statistics",
+        "",
         f"{cfg['speedup_method']}; {cfg['stats']['n_boot']} resamples, "
         f"{cfg['stats']['ci_level']:.0%} level, seed {cfg['stats']['seed']}.",
         "",
@@ -57,20 +68,31 @@ def markdown(summary: pd.DataFrame, document: dict, facts: dict[str, dict],
             f"| {row.device} | {row.model} | {row.phase} | {row.n_pairs} | "
             f"{row.median_baseline_tps:.2f} | {row.median_treatment_tps:.2f} | "
             f"{row.cv_baseline:.1%} | {row.cv_treatment:.1%} | {row.ratio:.3f} | "
-            f"{row.p_mannwhitney:.2g} | {row.half_width_rel:.1%} | {row.reps_for_target} |")
+            f"{row.p_mannwhitney:.2g} | {row.half_width_rel:.1%} | {row.reps_for_target} |"
+        )
     out += ["", "## Provenance", ""]
     for name, engine in sorted(engines.items()):
-        out.append(f"- engine `{name}`: {engine['kind']} {engine['pin']} "
-                   f"({len(engine['files'])} native libraries hashed)")
+        out.append(
+            f"- engine `{name}`: {engine['kind']} {engine['pin']} "
+            f"({len(engine['files'])} native libraries hashed)"
+        )
     for name, manifest in sorted(models.items()):
         total = sum(f["size"] for f in manifest["files"])
-        out.append(f"- model `{name}`: {manifest['source']}, {len(manifest['files'])} files, "
-                   f"{total / 2**20:.1f} MiB, exporter {manifest['exporter']['package']} "
-                   f"{manifest['exporter']['version']}")
+        out.append(
+            f"- model `{name}`: {manifest['source']}, {len(manifest['files'])} files, "
+            f"{total / 2**20:.1f} MiB, exporter {manifest['exporter']['package']} "
+            f"{manifest['exporter']['version']}"
+        )
     for name, fact in sorted(facts.items()):
-        out.append(f"- device `{name}` ({fact['kind']}{', emulated' if fact['emulated'] else ''}): "
-                   f"{fact['cpu_model']}, {fact['cpu_count']} CPUs, {fact['os']}, "
-                   f"sme2 {'yes' if fact['sme2'] else 'no'}")
-    out += ["", "Plots: `plots/runs.html`, `plots/speedup.html` (PNG beside them). "
-            "Tables: `bench.csv`, `summary.csv`, `summary.json`.", ""]
+        out.append(
+            f"- device `{name}` ({fact['kind']}{', emulated' if fact['emulated'] else ''}): "
+            f"{fact['cpu_model']}, {fact['cpu_count']} CPUs, {fact['os']}, "
+            f"sme2 {'yes' if fact['sme2'] else 'no'}"
+        )
+    out += [
+        "",
+        "Plots: `plots/runs.html`, `plots/speedup.html` (PNG beside them). "
+        "Tables: `bench.csv`, `summary.csv`, `summary.json`.",
+        "",
+    ]
     return "\n".join(out)

@@ -15,8 +15,13 @@ import pandas as pd
 from scipy import stats as sps
 
 
-def paired_ratio(baseline: np.ndarray, treatment: np.ndarray, rng: np.random.Generator,
-                 n_boot: int, ci_level: float) -> dict:
+def paired_ratio(
+    baseline: np.ndarray,
+    treatment: np.ndarray,
+    rng: np.random.Generator,
+    n_boot: int,
+    ci_level: float,
+) -> dict:
     baseline = np.asarray(baseline, dtype=float)
     treatment = np.asarray(treatment, dtype=float)
     if baseline.shape != treatment.shape or baseline.size < 2:
@@ -29,8 +34,12 @@ def paired_ratio(baseline: np.ndarray, treatment: np.ndarray, rng: np.random.Gen
     boot = np.exp(log_ratio[draws].mean(axis=1))
     alpha = 1.0 - ci_level
     low, high = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
-    return {"ratio": float(np.exp(log_ratio.mean())), "ci_low": float(low),
-            "ci_high": float(high), "n_pairs": int(n)}
+    return {
+        "ratio": float(np.exp(log_ratio.mean())),
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "n_pairs": int(n),
+    }
 
 
 def cv(values: np.ndarray) -> float:
@@ -38,18 +47,23 @@ def cv(values: np.ndarray) -> float:
     return float(values.std(ddof=1) / values.mean()) if values.size > 1 else math.nan
 
 
-def reps_for_half_width(n: int, ratio: float, ci_low: float, ci_high: float,
-                        target: float) -> int:
+def reps_for_half_width(n: int, ratio: float, ci_low: float, ci_high: float, target: float) -> int:
     """Repetitions per variant for a relative CI half-width <= target (CI width ~ 1/sqrt(n))."""
     half = (ci_high - ci_low) / 2 / ratio
     if half <= 0:
         return n
-    return max(2, math.ceil(n * (half / target) ** 2))
+    return max(2, math.ceil(n * (half / target) ** 2 - 1e-9))  # tolerate float noise
 
 
-def compare_phase(table: pd.DataFrame, baseline: str, treatment: str,
-                  rng: np.random.Generator, n_boot: int, ci_level: float,
-                  target_half_width: float) -> dict:
+def compare_phase(
+    table: pd.DataFrame,
+    baseline: str,
+    treatment: str,
+    rng: np.random.Generator,
+    n_boot: int,
+    ci_level: float,
+    target_half_width: float,
+) -> dict:
     """table: the rows of one device x model x phase."""
     wide = table.pivot_table(index="block", columns="variant", values="tps", aggfunc="first")
     for variant in (baseline, treatment):
@@ -67,7 +81,11 @@ def compare_phase(table: pd.DataFrame, baseline: str, treatment: str,
         "cv_treatment": cv(treat),
         "p_mannwhitney": float(mw.pvalue),
         "half_width_rel": (result["ci_high"] - result["ci_low"]) / 2 / result["ratio"],
-        "reps_for_target": reps_for_half_width(result["n_pairs"], result["ratio"],
-                                               result["ci_low"], result["ci_high"],
-                                               target_half_width),
+        "reps_for_target": reps_for_half_width(
+            result["n_pairs"],
+            result["ratio"],
+            result["ci_low"],
+            result["ci_high"],
+            target_half_width,
+        ),
     }

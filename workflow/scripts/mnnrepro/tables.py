@@ -10,14 +10,30 @@ from mnnrepro.hashing import read_json
 KEY_COLUMNS = ["experiment", "device", "model", "variant", "phase"]
 BENCH_COLUMNS = [
     *KEY_COLUMNS,
-    "block", "position", "run_order", "tokens", "seconds", "tps",
-    "engine", "engine_version", "runtime", "prompt_tokens", "generate_tokens", "warmup",
-    "device_supports", "emulated", "load_s", "attempts", "max_temp_before_c", "raw_file",
+    "block",
+    "position",
+    "run_order",
+    "tokens",
+    "seconds",
+    "tps",
+    "engine",
+    "engine_version",
+    "runtime",
+    "prompt_tokens",
+    "generate_tokens",
+    "warmup",
+    "device_supports",
+    "emulated",
+    "load_s",
+    "attempts",
+    "max_temp_before_c",
+    "raw_file",
 ]
 
 
-def rows_from_record(record: dict, experiment: str, model: str, emulated: bool,
-                     raw_file: str) -> list[dict]:
+def rows_from_record(
+    record: dict, experiment: str, model: str, emulated: bool, raw_file: str
+) -> list[dict]:
     inv = record["invocation"]
     spec = record["spec"]
     temps = record.get("thermal_before_c") or {}
@@ -43,8 +59,13 @@ def rows_from_record(record: dict, experiment: str, model: str, emulated: bool,
         "raw_file": raw_file,
     }
     return [
-        {**base, "phase": r["phase"], "tokens": r["tokens"], "seconds": r["seconds"],
-         "tps": r["tps"]}
+        {
+            **base,
+            "phase": r["phase"],
+            "tokens": r["tokens"],
+            "seconds": r["seconds"],
+            "tps": r["tps"],
+        }
         for r in record["results"]
     ]
 
@@ -55,7 +76,10 @@ def bench_table(indexes: list[dict]) -> pd.DataFrame:
     for index in indexes:
         for entry in index["runs"]:
             record = read_json(entry["raw"])
-            rows.extend(rows_from_record(record, index["experiment"], index["model"],
-                                         index["emulated"], entry["raw"]))
+            rows.extend(
+                rows_from_record(
+                    record, index["experiment"], index["model"], index["emulated"], entry["raw"]
+                )
+            )
     table = pd.DataFrame(rows, columns=BENCH_COLUMNS)
     return table.sort_values(["device", "model", "run_order", "phase"]).reset_index(drop=True)

@@ -10,10 +10,14 @@ def correctness_check(greedy: dict, comparison: dict, correctness: dict) -> dict
     result = compare_answers(greedy[base], greedy[treat], correctness["min_agreement"])
     parts = []
     for row in result["prompts"]:
-        where = ("identical" if row["first_divergence"] is None
-                 else f"first divergence at token {row['first_divergence']}")
-        parts.append(f"{row['prompt']!r}: {row['agree']}/{row['tokens']} leading tokens agree "
-                     f"({where})")
+        where = (
+            "identical"
+            if row["first_divergence"] is None
+            else f"first divergence at token {row['first_divergence']}"
+        )
+        parts.append(
+            f"{row['prompt']!r}: {row['agree']}/{row['tokens']} leading tokens agree ({where})"
+        )
     return {
         "name": "correctness gate (greedy tokens, treatment vs baseline)",
         "passed": result["passed"],
@@ -23,8 +27,10 @@ def correctness_check(greedy: dict, comparison: dict, correctness: dict) -> dict
 
 
 def runtime_features_check(greedy: dict, comparison: dict) -> dict:
-    lines = {v: greedy[v]["engine"].get("device_supports", "") for v in
-             (comparison["baseline"], comparison["treatment"])}
+    lines = {
+        v: greedy[v]["engine"].get("device_supports", "")
+        for v in (comparison["baseline"], comparison["treatment"])
+    }
     captured = all(lines.values())
     return {
         "name": "engine feature line captured",

@@ -19,8 +19,7 @@ RULE = (
 )
 
 
-def claim_verdict(gain_low: float, gain_high: float, claim: float | None,
-                  tolerance: float) -> str:
+def claim_verdict(gain_low: float, gain_high: float, claim: float | None, tolerance: float) -> str:
     if claim is None:
         return NO_CLAIM
     band_low, band_high = claim - tolerance, claim + tolerance

@@ -1,0 +1,107 @@
+"""The resumable interleaved schedule, run for real on the local device with the tiny model."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnnrepro.bench import BenchError, run_schedule, variant_specs
+from mnnrepro.device import CommandResult, LocalDevice
+from mnnrepro.hashing import read_json
+from mnnrepro.schedule import interleaved
+
+BENCH = {
+    "prompt_tokens": 8,
+    "generate_tokens": 4,
+    "warmup": 0,
+    "timeout_s": 120,
+    "retries": 0,
+    "cooldown_s": 0,
+}
+ENGINE = {
+    "engine": "mnn-pypi",
+    "kind": "prebuilt",
+    "pin": "mnn==3.6.1",
+    "version": "3.6.1",
+    "files": [],
+}
+
+
+def specs(runtime_a=None):
+    variants = {
+        "a": {"engine": "e", "runtime": runtime_a or {"thread_num": 1}},
+        "b": {"engine": "e", "runtime": {"thread_num": 2}},
+    }
+    return variant_specs(variants, {"e": ENGINE}, "0" * 64)
+
+
+class CountingDevice(LocalDevice):
+    """The real local device, counting runs; optionally interrupted like Ctrl-C after k runs."""
+
+    def __init__(self, interrupt_after=None, fail_first=0):
+        super().__init__("host")
+        self.runs = 0
+        self.interrupt_after = interrupt_after
+        self.fail_first = fail_first
+
+    def run(self, argv, timeout):
+        if self.interrupt_after is not None and self.runs == self.interrupt_after:
+            raise KeyboardInterrupt
+        self.runs += 1
+        if self.runs <= self.fail_first:
+            return CommandResult(argv, 1, "", "simulated crash of the engine", 0.0)
+        return super().run(argv, timeout)
+
+
+def test_interrupted_run_resumes_and_keeps_every_repetition_once(tiny_model, tmp_path):
+    plan = interleaved(["a", "b"], 3)
+    first = CountingDevice(interrupt_after=4)
+    with pytest.raises(KeyboardInterrupt):
+        run_schedule(first, plan, specs(), str(tiny_model), BENCH, tmp_path)
+    first.close()
+    kept = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json"))
+    # schedule a b / b a / a b: the first four invocations finished
+    assert kept == ["a/rep-000.json", "a/rep-001.json", "b/rep-000.json", "b/rep-001.json"]
+    assert not list(tmp_path.rglob("*.part-*"))
+
+    second = CountingDevice()
+    index = run_schedule(second, plan, specs(), str(tiny_model), BENCH, tmp_path)
+    second.close()
+    assert second.runs == 2  # only the missing ones
+    pairs = [(e["invocation"]["variant"], e["invocation"]["block"]) for e in index]
+    assert sorted(pairs) == sorted({(v, b) for v in "ab" for b in range(3)})
+    orders = [read_json(e["raw"])["invocation"]["run_order"] for e in index]
+    assert orders == list(range(6))
+
+
+def test_changed_settings_are_measured_again(tiny_model, tmp_path):
+    plan = interleaved(["a", "b"], 2)
+    device = CountingDevice()
+    run_schedule(device, plan, specs(), str(tiny_model), BENCH, tmp_path)
+    run_schedule(device, plan, specs(), str(tiny_model), BENCH, tmp_path)
+    assert device.runs == 4  # second pass reused everything
+    run_schedule(
+        device,
+        plan,
+        specs({"thread_num": 2, "precision": "normal"}),
+        str(tiny_model),
+        BENCH,
+        tmp_path,
+    )
+    assert device.runs == 6  # variant a changed: its 2 invocations ran again
+    device.close()
+
+
+def test_failed_invocation_is_retried_then_reported(tiny_model, tmp_path):
+    plan = interleaved(["a", "b"], 1)
+    flaky = CountingDevice(fail_first=1)
+    run_schedule(flaky, plan, specs(), str(tiny_model), {**BENCH, "retries": 1}, tmp_path)
+    assert read_json(tmp_path / "a" / "rep-000.json")["attempts"] == 2
+    flaky.close()
+
+    broken = CountingDevice(fail_first=99)
+    with pytest.raises(BenchError, match="simulated crash of the engine"):
+        run_schedule(
+            broken, plan, specs(), str(tiny_model), {**BENCH, "retries": 2}, tmp_path / "other"
+        )
+    assert broken.runs == 3
+    broken.close()

@@ -1,0 +1,135 @@
+"""Config validation: the shipped configs pass; bad ones fail naming the key."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from mnnrepro.config import ConfigError, check
+
+CONFIGS = ["config/config.yaml", "tests/workflow/config-tiny.yaml"]
+
+
+def load(root, rel):
+    return yaml.safe_load((root / rel).read_text())
+
+
+@pytest.mark.parametrize("rel", CONFIGS)
+def test_shipped_configs_are_valid(root, rel):
+    check(load(root, rel))
+
+
+def _set(cfg, dotted, value):
+    *parents, last = dotted.split(".")
+    node = cfg
+    for key in parents:
+        node = node[key]
+    if value is _DELETE:
+        del node[last]
+    else:
+        node[last] = value
+
+
+_DELETE = object()
+
+BAD = [
+    # (what is wrong, key to change, new value, text the error must contain)
+    ("unknown top-level key", "benchmark", {}, "unknown key(s) ['benchmark']"),
+    ("typo in a section key", "bench.repetitons", 5, "`bench`: unknown key(s) ['repetitons']"),
+    (
+        "enum value",
+        "variants.one-thread.runtime.precision",
+        "lo",
+        "`variants.one-thread.runtime.precision`: 'lo' is not one of ['low', 'normal', 'high']",
+    ),
+    ("wrong type", "bench.repetitions", "ten", "`bench.repetitions`: 'ten' is not of type"),
+    ("below minimum", "bench.repetitions", 1, "`bench.repetitions`: 1 is less than the minimum"),
+    (
+        "missing required key",
+        "comparison.baseline",
+        _DELETE,
+        "`comparison`: 'baseline' is a required property",
+    ),
+    ("bad name", "experiment", "Quick Start", "`experiment`: 'Quick Start' must match"),
+    (
+        "unknown shape",
+        "models.synth-tiny.synthetic.shape",
+        "huge",
+        "`models.synth-tiny.synthetic.shape`: 'huge' is not one of ['tiny', 'qwen3-0.6b']",
+    ),
+    (
+        "two sources",
+        "models.synth-tiny",
+        {"synthetic": {"shape": "tiny"}, "other": {}},
+        "`models.synth-tiny`",
+    ),
+    (
+        "variant names an unknown engine",
+        "variants.one-thread.engine",
+        "mnn-gpu",
+        "`variants.one-thread.engine`: 'mnn-gpu' is not an engine; defined engines: ['mnn-pypi']",
+    ),
+    (
+        "comparison names an unknown variant",
+        "comparison.treatment",
+        "sme2-on",
+        "`comparison.treatment`: 'sme2-on' is not a variant",
+    ),
+    (
+        "engine pin is not exact",
+        "engines.mnn-pypi.prebuilt.pypi",
+        "mnn>=3",
+        "`engines.mnn-pypi.prebuilt.pypi`: 'mnn>=3' must match",
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "key", "value", "expected"), BAD, ids=[b[0] for b in BAD])
+def test_bad_config_names_the_key(root, what, key, value, expected):
+    cfg = copy.deepcopy(load(root, "tests/workflow/config-tiny.yaml"))
+    _set(cfg, key, value)
+    with pytest.raises(ConfigError) as err:
+        check(cfg)
+    assert expected in str(err.value)
+
+
+def test_snakemake_refuses_bad_config_before_any_job(root, tmp_path):
+    cfg = load(root, "tests/workflow/config-tiny.yaml")
+    cfg["bench"]["prompt_tokens"] = 0
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--configfile",
+            str(path),
+            "--directory",
+            str(tmp_path),
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "config key `bench.prompt_tokens`: 0 is less than the minimum of 1" in (
+        proc.stdout + proc.stderr
+    )
+    assert not (tmp_path / "results").exists()
+
+
+def test_schema_defaults_are_filled(root):
+    from snakemake.utils import validate
+
+    cfg = load(root, "tests/workflow/config-tiny.yaml")
+    validate(cfg, str(root / "workflow/schemas/config.schema.yaml"))
+    assert cfg["stats"]["ci_level"] == 0.95
+    assert cfg["bench"]["cooldown_s"] == 0
+    assert cfg["correctness"]["min_agreement"] == 1.0

@@ -1,0 +1,73 @@
+"""Synthetic model + llmexport: real export of the tiny shape, no telemetry, no installs."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from importlib import metadata
+
+from mnnrepro.export import REQUIRED_FILES, RUNNER, export_model
+from mnnrepro.synthetic import SHAPES, make_model
+
+
+def installed_packages() -> set[tuple[str, str]]:
+    return {(d.metadata["Name"].lower(), d.version) for d in metadata.distributions()}
+
+
+def test_tiny_export_has_every_file_and_a_manifest(tiny_model):
+    for name in REQUIRED_FILES:
+        assert (tiny_model / name).is_file(), name
+    manifest = json.loads((tiny_model.parent / "manifest.json").read_text())
+    assert manifest["exporter"]["package"] == "llmexport"
+    assert manifest["exporter"]["version"] == metadata.version("llmexport")
+    assert "--quant_bit" in manifest["exporter"]["arguments"]
+    listed = {f["path"] for f in manifest["files"]}
+    assert set(REQUIRED_FILES) <= listed
+    assert all(len(f["sha256"]) == 64 for f in manifest["files"])
+
+
+def test_export_changes_no_installed_package(tmp_path):
+    """The mnn wheel's converter would pip install aliyun-log-python-sdk; we block it."""
+    before = installed_packages()
+    make_model("tiny", 1, tmp_path / "hf")
+    export_model(str(tmp_path / "hf"), str(tmp_path / "mnn"), 4, 64, io.StringIO())
+    assert installed_packages() == before
+    assert "aliyun-log-python-sdk" not in {name for name, _ in installed_packages()}
+
+
+def test_telemetry_module_cannot_load_in_the_export_process():
+    code = (
+        "import importlib.util, sys; "
+        f"spec = importlib.util.spec_from_file_location('m', {str(RUNNER)!r}); "
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
+        "m.block_telemetry(); "
+        "from MNN.tools import mnnconvert; "
+        "print('logger', mnnconvert.mnn_logger)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "logger None" in proc.stdout
+    assert "pip install" not in proc.stdout + proc.stderr
+
+
+def test_qwen3_06b_shape_is_the_real_one():
+    shape = SHAPES["qwen3-0.6b"]
+    assert (shape["vocab_size"], shape["hidden_size"], shape["num_hidden_layers"]) == (
+        151936,
+        1024,
+        28,
+    )
+    assert (shape["num_attention_heads"], shape["num_key_value_heads"]) == (16, 8)
+
+
+def test_same_seed_same_weights(tmp_path):
+    from safetensors.numpy import load_file
+
+    make_model("tiny", 3, tmp_path / "a")
+    make_model("tiny", 3, tmp_path / "b")
+    make_model("tiny", 4, tmp_path / "c")
+    a, b, c = (load_file(tmp_path / d / "model.safetensors") for d in "abc")
+    key = "model.layers.0.mlp.up_proj.weight"
+    assert (a[key] == b[key]).all()
+    assert not (a[key] == c[key]).all()

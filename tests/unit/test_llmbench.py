@@ -1,0 +1,102 @@
+"""llm_bench parsers on every real capture in tests/data/llm_bench/ (see PROVENANCE.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mnnrepro import llmbench
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "llm_bench"
+PAIRS = sorted(p.name.removesuffix(".stdout.txt") for p in DATA.glob("llm_bench_*.stdout.txt"))
+
+
+def test_every_capture_is_covered():
+    assert set(PAIRS) == {
+        "llm_bench_out361",
+        "llm_bench_kv361",
+        "llm_bench_pg361",
+        "llm_bench_q06kv361",
+        "llm_bench_out",
+        "llm_bench_pg",
+        "llm_bench_multi",
+    }
+
+
+@pytest.mark.parametrize("stem", PAIRS)
+def test_table_and_json_agree(stem):
+    text = (DATA / f"{stem}.stdout.txt").read_text()
+    doc = (DATA / f"{stem}.json").read_text()
+    table, rows = llmbench.parse_table(text), llmbench.parse_json(doc)
+    llmbench.cross_check(table, rows)
+    assert llmbench.supports_line(text).startswith("The device supports:")
+    for row in rows:  # every JSON speed came through unchanged
+        assert row["tps"] > 0 and row["phase"] in ("prefill", "decode")
+    raw = json.loads(doc)["results"]
+    speeds = {round(r.get("tps", r.get("prefill_tps", 0)), 6) for r in raw}
+    assert {round(r["tps"], 6) for r in rows if r["phase"] == "prefill"} <= speeds | {
+        round(r.get("prefill_tps", 0), 6) for r in raw
+    }
+
+
+def test_kv_format_of_361_splits_prefill_and_decode():
+    rows = llmbench.parse_table((DATA / "llm_bench_q06kv361.stdout.txt").read_text())
+    assert [(r["phase"], r["tokens"], r["tps"], r["std"]) for r in rows] == [
+        ("prefill", 256, 168.87, 15.37),
+        ("decode", 64, 35.96, 3.81),
+    ]
+
+
+def test_pg_of_361_is_one_combined_number():
+    rows = llmbench.parse_table((DATA / "llm_bench_pg361.stdout.txt").read_text())
+    combined = [r for r in rows if r["phase"] == "combined"]
+    assert [(r["test"], r["tokens"], r["tps"]) for r in combined] == [("pp128+tg32", 160, 14770.30)]
+    assert not [
+        r
+        for r in llmbench.parse_json((DATA / "llm_bench_pg361.json").read_text())
+        if r["prompt_len"] == 128
+    ]
+
+
+def test_pg_after_361_has_split_speeds():
+    rows = llmbench.parse_table((DATA / "llm_bench_pg.stdout.txt").read_text())
+    assert [(r["phase"], r["tps"]) for r in rows if r["test"] == "pp128+tg32"] == [
+        ("prefill", 26878.14),
+        ("decode", 1438.74),
+    ]
+
+
+def test_multi_configuration_table_keeps_threads_per_row():
+    rows = llmbench.parse_table((DATA / "llm_bench_multi.stdout.txt").read_text())
+    assert [r["threads"] for r in rows] == [2, 2, 1, 1, 2, 2, 1, 1]
+
+
+@pytest.mark.parametrize("text", ["no table here", "| a | b |\n|---|---|\n| 1 | 2 |"])
+def test_garbage_is_a_clear_error(text):
+    with pytest.raises(llmbench.LlmBenchParseError):
+        llmbench.parse_table(text)
+
+
+def test_build_args_one_configuration_per_invocation():
+    args = llmbench.build_args("./llm_bench", "m/config.json", 512, 128, 4, 2, "r.json")
+    assert args == [
+        "./llm_bench",
+        "-m",
+        "m/config.json",
+        "-t",
+        "4",
+        "-c",
+        "2",
+        "-p",
+        "512",
+        "-n",
+        "128",
+        "-rep",
+        "1",
+        "-j",
+        "r.json",
+        "-kv",
+        "true",
+    ]
