@@ -9,7 +9,7 @@ min_version("9.0")
 # otherwise deep-merge the two, mixing their models and devices).
 if not workflow.overwrite_configfiles:
 
-    configfile: "config/config.yaml"
+    configfile: f"{workflow.basedir}/config/config.yaml"
 
 
 report: "workflow/report/workflow.rst"
@@ -23,6 +23,7 @@ include: "workflow/rules/bench.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/archive.smk"
 
 
 rule all:

@@ -28,12 +28,14 @@ def test_tiny_export_has_every_file_and_a_manifest(tiny_model):
     assert all(len(f["sha256"]) == 64 for f in manifest["files"])
 
 
-def test_export_changes_no_installed_package(tmp_path):
-    """The mnn wheel's converter would pip install aliyun-log-python-sdk; we block it."""
+def test_export_is_deterministic_and_changes_no_installed_package(tiny_model, tmp_path):
+    """Same seed, same bytes; and the mnn wheel's converter installs nothing (we block it)."""
     before = installed_packages()
-    make_model("tiny", 1, tmp_path / "hf")
-    export_model(str(tmp_path / "hf"), str(tmp_path / "mnn"), 4, 64, io.StringIO())
+    make_model("tiny", 0, tmp_path / "hf")
+    again = export_model(str(tmp_path / "hf"), str(tmp_path / "mnn"), 4, 64, io.StringIO())
     assert installed_packages() == before
+    first = json.loads((tiny_model.parent / "manifest.json").read_text())
+    assert again["files"] == first["files"]
     assert "aliyun-log-python-sdk" not in {name for name, _ in installed_packages()}
 
 

@@ -15,6 +15,7 @@ except ConfigError as err:
 validate(config, "../schemas/config.schema.yaml")  # fills the schema's defaults
 
 EXPERIMENT = config["experiment"]
+REPLAY = config.get("replay", "")  # an archive to re-derive results from (no device needed)
 ENGINES = sorted(config["engines"])
 MODELS = sorted(config["models"])
 DEVICES = sorted(config["devices"])
@@ -26,15 +27,44 @@ def _alternatives(names):
     return "|".join(names)
 
 
+# Rules that touch a device, or are too small to queue, run where Snakemake runs (cluster profile).
+localrules:
+    all,
+    archive,
+    describe_engine,
+    collect_device_facts,
+    run_greedy,
+    run_bench,
+    check_validity,
+    collect_bench_table,
+    compute_summary,
+    plot_runs,
+    plot_speedup,
+    write_summary_report,
+    archive_results,
+    replay_archive,
+
+
 wildcard_constraints:
     experiment=EXPERIMENT,
     engine=_alternatives(ENGINES),
     model=_alternatives(MODELS),
     device=_alternatives(DEVICES),
     variant=_alternatives(VARIANTS),
+    replay="[^/]+",
+
+
+def replay_name(archive):
+    return Path(archive).name.removesuffix(".tar.gz")
 
 
 def get_final_output(wildcards):
+    if REPLAY:
+        return expand(
+            "results/replay/{replay}/{table}",
+            replay=replay_name(REPLAY),
+            table=["bench.csv", "summary.csv", "summary.json", "summary.md"],
+        )
     return [
         *expand(
             "results/{experiment}/{table}",
@@ -74,6 +104,21 @@ def get_engine_files(wildcards):
 def get_run_indexes(wildcards):
     return expand(
         "results/{experiment}/runs/{device}/{model}.json",
+        experiment=EXPERIMENT,
+        device=DEVICES,
+        model=MODELS,
+    )
+
+
+def get_replay_archive(wildcards):
+    if not REPLAY:
+        raise WorkflowError("replay outputs need an archive: --config replay=<archive.tar.gz>")
+    return REPLAY
+
+
+def get_greedy_files(wildcards):
+    return expand(
+        "results/{experiment}/greedy/{device}/{model}.json",
         experiment=EXPERIMENT,
         device=DEVICES,
         model=MODELS,

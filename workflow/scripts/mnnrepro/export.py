@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
 from importlib import metadata
 from pathlib import Path
 
-from mnnrepro.hashing import file_table
+from mnnrepro.hashing import file_table, sha256_file
 
 RUNNER = Path(__file__).with_name("llmexport_main.py")
 # Files an MNN LLM directory must hold for llm_demo / llm_bench / MNN.llm to load it.
@@ -71,6 +75,42 @@ def run_llmexport(args: list[str], log, cwd: str) -> None:
         raise RuntimeError(f"llmexport failed with exit code {result.returncode}; see the log")
 
 
+def normalize_export_args(path: Path, src: Path, dst: Path) -> None:
+    """llmexport records absolute paths; replace them so the same model gives the same bytes."""
+    if not path.exists():
+        return
+    args = json.loads(path.read_text(encoding="utf-8"))
+    for key, value in args.items():
+        if isinstance(value, str):
+            args[key] = value.replace(str(dst), "<dst>").replace(str(src), "<src>")
+    path.write_text(json.dumps(args, indent=4, sort_keys=True) + "\n", encoding="utf-8")
+
+
+_UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def stamp_model_uuid(model_dir: Path) -> str | None:
+    """Replace the random UUID MNN's converter writes near the start of llm.mnn.
+
+    The converter stamps a fresh uuid4 into every model (MNN.get_model_uuid reads it), so two
+    exports of the same weights differ. We put a UUID derived from the other files' content
+    in its place (same length, so the flatbuffer stays valid): same model, same bytes.
+    """
+    path = model_dir / "llm.mnn"
+    data = path.read_bytes()
+    match = _UUID.search(data, 0, 4096)
+    if match is None:
+        return None
+    digest = hashlib.sha256()
+    for name in sorted(REQUIRED_FILES):
+        if name != "llm.mnn":
+            digest.update(sha256_file(model_dir / name).encode())
+    digest.update(data[: match.start()] + data[match.end() :])
+    stamped = str(uuid.UUID(bytes=digest.digest()[:16], version=5))
+    path.write_bytes(data[: match.start()] + stamped.encode() + data[match.end() :])
+    return stamped
+
+
 def export_model(
     src: str, dst: str, quant_bit: int, quant_block: int, log, extra: list[str] = ()
 ) -> dict:
@@ -86,6 +126,8 @@ def export_model(
         missing = [f for f in REQUIRED_FILES if not (model_dir / f).is_file()]
         if missing:
             raise RuntimeError(f"llmexport finished but {missing} are missing in {model_dir}")
+        normalize_export_args(model_dir / "export_args.json", src, model_dir)
+        stamp_model_uuid(model_dir)
         for name in SCRATCH:
             target = model_dir / name
             if target.is_dir():

@@ -36,7 +36,8 @@ def markdown(
     for row in summary.itertuples():
         ci = f"[{_pct(row.gain_ci_low)}, {_pct(row.gain_ci_high)}]"
         claim = "—" if pd.isna(row.claim_gain) else f"{_pct(row.claim_gain)} ± {row.tolerance:.0%}"
-        reason = f" ({row.verdict_reason})" if isinstance(row.verdict_reason, str) else ""
+        has_reason = isinstance(row.verdict_reason, str) and row.verdict_reason
+        reason = f" ({row.verdict_reason})" if has_reason else ""
         out.append(
             f"| {row.device} | {row.model} | {row.phase} | {_pct(row.gain)} | {ci} | "
             f"{claim} | **{row.verdict}**{reason} |"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from mnnrepro.hashing import read_json
@@ -70,12 +72,15 @@ def rows_from_record(
     ]
 
 
-def bench_table(indexes: list[dict]) -> pd.DataFrame:
-    """indexes: parsed run indexes (see bench rules), each with experiment/model/device/runs."""
+def bench_table(indexes: list[dict], base_dir: str | Path = ".") -> pd.DataFrame:
+    """indexes: parsed run indexes (see bench rules), each with experiment/model/device/runs.
+
+    Raw paths in an index are relative to the workflow's working directory, base_dir.
+    """
     rows = []
     for index in indexes:
         for entry in index["runs"]:
-            record = read_json(entry["raw"])
+            record = read_json(Path(base_dir) / entry["raw"])
             rows.extend(
                 rows_from_record(
                     record, index["experiment"], index["model"], index["emulated"], entry["raw"]

@@ -1,0 +1,131 @@
+"""Which runtime pair shows the paper's mechanism (prefill gains >> decode gains), stably?
+
+Usage: python benchmarks/choose_quickstart_pair.py MODEL_DIR [--rounds 3] [--reps 6]
+
+MODEL_DIR is an exported MNN model, e.g. results/models/synth-qwen3-06b/mnn after
+`snakemake --cores 4`. Each candidate pair is measured in `rounds` independent rounds of
+`reps` interleaved repetitions (the workflow's own runner, schedule and statistics); the
+spread of the gains across rounds shows how stable the effect is on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+
+from mnnrepro.bench import run_schedule, variant_specs  # noqa: E402
+from mnnrepro.device import LocalDevice  # noqa: E402
+from mnnrepro.engine import describe_prebuilt  # noqa: E402
+from mnnrepro.schedule import interleaved  # noqa: E402
+from mnnrepro.stats import compare_phase  # noqa: E402
+from mnnrepro.tables import rows_from_record  # noqa: E402
+
+CANDIDATES = {
+    "thread_num 1 -> 2": ({"thread_num": 1}, {"thread_num": 2}),
+    "precision normal -> low (2 threads)": (
+        {"thread_num": 2, "precision": "normal"},
+        {"thread_num": 2, "precision": "low"},
+    ),
+    "memory normal -> low (2 threads)": (
+        {"thread_num": 2, "memory": "normal"},
+        {"thread_num": 2, "memory": "low"},
+    ),
+}
+BENCH = {
+    "prompt_tokens": 256,
+    "generate_tokens": 32,
+    "warmup": 1,
+    "timeout_s": 600,
+    "retries": 0,
+    "cooldown_s": 0,
+}
+
+
+def measure(model_dir: str, base: dict, treat: dict, reps: int, seed: int):
+    engine = describe_prebuilt("mnn-pypi", "mnn==3.6.1")
+    specs = variant_specs(
+        {"base": {"engine": "e", "runtime": base}, "treat": {"engine": "e", "runtime": treat}},
+        {"e": engine},
+        "bench",
+    )
+    device = LocalDevice("host")
+    with tempfile.TemporaryDirectory() as raw:
+        index = run_schedule(
+            device, interleaved(["base", "treat"], reps), specs, model_dir, BENCH, raw
+        )
+        rows = []
+        for entry in index:
+            record = json.loads(Path(entry["raw"]).read_text())
+            rows += rows_from_record(record, "bench", "model", False, entry["raw"])
+    device.close()
+    table = pd.DataFrame(rows)
+    out = {}
+    for phase in ("prefill", "decode"):
+        part = table[table["phase"] == phase]
+        out[phase] = compare_phase(
+            part, "base", "treat", np.random.default_rng(seed), 10000, 0.95, 0.02
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model_dir")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=6)
+    parser.add_argument("--only", help="measure only the candidate whose name contains this")
+    args = parser.parse_args(argv)
+    results, runs = [], []
+    for name, (base, treat) in CANDIDATES.items():
+        if args.only and args.only not in name:
+            continue
+        rounds = args.rounds if name.startswith("thread_num") else 1
+        for r in range(rounds):
+            res, table = measure(args.model_dir, base, treat, args.reps, seed=r)
+            table = table.assign(pair=name, round=r, model=f"round-{r}")
+            runs.append(table)
+            for phase, stats in res.items():
+                results.append({"pair": name, "round": r, "phase": phase, **stats})
+            print(name, r, {p: round(s["ratio"] - 1, 3) for p, s in res.items()}, flush=True)
+    table = pd.DataFrame(results)
+    OUT = ROOT / "benchmarks" / "results"
+    OUT.mkdir(parents=True, exist_ok=True)
+    table.to_csv(OUT / "quickstart_pair.csv", index=False)
+    pd.concat(runs).to_csv(OUT / "quickstart_pair_runs.csv", index=False)
+    lines = [
+        "# Choosing the quickstart pair",
+        "",
+        f"Prefill {BENCH['prompt_tokens']} tokens, decode {BENCH['generate_tokens']} tokens, "
+        f"{args.reps} interleaved repetitions per variant and round; gain = speedup - 1 "
+        "(geometric mean of paired ratios, 95 % paired bootstrap CI).",
+        "",
+        "| pair | round | phase | gain | CI | CV base | CV treat |",
+        "|---|---:|---|---:|---|---:|---:|",
+    ]
+    for row in table.itertuples():
+        lines.append(
+            f"| {row.pair} | {row.round} | {row.phase} | {row.ratio - 1:+.1%} | "
+            f"[{row.ci_low - 1:+.1%}, {row.ci_high - 1:+.1%}] | {row.cv_baseline:.1%} | "
+            f"{row.cv_treatment:.1%} |"
+        )
+    lines += ["", "Across rounds (mean ± SD of the gain):", ""]
+    for (pair, phase), g in table.groupby(["pair", "phase"], sort=False):
+        gains = g["ratio"] - 1
+        sd = f" ± {gains.std(ddof=1):.1%}" if len(gains) > 1 else ""
+        lines.append(f"- {pair}, {phase}: {gains.mean():+.1%}{sd} ({len(gains)} rounds)")
+    (OUT / "quickstart_pair.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

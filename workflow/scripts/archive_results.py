@@ -1,0 +1,27 @@
+import json
+from pathlib import Path
+
+import yaml
+
+from mnnrepro.archive import write_archive
+from mnnrepro.hashing import read_json
+from mnnrepro.logs import log_to
+from mnnrepro.provenance import git_state, tool_versions
+
+log_to(snakemake.log[0])
+files = {
+    path: path
+    for key in ("final", "runs", "validity", "greedy", "facts", "engines", "manifests")
+    for path in snakemake.input[key]
+}
+for index in map(read_json, snakemake.input.runs):
+    files.update({entry["raw"]: entry["raw"] for entry in index["runs"]})
+provenance = {
+    "workflow": git_state(str(Path(snakemake.scriptdir).parents[1])),
+    "tools": tool_versions(),
+}
+files["provenance.json"] = json.dumps(provenance, indent=2, sort_keys=True).encode()
+files["config.resolved.yaml"] = yaml.safe_dump(
+    snakemake.params.config, sort_keys=True, allow_unicode=True
+).encode()
+write_archive(snakemake.output.archive, files)
