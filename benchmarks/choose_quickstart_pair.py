@@ -22,7 +22,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from mnnrepro.bench import run_schedule, variant_specs  # noqa: E402
+from mnnrepro.bench import push_receipt, run_schedule, variant_specs  # noqa: E402
 from mnnrepro.device import LocalDevice  # noqa: E402
 from mnnrepro.engine import describe_prebuilt  # noqa: E402
 from mnnrepro.schedule import interleaved  # noqa: E402
@@ -59,8 +59,9 @@ def measure(model_dir: str, base: dict, treat: dict, reps: int, seed: int):
     )
     device = LocalDevice("host")
     with tempfile.TemporaryDirectory() as raw:
+        receipt = push_receipt(device, model_dir, "model")
         index = run_schedule(
-            device, interleaved(["base", "treat"], reps), specs, model_dir, BENCH, raw
+            device, interleaved(["base", "treat"], reps), specs, receipt, BENCH, raw
         )
         rows = []
         for entry in index:
@@ -74,7 +75,7 @@ def measure(model_dir: str, base: dict, treat: dict, reps: int, seed: int):
         out[phase] = compare_phase(
             part, "base", "treat", np.random.default_rng(seed), 10000, 0.95, 0.02
         )
-    return out
+    return out, table
 
 
 def main(argv: list[str] | None = None) -> int:

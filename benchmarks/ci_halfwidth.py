@@ -29,8 +29,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", default="one-thread")
     parser.add_argument("--treatment", default="two-threads")
     parser.add_argument("--draws", type=int, default=200)
+    parser.add_argument(
+        "--pair",
+        default="thread_num 1 -> 2",
+        help="with choose_quickstart_pair.py output: which pair to use",
+    )
     args = parser.parse_args(argv)
     bench = pd.read_csv(args.bench_csv)
+    if "pair" in bench.columns:
+        bench = bench[bench["pair"] == args.pair]
     rng = np.random.default_rng(0)
     lines = [
         "# CI half-width per number of repetitions",

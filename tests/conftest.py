@@ -11,6 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+sys.path.insert(0, str(ROOT / "tests"))  # loopback_adbd
 
 
 def pytest_addoption(parser):
@@ -45,3 +46,57 @@ def tiny_model(tmp_path_factory) -> Path:
     (base / "export.log").write_text(log.getvalue())
     (base / "manifest.json").write_text(__import__("json").dumps(manifest))
     return base / "mnn"
+
+
+# ---- adb: the real adb server from the adbutils wheel, and a loopback phone ---------------
+
+ILLUSTRATIVE_PROPS = {  # a test device's own values, not a real phone's
+    "ro.product.manufacturer": "LoopbackCo",
+    "ro.product.model": "Loopback SME2 Phone",
+    "ro.product.name": "loopback_sme2",
+    "ro.product.device": "loopback",
+    "ro.soc.manufacturer": "Mediatek",
+    "ro.soc.model": "MT6993 (illustrative)",
+    "ro.build.fingerprint": "loopback/loopback_sme2/loopback:16/TEST/1:user/test-keys",
+    "ro.build.version.release": "16",
+    "ro.build.version.sdk": "36",
+    "ro.product.cpu.abi": "arm64-v8a",
+}
+
+
+@pytest.fixture(scope="session")
+def adb_server_port():
+    """A private adb server (never a developer's real one on 5037), killed at the end."""
+    import socket
+    import subprocess
+
+    from mnnrepro.adb import adb_binary, ensure_server
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ensure_server(port)
+    yield port
+    subprocess.run([adb_binary(), "-P", str(port), "kill-server"], capture_output=True, check=False)
+
+
+@pytest.fixture
+def loopback_phone(tmp_path, adb_server_port):
+    """A loopback ADB device with a Dimensity 9500's /proc/cpuinfo (sme2), connected."""
+    from loopback_adbd import LoopbackAdbDevice, make_sandbox
+
+    cpuinfo = (ROOT / "tests" / "data" / "devices" / "dimensity9500.cpuinfo").read_text()
+    sandbox = make_sandbox(tmp_path / "phone", ILLUSTRATIVE_PROPS, cpuinfo, [38.5, 41.0])
+    phone = LoopbackAdbDevice(sandbox, ILLUSTRATIVE_PROPS)
+    spec = {
+        "serial": phone.serial,
+        "connect": True,
+        "server_port": adb_server_port,
+        "workdir": str(sandbox / "data" / "local" / "tmp" / "mnn-repro"),
+        "python": sys.executable,
+    }
+    yield phone, spec
+    import adbutils
+
+    adbutils.AdbClient(host="127.0.0.1", port=adb_server_port).disconnect(phone.serial)
+    phone.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mnnrepro.bench import BenchError, run_schedule, variant_specs
+from mnnrepro.bench import BenchError, push_receipt, run_schedule, variant_specs
 from mnnrepro.device import CommandResult, LocalDevice
 from mnnrepro.hashing import read_json
 from mnnrepro.schedule import interleaved
@@ -34,6 +34,10 @@ def specs(runtime_a=None):
     return variant_specs(variants, {"e": ENGINE}, "0" * 64)
 
 
+def staged(device, model):
+    return push_receipt(device, str(model), "tiny")
+
+
 class CountingDevice(LocalDevice):
     """The real local device, counting runs; optionally interrupted like Ctrl-C after k runs."""
 
@@ -56,7 +60,7 @@ def test_interrupted_run_resumes_and_keeps_every_repetition_once(tiny_model, tmp
     plan = interleaved(["a", "b"], 3)
     first = CountingDevice(interrupt_after=4)
     with pytest.raises(KeyboardInterrupt):
-        run_schedule(first, plan, specs(), str(tiny_model), BENCH, tmp_path)
+        run_schedule(first, plan, specs(), staged(first, tiny_model), BENCH, tmp_path)
     first.close()
     kept = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json"))
     # schedule a b / b a / a b: the first four invocations finished
@@ -64,7 +68,7 @@ def test_interrupted_run_resumes_and_keeps_every_repetition_once(tiny_model, tmp
     assert not list(tmp_path.rglob("*.part-*"))
 
     second = CountingDevice()
-    index = run_schedule(second, plan, specs(), str(tiny_model), BENCH, tmp_path)
+    index = run_schedule(second, plan, specs(), staged(second, tiny_model), BENCH, tmp_path)
     second.close()
     assert second.runs == 2  # only the missing ones
     pairs = [(e["invocation"]["variant"], e["invocation"]["block"]) for e in index]
@@ -76,14 +80,14 @@ def test_interrupted_run_resumes_and_keeps_every_repetition_once(tiny_model, tmp
 def test_changed_settings_are_measured_again(tiny_model, tmp_path):
     plan = interleaved(["a", "b"], 2)
     device = CountingDevice()
-    run_schedule(device, plan, specs(), str(tiny_model), BENCH, tmp_path)
-    run_schedule(device, plan, specs(), str(tiny_model), BENCH, tmp_path)
+    run_schedule(device, plan, specs(), staged(device, tiny_model), BENCH, tmp_path)
+    run_schedule(device, plan, specs(), staged(device, tiny_model), BENCH, tmp_path)
     assert device.runs == 4  # second pass reused everything
     run_schedule(
         device,
         plan,
         specs({"thread_num": 2, "precision": "normal"}),
-        str(tiny_model),
+        staged(device, tiny_model),
         BENCH,
         tmp_path,
     )
@@ -94,14 +98,19 @@ def test_changed_settings_are_measured_again(tiny_model, tmp_path):
 def test_failed_invocation_is_retried_then_reported(tiny_model, tmp_path):
     plan = interleaved(["a", "b"], 1)
     flaky = CountingDevice(fail_first=1)
-    run_schedule(flaky, plan, specs(), str(tiny_model), {**BENCH, "retries": 1}, tmp_path)
+    run_schedule(flaky, plan, specs(), staged(flaky, tiny_model), {**BENCH, "retries": 1}, tmp_path)
     assert read_json(tmp_path / "a" / "rep-000.json")["attempts"] == 2
     flaky.close()
 
     broken = CountingDevice(fail_first=99)
     with pytest.raises(BenchError, match="simulated crash of the engine"):
         run_schedule(
-            broken, plan, specs(), str(tiny_model), {**BENCH, "retries": 2}, tmp_path / "other"
+            broken,
+            plan,
+            specs(),
+            staged(broken, tiny_model),
+            {**BENCH, "retries": 2},
+            tmp_path / "other",
         )
     assert broken.runs == 3
     broken.close()

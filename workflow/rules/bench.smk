@@ -1,4 +1,26 @@
-# Runs on a device: the greedy correctness run, then the interleaved benchmark schedule.
+# Runs on a device: push (deduplicated by hash), the greedy correctness run, then the
+# interleaved benchmark schedule.
+
+
+rule push_to_device:
+    input:
+        model="results/models/{model}/mnn",
+        manifest="results/models/{model}/manifest.json",
+        facts="results/{experiment}/devices/{device}.json",
+    output:
+        receipt="results/{experiment}/pushed/{device}/{model}.json",
+    log:
+        "logs/push_to_device/{experiment}/{device}/{model}.log",
+    conda:
+        "../../envs/bench.yaml"
+    resources:
+        device=1,
+    params:
+        device=get_device_spec,
+    message:
+        "Pushing model {wildcards.model} and the engine runner to device {wildcards.device}"
+    script:
+        "../scripts/push_to_device.py"
 
 
 rule run_greedy:
@@ -7,6 +29,7 @@ rule run_greedy:
         manifest="results/models/{model}/manifest.json",
         engines=get_engine_files,
         facts="results/{experiment}/devices/{device}.json",
+        receipt="results/{experiment}/pushed/{device}/{model}.json",
     output:
         greedy="results/{experiment}/greedy/{device}/{model}.json",
     log:
@@ -32,6 +55,7 @@ rule run_bench:
         engines=get_engine_files,
         facts="results/{experiment}/devices/{device}.json",
         greedy="results/{experiment}/greedy/{device}/{model}.json",
+        receipt="results/{experiment}/pushed/{device}/{model}.json",
     output:
         runs="results/{experiment}/runs/{device}/{model}.json",
     log:

@@ -33,6 +33,7 @@ localrules:
     archive,
     describe_engine,
     collect_device_facts,
+    push_to_device,
     run_greedy,
     run_bench,
     check_validity,

@@ -8,6 +8,8 @@ rule collect_device_facts:
         "logs/collect_device_facts/{experiment}/{device}.log",
     conda:
         "../../envs/bench.yaml"
+    resources:
+        device=1,
     params:
         spec=get_device_spec,
     message:

@@ -6,7 +6,7 @@ log_to(snakemake.log[0])
 index = run_plan_for_rule(
     device_name=snakemake.wildcards.device,
     device_spec=snakemake.params.device,
-    model_dir=snakemake.input.model,
+    receipt=snakemake.input.receipt,
     manifest=snakemake.input.manifest,
     engine_files=snakemake.input.engines,
     variants=snakemake.params.variants,

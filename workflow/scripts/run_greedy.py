@@ -1,6 +1,6 @@
 from mnnrepro.bench import run_greedy
 from mnnrepro.device import make_device
-from mnnrepro.hashing import write_json
+from mnnrepro.hashing import read_json, write_json
 from mnnrepro.logs import log_to
 
 log_to(snakemake.log[0])
@@ -10,7 +10,7 @@ try:
     answers = {
         name: run_greedy(
             device,
-            snakemake.input.model,
+            read_json(snakemake.input.receipt),
             variant.get("runtime", {}),
             gate["prompts"],
             gate["max_new_tokens"],

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 import time
 from pathlib import Path
 
 from mnnrepro.device import Device
-from mnnrepro.hashing import read_json, sha256_text, write_json
+from mnnrepro.hashing import read_json, sha256_file, sha256_text, write_json
 from mnnrepro.schedule import Invocation
 
 log = logging.getLogger(__name__)
@@ -71,9 +72,7 @@ def run_one(device: Device, argv: list[str], device_out: str, bench: dict) -> di
     for attempt in range(1, attempts + 1):
         result = device.run(argv, timeout=bench["timeout_s"])
         if result.ok:
-            local = Path(device.scratch("fetched.json"))
-            device.fetch(device_out, local)
-            payload = json.loads(local.read_text(encoding="utf-8"))
+            payload = fetch_json(device, device_out)
             payload["attempts"] = attempt
             payload["wall_s"] = result.seconds
             return payload
@@ -85,21 +84,91 @@ def run_one(device: Device, argv: list[str], device_out: str, bench: dict) -> di
     )
 
 
+def stage_inputs(device: Device, model_dir: str, model: str) -> tuple[str, str, dict]:
+    """Stage the runner and the model; returns runner path, model config, files to re-verify."""
+    runner = device.stage(RUNNER, "engines/prebuilt-runner")
+    model_config = f"{device.stage(model_dir, f'models/{model}')}/config.json"
+    return runner, model_config, {runner: sha256_file(RUNNER)}
+
+
+def check_receipt(device: Device, receipt: dict) -> tuple[str, str, dict]:
+    """Verify every pushed file once; returns runner, model config, files to re-verify per run.
+
+    Runs never push: a file that changed on the device since the push is refused by name
+    (rerun the push rule to restore it).
+    """
+    if receipt["device"] != device.name:
+        raise ValueError(f"receipt is for device {receipt['device']}, not {device.name}")
+    device.verify({f["device_path"]: f["sha256"] for f in receipt["files"]})
+    runner = receipt["runner"]
+    return runner, receipt["model_config"], {runner: sha256_file(RUNNER)}
+
+
+def push_receipt(device: Device, model_dir: str, model: str) -> dict:
+    """Stage what the runs need and say what moved: a second push of unchanged files is 0 B."""
+    runner, model_config, _ = stage_inputs(device, model_dir, model)
+    log.info(
+        "pushed %d bytes to %s, %d files already there",
+        device.bytes_pushed,
+        device.name,
+        device.files_skipped,
+    )
+    return {
+        "device": device.name,
+        "kind": device.kind,
+        "model": model,
+        "runner": runner,
+        "model_config": model_config,
+        "bytes_pushed": device.bytes_pushed,
+        "files_skipped": device.files_skipped,
+        "files": device.receipts,
+    }
+
+
+def thermal_gate(device: Device, bench: dict) -> dict:
+    """Wait until the device is cool (status NONE, hottest zone <= max_temp_c), bounded."""
+    limit = bench.get("max_temp_c")
+    start = time.monotonic()
+    deadline = start + bench.get("thermal_timeout_s", 0)
+    while True:
+        temps, status = device.thermal(), device.thermal_status()
+        hottest = max(temps.values()) if temps else None
+        cool = status in (None, 0) and (limit is None or hottest is None or hottest <= limit)
+        if cool or time.monotonic() >= deadline:
+            return {
+                "waited_s": round(time.monotonic() - start, 1),
+                "cool": cool,
+                "thermal_status": status,
+                "temps_c": temps,
+            }
+        log.info(
+            "waiting for %s to cool down: status %s, hottest %s C", device.name, status, hottest
+        )
+        time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
+
+
+def fetch_json(device: Device, device_path: str) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(tmp) / "fetched.json"
+        device.fetch(device_path, local)
+        return json.loads(local.read_text(encoding="utf-8"))
+
+
 def run_schedule(
     device: Device,
     plan: list[Invocation],
     specs: dict[str, dict],
-    model_dir: str,
+    receipt: dict,
     bench: dict,
     raw_dir: str | Path,
 ) -> list[dict]:
     """Run every invocation of plan not already done; returns the index of all raw files.
 
     specs: variant -> {"runtime": {...}, "engine": {...}, "model_manifest_sha256": ...}.
+    receipt: what push_receipt staged on this device (verified here, never re-pushed).
     """
     raw_dir = Path(raw_dir)
-    runner = device.stage(RUNNER)
-    model_config = str(Path(device.stage(model_dir)) / "config.json")
+    runner, model_config, engine_files = check_receipt(device, receipt)
     device_out = device.scratch("invocation.json")
     index = []
     done = 0
@@ -118,7 +187,8 @@ def run_schedule(
         else:
             if bench["cooldown_s"]:
                 time.sleep(bench["cooldown_s"])
-            thermal_before = device.thermal()
+            gate = thermal_gate(device, bench)
+            device.verify(engine_files)
             started = time.time()
             argv = bench_argv(device, runner, model_config, spec["runtime"], bench, device_out)
             payload = run_one(device, argv, device_out, bench)
@@ -129,7 +199,8 @@ def run_schedule(
                 "variant": inv.variant,
                 "device": device.name,
                 "started_unix": started,
-                "thermal_before_c": thermal_before,
+                "thermal_before_c": gate["temps_c"],
+                "thermal_gate": {k: gate[k] for k in ("waited_s", "cool", "thermal_status")},
                 "thermal_after_c": device.thermal(),
                 "bench": {k: bench[k] for k in ("prompt_tokens", "generate_tokens", "warmup")},
                 "spec": spec,
@@ -148,14 +219,14 @@ def run_schedule(
 
 def run_greedy(
     device: Device,
-    model_dir: str,
+    receipt: dict,
     runtime: dict,
     prompts: list[str],
     max_new_tokens: int,
     timeout: float,
 ) -> dict:
-    runner = device.stage(RUNNER)
-    model_config = str(Path(device.stage(model_dir)) / "config.json")
+    runner, model_config, engine_files = check_receipt(device, receipt)
+    device.verify(engine_files)
     out = device.scratch("greedy.json")
     argv = [
         device.python(),
@@ -175,9 +246,7 @@ def run_greedy(
     result = device.run(argv, timeout=timeout)
     if not result.ok:
         raise BenchError("greedy run failed:\n$ " + " ".join(argv) + "\n" + result.stderr[-4000:])
-    local = Path(device.scratch("greedy-fetched.json"))
-    device.fetch(out, local)
-    return json.loads(local.read_text(encoding="utf-8"))
+    return fetch_json(device, out)
 
 
 def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str) -> dict:
@@ -195,7 +264,7 @@ def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str
 def run_plan_for_rule(
     device_name: str,
     device_spec: dict,
-    model_dir: str,
+    receipt: str,
     manifest: str,
     engine_files: list[str],
     variants: dict,
@@ -203,7 +272,6 @@ def run_plan_for_rule(
     raw_dir: str,
 ) -> dict:
     from mnnrepro.device import make_device
-    from mnnrepro.hashing import sha256_file
     from mnnrepro.schedule import interleaved
 
     engines = {e["engine"]: e for e in map(read_json, engine_files)}
@@ -211,7 +279,7 @@ def run_plan_for_rule(
     plan = interleaved(sorted(variants), bench["repetitions"])
     device = make_device(device_name, device_spec)
     try:
-        runs = run_schedule(device, plan, specs, model_dir, bench, raw_dir)
+        runs = run_schedule(device, plan, specs, read_json(receipt), bench, raw_dir)
     finally:
         device.close()
     return {"device": device_name, "emulated": device.emulated, "runs": runs}

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mnnrepro.hashing import sha256_file
+
 
 @dataclass
 class CommandResult:
@@ -36,9 +38,23 @@ class Device:
 
     def __init__(self, name: str):
         self.name = name
+        self.bytes_pushed = 0
+        self.files_skipped = 0
+        self.receipts: list[dict] = []  # one entry per file staged: path, sha256, pushed
 
-    def stage(self, local_path: str | os.PathLike) -> str:
-        """Make a local file or directory available on the device; returns its device path."""
+    def stage(self, local_path: str | os.PathLike, dest: str) -> str:
+        """Make a local file or directory available on the device under <workdir>/<dest>.
+
+        Returns its device path (for a file: the file's). Implementations skip files that are
+        already there with the same sha256.
+        """
+        raise NotImplementedError
+
+    def verify(self, expected: dict[str, str]) -> None:
+        """Raise unless every device path has the expected sha256 (checked on the device)."""
+        raise NotImplementedError
+
+    def scratch(self, name: str) -> str:
         raise NotImplementedError
 
     def run(self, argv: list[str], timeout: float) -> CommandResult:
@@ -56,6 +72,10 @@ class Device:
     def thermal(self) -> dict:
         """Current temperatures in °C by zone name (empty where the device has none)."""
         return {}
+
+    def thermal_status(self) -> int | None:
+        """Android thermal status (0 = NONE ... 6 = SHUTDOWN), None where there is none."""
+        return None
 
     def close(self) -> None:
         pass
@@ -101,13 +121,13 @@ class LocalDevice(Device):
         self._python = python or sys.executable
         self.workdir = Path(tempfile.mkdtemp(prefix=f"mnnrepro-{name}-"))
 
-    def stage(self, local_path):
-        local_path = Path(local_path).resolve()
-        if local_path.is_dir():
-            return str(local_path)  # same filesystem: directories are used in place
-        target = self.workdir / local_path.name
-        shutil.copy2(local_path, target)
-        return str(target)
+    def stage(self, local_path, dest):
+        return str(Path(local_path).resolve())  # same file system: used in place
+
+    def verify(self, expected):
+        for path, digest in expected.items():
+            if not Path(path).is_file() or sha256_file(path) != digest:
+                raise RuntimeError(f"refusing to run: {path} does not match what was staged")
 
     def run(self, argv, timeout):
         start = time.monotonic()
@@ -169,4 +189,8 @@ def make_device(name: str, spec: dict) -> Device:
     """Build the device named in config from its `devices.<name>` entry."""
     if "local" in spec:
         return LocalDevice(name, python=spec["local"].get("python", ""))
+    if "adb" in spec:
+        from mnnrepro.adb import AdbDevice  # adbutils only where an adb device is used
+
+        return AdbDevice(name, spec["adb"])
     raise ValueError(f"config key `devices.{name}`: unsupported device kind {sorted(spec)}")

@@ -1,0 +1,367 @@
+"""A loopback ADB device: the device side of the ADB wire protocol, on 127.0.0.1.
+
+The real `adb` server (the binary shipped in the adbutils wheel) reaches it with
+`adb connect 127.0.0.1:PORT`, exactly as it reaches a phone over Wi-Fi; adbutils then talks
+to that server. Nothing on the host side is faked: only the phone is replaced.
+
+Implemented (enough for everything mnnrepro does with a phone):
+* transport: CNXN (no AUTH), OPEN / OKAY / WRTE / CLSE with per-WRTE flow control;
+* services: `shell:<cmd>` (raw output), `shell,v2:<cmd>` (stdout/stderr/exit packets),
+  `sync:` with STAT / LIST / SEND / RECV / DONE / QUIT (protocol v1);
+* an Android-like userland in a sandbox directory: `getprop` (from a props file),
+  `dumpsys thermalservice|battery`, `logcat -d`; `/proc/cpuinfo` and `/sys/...` in a command
+  are mapped to the sandbox's files, so a test device can have a real phone's CPU features
+  (tests/data/devices/). Commands run on the host with `/bin/sh -c` inside the sandbox.
+
+Fault injection for tests: `drop_after_opens(n)` closes the connection when the n-th next
+stream is opened (a cable pulled mid-benchmark).
+
+Illustrative property values are the test's own choice, not a real phone's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import stat
+import struct
+import subprocess
+import threading
+from pathlib import Path
+
+A_CNXN, A_OPEN, A_OKAY, A_WRTE, A_CLSE, A_AUTH = (
+    0x4E584E43,
+    0x4E45504F,
+    0x59414B4F,
+    0x45545257,
+    0x45534C43,
+    0x48545541,
+)
+VERSION = 0x01000001
+MAX_PAYLOAD = 256 * 1024
+SHELL_STDOUT, SHELL_STDERR, SHELL_EXIT = 1, 2, 3
+
+USERLAND = {
+    "getprop": """#!/bin/sh
+props="$ADBD_SANDBOX/props.txt"
+if [ $# -eq 0 ]; then sed 's/^\\([^=]*\\)=\\(.*\\)$/[\\1]: [\\2]/' "$props"; exit 0; fi
+grep -m1 "^$1=" "$props" | cut -d= -f2-
+""",
+    "dumpsys": """#!/bin/sh
+case "$1" in
+  thermalservice) cat "$ADBD_SANDBOX/dumpsys/thermalservice.txt" ;;
+  battery) cat "$ADBD_SANDBOX/dumpsys/battery.txt" ;;
+  *) echo "Can't find service: $1"; exit 1 ;;
+esac
+""",
+    "logcat": """#!/bin/sh
+cat "$ADBD_SANDBOX/logcat.txt" 2>/dev/null
+""",
+}
+# Device paths that live in the sandbox: a command's `/sys/...` and `/proc/cpuinfo` are
+# rewritten to the sandbox's copies before the host shell runs it (globs included).
+SANDBOXED_PATHS = re.compile(r"(?<![\w./-])(/sys/|/proc/cpuinfo\b)")
+
+
+def message(cmd: int, arg0: int, arg1: int, data: bytes = b"") -> bytes:
+    return (
+        struct.pack("<6I", cmd, arg0, arg1, len(data), sum(data) & 0xFFFFFFFF, cmd ^ 0xFFFFFFFF)
+        + data
+    )
+
+
+def make_sandbox(
+    root: Path,
+    props: dict[str, str],
+    cpuinfo: str,
+    temps_c: list[float],
+    battery_temp_c: float = 31.0,
+    thermal_status: int = 0,
+) -> Path:
+    """An Android-like userland in root (bin/, props, /proc/cpuinfo, thermal zones)."""
+    (root / "bin").mkdir(parents=True, exist_ok=True)
+    for name, text in USERLAND.items():
+        path = root / "bin" / name
+        path.write_text(text)
+        path.chmod(0o755)
+    (root / "props.txt").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    (root / "proc").mkdir(exist_ok=True)
+    (root / "proc" / "cpuinfo").write_text(cpuinfo)
+    for i, temp in enumerate(temps_c):
+        zone = root / "sys" / "class" / "thermal" / f"thermal_zone{i}"
+        zone.mkdir(parents=True, exist_ok=True)
+        (zone / "type").write_text(f"cpu-{i}\n")
+        (zone / "temp").write_text(f"{int(temp * 1000)}\n")
+    (root / "dumpsys").mkdir(exist_ok=True)
+    (root / "dumpsys" / "thermalservice.txt").write_text(
+        f"IsStatusOverride: false\nThermal Status: {thermal_status}\n"
+    )
+    (root / "dumpsys" / "battery.txt").write_text(
+        "Current Battery Service state:\n  AC powered: false\n  USB powered: true\n"
+        f"  level: 87\n  temperature: {int(battery_temp_c * 10)}\n"
+    )
+    (root / "data" / "local" / "tmp").mkdir(parents=True, exist_ok=True)
+    return root
+
+
+class Stream:
+    """One OPENed service: its own ids, an inbox of host WRTEs and an OKAY gate."""
+
+    def __init__(self, conn: Connection, local_id: int, remote_id: int):
+        self.conn, self.local_id, self.remote_id = conn, local_id, remote_id
+        self.okay = threading.Semaphore(0)
+        self.inbox: list[bytes] = []
+        self.ready = threading.Condition()
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        for i in range(0, len(data), self.conn.max_payload):
+            if self.closed:
+                raise ConnectionError("stream closed")
+            self.conn.send(
+                message(A_WRTE, self.local_id, self.remote_id, data[i : i + self.conn.max_payload])
+            )
+            if not self.okay.acquire(timeout=30):
+                raise ConnectionError("host did not acknowledge WRTE")
+
+    def read(self, n: int) -> bytes:
+        """Exactly n bytes of what the host wrote (sync requests span WRTE packets)."""
+        buf = b""
+        with self.ready:
+            while len(buf) < n:
+                while not self.inbox and not self.closed:
+                    self.ready.wait(timeout=30)
+                if not self.inbox:
+                    raise ConnectionError("stream closed while reading")
+                chunk = self.inbox.pop(0)
+                need = n - len(buf)
+                buf += chunk[:need]
+                if len(chunk) > need:
+                    self.inbox.insert(0, chunk[need:])
+        return buf
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.conn.send(message(A_CLSE, self.local_id, self.remote_id))
+
+
+class Connection:
+    def __init__(self, device: LoopbackAdbDevice, sock: socket.socket):
+        self.device, self.sock = device, sock
+        self.lock = threading.Lock()
+        self.streams: dict[int, Stream] = {}
+        self.next_id = 1
+        self.max_payload = 4096
+
+    def send(self, data: bytes) -> None:
+        with self.lock:
+            self.sock.sendall(data)
+
+    def recv_exact(self, n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("host closed the connection")
+            buf += chunk
+        return buf
+
+    def serve(self) -> None:
+        try:
+            while True:
+                cmd, arg0, arg1, length, _crc, _magic = struct.unpack("<6I", self.recv_exact(24))
+                data = self.recv_exact(length) if length else b""
+                self.dispatch(cmd, arg0, arg1, data)
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            for stream in self.streams.values():
+                stream.closed = True
+                with stream.ready:
+                    stream.ready.notify_all()
+                stream.okay.release()
+            self.sock.close()
+
+    def dispatch(self, cmd, arg0, arg1, data) -> None:
+        if cmd == A_CNXN:
+            self.max_payload = min(arg1, MAX_PAYLOAD)
+            self.send(message(A_CNXN, VERSION, MAX_PAYLOAD, self.device.banner()))
+        elif cmd == A_OPEN:
+            if self.device.should_drop():
+                self.sock.shutdown(socket.SHUT_RDWR)
+                return
+            local_id, self.next_id = self.next_id, self.next_id + 1
+            stream = Stream(self, local_id, arg0)
+            self.streams[local_id] = stream
+            self.send(message(A_OKAY, local_id, arg0))
+            service = data.rstrip(b"\0").decode()
+            threading.Thread(
+                target=self.device.run_service, args=(stream, service), daemon=True
+            ).start()
+        elif cmd == A_OKAY:
+            stream = self.streams.get(arg1)
+            if stream:
+                stream.okay.release()
+        elif cmd == A_WRTE:
+            stream = self.streams.get(arg1)
+            if stream:
+                with stream.ready:
+                    stream.inbox.append(data)
+                    stream.ready.notify_all()
+                self.send(message(A_OKAY, arg1, arg0))
+        elif cmd == A_CLSE:
+            stream = self.streams.pop(arg1, None)
+            if stream:
+                stream.closed = True
+                with stream.ready:
+                    stream.ready.notify_all()
+                stream.okay.release()
+
+
+class LoopbackAdbDevice:
+    """Listen on 127.0.0.1:port (outside adb's 5555-5585 emulator scan) and serve."""
+
+    def __init__(self, sandbox: Path, props: dict[str, str], port: int = 0):
+        self.sandbox = Path(sandbox)
+        self.props = props
+        self.server = socket.create_server(("127.0.0.1", port))
+        self.port = self.server.getsockname()[1]
+        self._drop_at: int | None = None
+        self._lock = threading.Lock()
+        self.opened: list[str] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def serial(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def banner(self) -> bytes:
+        keys = ("ro.product.name", "ro.product.model", "ro.product.device")
+        props = ";".join(f"{k}={self.props.get(k, '')}" for k in keys)
+        return f"device::{props};features=shell_v2,cmd\0".encode()
+
+    def drop_after_opens(self, n: int) -> None:
+        with self._lock:
+            self._drop_at = len(self.opened) + n
+
+    def should_drop(self) -> bool:
+        with self._lock:
+            self.opened.append("")
+            if self._drop_at is not None and len(self.opened) >= self._drop_at:
+                self._drop_at = None
+                return True
+            return False
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=Connection(self, sock).serve, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.close()
+
+    # ---- services -------------------------------------------------------------------
+
+    def run_service(self, stream: Stream, service: str) -> None:
+        self.opened[-1] = service
+        try:
+            if service.startswith("shell,v2:") or service.startswith("shell,v2,raw:"):
+                self.shell(stream, service.split(":", 1)[1], v2=True)
+            elif service.startswith("shell:"):
+                self.shell(stream, service[len("shell:") :], v2=False)
+            elif service == "sync:":
+                self.sync(stream)
+        except ConnectionError:
+            pass
+        finally:
+            stream.close()
+
+    def shell(self, stream: Stream, command: str, v2: bool) -> None:
+        env = {
+            "PATH": f"{self.sandbox / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+            "ADBD_SANDBOX": str(self.sandbox),
+            "HOME": str(self.sandbox),
+            "LANG": "C.UTF-8",
+        }
+        for key in ("PYTHONPATH", "VIRTUAL_ENV"):  # the host's Python stands in for the device's
+            if key in os.environ:
+                env[key] = os.environ[key]
+        env["PATH"] += ":" + os.path.dirname(shutil.which("python3") or "/usr/bin/python3")
+        command = SANDBOXED_PATHS.sub(lambda m: f"{self.sandbox}{m.group(1)}", command)
+        proc = subprocess.run(
+            ["/bin/sh", "-c", command], cwd=self.sandbox, env=env, capture_output=True, check=False
+        )
+        if not v2:
+            stream.write(proc.stdout + proc.stderr)
+            return
+        for kind, payload in ((SHELL_STDOUT, proc.stdout), (SHELL_STDERR, proc.stderr)):
+            if payload:
+                stream.write(struct.pack("<BI", kind, len(payload)) + payload)
+        stream.write(struct.pack("<BI", SHELL_EXIT, 1) + bytes([proc.returncode & 0xFF]))
+
+    def sync(self, stream: Stream) -> None:
+        while True:
+            cmd, length = struct.unpack("<4sI", stream.read(8))
+            if cmd == b"QUIT":
+                return
+            arg = stream.read(length).decode()
+            if cmd == b"STAT":
+                try:
+                    st = os.stat(arg)
+                    stream.write(
+                        b"STAT"
+                        + struct.pack("<3I", st.st_mode, st.st_size & 0xFFFFFFFF, int(st.st_mtime))
+                    )
+                except OSError:
+                    stream.write(b"STAT" + struct.pack("<3I", 0, 0, 0))
+            elif cmd == b"LIST":
+                for name in sorted(os.listdir(arg)) if os.path.isdir(arg) else []:
+                    st = os.lstat(os.path.join(arg, name))
+                    raw = name.encode()
+                    stream.write(
+                        b"DENT"
+                        + struct.pack(
+                            "<4I", st.st_mode, st.st_size & 0xFFFFFFFF, int(st.st_mtime), len(raw)
+                        )
+                        + raw
+                    )
+                stream.write(b"DONE" + bytes(16))
+            elif cmd == b"SEND":
+                self._receive_file(stream, arg)
+            elif cmd == b"RECV":
+                try:
+                    data = Path(arg).read_bytes()
+                except OSError as err:
+                    msg = str(err).encode()
+                    stream.write(b"FAIL" + struct.pack("<I", len(msg)) + msg)
+                    continue
+                for i in range(0, len(data), 64 * 1024):
+                    chunk = data[i : i + 64 * 1024]
+                    stream.write(b"DATA" + struct.pack("<I", len(chunk)) + chunk)
+                stream.write(b"DONE" + bytes(4))
+            else:
+                msg = f"unknown sync command {cmd!r}".encode()
+                stream.write(b"FAIL" + struct.pack("<I", len(msg)) + msg)
+                return
+
+    def _receive_file(self, stream: Stream, spec: str) -> None:
+        path, _, mode = spec.rpartition(",")
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as fh:
+            while True:
+                cmd, length = struct.unpack("<4sI", stream.read(8))
+                if cmd == b"DATA":
+                    fh.write(stream.read(length))
+                elif cmd == b"DONE":
+                    break
+                else:
+                    raise ConnectionError(f"unexpected {cmd!r} in SEND")
+        target.chmod(stat.S_IMODE(int(mode)) or 0o644)
+        stream.write(b"OKAY" + bytes(4))

@@ -1,0 +1,119 @@
+"""The adb device kind, through adbutils and the real adb server, against a loopback phone.
+
+Only the phone is replaced (tests/loopback_adbd.py speaks the device side of the ADB wire
+protocol); adbutils and the adb server are the real ones from the adbutils wheel.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mnnrepro.adb import AdbDevice, AdbDeviceError
+from mnnrepro.bench import push_receipt, run_greedy, run_schedule, variant_specs
+from mnnrepro.hashing import read_json
+from mnnrepro.schedule import interleaved
+
+BENCH = {
+    "prompt_tokens": 8,
+    "generate_tokens": 4,
+    "warmup": 0,
+    "timeout_s": 120,
+    "retries": 0,
+    "cooldown_s": 0,
+    "max_temp_c": 60,
+    "thermal_timeout_s": 5,
+}
+ENGINE = {"engine": "e", "kind": "prebuilt", "pin": "mnn==3.6.1", "version": "3.6.1", "files": []}
+
+
+def specs():
+    variants = {
+        "a": {"engine": "e", "runtime": {"thread_num": 1}},
+        "b": {"engine": "e", "runtime": {"thread_num": 2}},
+    }
+    return variant_specs(variants, {"e": ENGINE}, "0" * 64)
+
+
+def test_facts_of_the_phone(loopback_phone):
+    _, spec = loopback_phone
+    facts = AdbDevice("phone", spec).facts()
+    assert facts["model"] == "Loopback SME2 Phone"
+    assert facts["sme2"] is True  # from a Dimensity 9500's real /proc/cpuinfo
+    assert facts["cpu_count"] == 2 and "sme2" in facts["cpu_features_per_core"][0]
+    assert facts["thermal_status"] == 0
+    assert max(facts["thermal_c"].values()) == 41.0
+    assert facts["battery"] == {"level": 87, "temperature_c": 31.0, "charging": True}
+    assert facts["workdir_free_kb"] > 0
+
+
+def test_serial_errors_list_what_is_attached(loopback_phone):
+    phone, spec = loopback_phone
+    AdbDevice("phone", spec)  # adb connect
+    with pytest.raises(AdbDeviceError, match=r"`devices.phone.adb.serial`: 'nope' is not"):
+        AdbDevice("phone", {**spec, "serial": "nope", "connect": False})
+    assert AdbDevice("phone", {**spec, "serial": "auto", "connect": False}).serial == phone.serial
+
+
+def test_second_push_moves_zero_bytes(loopback_phone, tiny_model):
+    _, spec = loopback_phone
+    first = push_receipt(AdbDevice("phone", spec), str(tiny_model), "tiny")
+    assert first["bytes_pushed"] > 0 and first["files_skipped"] == 0
+    second = push_receipt(AdbDevice("phone", spec), str(tiny_model), "tiny")
+    assert second["bytes_pushed"] == 0
+    assert second["files_skipped"] == len(first["files"])
+
+
+def test_corrupted_file_on_the_device_is_refused_by_name(loopback_phone, tiny_model):
+    _, spec = loopback_phone
+    device = AdbDevice("phone", spec)
+    receipt = push_receipt(device, str(tiny_model), "tiny")
+    runner = receipt["runner"]
+    with open(runner, "a") as fh:  # the device's file system is the sandbox on this host
+        fh.write("# tampered\n")
+    with pytest.raises(AdbDeviceError, match=r"refusing to run on phone: .*prebuilt_runner.py"):
+        run_greedy(AdbDevice("phone", spec), receipt, {}, ["hi"], 4, 60)
+
+
+def test_commands_are_quoted_not_executed(loopback_phone, tmp_path):
+    _, spec = loopback_phone
+    device = AdbDevice("phone", spec)
+    evil = ["a b", "it's", 'say "hi"', "x; touch pwned", "$(touch pwned2)", "`id`", "&&", "*"]
+    result = device.run(["printf", "%s\\n", *evil], timeout=30)
+    assert result.ok
+    assert result.stdout.splitlines() == evil
+    assert not list(tmp_path.rglob("pwned*"))
+
+
+def test_greedy_and_interleaved_bench_on_the_phone(loopback_phone, tiny_model, tmp_path):
+    _, spec = loopback_phone
+    receipt = push_receipt(AdbDevice("phone", spec), str(tiny_model), "tiny")
+    greedy = run_greedy(AdbDevice("phone", spec), receipt, {"thread_num": 1}, ["hi"], 4, 60)
+    assert len(greedy["answers"][0]["tokens"]) == 4
+    index = run_schedule(
+        AdbDevice("phone", spec),
+        interleaved(["a", "b"], 2),
+        specs(),
+        receipt,
+        BENCH,
+        tmp_path / "raw",
+    )
+    records = [read_json(e["raw"]) for e in index]
+    assert [r["variant"] for r in records] == ["a", "b", "b", "a"]
+    assert all(r["thermal_gate"]["cool"] for r in records)
+    assert all(r["results"][1]["tokens"] == 4 for r in records)
+
+
+def test_disconnect_mid_benchmark_loses_nothing(loopback_phone, tiny_model, tmp_path):
+    phone, spec = loopback_phone
+    plan = interleaved(["a", "b"], 3)
+    device = AdbDevice("phone", spec)
+    receipt = push_receipt(device, str(tiny_model), "tiny")
+    phone.drop_after_opens(40)  # somewhere inside the schedule: the cable is pulled
+    with pytest.raises(AdbDeviceError, match="lost"):
+        run_schedule(device, plan, specs(), receipt, BENCH, tmp_path)
+    done = sorted(p.name for p in tmp_path.rglob("rep-*.json"))
+    assert 0 < len(done) < 6
+    index = run_schedule(AdbDevice("phone", spec), plan, specs(), receipt, BENCH, tmp_path)
+    pairs = sorted((e["invocation"]["variant"], e["invocation"]["block"]) for e in index)
+    assert pairs == [(v, b) for v in "ab" for b in range(3)]
+    assert all(read_json(e["raw"])["status"] == "ok" for e in index)

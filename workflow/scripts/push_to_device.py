@@ -1,0 +1,15 @@
+from mnnrepro.bench import push_receipt
+from mnnrepro.device import make_device
+from mnnrepro.hashing import write_json
+from mnnrepro.logs import log_to
+
+log = log_to(snakemake.log[0])
+device = make_device(snakemake.wildcards.device, snakemake.params.device)
+try:
+    receipt = push_receipt(device, snakemake.input.model, snakemake.wildcards.model)
+finally:
+    device.close()
+print(
+    f"pushed {receipt['bytes_pushed']} bytes, {receipt['files_skipped']} files unchanged", file=log
+)
+write_json(snakemake.output.receipt, receipt)
