@@ -1,0 +1,106 @@
+"""The tiny experiment on an adb device: real Snakemake, real adb server, loopback phone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slow
+
+
+def adb_config(root, spec, repetitions=3):
+    cfg = yaml.safe_load((root / "tests/workflow/config-tiny.yaml").read_text())
+    cfg["experiment"] = "tiny-adb"
+    cfg["devices"] = {"phone": {"adb": spec}}
+    cfg["bench"]["repetitions"] = repetitions
+    return cfg
+
+
+def command(root, workdir, config_path, *args):
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--cores",
+        "2",
+        "--configfile",
+        str(config_path),
+        "--directory",
+        str(workdir),
+        *args,
+    ]
+
+
+def run(root, workdir, config_path, *args):
+    proc = subprocess.run(
+        command(root, workdir, config_path, *args),
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, tmp_path):
+    _, spec = loopback_phone
+    config_path = tmp_path / "adb.yaml"
+    config_path.write_text(yaml.safe_dump(adb_config(root, spec)))
+    run(root, tmp_path, config_path)
+    out = tmp_path / "results" / "tiny-adb"
+    bench = pd.read_csv(out / "bench.csv")
+    assert set(bench["device"]) == {"phone"}
+    assert len(bench) == 2 * 2 * 3  # the same shape of table as on `local`
+    facts = yaml.safe_load((out / "devices" / "phone.json").read_text())
+    assert facts["sme2"] is True and facts["kind"] == "adb"
+    for chart in ("runs", "speedup"):
+        assert (out / "plots" / f"{chart}.png").stat().st_size > 0
+    first = yaml.safe_load((out / "pushed" / "phone" / "synth-tiny.json").read_text())
+    assert first["bytes_pushed"] > 0
+
+    run(root, tmp_path, config_path, "--forcerun", "push_to_device")
+    again = yaml.safe_load((out / "pushed" / "phone" / "synth-tiny.json").read_text())
+    assert again["bytes_pushed"] == 0
+    log = (tmp_path / "logs/push_to_device/tiny-adb/phone/synth-tiny.log").read_text()
+    assert "pushed 0 bytes" in log
+
+
+def test_ctrl_c_mid_benchmark_then_rerun_finishes_only_the_rest(root, loopback_phone, tmp_path):
+    _, spec = loopback_phone
+    config_path = tmp_path / "adb.yaml"
+    cfg = adb_config(root, spec, repetitions=5)
+    cfg["bench"]["cooldown_s"] = 1.0  # leaves time to interrupt between invocations
+    config_path.write_text(yaml.safe_dump(cfg))
+    raw = tmp_path / "results" / "tiny-adb" / "raw"
+    proc = subprocess.Popen(
+        command(root, tmp_path, config_path),
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group, like a shell job
+    )
+    deadline = time.monotonic() + 300
+    while len(list(raw.rglob("rep-*.json"))) < 3:
+        assert proc.poll() is None, "snakemake ended before the benchmark was interrupted"
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole group
+    proc.wait(timeout=120)
+    assert proc.returncode != 0
+    kept = len(list(raw.rglob("rep-*.json")))
+    assert 3 <= kept < 10
+
+    run(root, tmp_path, config_path)
+    log = (tmp_path / "logs/run_bench/tiny-adb/phone/synth-tiny.log").read_text()
+    assert f"{kept} invocations kept from earlier runs, {10 - kept} run now" in log
+    bench = pd.read_csv(tmp_path / "results" / "tiny-adb" / "bench.csv")
+    counts = bench.groupby(["variant", "phase", "block"]).size()
+    assert len(counts) == 2 * 2 * 5 and (counts == 1).all()
