@@ -16,6 +16,7 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/build.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/engines.smk"
 include: "workflow/rules/devices.smk"

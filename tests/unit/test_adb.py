@@ -71,7 +71,7 @@ def test_corrupted_file_on_the_device_is_refused_by_name(loopback_phone, tiny_mo
     with open(runner, "a") as fh:  # the device's file system is the sandbox on this host
         fh.write("# tampered\n")
     with pytest.raises(AdbDeviceError, match=r"refusing to run on phone: .*prebuilt_runner.py"):
-        run_greedy(AdbDevice("phone", spec), receipt, {}, ["hi"], 4, 60)
+        run_greedy(AdbDevice("phone", spec), receipt, ENGINE, {}, ["hi"], 4, 60)
 
 
 def test_commands_are_quoted_not_executed(loopback_phone, tmp_path):
@@ -87,7 +87,7 @@ def test_commands_are_quoted_not_executed(loopback_phone, tmp_path):
 def test_greedy_and_interleaved_bench_on_the_phone(loopback_phone, tiny_model, tmp_path):
     _, spec = loopback_phone
     receipt = push_receipt(AdbDevice("phone", spec), str(tiny_model), "tiny")
-    greedy = run_greedy(AdbDevice("phone", spec), receipt, {"thread_num": 1}, ["hi"], 4, 60)
+    greedy = run_greedy(AdbDevice("phone", spec), receipt, ENGINE, {"thread_num": 1}, ["hi"], 4, 60)
     assert len(greedy["answers"][0]["tokens"]) == 4
     index = run_schedule(
         AdbDevice("phone", spec),

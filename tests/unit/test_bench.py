@@ -47,13 +47,13 @@ class CountingDevice(LocalDevice):
         self.interrupt_after = interrupt_after
         self.fail_first = fail_first
 
-    def run(self, argv, timeout):
+    def run(self, argv, timeout, env=None):
         if self.interrupt_after is not None and self.runs == self.interrupt_after:
             raise KeyboardInterrupt
         self.runs += 1
         if self.runs <= self.fail_first:
             return CommandResult(argv, 1, "", "simulated crash of the engine", 0.0)
-        return super().run(argv, timeout)
+        return super().run(argv, timeout, env)
 
 
 def test_interrupted_run_resumes_and_keeps_every_repetition_once(tiny_model, tmp_path):

@@ -11,7 +11,12 @@ import yaml
 
 from mnnrepro.config import ConfigError, check
 
-CONFIGS = ["config/config.yaml", "tests/workflow/config-tiny.yaml"]
+CONFIGS = [
+    "config/config.yaml",
+    "config/paper.yaml",
+    "config/host-sme2.yaml",
+    "tests/workflow/config-tiny.yaml",
+]
 
 
 def load(root, rel):
@@ -133,3 +138,56 @@ def test_schema_defaults_are_filled(root):
     assert cfg["stats"]["ci_level"] == 0.95
     assert cfg["bench"]["cooldown_s"] == 0
     assert cfg["correctness"]["min_agreement"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("rel", "must_run"),
+    [
+        (
+            "config/paper.yaml",
+            [
+                "fetch_ndk",
+                "fetch_mnn_source",
+                "build_engine",
+                "fetch_modelscope_model",
+                "fetch_modelscope_checkpoint",
+                "export_mnn_model",
+                "push_to_device",
+                "run_bench",
+                "write_summary_report",
+            ],
+        ),
+        ("config/host-sme2.yaml", ["build_engine", "make_synthetic_model", "run_bench"]),
+    ],
+)
+def test_whole_dag_dry_run(root, tmp_path, rel, must_run):
+    """`snakemake -n` plans every stage from toolchain to report, offline."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--configfile",
+            str(root / rel),
+            "--directory",
+            str(tmp_path),
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for rule in must_run:
+        assert f"\n{rule} " in proc.stdout, rule
+
+
+def test_build_engines_need_a_source_and_android_needs_the_ndk(root):
+    cfg = load(root, "config/paper.yaml")
+    del cfg["toolchains"]
+    del cfg["mnn"]["source"]
+    with pytest.raises(ConfigError) as err:
+        check(cfg)
+    assert "config key `mnn.source`" in str(err.value)
+    assert "config key `toolchains.ndk`" in str(err.value)

@@ -100,3 +100,52 @@ def test_build_args_one_configuration_per_invocation():
         "-kv",
         "true",
     ]
+
+
+def test_llm_demo_answer_is_the_generated_text_only():
+    from mnnrepro.engines import llm_demo_answer
+
+    text = (DATA / "llm_demo_361.stdout.txt").read_text(errors="replace")
+    answer = llm_demo_answer(text)
+    assert answer.startswith("\ufffd dog\x7f\ufffd(ld<|endoftext|>")
+    assert answer.endswith("y\ufffdD")  # the answer spans two lines
+    assert "prefill speed" not in answer and "The device supports" not in answer
+
+
+def test_built_engine_command_sets_its_own_library_path():
+    from mnnrepro.engines import BuiltEngine
+
+    engine = BuiltEngine(
+        {"engine": "sme2-on", "kind": "build"},
+        {"engines": {"sme2-on": "/data/local/tmp/mnn-repro/engines/sme2-on"}},
+    )
+
+    class Phone:
+        pass
+
+    bench = {"prompt_tokens": 512, "generate_tokens": 128}
+    argv, env = engine.bench_command(
+        Phone(), "/m/config.json", {"thread_num": 4, "precision": "low"}, bench, "/s/out.json"
+    )
+    assert argv[0] == "/data/local/tmp/mnn-repro/engines/sme2-on/llm_bench"
+    assert argv[argv.index("-t") + 1] == "4" and argv[argv.index("-c") + 1] == "2"
+    assert argv[argv.index("-rep") + 1] == "1" and "-kv" in argv
+    assert env == {"LD_LIBRARY_PATH": "/data/local/tmp/mnn-repro/engines/sme2-on"}
+
+
+def test_built_engine_reads_a_real_capture(tmp_path):
+    """The reader on llm_bench 3.6.1's real -kv output (JSON + table, cross-checked)."""
+    from mnnrepro.device import CommandResult, LocalDevice
+    from mnnrepro.engines import BuiltEngine
+
+    out = tmp_path / "out.json"
+    out.write_text((DATA / "llm_bench_q06kv361.json").read_text())
+    stdout = (DATA / "llm_bench_q06kv361.stdout.txt").read_text()
+    engine = BuiltEngine({"engine": "e", "kind": "build", "version": "x"}, {"engines": {"e": "/e"}})
+    device = LocalDevice("host")
+    payload = engine.read_bench(device, CommandResult([], 0, stdout, "", 1.0), str(out), None)
+    device.close()
+    phases = {r["phase"]: r for r in payload["results"]}
+    assert phases["prefill"]["tokens"] == 256 and phases["decode"]["tokens"] == 64
+    assert phases["prefill"]["tps"] == json.loads(out.read_text())["results"][0]["prefill_tps"]
+    assert payload["engine"]["device_supports"].startswith("The device supports:")

@@ -7,6 +7,7 @@ rule push_to_device:
         model="results/models/{model}/mnn",
         manifest="results/models/{model}/manifest.json",
         facts="results/{experiment}/devices/{device}.json",
+        engines=get_built_engine_dirs,
     output:
         receipt="results/{experiment}/pushed/{device}/{model}.json",
     log:

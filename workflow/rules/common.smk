@@ -20,11 +20,24 @@ ENGINES = sorted(config["engines"])
 MODELS = sorted(config["models"])
 DEVICES = sorted(config["devices"])
 VARIANTS = sorted(config["variants"])
+BUILT_ENGINES = sorted(
+    {config["variants"][v]["engine"] for v in VARIANTS}
+    & {e for e, spec in config["engines"].items() if "build" in spec}
+)
 COMPARED = [config["comparison"]["baseline"], config["comparison"]["treatment"]]
 
 
 def _alternatives(names):
-    return "|".join(names)
+    return "|".join(names) or "(?!)"  # (?!) matches nothing: no model of that source
+
+
+def models_from(source):
+    return [m for m in MODELS if source in config["models"][m]]
+
+
+SYNTHETIC_MODELS = models_from("synthetic")
+DOWNLOADED_MODELS = models_from("modelscope")
+EXPORTED_MODELS = models_from("export")
 
 
 # Rules that touch a device, or are too small to queue, run where Snakemake runs (cluster profile).
@@ -85,6 +98,17 @@ def get_model_spec(wildcards):
     return config["models"][wildcards.model]
 
 
+def get_checkpoint(wildcards):
+    """The transformers checkpoint llmexport converts: synthetic, downloaded, or local."""
+    spec = config["models"][wildcards.model]
+    if "synthetic" in spec:
+        return f"results/models/{wildcards.model}/hf"
+    source = spec["export"]["from"]
+    if "modelscope" in source:
+        return f"resources/checkpoints/{wildcards.model}"
+    return source["path"]
+
+
 def get_engine_spec(wildcards):
     return config["engines"][wildcards.engine]
 
@@ -97,9 +121,28 @@ def get_variant_specs(wildcards):
     return {name: config["variants"][name] for name in VARIANTS}
 
 
+def engine_record(engine):
+    # A built engine is described by its build.json, a prebuilt one by engine.json.
+    kind = "build" if "build" in config["engines"][engine] else "engine"
+    return f"results/engines/{engine}/{kind}.json"
+
+
 def get_engine_files(wildcards):
-    engines = sorted({config["variants"][v]["engine"] for v in VARIANTS})
-    return expand("results/engines/{engine}/engine.json", engine=engines)
+    return sorted({engine_record(config["variants"][v]["engine"]) for v in VARIANTS})
+
+
+def get_built_engine_dirs(wildcards):
+    return expand("results/engines/{engine}/bin", engine=BUILT_ENGINES)
+
+
+def get_build_spec(wildcards):
+    return config["engines"][wildcards.engine]["build"]
+
+
+def get_ndk_receipt(wildcards):
+    if get_build_spec(wildcards)["platform"] != "android-arm64":
+        return []
+    return [f"resources/ndk/{config['toolchains']['ndk']['version']}.json"]
 
 
 def get_run_indexes(wildcards):

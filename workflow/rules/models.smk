@@ -1,4 +1,43 @@
-# Models: seeded synthetic Qwen3 checkpoints, converted to MNN with llmexport.
+# Models: MNN models downloaded from ModelScope, or transformers checkpoints (seeded synthetic,
+# downloaded, or local) converted to MNN with llmexport.
+
+
+rule fetch_modelscope_model:
+    output:
+        model=directory("results/models/{model}/mnn"),
+        manifest="results/models/{model}/manifest.json",
+    log:
+        "logs/fetch_modelscope_model/{model}.log",
+    wildcard_constraints:
+        model=_alternatives(DOWNLOADED_MODELS),
+    conda:
+        "../../envs/export.yaml"
+    params:
+        spec=get_model_spec,
+        cache="resources/modelscope",
+    message:
+        "Downloading model {wildcards.model} from ModelScope (pinned revision, verified hashes)"
+    script:
+        "../scripts/fetch_modelscope_model.py"
+
+
+rule fetch_modelscope_checkpoint:
+    output:
+        checkpoint=directory("resources/checkpoints/{model}"),
+        manifest="resources/checkpoints/{model}.manifest.json",
+    log:
+        "logs/fetch_modelscope_checkpoint/{model}.log",
+    wildcard_constraints:
+        model=_alternatives(EXPORTED_MODELS),
+    conda:
+        "../../envs/export.yaml"
+    params:
+        spec=get_model_spec,
+        cache="resources/modelscope",
+    message:
+        "Downloading the original weights of model {wildcards.model} from ModelScope"
+    script:
+        "../scripts/fetch_modelscope_model.py"
 
 
 rule make_synthetic_model:
@@ -6,6 +45,8 @@ rule make_synthetic_model:
         hf=temp(directory("results/models/{model}/hf")),
     log:
         "logs/make_synthetic_model/{model}.log",
+    wildcard_constraints:
+        model=_alternatives(SYNTHETIC_MODELS),
     conda:
         "../../envs/export.yaml"
     params:
@@ -18,7 +59,7 @@ rule make_synthetic_model:
 
 rule export_mnn_model:
     input:
-        hf="results/models/{model}/hf",
+        hf=get_checkpoint,
     output:
         model=directory("results/models/{model}/mnn"),
         manifest="results/models/{model}/manifest.json",
@@ -26,6 +67,8 @@ rule export_mnn_model:
         "logs/export_mnn_model/{model}.log",
     benchmark:
         "logs/export_mnn_model/{model}.benchmark.tsv"
+    wildcard_constraints:
+        model=_alternatives(SYNTHETIC_MODELS + EXPORTED_MODELS),
     conda:
         "../../envs/export.yaml"
     resources:
@@ -33,6 +76,6 @@ rule export_mnn_model:
     params:
         spec=get_model_spec,
     message:
-        "Converting model {wildcards.model} to MNN with llmexport (4-bit weights)"
+        "Converting model {wildcards.model} to MNN with llmexport"
     script:
         "../scripts/export_mnn_model.py"

@@ -1,13 +1,21 @@
-from mnnrepro.export import export_model
-from mnnrepro.hashing import write_json
+from mnnrepro.export import export_model, export_settings
+from mnnrepro.hashing import file_table, write_json
 from mnnrepro.logs import log_to
 
 log = log_to(snakemake.log[0])
-spec = snakemake.params.spec
-source = next(iter(spec))  # schema: exactly one source
-settings = spec[source]
+source, settings, extra = export_settings(snakemake.params.spec)
 manifest = export_model(
-    snakemake.input.hf, snakemake.output.model, settings["quant_bit"], settings["quant_block"], log
+    snakemake.input.hf,
+    snakemake.output.model,
+    settings["quant_bit"],
+    settings["quant_block"],
+    log,
+    extra,
 )
-manifest.update(model=snakemake.wildcards.model, source=source, spec=settings)
+manifest.update(
+    model=snakemake.wildcards.model,
+    source=source,
+    spec=settings,
+    input_files=file_table(snakemake.input.hf),
+)
 write_json(snakemake.output.manifest, manifest)

@@ -6,7 +6,12 @@ from mnnrepro.logs import log_to
 log = log_to(snakemake.log[0])
 device = make_device(snakemake.wildcards.device, snakemake.params.device)
 try:
-    receipt = push_receipt(device, snakemake.input.model, snakemake.wildcards.model)
+    receipt = push_receipt(
+        device,
+        snakemake.input.model,
+        snakemake.wildcards.model,
+        dict(zip(snakemake.params.engine_names, snakemake.input.engines, strict=True)),
+    )
 finally:
     device.close()
 print(

@@ -5,12 +5,15 @@ from mnnrepro.logs import log_to
 
 log_to(snakemake.log[0])
 gate = snakemake.params.correctness
+receipt = read_json(snakemake.input.receipt)
+records = {r["engine"]: r for r in map(read_json, snakemake.input.engines)}
 device = make_device(snakemake.wildcards.device, snakemake.params.device)
 try:
     answers = {
         name: run_greedy(
             device,
-            read_json(snakemake.input.receipt),
+            receipt,
+            records[variant["engine"]],
             variant.get("runtime", {}),
             gate["prompts"],
             gate["max_new_tokens"],

@@ -220,6 +220,9 @@ class AdbDevice(Device):
     def fetch(self, device_path, local_path):
         self.dev.sync.pull(device_path, str(local_path))
 
+    def put_text(self, text: str, device_path: str) -> None:
+        self.dev.sync.push(text.encode("utf-8"), device_path)
+
     def scratch(self, name: str) -> str:
         self.check(["mkdir", "-p", f"{self.workdir}/scratch"])
         return f"{self.workdir}/scratch/{name}"
@@ -231,6 +234,12 @@ class AdbDevice(Device):
                 "engine needs a Python with the `mnn` wheel on the device"
             )
         return self._python
+
+    def engine_log_supports(self) -> str:
+        # Android builds with MNN_USE_LOGCAT=ON print through logcat, tag MNNJNI.
+        out = self.run(["logcat", "-d", "-s", "MNNJNI:*"], timeout=30).stdout
+        lines = [ln for ln in out.splitlines() if "The device supports:" in ln]
+        return lines[-1][lines[-1].index("The device supports:") :].strip() if lines else ""
 
     # ---- facts --------------------------------------------------------------------------
 

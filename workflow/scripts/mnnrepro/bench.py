@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from mnnrepro.device import Device
+from mnnrepro.engines import built_greedy, engine_for
 from mnnrepro.hashing import read_json, sha256_file, sha256_text, write_json
 from mnnrepro.schedule import Invocation
 
@@ -43,36 +44,14 @@ def is_done(path: Path, key: str) -> bool:
     return record.get("plan_key") == key and record.get("status") == "ok"
 
 
-def bench_argv(
-    device: Device, runner: str, model_config: str, runtime: dict, bench: dict, out: str
-) -> list[str]:
-    return [
-        device.python(),
-        runner,
-        "bench",
-        "--config",
-        model_config,
-        "--runtime",
-        json.dumps(runtime, sort_keys=True),
-        "--out",
-        out,
-        "--prompt-tokens",
-        str(bench["prompt_tokens"]),
-        "--generate-tokens",
-        str(bench["generate_tokens"]),
-        "--warmup",
-        str(bench["warmup"]),
-    ]
-
-
-def run_one(device: Device, argv: list[str], device_out: str, bench: dict) -> dict:
-    """Run one invocation with retries; returns the runner's payload or raises BenchError."""
+def run_one(device: Device, engine, argv: list[str], env: dict, out: str, bench: dict) -> dict:
+    """Run one invocation with retries; returns the engine's reading or raises BenchError."""
     attempts = bench["retries"] + 1
     failures = []
     for attempt in range(1, attempts + 1):
-        result = device.run(argv, timeout=bench["timeout_s"])
+        result = device.run(argv, timeout=bench["timeout_s"], env=env)
         if result.ok:
-            payload = fetch_json(device, device_out)
+            payload = engine.read_bench(device, result, out, fetch_json)
             payload["attempts"] = attempt
             payload["wall_s"] = result.seconds
             return payload
@@ -84,29 +63,26 @@ def run_one(device: Device, argv: list[str], device_out: str, bench: dict) -> di
     )
 
 
-def stage_inputs(device: Device, model_dir: str, model: str) -> tuple[str, str, dict]:
-    """Stage the runner and the model; returns runner path, model config, files to re-verify."""
-    runner = device.stage(RUNNER, "engines/prebuilt-runner")
-    model_config = f"{device.stage(model_dir, f'models/{model}')}/config.json"
-    return runner, model_config, {runner: sha256_file(RUNNER)}
+def stage_inputs(
+    device: Device, model_dir: str, model: str, engine_dirs: dict[str, str] | None = None
+) -> dict:
+    """Stage the runner, built engines and the model; returns where each one is."""
+    engines = {
+        name: device.stage(path, f"engines/{name}")
+        for name, path in sorted((engine_dirs or {}).items())
+    }
+    return {
+        "runner": device.stage(RUNNER, "engines/prebuilt-runner"),
+        "engines": engines,
+        "model_config": f"{device.stage(model_dir, f'models/{model}')}/config.json",
+    }
 
 
-def check_receipt(device: Device, receipt: dict) -> tuple[str, str, dict]:
-    """Verify every pushed file once; returns runner, model config, files to re-verify per run.
-
-    Runs never push: a file that changed on the device since the push is refused by name
-    (rerun the push rule to restore it).
-    """
-    if receipt["device"] != device.name:
-        raise ValueError(f"receipt is for device {receipt['device']}, not {device.name}")
-    device.verify({f["device_path"]: f["sha256"] for f in receipt["files"]})
-    runner = receipt["runner"]
-    return runner, receipt["model_config"], {runner: sha256_file(RUNNER)}
-
-
-def push_receipt(device: Device, model_dir: str, model: str) -> dict:
+def push_receipt(
+    device: Device, model_dir: str, model: str, engine_dirs: dict[str, str] | None = None
+) -> dict:
     """Stage what the runs need and say what moved: a second push of unchanged files is 0 B."""
-    runner, model_config, _ = stage_inputs(device, model_dir, model)
+    where = stage_inputs(device, model_dir, model, engine_dirs)
     log.info(
         "pushed %d bytes to %s, %d files already there",
         device.bytes_pushed,
@@ -117,12 +93,27 @@ def push_receipt(device: Device, model_dir: str, model: str) -> dict:
         "device": device.name,
         "kind": device.kind,
         "model": model,
-        "runner": runner,
-        "model_config": model_config,
+        **where,
         "bytes_pushed": device.bytes_pushed,
         "files_skipped": device.files_skipped,
         "files": device.receipts,
     }
+
+
+def check_receipt(device: Device, receipt: dict) -> None:
+    """Verify every pushed file once per job. Runs never push: a file that changed on the
+    device since the push is refused by name (rerun the push rule to restore it)."""
+    if receipt["device"] != device.name:
+        raise ValueError(f"receipt is for device {receipt['device']}, not {device.name}")
+    device.verify({f["device_path"]: f["sha256"] for f in receipt["files"]})
+
+
+def engine_files(record: dict, receipt: dict) -> dict[str, str]:
+    """Device path -> sha256 of the files one engine runs from, re-verified before each run."""
+    if record["kind"] == "prebuilt":
+        return {receipt["runner"]: sha256_file(RUNNER)}
+    base = receipt["engines"][record["engine"]]
+    return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}
 
 
 def thermal_gate(device: Device, bench: dict) -> dict:
@@ -168,7 +159,7 @@ def run_schedule(
     receipt: what push_receipt staged on this device (verified here, never re-pushed).
     """
     raw_dir = Path(raw_dir)
-    runner, model_config, engine_files = check_receipt(device, receipt)
+    check_receipt(device, receipt)
     device_out = device.scratch("invocation.json")
     index = []
     done = 0
@@ -188,10 +179,13 @@ def run_schedule(
             if bench["cooldown_s"]:
                 time.sleep(bench["cooldown_s"])
             gate = thermal_gate(device, bench)
-            device.verify(engine_files)
+            device.verify(engine_files(spec["engine"], receipt))
             started = time.time()
-            argv = bench_argv(device, runner, model_config, spec["runtime"], bench, device_out)
-            payload = run_one(device, argv, device_out, bench)
+            engine = engine_for(spec["engine"], receipt)
+            argv, env = engine.bench_command(
+                device, receipt["model_config"], spec["runtime"], bench, device_out
+            )
+            payload = run_one(device, engine, argv, env, device_out, bench)
             record = {
                 "status": "ok",
                 "plan_key": key,
@@ -220,20 +214,24 @@ def run_schedule(
 def run_greedy(
     device: Device,
     receipt: dict,
+    record: dict,
     runtime: dict,
     prompts: list[str],
     max_new_tokens: int,
     timeout: float,
 ) -> dict:
-    runner, model_config, engine_files = check_receipt(device, receipt)
-    device.verify(engine_files)
+    check_receipt(device, receipt)
+    device.verify(engine_files(record, receipt))
+    engine = engine_for(record, receipt)
+    if engine.kind == "build":
+        return built_greedy(engine, device, receipt, runtime, prompts, max_new_tokens, timeout)
     out = device.scratch("greedy.json")
     argv = [
         device.python(),
-        runner,
+        receipt["runner"],
         "greedy",
         "--config",
-        model_config,
+        receipt["model_config"],
         "--runtime",
         json.dumps(runtime, sort_keys=True),
         "--out",

@@ -72,6 +72,18 @@ def check_references(config: dict) -> None:
                 f"config key `comparison.{role}`: {comparison[role]!r} is not a variant; "
                 f"defined variants: {sorted(config['variants'])}"
             )
+    builds = {n: e["build"] for n, e in engines.items() if "build" in e}
+    if builds and "source" not in config.get("mnn", {}):
+        problems.append(
+            f"config key `mnn.source`: engines {sorted(builds)} are built from "
+            "source; give `mnn.source` (git + commit, path, or archive + sha256)"
+        )
+    android = sorted(n for n, b in builds.items() if b["platform"] == "android-arm64")
+    if android and "ndk" not in config.get("toolchains", {}):
+        problems.append(
+            f"config key `toolchains.ndk`: engines {android} build for "
+            "android-arm64 and need the pinned NDK"
+        )
     if comparison["baseline"] == comparison["treatment"]:
         problems.append("config key `comparison`: baseline and treatment must differ")
     if problems:

@@ -57,10 +57,19 @@ class Device:
     def scratch(self, name: str) -> str:
         raise NotImplementedError
 
-    def run(self, argv: list[str], timeout: float) -> CommandResult:
+    def run(self, argv: list[str], timeout: float, env: dict | None = None) -> CommandResult:
+        """Run argv (never through a shell string built by hand) with extra env variables."""
         raise NotImplementedError
 
+    def engine_log_supports(self) -> str:
+        """MNN's `The device supports:` line where the engine logs elsewhere (Android logcat)."""
+        return ""
+
     def fetch(self, device_path: str, local_path: str | os.PathLike) -> None:
+        raise NotImplementedError
+
+    def put_text(self, text: str, device_path: str) -> None:
+        """Write a small text file on the device."""
         raise NotImplementedError
 
     def python(self) -> str:
@@ -129,11 +138,18 @@ class LocalDevice(Device):
             if not Path(path).is_file() or sha256_file(path) != digest:
                 raise RuntimeError(f"refusing to run: {path} does not match what was staged")
 
-    def run(self, argv, timeout):
+    def run(self, argv, timeout, env=None):
         start = time.monotonic()
         try:
             proc = subprocess.run(
-                argv, capture_output=True, text=True, timeout=timeout, cwd=self.workdir, check=False
+                argv,
+                capture_output=True,
+                text=True,
+                errors="replace",  # engines print bytes of random-weight models' text
+                timeout=timeout,
+                cwd=self.workdir,
+                check=False,
+                env={**os.environ, **env} if env else None,
             )
             return CommandResult(
                 argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
@@ -148,6 +164,9 @@ class LocalDevice(Device):
 
     def scratch(self, name: str) -> str:
         return str(self.workdir / name)
+
+    def put_text(self, text, device_path):
+        Path(device_path).write_text(text, encoding="utf-8")
 
     def python(self):
         return self._python

@@ -146,3 +146,17 @@ def export_model(
         },
         "files": file_table(dst),
     }
+
+
+def export_settings(spec: dict) -> tuple[str, dict, list[str]]:
+    """A model entry -> (source kind, its settings, extra llmexport arguments)."""
+    if "synthetic" in spec:
+        return "synthetic", spec["synthetic"], []
+    settings = spec["export"]
+    extra = []
+    for flag in ("hqq", "awq", "sym"):
+        if settings.get(flag):
+            extra.append(f"--{flag}")
+    if settings.get("lm_quant_bit"):
+        extra += ["--lm_quant_bit", str(settings["lm_quant_bit"])]
+    return "export", settings, extra + list(settings.get("extra_args", []))
