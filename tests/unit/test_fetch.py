@@ -152,3 +152,14 @@ def test_mismatching_local_ndk_is_not_used(server, tmp_path):
     pin = pin_for(server, ndk_zip())
     ndk = provide_ndk(pin, tmp_path / "cache", environ={"ANDROID_NDK": str(local)})
     assert ndk["source"] == pin["url"]
+
+
+def test_md5_only_pin_as_mnn_checks_kleidiai(server, tmp_path):
+    body = b"kleidiai tarball"
+    server.files["/kai.tgz"] = body
+    url = server.url("/kai.tgz")
+    download(url, tmp_path / "kai.tgz", None, md5=hashlib.md5(body).hexdigest())
+    with pytest.raises(FetchError, match="md5"):
+        download(url, tmp_path / "other.tgz", None, md5="0" * 32)
+    with pytest.raises(FetchError, match="no checksum pinned"):
+        download(url, tmp_path / "third.tgz", None)

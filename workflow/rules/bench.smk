@@ -18,6 +18,7 @@ rule push_to_device:
         device=1,
     params:
         device=get_device_spec,
+        engine_names=BUILT_ENGINES,
     message:
         "Pushing model {wildcards.model} and the engine runner to device {wildcards.device}"
     script:
@@ -38,6 +39,8 @@ rule run_greedy:
     conda:
         "../../envs/bench.yaml"
     threads: get_bench_threads
+    resources:
+        device=1,
     params:
         device=get_device_spec,
         variants=get_variant_specs,
@@ -64,6 +67,8 @@ rule run_bench:
     conda:
         "../../envs/bench.yaml"
     threads: get_bench_threads
+    resources:
+        device=1,
     params:
         raw_dir="results/{experiment}/raw/{device}/{model}",
         device=get_device_spec,

@@ -28,14 +28,23 @@ class FetchError(RuntimeError):
 def download(
     url: str,
     dest: str | os.PathLike,
-    sha256: str,
+    sha256: str | None,
     size: int | None = None,
     sha1: str | None = None,
     timeout: float = 60,
+    md5: str | None = None,
 ) -> Path:
-    """Download url to dest unless dest already verifies; returns dest."""
+    """Download url to dest unless dest already verifies; returns dest.
+
+    sha256 is the pin; md5 is accepted alone only where upstream publishes nothing better
+    (MNN's own KleidiAI check).
+    """
+    if not (sha256 or md5):
+        raise FetchError(f"{url}: no checksum pinned; refusing an unverified download")
     dest = Path(dest)
-    if dest.exists() and _digest(dest, "sha256") == sha256:
+    if dest.exists() and (
+        _digest(dest, "sha256") == sha256 if sha256 else _digest(dest, "md5") == md5
+    ):
         log.info("%s already present and verified", dest)
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
