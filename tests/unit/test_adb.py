@@ -6,10 +6,13 @@ protocol); adbutils and the adb server are the real ones from the adbutils wheel
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from mnnrepro.adb import AdbDevice, AdbDeviceError
-from mnnrepro.bench import push_receipt, run_greedy, run_schedule, variant_specs
+from mnnrepro.bench import push_receipt, run_greedy, run_schedule, thermal_gate, variant_specs
 from mnnrepro.hashing import read_json
 from mnnrepro.schedule import interleaved
 
@@ -117,3 +120,25 @@ def test_disconnect_mid_benchmark_loses_nothing(loopback_phone, tiny_model, tmp_
     pairs = sorted((e["invocation"]["variant"], e["invocation"]["block"]) for e in index)
     assert pairs == [(v, b) for v in "ab" for b in range(3)]
     assert all(read_json(e["raw"])["status"] == "ok" for e in index)
+
+
+def test_thermal_gate_waits_for_the_phone_to_cool_and_is_bounded(loopback_phone):
+    phone, spec = loopback_phone
+    status = phone.sandbox / "dumpsys" / "thermalservice.txt"
+    zone = phone.sandbox / "sys" / "class" / "thermal" / "thermal_zone1" / "temp"
+    status.write_text("Thermal Status: 2\n")
+    zone.write_text("52000\n")
+
+    def cool_down():
+        time.sleep(2)
+        status.write_text("Thermal Status: 0\n")
+        zone.write_text("39000\n")
+
+    threading.Thread(target=cool_down, daemon=True).start()
+    device = AdbDevice("phone", spec)
+    gate = thermal_gate(device, {"max_temp_c": 45, "thermal_timeout_s": 60})
+    assert gate["cool"] and gate["waited_s"] >= 2 and gate["thermal_status"] == 0
+
+    zone.write_text("52000\n")  # stays hot: the gate gives up at its timeout and says so
+    gate = thermal_gate(device, {"max_temp_c": 45, "thermal_timeout_s": 1})
+    assert not gate["cool"] and gate["waited_s"] >= 1

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from importlib import metadata
 
+from mnnrepro.bench import RUNNER as RUNNER_PATH
 from mnnrepro.export import REQUIRED_FILES, RUNNER, export_model
 from mnnrepro.synthetic import SHAPES, make_model
 
@@ -73,3 +74,53 @@ def test_same_seed_same_weights(tmp_path):
     key = "model.layers.0.mlp.up_proj.weight"
     assert (a[key] == b[key]).all()
     assert not (a[key] == c[key]).all()
+
+
+def test_export_source_with_hqq_yields_a_model_the_engine_runs(tmp_path):
+    """The `export:` route (llmexport --hqq) on a local checkout; the manifest says how."""
+    from mnnrepro.export import export_settings
+
+    make_model("tiny", 2, tmp_path / "hf")
+    spec = {
+        "export": {
+            "from": {"path": str(tmp_path / "hf")},
+            "hqq": True,
+            "awq": False,
+            "sym": False,
+            "quant_bit": 4,
+            "quant_block": 64,
+            "lm_quant_bit": 8,
+            "extra_args": [],
+        }
+    }
+    source, settings, extra = export_settings(spec)
+    assert (source, extra) == ("export", ["--hqq", "--lm_quant_bit", "8"])
+    manifest = export_model(
+        str(tmp_path / "hf"),
+        str(tmp_path / "mnn"),
+        settings["quant_bit"],
+        settings["quant_block"],
+        io.StringIO(),
+        extra,
+    )
+    assert "--hqq" in manifest["exporter"]["arguments"]
+    assert manifest["exporter"]["version"] == metadata.version("llmexport")
+    out = tmp_path / "greedy.json"
+    subprocess.run(
+        [
+            sys.executable,
+            str(RUNNER_PATH),
+            "greedy",
+            "--config",
+            str(tmp_path / "mnn" / "config.json"),
+            "--prompts",
+            '["hi"]',
+            "--max-new-tokens",
+            "4",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    assert len(json.loads(out.read_text())["answers"][0]["tokens"]) == 4

@@ -55,6 +55,8 @@ def test_every_output_is_written(tiny_run):
         "plots/runs.png",
         "plots/speedup.html",
         "plots/speedup.png",
+        "plots/temperature.html",
+        "plots/temperature.png",
     ]:
         assert (out / rel).stat().st_size > 0, rel
     assert (out / "plots" / "runs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -116,6 +118,7 @@ RULES = {
     "compute_summary",
     "plot_runs",
     "plot_speedup",
+    "plot_temperature",
     "write_summary_report",
     "all",
 }

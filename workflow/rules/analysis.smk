@@ -5,6 +5,7 @@ rule check_validity:
     input:
         greedy="results/{experiment}/greedy/{device}/{model}.json",
         facts="results/{experiment}/devices/{device}.json",
+        engines=get_engine_files,
     output:
         validity="results/{experiment}/validity/{device}/{model}.json",
     log:
@@ -14,6 +15,7 @@ rule check_validity:
     params:
         comparison=config["comparison"],
         correctness=config["correctness"],
+        variants=get_variant_specs,
     message:
         "Validity checks for device {wildcards.device}, model {wildcards.model}"
     script:
@@ -43,6 +45,8 @@ rule compute_summary:
     input:
         table="results/{experiment}/bench.csv",
         validity=get_validity_files,
+        facts=expand("results/{{experiment}}/devices/{device}.json", device=DEVICES),
+        engines=get_engine_files,
     output:
         table=report(
             "results/{experiment}/summary.csv",

@@ -40,7 +40,7 @@ rule replay_archive:
         markdown="results/replay/{replay}/summary.md",
         charts=expand(
             "results/replay/{{replay}}/plots/{chart}.{ext}",
-            chart=["runs", "speedup"],
+            chart=["runs", "speedup", "temperature"],
             ext=["html", "png"],
         ),
     log:

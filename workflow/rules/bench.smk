@@ -45,6 +45,7 @@ rule run_greedy:
         device=get_device_spec,
         variants=get_variant_specs,
         correctness=config["correctness"],
+        comparison=config["comparison"],
         timeout_s=config["bench"]["timeout_s"],
     message:
         "Greedy answers of every variant on device {wildcards.device}, model {wildcards.model}"

@@ -54,6 +54,7 @@ localrules:
     compute_summary,
     plot_runs,
     plot_speedup,
+    plot_temperature,
     write_summary_report,
     archive_results,
     replay_archive,
@@ -88,7 +89,7 @@ def get_final_output(wildcards):
         *expand(
             "results/{experiment}/plots/{chart}.{ext}",
             experiment=EXPERIMENT,
-            chart=["runs", "speedup"],
+            chart=["runs", "speedup", "temperature"],
             ext=["html", "png"],
         ),
     ]

@@ -41,3 +41,24 @@ rule plot_speedup:
         "Plotting speedups against the claim band"
     script:
         "../scripts/plot_speedup.py"
+
+
+rule plot_temperature:
+    input:
+        table="results/{experiment}/bench.csv",
+    output:
+        html=report(
+            "results/{experiment}/plots/temperature.html",
+            caption="../report/temperature.rst",
+            category="Devices",
+            labels={"chart": "temperature over the run"},
+        ),
+        png="results/{experiment}/plots/temperature.png",
+    log:
+        "logs/plot_temperature/{experiment}.log",
+    conda:
+        "../../envs/analysis.yaml"
+    message:
+        "Plotting device temperature over the run"
+    script:
+        "../scripts/plot_temperature.py"

@@ -3,13 +3,14 @@ from mnnrepro.logs import log_to
 from mnnrepro.validity import check
 
 log_to(snakemake.log[0])
-write_json(
-    snakemake.output.validity,
-    check(
-        read_json(snakemake.input.greedy),
-        read_json(snakemake.input.facts),
-        snakemake.wildcards.model,
-        snakemake.params.comparison,
-        snakemake.params.correctness,
-    ),
+engines = {e["engine"]: e for e in map(read_json, snakemake.input.engines)}
+result = check(
+    read_json(snakemake.input.greedy),
+    read_json(snakemake.input.facts),
+    snakemake.wildcards.model,
+    snakemake.params.comparison,
+    snakemake.params.correctness,
+    engines,
+    snakemake.params.variants,
 )
+write_json(snakemake.output.validity, result)

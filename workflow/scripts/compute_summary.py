@@ -2,11 +2,15 @@ import pandas as pd
 
 from mnnrepro.hashing import read_json, write_json
 from mnnrepro.logs import log_to
-from mnnrepro.summary import summarize, summary_document
+from mnnrepro.summary import device_modes, summarize, summary_document
 
 log_to(snakemake.log[0])
 config = snakemake.params.config
 validity = {(v["device"], v["model"]): v for v in map(read_json, snakemake.input.validity)}
-summary = summarize(pd.read_csv(snakemake.input.table), validity, config)
+facts = {f["device"]: f for f in map(read_json, snakemake.input.facts)}
+engines = {e["engine"]: e for e in map(read_json, snakemake.input.engines)}
+summary = summarize(
+    pd.read_csv(snakemake.input.table), validity, config, device_modes(facts, engines, config)
+)
 summary.to_csv(snakemake.output.table, index=False)
 write_json(snakemake.output.document, summary_document(summary, validity, config))

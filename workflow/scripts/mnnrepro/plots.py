@@ -85,3 +85,37 @@ def save(chart: alt.Chart, html: str, png: str) -> None:
     """Self-contained HTML (vega inlined, no CDN) and a PNG rendered by vl-convert."""
     chart.save(html, inline=True)
     chart.save(png, format="png", scale_factor=2.0)
+
+
+def temperature_chart(bench: pd.DataFrame) -> alt.Chart:
+    """Hottest thermal zone before each invocation, in run order (drift and throttling)."""
+    data = bench[bench["phase"] == "prefill"][
+        ["device", "model", "variant", "run_order", "max_temp_before_c"]
+    ].dropna()
+    if data.empty:
+        note = pd.DataFrame({"text": ["no temperature sensors readable on these devices"]})
+        return (
+            alt.Chart(note)
+            .mark_text(size=14)
+            .encode(text="text:N")
+            .properties(width=380, height=60, title="Temperature over the run")
+        )
+    variants = sorted(data["variant"].unique())
+    return (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("run_order:Q", title="invocation (run order)"),
+            y=alt.Y(
+                "max_temp_before_c:Q",
+                title="hottest zone before the run (°C)",
+                scale=alt.Scale(zero=False),
+            ),
+            color=alt.Color("variant:N", sort=variants),
+            detail="model:N",
+            tooltip=["device", "model", "variant", "run_order", "max_temp_before_c"],
+        )
+        .properties(width=380, height=200)
+        .facet(row=alt.Row("device:N", title=None))
+        .properties(title="Temperature over the run")
+    )

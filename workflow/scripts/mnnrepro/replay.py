@@ -18,9 +18,9 @@ CONFIG_NAME = "config.resolved.yaml"
 
 
 def replay(archive: str, out_dir: str) -> dict:
-    from mnnrepro.plots import runs_chart, save, speedup_chart
+    from mnnrepro.plots import runs_chart, save, speedup_chart, temperature_chart
     from mnnrepro.report import markdown
-    from mnnrepro.summary import summarize, summary_document
+    from mnnrepro.summary import device_modes, summarize, summary_document
     from mnnrepro.tables import bench_table
 
     out = Path(out_dir)
@@ -37,13 +37,13 @@ def replay(archive: str, out_dir: str) -> dict:
             (v["device"], v["model"]): v
             for v in map(read_json, sorted((exp / "validity").rglob("*.json")))
         }
-        summary = summarize(bench, validity, config)
-        document = summary_document(summary, validity, config)
         facts = {d["device"]: d for d in map(read_json, sorted((exp / "devices").glob("*.json")))}
         engines = {
             e["engine"]: e
             for e in map(read_json, sorted((root / "results/engines").rglob("*.json")))
         }
+        summary = summarize(bench, validity, config, device_modes(facts, engines, config))
+        document = summary_document(summary, validity, config)
         models = {
             m["model"]: m
             for m in map(read_json, sorted((root / "results/models").rglob("manifest.json")))
@@ -56,5 +56,8 @@ def replay(archive: str, out_dir: str) -> dict:
         )
         save(runs_chart(bench), out / "plots/runs.html", out / "plots/runs.png")
         save(speedup_chart(summary), out / "plots/speedup.html", out / "plots/speedup.png")
+        save(
+            temperature_chart(bench), out / "plots/temperature.html", out / "plots/temperature.png"
+        )
         provenance = read_json(root / "provenance.json")
     return {"experiment": config["experiment"], "provenance": provenance}

@@ -92,7 +92,8 @@ def markdown(
         )
     out += [
         "",
-        "Plots: `plots/runs.html`, `plots/speedup.html` (PNG beside them). "
+        "Plots: `plots/runs.html`, `plots/speedup.html`, `plots/temperature.html` "
+        "(PNG beside them). "
         "Tables: `bench.csv`, `summary.csv`, `summary.json`.",
         "",
     ]

@@ -35,6 +35,7 @@ SUMMARY_COLUMNS = [
     "claim_gain",
     "tolerance",
     "emulated",
+    "expectation",
     "checks_passed",
     "verdict",
     "verdict_reason",
@@ -46,8 +47,18 @@ def failed_checks(validity: dict) -> list[str]:
     return [f"{c['name']}: {c['evidence']}" for c in validity["checks"] if not c["passed"]]
 
 
+def device_modes(facts: dict[str, dict], engines: dict[str, dict], config: dict) -> dict:
+    """Per device: judged against the claim, or a fallback check (SME2 treatment, no sme2)."""
+    treatment = engines[config["variants"][config["comparison"]["treatment"]]["engine"]]
+    policy = config["comparison"].get("on_non_sme2_device", "fail")
+    return {name: vd.check_device_for(treatment, f, policy) for name, f in facts.items()}
+
+
 def summarize(
-    bench: pd.DataFrame, validity: dict[tuple[str, str], dict], config: dict
+    bench: pd.DataFrame,
+    validity: dict[tuple[str, str], dict],
+    config: dict,
+    modes: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     comparison, stats_cfg = config["comparison"], config["stats"]
     rng = np.random.default_rng(stats_cfg["seed"])
@@ -67,10 +78,16 @@ def summarize(
                 stats_cfg["ci_level"],
                 stats_cfg["target_half_width"],
             )
-            claim = claims.get(phase)
-            speed = vd.claim_verdict(
-                result["ci_low"] - 1, result["ci_high"] - 1, claim, comparison["tolerance"]
-            )
+            fallback = (modes or {}).get(device) == "fallback"
+            claim = None if fallback else claims.get(phase)
+            if fallback:
+                speed = vd.fallback_verdict(
+                    result["ci_low"] - 1, result["ci_high"] - 1, comparison["tolerance"]
+                )
+            else:
+                speed = vd.claim_verdict(
+                    result["ci_low"] - 1, result["ci_high"] - 1, claim, comparison["tolerance"]
+                )
             verdict, reason = vd.final_verdict(speed, failed, emulated)
             rows.append(
                 {
@@ -90,6 +107,7 @@ def summarize(
                     "claim_gain": claim,
                     "tolerance": comparison["tolerance"],
                     "emulated": emulated,
+                    "expectation": "no regression" if fallback else "claim",
                     "checks_passed": not failed,
                     "verdict": verdict,
                     "verdict_reason": reason,
@@ -106,7 +124,7 @@ def summary_document(
         "comparison": config["comparison"],
         "stats": config["stats"],
         "bench": config["bench"],
-        "verdict_rule": vd.RULE,
+        "verdict_rule": vd.RULE + " " + vd.FALLBACK_RULE,
         "speedup_method": (
             "geometric mean over interleaved blocks of treatment/baseline tok/s; percentile "
             "CI from a paired bootstrap over blocks; Mann-Whitney U two-sided p-value"

@@ -40,12 +40,53 @@ def runtime_features_check(greedy: dict, comparison: dict) -> dict:
     }
 
 
-def check(greedy: dict, facts: dict, model: str, comparison: dict, correctness: dict) -> dict:
-    return {
-        "device": facts["device"],
-        "model": model,
-        "checks": [
-            correctness_check(greedy, comparison, correctness),
-            runtime_features_check(greedy, comparison),
-        ],
+def kernel_checks(
+    greedy: dict, comparison: dict, engines: dict[str, dict], variants: dict, facts: dict
+) -> list[dict]:
+    """Did the treatment's SME2 kernels exist (build) and could they run (device line)?"""
+    base = engines[variants[comparison["baseline"]]["engine"]]
+    treat = engines[variants[comparison["treatment"]]["engine"]]
+    if "build" not in (base.get("kind"), treat.get("kind")):
+        return []  # prebuilt engines: the comparison is not about SME2 kernels
+    count = {
+        name: rec.get("sme2", {}).get("sme2_symbol_count", 0)
+        for name, rec in (("treatment", treat), ("baseline", base))
     }
+    checks = [
+        {
+            "name": "SME2 kernels in the builds (static)",
+            "passed": count["treatment"] > 0 and count["baseline"] == 0,
+            "evidence": f"treatment {treat['engine']}: {count['treatment']} MNN *_SME2* kernels; "
+            f"baseline {base['engine']}: {count['baseline']}",
+            "details": count,
+        }
+    ]
+    line = greedy[comparison["treatment"]]["engine"].get("device_supports", "")
+    if facts.get("sme2"):
+        checks.append(
+            {
+                "name": "SME2 available to the treatment at run time",
+                "passed": "sme2: 1" in line,
+                "evidence": f"treatment printed {line or 'no feature line'!r}",
+                "details": {"line": line},
+            }
+        )
+    return checks
+
+
+def check(
+    greedy: dict,
+    facts: dict,
+    model: str,
+    comparison: dict,
+    correctness: dict,
+    engines: dict[str, dict] | None = None,
+    variants: dict | None = None,
+) -> dict:
+    checks = [
+        correctness_check(greedy, comparison, correctness),
+        runtime_features_check(greedy, comparison),
+    ]
+    if engines and variants:
+        checks += kernel_checks(greedy, comparison, engines, variants, facts)
+    return {"device": facts["device"], "model": model, "checks": checks}

@@ -30,6 +30,44 @@ def claim_verdict(gain_low: float, gain_high: float, claim: float | None, tolera
     return INCONCLUSIVE
 
 
+NO_REGRESSION = "no regression"
+REGRESSION = "regression"
+FALLBACK_RULE = (
+    "Fallback check (the treatment needs SME2, the device has none): `no regression` when the "
+    "whole CI of the gain is at or above -t, `regression` when it lies wholly below -t, "
+    "`inconclusive` otherwise."
+)
+
+
+def needs_sme2(engine_record: dict) -> bool:
+    return engine_record.get("kind") == "build" and bool(
+        engine_record.get("sme2", {}).get("sme2_symbol_count")
+    )
+
+
+def fallback_verdict(gain_low: float, gain_high: float, tolerance: float) -> str:
+    if gain_low >= -tolerance:
+        return NO_REGRESSION
+    if gain_high < -tolerance:
+        return REGRESSION
+    return INCONCLUSIVE
+
+
+def check_device_for(treatment: dict, facts: dict, policy: str) -> str:
+    """'claim' or 'fallback' for this device; raises early where the comparison cannot hold."""
+    if not needs_sme2(treatment) or facts.get("sme2"):
+        return "claim"
+    if policy == "fallback-check":
+        return "fallback"
+    features = " ".join(facts.get("cpu_features", []))[:200]
+    raise ValueError(
+        f"device {facts['device']} has no sme2 (CPU features: {features} ...) but treatment "
+        f"engine {treatment['engine']} is built with SME2 kernels; set "
+        "config key `comparison.on_non_sme2_device: fallback-check` to run it as a fallback "
+        "check (expectation: no regression)"
+    )
+
+
 def final_verdict(speed_verdict: str, failed_checks: list[str], emulated: bool) -> tuple[str, str]:
     """Combine the speed verdict with validity; returns (verdict, reason)."""
     if emulated:

@@ -1,0 +1,167 @@
+"""Validity: SME2 requirement per device, kernel-ran checks, and invalid verdicts."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mnnrepro import verdict as vd
+from mnnrepro.bench import RUNNER
+from mnnrepro.summary import device_modes, summarize
+from mnnrepro.validity import check, kernel_checks
+
+ON = {"engine": "sme2-on", "kind": "build", "sme2": {"sme2_symbol_count": 14}}
+OFF = {"engine": "sme2-off", "kind": "build", "sme2": {"sme2_symbol_count": 0}}
+VARIANTS = {"off": {"engine": "sme2-off"}, "on": {"engine": "sme2-on"}}
+COMPARISON = {"baseline": "off", "treatment": "on", "tolerance": 0.1, "claims": {"prefill": 0.81}}
+SME2_PHONE = {"device": "x300", "sme2": True, "cpu_features": ["sme2"]}
+OLD_PHONE = {"device": "d9400", "sme2": False, "cpu_features": ["sve2", "i8mm"]}
+
+
+def greedy(line_on, tokens_on=(1, 2, 3)):
+    return {
+        "off": {
+            "answers": [{"prompt": "p", "tokens": [1, 2, 3]}],
+            "engine": {"device_supports": "The device supports: sme2: 1"},
+        },
+        "on": {
+            "answers": [{"prompt": "p", "tokens": list(tokens_on)}],
+            "engine": {"device_supports": line_on},
+        },
+    }
+
+
+def test_sme2_treatment_on_a_device_without_sme2_fails_early_unless_fallback():
+    with pytest.raises(ValueError, match=r"`comparison\.on_non_sme2_device: fallback-check`"):
+        vd.check_device_for(ON, OLD_PHONE, "fail")
+    assert vd.check_device_for(ON, OLD_PHONE, "fallback-check") == "fallback"
+    assert vd.check_device_for(ON, SME2_PHONE, "fail") == "claim"
+    assert vd.check_device_for({"engine": "p", "kind": "prebuilt"}, OLD_PHONE, "fail") == "claim"
+
+
+@pytest.mark.parametrize(
+    ("ci", "expected"),
+    [
+        ((-0.1, 0.2), vd.NO_REGRESSION),  # lower bound exactly at -tolerance
+        ((-0.1001, 0.3), vd.INCONCLUSIVE),
+        ((-0.25, -0.05), vd.INCONCLUSIVE),
+        ((-0.3, -0.1001), vd.REGRESSION),  # wholly below -tolerance
+    ],
+)
+def test_fallback_verdict(ci, expected):
+    assert vd.fallback_verdict(ci[0], ci[1], 0.1) == expected
+
+
+def test_kernel_checks_static_and_runtime():
+    engines = {"sme2-on": ON, "sme2-off": OFF}
+    good = kernel_checks(
+        greedy("The device supports: sme2: 1"), COMPARISON, engines, VARIANTS, SME2_PHONE
+    )
+    assert [c["passed"] for c in good] == [True, True]
+    # the "ON" build came out without SME2 kernels, and the device line says sme2: 0
+    broken = {"sme2-on": {**OFF, "engine": "sme2-on"}, "sme2-off": OFF}
+    swapped = kernel_checks(
+        greedy("The device supports: sme2: 0"), COMPARISON, broken, VARIANTS, SME2_PHONE
+    )
+    assert [c["passed"] for c in swapped] == [False, False]
+    assert "treatment sme2-on: 0 MNN *_SME2* kernels" in swapped[0]["evidence"]
+
+
+def table(gains, device="x300"):
+    rng = np.random.default_rng(1)
+    rows = []
+    for block in range(8):
+        base = 100 * np.exp(rng.normal(0, 0.02))
+        for phase, gain in gains.items():
+            rows.append(
+                {
+                    "device": device,
+                    "model": "m",
+                    "phase": phase,
+                    "block": block,
+                    "variant": "off",
+                    "tps": base,
+                    "emulated": False,
+                }
+            )
+            rows.append(
+                {
+                    "device": device,
+                    "model": "m",
+                    "phase": phase,
+                    "block": block,
+                    "variant": "on",
+                    "tps": base * (1 + gain) * np.exp(rng.normal(0, 0.02)),
+                    "emulated": False,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+CONFIG = {
+    "experiment": "e",
+    "comparison": COMPARISON,
+    "variants": VARIANTS,
+    "stats": {"seed": 1, "n_boot": 2000, "ci_level": 0.95, "target_half_width": 0.02},
+}
+
+
+def test_device_matrix_judges_a_non_sme2_device_by_no_regression():
+    facts = {"x300": SME2_PHONE, "d9400": OLD_PHONE}
+    config = {**CONFIG, "comparison": {**COMPARISON, "on_non_sme2_device": "fallback-check"}}
+    modes = device_modes(facts, {"sme2-on": ON, "sme2-off": OFF}, config)
+    assert modes == {"x300": "claim", "d9400": "fallback"}
+    bench = pd.concat(
+        [table({"prefill": 0.8, "decode": 0.1}), table({"prefill": 0.0, "decode": 0.0}, "d9400")]
+    )
+    ok = {"checks": [{"name": "gate", "passed": True, "evidence": ""}]}
+    validity = {("x300", "m"): ok, ("d9400", "m"): ok}
+    summary = summarize(bench, validity, config, modes).set_index(["device", "phase"])
+    assert summary.loc[("d9400", "prefill"), "expectation"] == "no regression"
+    assert summary.loc[("d9400", "prefill"), "verdict"] == vd.NO_REGRESSION
+    assert summary.loc[("x300", "prefill"), "expectation"] == "claim"
+    assert summary.loc[("x300", "prefill"), "verdict"] == vd.REPRODUCED
+
+
+def test_broken_variant_is_invalid_with_the_reason(tiny_model, tmp_path):
+    """A 'treatment' that runs a different model file: real greedy outputs disagree."""
+    from mnnrepro.export import export_model
+    from mnnrepro.synthetic import make_model
+
+    make_model("tiny", 7, tmp_path / "hf")
+    other = tmp_path / "other"
+    export_model(str(tmp_path / "hf"), str(other), 4, 64, io.StringIO())
+    answers = {}
+    for name, model in (("off", tiny_model), ("on", other)):
+        out = tmp_path / f"{name}.json"
+        subprocess.run(
+            [
+                sys.executable,
+                str(RUNNER),
+                "greedy",
+                "--config",
+                str(model / "config.json"),
+                "--prompts",
+                json.dumps(["你好"]),
+                "--max-new-tokens",
+                "8",
+                "--out",
+                str(out),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        answers[name] = json.loads(out.read_text())
+    validity = check(answers, {"device": "host"}, "m", COMPARISON, {"min_agreement": 1.0})
+    assert not validity["checks"][0]["passed"]
+    summary = summarize(
+        table({"prefill": 0.8, "decode": 0.1}, "host"), {("host", "m"): validity}, CONFIG
+    )
+    assert set(summary["verdict"]) == {vd.INVALID}
+    assert summary["verdict_reason"].str.contains("correctness gate").all()
