@@ -25,6 +25,7 @@ include: "workflow/rules/analysis.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/archive.smk"
+include: "workflow/rules/emulation.smk"
 
 
 rule all:

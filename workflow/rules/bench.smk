@@ -7,6 +7,7 @@ rule push_to_device:
         model="results/models/{model}/mnn",
         manifest="results/models/{model}/manifest.json",
         facts="results/{experiment}/devices/{device}.json",
+        userland=get_userland,
         engines=get_built_engine_dirs,
     output:
         receipt="results/{experiment}/pushed/{device}/{model}.json",
@@ -31,6 +32,7 @@ rule run_greedy:
         manifest="results/models/{model}/manifest.json",
         engines=get_engine_files,
         facts="results/{experiment}/devices/{device}.json",
+        userland=get_userland,
         receipt="results/{experiment}/pushed/{device}/{model}.json",
     output:
         greedy="results/{experiment}/greedy/{device}/{model}.json",
@@ -59,6 +61,7 @@ rule run_bench:
         manifest="results/models/{model}/manifest.json",
         engines=get_engine_files,
         facts="results/{experiment}/devices/{device}.json",
+        userland=get_userland,
         greedy="results/{experiment}/greedy/{device}/{model}.json",
         receipt="results/{experiment}/pushed/{device}/{model}.json",
     output:

@@ -58,6 +58,7 @@ localrules:
     write_summary_report,
     archive_results,
     replay_archive,
+    check_emulation,
 
 
 wildcard_constraints:
@@ -71,6 +72,18 @@ wildcard_constraints:
 
 def replay_name(archive):
     return Path(archive).name.removesuffix(".tar.gz")
+
+
+def get_userland(wildcards):
+    if "qemu" in config["devices"][wildcards.device]:
+        return ["resources/emulation/userland.json"]
+    return []
+
+
+def get_emulation_tables(wildcards):
+    if not config.get("emulation", {}).get("reference"):
+        return []
+    return expand("results/{experiment}/emulation/{model}.csv", experiment=EXPERIMENT, model=MODELS)
 
 
 def get_final_output(wildcards):
@@ -92,6 +105,7 @@ def get_final_output(wildcards):
             chart=["runs", "speedup", "temperature"],
             ext=["html", "png"],
         ),
+        *get_emulation_tables(wildcards),
     ]
 
 

@@ -2,6 +2,8 @@
 
 
 rule collect_device_facts:
+    input:
+        userland=get_userland,
     output:
         facts="results/{experiment}/devices/{device}.json",
     log:

@@ -8,6 +8,7 @@ rule write_summary_report:
         facts=expand("results/{{experiment}}/devices/{device}.json", device=DEVICES),
         engines=get_engine_files,
         manifests=expand("results/models/{model}/manifest.json", model=MODELS),
+        emulation=get_emulation_tables,
     output:
         markdown=report(
             "results/{experiment}/summary.md",

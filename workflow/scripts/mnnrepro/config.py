@@ -84,6 +84,18 @@ def check_references(config: dict) -> None:
             f"config key `toolchains.ndk`: engines {android} build for "
             "android-arm64 and need the pinned NDK"
         )
+    emulated = sorted(n for n, d in config["devices"].items() if "qemu" in d)
+    if emulated and "emulation" not in config.get("toolchains", {}):
+        problems.append(
+            f"config key `toolchains.emulation`: devices {emulated} are emulated "
+            "and need the pinned QEMU and arm64 userland"
+        )
+    reference = config.get("emulation", {}).get("reference")
+    if reference and reference not in config["devices"]:
+        problems.append(
+            f"config key `emulation.reference`: {reference!r} is not a device; "
+            f"defined devices: {sorted(config['devices'])}"
+        )
     if comparison["baseline"] == comparison["treatment"]:
         problems.append("config key `comparison`: baseline and treatment must differ")
     if problems:

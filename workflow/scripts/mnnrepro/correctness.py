@@ -32,7 +32,8 @@ def compare_answers(baseline: dict, treatment: dict, min_agreement: float) -> di
                 "first_divergence": first,
                 "baseline_tokens": ref,
                 "treatment_tokens": answer["tokens"],
-                "passed": share >= min_agreement,
+                "crashed": answer.get("crashed") or None,
+                "passed": share >= min_agreement and not answer.get("crashed"),
             }
         )
     return {

@@ -212,4 +212,8 @@ def make_device(name: str, spec: dict) -> Device:
         from mnnrepro.adb import AdbDevice  # adbutils only where an adb device is used
 
         return AdbDevice(name, spec["adb"])
+    if "qemu" in spec:
+        from mnnrepro.emulation import QemuDevice
+
+        return QemuDevice(name, spec["qemu"])
     raise ValueError(f"config key `devices.{name}`: unsupported device kind {sorted(spec)}")

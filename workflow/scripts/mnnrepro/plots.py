@@ -42,6 +42,8 @@ def runs_chart(bench: pd.DataFrame) -> alt.Chart:
 
 def speedup_chart(summary: pd.DataFrame) -> alt.Chart:
     """Gain (speedup - 1) with its CI, and the claim band where a claim is configured."""
+    if summary.empty:
+        return note_chart("no speedups: every device is emulated", "Speedup")
     data = summary.copy()
     data["label"] = data["device"] + " / " + data["model"]
     data["band_low"] = data["claim_gain"] - data["tolerance"]
@@ -81,6 +83,16 @@ def speedup_chart(summary: pd.DataFrame) -> alt.Chart:
     )
 
 
+def note_chart(text: str, title: str) -> alt.Chart:
+    """A chart that says why there is nothing to plot (an empty spec would render blank)."""
+    return (
+        alt.Chart(pd.DataFrame({"text": [text]}))
+        .mark_text(size=14)
+        .encode(text="text:N")
+        .properties(width=380, height=60, title=title)
+    )
+
+
 def save(chart: alt.Chart, html: str, png: str) -> None:
     """Self-contained HTML (vega inlined, no CDN) and a PNG rendered by vl-convert."""
     chart.save(html, inline=True)
@@ -93,12 +105,8 @@ def temperature_chart(bench: pd.DataFrame) -> alt.Chart:
         ["device", "model", "variant", "run_order", "max_temp_before_c"]
     ].dropna()
     if data.empty:
-        note = pd.DataFrame({"text": ["no temperature sensors readable on these devices"]})
-        return (
-            alt.Chart(note)
-            .mark_text(size=14)
-            .encode(text="text:N")
-            .properties(width=380, height=60, title="Temperature over the run")
+        return note_chart(
+            "no temperature sensors readable on these devices", "Temperature over the run"
         )
     variants = sorted(data["variant"].unique())
     return (

@@ -42,6 +42,13 @@ def _argmax(logits) -> int:
     return int(values.reshape(-1, values.shape[-1])[-1].argmax())
 
 
+def flush_c_stdio() -> None:
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):  # no C library: nothing to flush
+        ctypes.CDLL(None).fflush(None)
+
+
 @contextlib.contextmanager
 def captured_fd_stdout():
     """Capture what C code prints on file descriptor 1 (MNN uses printf)."""
@@ -54,6 +61,7 @@ def captured_fd_stdout():
             yield box
         finally:
             sys.stdout.flush()
+            flush_c_stdio()  # printf output is block-buffered when stdout is not a terminal
             os.dup2(saved, 1)
             os.close(saved)
             sink.seek(0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 from mnnrepro.archive import safe_extract, verify_manifest
@@ -51,8 +52,9 @@ def replay(archive: str, out_dir: str) -> dict:
         bench.to_csv(out / "bench.csv", index=False)
         summary.to_csv(out / "summary.csv", index=False)
         write_json(out / "summary.json", document)
+        emulation = [pd.read_csv(p) for p in sorted((exp / "emulation").glob("*.csv"))]
         (out / "summary.md").write_text(
-            markdown(summary, document, facts, engines, models), encoding="utf-8"
+            markdown(summary, document, facts, engines, models, emulation), encoding="utf-8"
         )
         save(runs_chart(bench), out / "plots/runs.html", out / "plots/runs.png")
         save(speedup_chart(summary), out / "plots/speedup.html", out / "plots/speedup.png")

@@ -11,12 +11,45 @@ def _pct(x) -> str:
     return "n/a" if x is None or pd.isna(x) else f"{x:+.1%}"
 
 
+def emulation_section(tables: list[pd.DataFrame]) -> list[str]:
+    out = [
+        "",
+        "## Emulated SME2 checks (QEMU)",
+        "",
+        "Greedy tokens of every device compared with the reference device. Emulated "
+        "timings are recorded but never judged.",
+        "",
+        "| model | device | CPU | SME vector length | sme2 | answers identical | "
+        "earliest divergence | crashed |",
+        "|---|---|---|---:|---|---:|---:|---:|",
+    ]
+    for table in tables:
+        order = table.assign(vl=table["sme_vector_length_bits"].fillna(0))
+        groups = sorted(
+            order.groupby(["model", "device"]),
+            key=lambda kv: (kv[0][0], kv[1]["vl"].iloc[0], kv[0][1]),
+        )
+        for (model, device), g in groups:
+            first = g["first_divergence"].dropna()
+            vl = g["sme_vector_length_bits"].iloc[0]
+            vl_text = "-" if pd.isna(vl) else f"{int(vl)} bits"
+            first_text = "-" if first.empty else f"token {int(first.min())}"
+            out.append(
+                f"| {model} | {device} | {g['cpu'].iloc[0]} | {vl_text} | "
+                f"{'yes' if g['sme2'].iloc[0] else 'no'} | "
+                f"{int(g['identical'].sum())}/{len(g)} | {first_text} | "
+                f"{int(g['crashed'].fillna('').astype(bool).sum())}/{len(g)} |"
+            )
+    return out
+
+
 def markdown(
     summary: pd.DataFrame,
     document: dict,
     facts: dict[str, dict],
     engines: dict[str, dict],
     models: dict[str, dict],
+    emulation: list[pd.DataFrame] = (),
 ) -> str:
     cfg = document
     comp = cfg["comparison"]
@@ -42,7 +75,7 @@ def markdown(
             f"| {row.device} | {row.model} | {row.phase} | {_pct(row.gain)} | {ci} | "
             f"{claim} | **{row.verdict}**{reason} |"
         )
-    out += ["", f"Rule: {vd.RULE}"]
+    out += ["", f"Rule: {cfg.get('verdict_rule', vd.RULE)}"]
     if comp.get("source"):
         out += ["", f"Claim source: {comp['source']}"]
     out += ["", "## Validity checks", ""]
@@ -53,6 +86,8 @@ def markdown(
                 f"- {item['device']} / {item['model']}: {check['name']}: {mark} — "
                 f"{check['evidence']}"
             )
+    if len(emulation):
+        out += emulation_section(list(emulation))
     out += [
         "",
         "## Statistics",
@@ -71,6 +106,13 @@ def markdown(
             f"{row.cv_baseline:.1%} | {row.cv_treatment:.1%} | {row.ratio:.3f} | "
             f"{row.p_mannwhitney:.2g} | {row.half_width_rel:.1%} | {row.reps_for_target} |"
         )
+    emulated = sorted(name for name, fact in facts.items() if fact.get("emulated"))
+    if emulated:
+        out += [
+            "",
+            f"Emulated devices ({', '.join(emulated)}): timings are in `bench.csv` and "
+            "the plots, and never enter a speedup or a verdict.",
+        ]
     out += ["", "## Provenance", ""]
     for name, engine in sorted(engines.items()):
         out.append(

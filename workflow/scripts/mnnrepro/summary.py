@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pandas as pd
 
 from mnnrepro import verdict as vd
 from mnnrepro.stats import compare_phase
+
+log = logging.getLogger(__name__)
 
 SUMMARY_COLUMNS = [
     "experiment",
@@ -66,18 +70,27 @@ def summarize(
     rows = []
     for (device, model), group in bench.groupby(["device", "model"], sort=True):
         emulated = bool(group["emulated"].any())
+        if emulated:  # recorded in bench.csv, never in a speedup or a verdict
+            log.info("%s / %s: emulated device, timings not judged", device, model)
+            continue
         failed = failed_checks(validity[(device, model)])
         for phase in PHASES:
             part = group[group["phase"] == phase]
-            result = compare_phase(
-                part,
-                comparison["baseline"],
-                comparison["treatment"],
-                rng,
-                stats_cfg["n_boot"],
-                stats_cfg["ci_level"],
-                stats_cfg["target_half_width"],
-            )
+            try:
+                result = compare_phase(
+                    part,
+                    comparison["baseline"],
+                    comparison["treatment"],
+                    rng,
+                    stats_cfg["n_boot"],
+                    stats_cfg["ci_level"],
+                    stats_cfg["target_half_width"],
+                )
+            except ValueError as err:
+                if not emulated:
+                    raise
+                log.warning("%s / %s / %s: no speedup (%s)", device, model, phase, err)
+                continue
             fallback = (modes or {}).get(device) == "fallback"
             claim = None if fallback else claims.get(phase)
             if fallback:

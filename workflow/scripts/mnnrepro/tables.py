@@ -81,6 +81,8 @@ def bench_table(indexes: list[dict], base_dir: str | Path = ".") -> pd.DataFrame
     for index in indexes:
         for entry in index["runs"]:
             record = read_json(Path(base_dir) / entry["raw"])
+            if record.get("status") != "ok":
+                continue  # a failed invocation of an emulated device: kept raw, no speed
             rows.extend(
                 rows_from_record(
                     record, index["experiment"], index["model"], index["emulated"], entry["raw"]

@@ -1,0 +1,56 @@
+"""The emulated SME2 experiment, small: tiny model, the host, QEMU without SME, two vector
+lengths. It fetches the pinned QEMU and arm64 userland from Debian's archive and PyPI (the
+same fetch users run); everything else is offline and real."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slow
+KEEP = ["host", "qemu-no-sme", "qemu-sme2-vl256", "qemu-sme2-vl512"]
+
+
+def test_fallback_and_vector_length_checks_and_no_emulated_speedups(root, tmp_path):
+    cfg = yaml.safe_load((root / "config/emulated-sme2.yaml").read_text())
+    cfg["devices"] = {name: cfg["devices"][name] for name in KEEP}
+    cfg["correctness"]["prompts"] = ["你好"]
+    config_path = tmp_path / "emulated.yaml"
+    config_path.write_text(yaml.safe_dump(cfg, allow_unicode=True))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--cores",
+            "2",
+            "--configfile",
+            str(config_path),
+            "--directory",
+            str(tmp_path),
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = tmp_path / "results" / "emulated-sme2"
+    table = pd.read_csv(out / "emulation" / "synth-tiny.csv")
+    assert sorted(table["device"].unique()) == sorted(KEEP)
+    by_device = table.groupby("device").first()
+    assert not by_device.loc["qemu-no-sme", "sme2"] and by_device.loc["qemu-sme2-vl512", "sme2"]
+    assert by_device.loc["qemu-sme2-vl256", "sme_vector_length_bits"] == 256
+    for device in KEEP[1:]:  # the engine itself reports what the emulated CPU offers
+        expected = "sme2: 0" if device == "qemu-no-sme" else "sme2: 1"
+        assert by_device.loc[device, "engine_line"].endswith(expected)
+    bench = pd.read_csv(out / "bench.csv")
+    summary = pd.read_csv(out / "summary.csv")
+    assert set(bench["device"]) >= {"host", "qemu-no-sme"}  # emulated timings are recorded
+    assert set(summary["device"]) == {"host"}  # ... and never enter a speedup or a verdict
+    text = (out / "summary.md").read_text()
+    assert "## Emulated SME2 checks (QEMU)" in text and "| 256 bits |" in text

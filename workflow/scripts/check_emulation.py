@@ -1,0 +1,12 @@
+from pathlib import Path
+
+from mnnrepro.emulation import agreement_table
+from mnnrepro.hashing import read_json
+from mnnrepro.logs import log_to
+
+log_to(snakemake.log[0])
+devices = [Path(p).parent.name for p in snakemake.input.greedy]
+greedy = dict(zip(devices, map(read_json, snakemake.input.greedy), strict=True))
+facts = {f["device"]: f for f in map(read_json, snakemake.input.facts)}
+table = agreement_table(greedy, facts, snakemake.params.reference, snakemake.wildcards.model)
+table.to_csv(snakemake.output.table, index=False)
