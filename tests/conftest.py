@@ -100,3 +100,52 @@ def loopback_phone(tmp_path, adb_server_port):
 
     adbutils.AdbClient(host="127.0.0.1", port=adb_server_port).disconnect(phone.serial)
     phone.close()
+
+
+def run_snakemake(root: Path, *args: str, check: bool = True):
+    """`python -m snakemake ARGS` from the repository root, as a user runs it.
+
+    With check, a non-zero exit fails the test and shows the end of Snakemake's output.
+    """
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", *map(str, args)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if check:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+# ---- a short benchmark of two prebuilt-engine variants, for schedule tests ----------------
+
+SHORT_BENCH = {
+    "prompt_tokens": 8,
+    "generate_tokens": 4,
+    "warmup": 0,
+    "timeout_s": 120,
+    "retries": 0,
+    "cooldown_s": 0,
+}
+PREBUILT_ENGINE = {
+    "engine": "e",
+    "kind": "prebuilt",
+    "pin": "mnn==3.6.1",
+    "version": "3.6.1",
+    "files": [],
+}
+
+
+def two_variant_specs(runtime_a: dict | None = None) -> dict:
+    """Variants `a` (1 thread, unless runtime_a) and `b` (2 threads) of the prebuilt engine."""
+    from mnnrepro.bench import variant_specs
+
+    variants = {
+        "a": {"engine": "e", "runtime": runtime_a or {"thread_num": 1}},
+        "b": {"engine": "e", "runtime": {"thread_num": 2}},
+    }
+    return variant_specs(variants, {"e": PREBUILT_ENGINE}, "0" * 64)

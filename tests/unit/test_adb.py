@@ -10,31 +10,16 @@ import threading
 import time
 
 import pytest
+from conftest import PREBUILT_ENGINE, SHORT_BENCH, two_variant_specs
 
 from mnnrepro.adb import AdbDevice, AdbDeviceError
-from mnnrepro.bench import push_receipt, run_greedy, run_schedule, thermal_gate, variant_specs
+from mnnrepro.bench import push_receipt, run_greedy, run_schedule, thermal_gate
 from mnnrepro.hashing import read_json
 from mnnrepro.schedule import interleaved
 
-BENCH = {
-    "prompt_tokens": 8,
-    "generate_tokens": 4,
-    "warmup": 0,
-    "timeout_s": 120,
-    "retries": 0,
-    "cooldown_s": 0,
-    "max_temp_c": 60,
-    "thermal_timeout_s": 5,
-}
-ENGINE = {"engine": "e", "kind": "prebuilt", "pin": "mnn==3.6.1", "version": "3.6.1", "files": []}
-
-
-def specs():
-    variants = {
-        "a": {"engine": "e", "runtime": {"thread_num": 1}},
-        "b": {"engine": "e", "runtime": {"thread_num": 2}},
-    }
-    return variant_specs(variants, {"e": ENGINE}, "0" * 64)
+BENCH = {**SHORT_BENCH, "max_temp_c": 60, "thermal_timeout_s": 5}
+ENGINE = PREBUILT_ENGINE
+specs = two_variant_specs
 
 
 def test_facts_of_the_phone(loopback_phone):

@@ -3,35 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from conftest import PREBUILT_ENGINE, SHORT_BENCH, two_variant_specs
 
-from mnnrepro.bench import BenchError, push_receipt, run_schedule, variant_specs
+from mnnrepro.bench import BenchError, push_receipt, run_schedule
 from mnnrepro.device import CommandResult, LocalDevice
 from mnnrepro.hashing import read_json
 from mnnrepro.schedule import interleaved
 
-BENCH = {
-    "prompt_tokens": 8,
-    "generate_tokens": 4,
-    "warmup": 0,
-    "timeout_s": 120,
-    "retries": 0,
-    "cooldown_s": 0,
-}
-ENGINE = {
-    "engine": "mnn-pypi",
-    "kind": "prebuilt",
-    "pin": "mnn==3.6.1",
-    "version": "3.6.1",
-    "files": [],
-}
-
-
-def specs(runtime_a=None):
-    variants = {
-        "a": {"engine": "e", "runtime": runtime_a or {"thread_num": 1}},
-        "b": {"engine": "e", "runtime": {"thread_num": 2}},
-    }
-    return variant_specs(variants, {"e": ENGINE}, "0" * 64)
+BENCH = {**SHORT_BENCH}
+ENGINE = PREBUILT_ENGINE
+specs = two_variant_specs
 
 
 def staged(device, model):

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 
 import pytest
 import yaml
+from conftest import run_snakemake
 
 from mnnrepro.config import ConfigError, check
 
@@ -107,21 +106,8 @@ def test_snakemake_refuses_bad_config_before_any_job(root, tmp_path):
     cfg["bench"]["prompt_tokens"] = 0
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-n",
-            "--configfile",
-            str(path),
-            "--directory",
-            str(tmp_path),
-        ],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
+    proc = run_snakemake(
+        root, "-n", "--configfile", str(path), "--directory", str(tmp_path), check=False
     )
     assert proc.returncode != 0
     assert "config key `bench.prompt_tokens`: 0 is less than the minimum of 1" in (
@@ -162,23 +148,7 @@ def test_schema_defaults_are_filled(root):
 )
 def test_whole_dag_dry_run(root, tmp_path, rel, must_run):
     """`snakemake -n` plans every stage from toolchain to report, offline."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-n",
-            "--configfile",
-            str(root / rel),
-            "--directory",
-            str(tmp_path),
-        ],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_snakemake(root, "-n", "--configfile", str(root / rel), "--directory", str(tmp_path))
     for rule in must_run:
         assert f"\n{rule} " in proc.stdout, rule
 

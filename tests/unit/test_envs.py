@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import tomllib
 
 import pytest
 import yaml
+from conftest import run_snakemake
 
 RULE = re.compile(r"^(?:rule|checkpoint) (\w+):\n((?:[ \t]+.*\n|\n)*)", re.M)
 NEEDS_NO_ENV = {"all", "archive"}  # target rules: no script, no shell
@@ -73,21 +72,5 @@ def test_pyproject_pins_every_dependency_exactly(root):
 
 
 def test_slurm_profile_dry_run(root, tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-n",
-            "--profile",
-            "profiles/slurm",
-            "--directory",
-            str(tmp_path),
-        ],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_snakemake(root, "-n", "--profile", "profiles/slurm", "--directory", str(tmp_path))
     assert "export_mnn_model" in proc.stdout

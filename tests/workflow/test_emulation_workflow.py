@@ -4,12 +4,10 @@ same fetch users run); everything else is offline and real."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pandas as pd
 import pytest
 import yaml
+from conftest import run_snakemake
 
 pytestmark = pytest.mark.slow
 KEEP = ["host", "qemu-no-sme", "qemu-sme2-vl256", "qemu-sme2-vl512"]
@@ -21,24 +19,9 @@ def test_fallback_and_vector_length_checks_and_no_emulated_speedups(root, tmp_pa
     cfg["correctness"]["prompts"] = ["你好"]
     config_path = tmp_path / "emulated.yaml"
     config_path.write_text(yaml.safe_dump(cfg, allow_unicode=True))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--cores",
-            "2",
-            "--configfile",
-            str(config_path),
-            "--directory",
-            str(tmp_path),
-        ],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
+    run_snakemake(
+        root, "--cores", "2", "--configfile", str(config_path), "--directory", str(tmp_path)
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = tmp_path / "results" / "emulated-sme2"
     table = pd.read_csv(out / "emulation" / "synth-tiny.csv")
     assert sorted(table["device"].unique()) == sorted(KEEP)

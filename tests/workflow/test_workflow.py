@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import run_snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -15,26 +15,9 @@ TINY = "tests/workflow/config-tiny.yaml"
 
 
 def snakemake(root: Path, workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--cores",
-            "2",
-            "--configfile",
-            str(root / TINY),
-            "--directory",
-            str(workdir),
-            *args,
-        ],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
+    return run_snakemake(
+        root, "--cores", "2", "--configfile", str(root / TINY), "--directory", str(workdir), *args
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
 
 
 @pytest.fixture(scope="module")
@@ -135,24 +118,9 @@ def test_archive_is_deterministic_and_replays_to_identical_tables(root, tiny_run
     # replay in an empty directory: no model, no engine run, no device
     replay_dir = tmp_path / "replay"
     replay_dir.mkdir()
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--cores",
-            "1",
-            "--directory",
-            str(replay_dir),
-            "--config",
-            f"replay={archive}",
-        ],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
+    proc = run_snakemake(
+        root, "--cores", "1", "--directory", str(replay_dir), "--config", f"replay={archive}"
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     replayed = replay_dir / "results" / "replay" / "tiny-archive"
     for name in ("summary.csv", "bench.csv", "summary.md"):
         original = (tiny_run / "results" / "tiny" / name).read_text()

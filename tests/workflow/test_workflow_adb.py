@@ -11,6 +11,7 @@ import time
 import pandas as pd
 import pytest
 import yaml
+from conftest import run_snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -39,15 +40,9 @@ def command(root, workdir, config_path, *args):
 
 
 def run(root, workdir, config_path, *args):
-    proc = subprocess.run(
-        command(root, workdir, config_path, *args),
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
+    return run_snakemake(
+        root, "--cores", "2", "--configfile", config_path, "--directory", workdir, *args
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
 
 
 def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, tmp_path):

@@ -139,25 +139,9 @@ class LocalDevice(Device):
                 raise RuntimeError(f"refusing to run: {path} does not match what was staged")
 
     def run(self, argv, timeout, env=None):
-        start = time.monotonic()
-        try:
-            proc = subprocess.run(
-                argv,
-                capture_output=True,
-                text=True,
-                errors="replace",  # engines print bytes of random-weight models' text
-                timeout=timeout,
-                cwd=self.workdir,
-                check=False,
-                env={**os.environ, **env} if env else None,
-            )
-            return CommandResult(
-                argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
-            )
-        except subprocess.TimeoutExpired as err:
-            return CommandResult(
-                argv, None, _text(err.stdout), _text(err.stderr), time.monotonic() - start
-            )
+        return run_process(
+            argv, argv, timeout, self.workdir, {**os.environ, **env} if env else None
+        )
 
     def fetch(self, device_path, local_path):
         shutil.copyfile(device_path, local_path)
@@ -196,6 +180,31 @@ class LocalDevice(Device):
 
     def close(self):
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def run_process(
+    argv: list[str], command: list[str], timeout: float, cwd, env: dict | None
+) -> CommandResult:
+    """Run command (argv, possibly wrapped, e.g. by QEMU) on this host; never raises on exit."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            errors="replace",  # engines print bytes of random-weight models' text
+            timeout=timeout,
+            cwd=cwd,
+            check=False,
+            env=env,
+        )
+        return CommandResult(
+            argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
+        )
+    except subprocess.TimeoutExpired as err:
+        return CommandResult(
+            argv, None, _text(err.stdout), _text(err.stderr), time.monotonic() - start
+        )
 
 
 def _text(value) -> str:

@@ -21,11 +21,10 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from mnnrepro.device import CommandResult, Device, _text
+from mnnrepro.device import LocalDevice, run_process
 from mnnrepro.fetch import FetchError, download
 
 log = logging.getLogger(__name__)
@@ -185,15 +184,14 @@ def vector_length_bits(cpu: str) -> int | None:
     return None
 
 
-class QemuDevice(Device):
-    """arm64 Linux under QEMU user mode; timings are recorded but never judged."""
+class QemuDevice(LocalDevice):
+    """arm64 Linux under QEMU user mode, on this host's file system (so staging, fetching and
+    verifying are the local device's); its timings are recorded but never judged."""
 
     kind = "qemu"
     emulated = True
 
     def __init__(self, name: str, spec: dict):
-        super().__init__(name)
-        self.cpu = spec.get("cpu", "max")
         receipt_path = spec.get("userland", "resources/emulation/userland.json")
         try:
             self.userland = json.loads(Path(receipt_path).read_text())
@@ -202,57 +200,18 @@ class QemuDevice(Device):
                 f"device {name}: no emulated userland at {receipt_path}; it is "
                 "made by the rule fetch_emulation_userland"
             ) from err
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"mnnrepro-{name}-"))
+        super().__init__(name, python=self.userland["python"])
+        self.cpu = spec.get("cpu", "max")
 
     def run(self, argv, timeout, env=None):
-        cmd = [self.userland["qemu"], "-cpu", self.cpu, "-L", self.userland["sysroot"], *argv]
+        qemu = [self.userland["qemu"], "-cpu", self.cpu, "-L", self.userland["sysroot"]]
         guest_env = {
             "PATH": "/usr/bin:/bin",
             "LANG": "C.UTF-8",
             "PYTHONPATH": self.userland["site"],
             **(env or {}),
         }
-        start = time.monotonic()
-        try:
-            proc = subprocess.run(
-                cmd,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=timeout,
-                cwd=self.workdir,
-                env=guest_env,
-                check=False,
-            )
-            return CommandResult(
-                argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
-            )
-        except subprocess.TimeoutExpired as err:
-            return CommandResult(
-                argv, None, _text(err.stdout), _text(err.stderr), time.monotonic() - start
-            )
-
-    def stage(self, local_path, dest):
-        return str(Path(local_path).resolve())  # QEMU user mode sees the host's files
-
-    def verify(self, expected):
-        from mnnrepro.hashing import sha256_file
-
-        for path, digest in expected.items():
-            if not Path(path).is_file() or sha256_file(path) != digest:
-                raise RuntimeError(f"refusing to run: {path} does not match what was staged")
-
-    def fetch(self, device_path, local_path):
-        shutil.copyfile(device_path, local_path)
-
-    def scratch(self, name: str) -> str:
-        return str(self.workdir / name)
-
-    def put_text(self, text, device_path):
-        Path(device_path).write_text(text, encoding="utf-8")
-
-    def python(self):
-        return self.userland["python"]
+        return run_process(argv, [*qemu, *argv], timeout, self.workdir, guest_env)
 
     def facts(self):
         probe = (
@@ -276,9 +235,6 @@ class QemuDevice(Device):
             "qemu": self.userland.get("qemu_version", ""),
             "thermal_c": {},
         }
-
-    def close(self):
-        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 # ---- cross-device checks -------------------------------------------------------------------

@@ -7,6 +7,7 @@ interrupted fetch leaves nothing that a later run could mistake for a good one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -100,6 +101,26 @@ def _digest(path: Path, algorithm: str) -> str:
     return h.hexdigest()
 
 
+@contextlib.contextmanager
+def publish_dir(dest: str | os.PathLike):
+    """Yield a staging directory beside dest; on success it replaces dest in one rename.
+
+    On any failure (or Ctrl-C) the staging directory is removed and dest is left as it was,
+    so nothing half-made is ever found under the final name.
+    """
+    dest = Path(dest).resolve()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        yield staging
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(staging, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
 def _inside(root: Path, target: Path) -> bool:
     return target == root or root in target.parents
 
@@ -110,50 +131,40 @@ def safe_extract_zip(archive: str | os.PathLike, dest: str | os.PathLike) -> Non
     Symbolic links (Unix mode in the external attributes, as the NDK's zips carry) are kept
     when their target stays inside dest; everything is checked before dest is touched.
     """
-    dest = Path(dest).resolve()
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    root = staging.resolve()
-    try:
-        with zipfile.ZipFile(archive) as zf:
-            infos = zf.infolist()
-            links = {}
-            for info in infos:
-                name = PurePosixPath(info.filename)
-                if name.is_absolute() or ".." in name.parts or "\\" in info.filename:
-                    raise FetchError(f"{archive}: unsafe member name {info.filename!r}")
-                mode = info.external_attr >> 16
-                if stat.S_ISLNK(mode):
-                    target = zf.read(info).decode()
-                    where = (root / name).parent / target
-                    if PurePosixPath(target).is_absolute() or not _inside(
-                        root, Path(os.path.normpath(where))
-                    ):
-                        raise FetchError(
-                            f"{archive}: link {info.filename!r} -> {target!r} "
-                            "leaves the extraction directory"
-                        )
-                    links[info.filename] = target
-            for info in infos:
-                path = root / info.filename
-                if info.filename in links:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    os.symlink(links[info.filename], path)
-                elif info.is_dir():
-                    path.mkdir(parents=True, exist_ok=True)
-                else:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    with zf.open(info) as src, open(path, "wb") as out:
-                        shutil.copyfileobj(src, out, CHUNK)
-                    mode = (info.external_attr >> 16) & 0o777
-                    if mode:
-                        path.chmod(mode)
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.replace(staging, dest)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    with publish_dir(dest) as staging, zipfile.ZipFile(archive) as zf:
+        root = staging.resolve()
+        infos = zf.infolist()
+        links = {}
+        for info in infos:
+            name = PurePosixPath(info.filename)
+            if name.is_absolute() or ".." in name.parts or "\\" in info.filename:
+                raise FetchError(f"{archive}: unsafe member name {info.filename!r}")
+            mode = info.external_attr >> 16
+            if stat.S_ISLNK(mode):
+                target = zf.read(info).decode()
+                where = (root / name).parent / target
+                if PurePosixPath(target).is_absolute() or not _inside(
+                    root, Path(os.path.normpath(where))
+                ):
+                    raise FetchError(
+                        f"{archive}: link {info.filename!r} -> {target!r} "
+                        "leaves the extraction directory"
+                    )
+                links[info.filename] = target
+        for info in infos:
+            path = root / info.filename
+            if info.filename in links:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                os.symlink(links[info.filename], path)
+            elif info.is_dir():
+                path.mkdir(parents=True, exist_ok=True)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as src, open(path, "wb") as out:
+                    shutil.copyfileobj(src, out, CHUNK)
+                mode = (info.external_attr >> 16) & 0o777
+                if mode:
+                    path.chmod(mode)
 
 
 def read_properties(path: str | os.PathLike) -> dict[str, str]:

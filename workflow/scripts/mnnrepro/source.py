@@ -5,14 +5,12 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import subprocess
 import tarfile
-import tempfile
 from pathlib import Path
 
 from mnnrepro.archive import safe_extract
-from mnnrepro.fetch import FetchError, download
+from mnnrepro.fetch import FetchError, download, publish_dir
 
 log = logging.getLogger(__name__)
 
@@ -36,20 +34,13 @@ def checkout_git(url: str, commit: str, dest: str | os.PathLike) -> dict:
             "commit (tags and branches move; pin the commit)"
         )
     dest = Path(dest)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    try:
+    with publish_dir(dest) as staging:
         git("init", "-q", str(staging))
         git("fetch", "-q", "--depth", "1", url, commit, cwd=staging)
         git("-c", "advice.detachedHead=false", "checkout", "-q", "FETCH_HEAD", cwd=staging)
         head = git("rev-parse", "HEAD", cwd=staging)
         if head != commit:
             raise SourceError(f"{url}: fetched {head}, not the pinned {commit}")
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.replace(staging, dest)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return {"kind": "git", "url": url, "commit": head, "dirty": False, "path": str(dest)}
 
 
