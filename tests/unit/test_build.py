@@ -64,6 +64,19 @@ def test_kleidiai_silent_fallback_fails(source, tmp_path):
         build(source, tmp_path, "kai", {**LLM, "MNN_KLEIDIAI": True})
 
 
+def test_platform_arguments():
+    from mnnrepro.build import platform_args
+
+    android = platform_args("android-arm64", "/ndk")
+    assert "-DCMAKE_TOOLCHAIN_FILE=/ndk/build/cmake/android.toolchain.cmake" in android
+    assert "-DANDROID_ABI=arm64-v8a" in android and "-DANDROID_PLATFORM=android-21" in android
+    assert "-DCMAKE_SHARED_LINKER_FLAGS=-Wl,-z,max-page-size=16384" in android
+    assert "-DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++" in platform_args("linux-arm64")
+    assert platform_args("host") == []
+    with pytest.raises(BuildError, match="needs the NDK"):
+        platform_args("android-arm64")
+
+
 def test_unused_flags_parser_reads_cmake_warning():
     text = (
         "CMake Warning:\n  Manually-specified variables were not used by the project:\n\n"

@@ -51,7 +51,16 @@ def platform_args(platform: str, ndk: str | None = None, api_level: int = 21) ->
             f"-DCMAKE_SHARED_LINKER_FLAGS={page}",
             f"-DCMAKE_EXE_LINKER_FLAGS={page}",
         ]
-    raise BuildError(f"unknown platform {platform!r}; known: host, android-arm64")
+    if platform == "linux-arm64":
+        # Debian's cross compiler (g++-aarch64-linux-gnu); the binaries run on an arm64 Linux
+        # board or on the emulated `qemu` device.
+        return [
+            "-DCMAKE_SYSTEM_NAME=Linux",
+            "-DCMAKE_SYSTEM_PROCESSOR=aarch64",
+            "-DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc",
+            "-DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++",
+        ]
+    raise BuildError(f"unknown platform {platform!r}; known: host, android-arm64, linux-arm64")
 
 
 def configure_command(
