@@ -165,3 +165,34 @@ def test_broken_variant_is_invalid_with_the_reason(tiny_model, tmp_path):
     )
     assert set(summary["verdict"]) == {vd.INVALID}
     assert summary["verdict_reason"].str.contains("correctness gate").all()
+
+
+def with_again(bench: pd.DataFrame, factor: float) -> pd.DataFrame:
+    again = bench[bench["variant"] == "off"].assign(variant="off-again")
+    again["tps"] = (
+        again["tps"] * factor * np.exp(np.random.default_rng(3).normal(0, 0.01, len(again)))
+    )
+    return pd.concat([bench, again])
+
+
+@pytest.mark.parametrize(("factor", "invalid"), [(1.0, False), (1.10, True)])
+def test_aa_control_must_contain_one(factor, invalid):
+    """The baseline run twice: a 10 % 'speedup' of the baseline over itself is drift."""
+    config = {**CONFIG, "comparison": {**COMPARISON, "aa_control": True}}
+    ok = {"checks": [{"name": "gate", "passed": True, "evidence": ""}]}
+    bench = with_again(table({"prefill": 0.8, "decode": 0.1}), factor)
+    summary = summarize(bench, {("x300", "m"): ok}, config)
+    assert (summary["verdict"] == vd.INVALID).all() == invalid
+    if invalid:
+        assert summary["verdict_reason"].str.contains("A/A control").all()
+    assert summary["aa_ci_low"].notna().all()
+
+
+def test_aa_variant_runs_like_the_baseline():
+    from mnnrepro.config import run_variants
+
+    config = {
+        "variants": {"off": {"engine": "e", "runtime": {"thread_num": 4}}, "on": {}},
+        "comparison": {"baseline": "off", "aa_control": True},
+    }
+    assert run_variants(config)["off-again"] == config["variants"]["off"]

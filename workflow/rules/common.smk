@@ -6,7 +6,7 @@ from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
-from mnnrepro.config import ConfigError, check as check_config  # noqa: E402
+from mnnrepro.config import ConfigError, check as check_config, run_variants  # noqa: E402
 
 try:
     check_config(config)  # clear errors that name the key, before any job runs
@@ -133,7 +133,7 @@ def get_device_spec(wildcards):
 
 
 def get_variant_specs(wildcards):
-    return {name: config["variants"][name] for name in VARIANTS}
+    return run_variants(config)
 
 
 def engine_record(engine):

@@ -102,6 +102,21 @@ def check_references(config: dict) -> None:
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
 
 
+def aa_variant(config: dict) -> str | None:
+    """Name of the A/A control variant (the baseline once more), if the config asks for it."""
+    comparison = config["comparison"]
+    return f"{comparison['baseline']}-again" if comparison.get("aa_control") else None
+
+
+def run_variants(config: dict) -> dict:
+    """The variants every device runs: the configured ones, plus the A/A control if asked."""
+    variants = dict(config["variants"])
+    aa = aa_variant(config)
+    if aa:
+        variants[aa] = variants[config["comparison"]["baseline"]]
+    return variants
+
+
 def check(config: dict) -> None:
     check_schema(config)
     check_references(config)

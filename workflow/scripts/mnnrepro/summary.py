@@ -39,6 +39,8 @@ SUMMARY_COLUMNS = [
     "claim_gain",
     "tolerance",
     "emulated",
+    "aa_ci_low",
+    "aa_ci_high",
     "expectation",
     "checks_passed",
     "verdict",
@@ -58,6 +60,31 @@ def device_modes(facts: dict[str, dict], engines: dict[str, dict], config: dict)
     return {name: vd.check_device_for(treatment, f, policy) for name, f in facts.items()}
 
 
+def aa_controls(group: pd.DataFrame, config: dict, rng: np.random.Generator) -> dict:
+    """Per phase: the baseline's 'speedup' over its own second run (must contain 1)."""
+    from mnnrepro.config import aa_variant
+
+    again = aa_variant(config)
+    if not again or again not in set(group["variant"]):
+        return {}
+    stats_cfg, baseline = config["stats"], config["comparison"]["baseline"]
+    return {
+        phase: paired
+        for phase in PHASES
+        if (
+            paired := compare_phase(
+                group[group["phase"] == phase],
+                baseline,
+                again,
+                rng,
+                stats_cfg["n_boot"],
+                stats_cfg["ci_level"],
+                stats_cfg["target_half_width"],
+            )
+        )
+    }
+
+
 def summarize(
     bench: pd.DataFrame,
     validity: dict[tuple[str, str], dict],
@@ -74,6 +101,13 @@ def summarize(
             log.info("%s / %s: emulated device, timings not judged", device, model)
             continue
         failed = failed_checks(validity[(device, model)])
+        aa = aa_controls(group, config, rng)
+        failed += [
+            f"A/A control ({p}): baseline vs itself, CI [{r['ci_low']:.3f}, "
+            f"{r['ci_high']:.3f}] excludes 1 (drift or order effect)"
+            for p, r in aa.items()
+            if not r["ci_low"] <= 1 <= r["ci_high"]
+        ]
         for phase in PHASES:
             part = group[group["phase"] == phase]
             try:
@@ -120,6 +154,8 @@ def summarize(
                     "claim_gain": claim,
                     "tolerance": comparison["tolerance"],
                     "emulated": emulated,
+                    "aa_ci_low": aa.get(phase, {}).get("ci_low"),
+                    "aa_ci_high": aa.get(phase, {}).get("ci_high"),
                     "expectation": "no regression" if fallback else "claim",
                     "checks_passed": not failed,
                     "verdict": verdict,
