@@ -14,8 +14,9 @@ RULE = (
     "`reproduced`: the whole CI of the measured gain lies inside the band. "
     "`not reproduced`: the CI lies wholly outside the band (entirely below or above it). "
     "`inconclusive`: the CI overlaps the band and also reaches outside it. "
-    "`invalid`: a validity check failed (e.g. the variants' greedy outputs differ), whatever "
-    "the speed. `not counted`: timings from an emulated device, which never enter a verdict."
+    "`invalid`: a validity check failed (greedy outputs differ, SME2 kernels missing, or the "
+    "A/A control excludes 1), whatever the speed. Emulated devices' timings never enter a "
+    "speedup or a verdict."
 )
 
 
