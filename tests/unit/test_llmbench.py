@@ -103,7 +103,7 @@ def test_build_args_one_configuration_per_invocation():
 
 
 def test_llm_demo_answer_is_the_generated_text_only():
-    from mnnrepro.engines import llm_demo_answer
+    from mnnrepro.invocations import llm_demo_answer
 
     text = (DATA / "llm_demo_361.stdout.txt").read_text(errors="replace")
     answer = llm_demo_answer(text)
@@ -113,7 +113,7 @@ def test_llm_demo_answer_is_the_generated_text_only():
 
 
 def test_built_engine_command_sets_its_own_library_path():
-    from mnnrepro.engines import BuiltEngine
+    from mnnrepro.invocations import BuiltEngine
 
     engine = BuiltEngine(
         {"engine": "sme2-on", "kind": "build"},
@@ -136,7 +136,7 @@ def test_built_engine_command_sets_its_own_library_path():
 def test_built_engine_reads_a_real_capture(tmp_path):
     """The reader on llm_bench 3.6.1's real -kv output (JSON + table, cross-checked)."""
     from mnnrepro.device import CommandResult, LocalDevice
-    from mnnrepro.engines import BuiltEngine
+    from mnnrepro.invocations import BuiltEngine
 
     out = tmp_path / "out.json"
     out.write_text((DATA / "llm_bench_q06kv361.json").read_text())

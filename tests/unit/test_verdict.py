@@ -25,10 +25,9 @@ def test_no_claim():
     assert vd.claim_verdict(0.1, 0.2, None, 0.1) == vd.NO_CLAIM
 
 
-def test_validity_and_emulation_override_speed():
-    assert vd.final_verdict(vd.REPRODUCED, ["correctness gate: differ"], False) == (
+def test_failed_validity_overrides_speed():
+    assert vd.final_verdict(vd.REPRODUCED, ["correctness gate: differ"]) == (
         vd.INVALID,
         "correctness gate: differ",
     )
-    assert vd.final_verdict(vd.REPRODUCED, [], True)[0] == vd.NOT_COUNTED
-    assert vd.final_verdict(vd.INCONCLUSIVE, [], False) == (vd.INCONCLUSIVE, "")
+    assert vd.final_verdict(vd.INCONCLUSIVE, []) == (vd.INCONCLUSIVE, "")

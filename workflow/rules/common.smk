@@ -24,7 +24,6 @@ BUILT_ENGINES = sorted(
     {config["variants"][v]["engine"] for v in VARIANTS}
     & {e for e, spec in config["engines"].items() if "build" in spec}
 )
-COMPARED = [config["comparison"]["baseline"], config["comparison"]["treatment"]]
 
 
 def _alternatives(names):
@@ -66,7 +65,6 @@ wildcard_constraints:
     engine=_alternatives(ENGINES),
     model=_alternatives(MODELS),
     device=_alternatives(DEVICES),
-    variant=_alternatives(VARIANTS),
     replay="[^/]+",
 
 

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from mnnrepro.device import Device
-from mnnrepro.engines import built_greedy, engine_for
 from mnnrepro.hashing import read_json, sha256_file, sha256_text, write_json
+from mnnrepro.invocations import built_greedy, engine_for
 from mnnrepro.schedule import Invocation
 
 log = logging.getLogger(__name__)

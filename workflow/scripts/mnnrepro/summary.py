@@ -38,7 +38,6 @@ SUMMARY_COLUMNS = [
     "reps_for_target",
     "claim_gain",
     "tolerance",
-    "emulated",
     "aa_ci_low",
     "aa_ci_high",
     "expectation",
@@ -96,8 +95,7 @@ def summarize(
     claims = comparison.get("claims", {})
     rows = []
     for (device, model), group in bench.groupby(["device", "model"], sort=True):
-        emulated = bool(group["emulated"].any())
-        if emulated:  # recorded in bench.csv, never in a speedup or a verdict
+        if group["emulated"].any():  # recorded in bench.csv, never in a speedup or a verdict
             log.info("%s / %s: emulated device, timings not judged", device, model)
             continue
         failed = failed_checks(validity[(device, model)])
@@ -110,21 +108,15 @@ def summarize(
         ]
         for phase in PHASES:
             part = group[group["phase"] == phase]
-            try:
-                result = compare_phase(
-                    part,
-                    comparison["baseline"],
-                    comparison["treatment"],
-                    rng,
-                    stats_cfg["n_boot"],
-                    stats_cfg["ci_level"],
-                    stats_cfg["target_half_width"],
-                )
-            except ValueError as err:
-                if not emulated:
-                    raise
-                log.warning("%s / %s / %s: no speedup (%s)", device, model, phase, err)
-                continue
+            result = compare_phase(
+                part,
+                comparison["baseline"],
+                comparison["treatment"],
+                rng,
+                stats_cfg["n_boot"],
+                stats_cfg["ci_level"],
+                stats_cfg["target_half_width"],
+            )
             fallback = (modes or {}).get(device) == "fallback"
             claim = None if fallback else claims.get(phase)
             if fallback:
@@ -135,7 +127,7 @@ def summarize(
                 speed = vd.claim_verdict(
                     result["ci_low"] - 1, result["ci_high"] - 1, claim, comparison["tolerance"]
                 )
-            verdict, reason = vd.final_verdict(speed, failed, emulated)
+            verdict, reason = vd.final_verdict(speed, failed)
             rows.append(
                 {
                     "experiment": config["experiment"],
@@ -153,7 +145,6 @@ def summarize(
                     "seed": stats_cfg["seed"],
                     "claim_gain": claim,
                     "tolerance": comparison["tolerance"],
-                    "emulated": emulated,
                     "aa_ci_low": aa.get(phase, {}).get("ci_low"),
                     "aa_ci_high": aa.get(phase, {}).get("ci_high"),
                     "expectation": "no regression" if fallback else "claim",

@@ -7,7 +7,6 @@ NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
 INVALID = "invalid"
 NO_CLAIM = "no claim"
-NOT_COUNTED = "not counted"
 
 RULE = (
     "With a claimed gain c and tolerance t, the band is [c - t, c + t]. "
@@ -69,10 +68,11 @@ def check_device_for(treatment: dict, facts: dict, policy: str) -> str:
     )
 
 
-def final_verdict(speed_verdict: str, failed_checks: list[str], emulated: bool) -> tuple[str, str]:
-    """Combine the speed verdict with validity; returns (verdict, reason)."""
-    if emulated:
-        return NOT_COUNTED, "emulated device: timings are recorded but never judged"
+def final_verdict(speed_verdict: str, failed_checks: list[str]) -> tuple[str, str]:
+    """Combine the speed verdict with validity; returns (verdict, reason).
+
+    (Emulated devices never get here: summarize() leaves their timings out of speedups.)
+    """
     if failed_checks:
         return INVALID, "; ".join(failed_checks)
     return speed_verdict, ""
