@@ -102,6 +102,10 @@ def loopback_phone(tmp_path, adb_server_port):
     phone.close()
 
 
+def snakemake_argv(*args) -> list[str]:
+    return [sys.executable, "-m", "snakemake", *map(str, args)]
+
+
 def run_snakemake(root: Path, *args: str, check: bool = True):
     """`python -m snakemake ARGS` from the repository root, as a user runs it.
 
@@ -110,7 +114,7 @@ def run_snakemake(root: Path, *args: str, check: bool = True):
     import subprocess
 
     proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", *map(str, args)],
+        snakemake_argv(*args),
         cwd=root,
         capture_output=True,
         text=True,

@@ -143,7 +143,7 @@ def test_built_engine_reads_a_real_capture(tmp_path):
     stdout = (DATA / "llm_bench_q06kv361.stdout.txt").read_text()
     engine = BuiltEngine({"engine": "e", "kind": "build", "version": "x"}, {"engines": {"e": "/e"}})
     device = LocalDevice("host")
-    payload = engine.read_bench(device, CommandResult([], 0, stdout, "", 1.0), str(out), None)
+    payload = engine.read_bench(device, CommandResult([], 0, stdout, "", 1.0), str(out))
     device.close()
     phases = {r["phase"]: r for r in payload["results"]}
     assert phases["prefill"]["tokens"] == 256 and phases["decode"]["tokens"] == 64

@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pandas as pd
 import pytest
 import yaml
-from conftest import run_snakemake
+from conftest import run_snakemake, snakemake_argv
 
 pytestmark = pytest.mark.slow
 
@@ -25,18 +24,9 @@ def adb_config(root, spec, repetitions=3):
 
 
 def command(root, workdir, config_path, *args):
-    return [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--cores",
-        "2",
-        "--configfile",
-        str(config_path),
-        "--directory",
-        str(workdir),
-        *args,
-    ]
+    return snakemake_argv(
+        "--cores", "2", "--configfile", config_path, "--directory", workdir, *args
+    )
 
 
 def run(root, workdir, config_path, *args):

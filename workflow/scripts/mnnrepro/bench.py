@@ -10,21 +10,16 @@ from __future__ import annotations
 
 import json
 import logging
-import tempfile
 import time
 from pathlib import Path
 
 from mnnrepro.device import Device
 from mnnrepro.hashing import read_json, sha256_file, sha256_text, write_json
-from mnnrepro.invocations import built_greedy, engine_for
+from mnnrepro.invocations import BenchError, engine_for
 from mnnrepro.schedule import Invocation
 
 log = logging.getLogger(__name__)
 RUNNER = Path(__file__).with_name("prebuilt_runner.py")
-
-
-class BenchError(RuntimeError):
-    pass
 
 
 def plan_key(spec: dict) -> str:
@@ -55,7 +50,7 @@ def run_one(device: Device, engine, argv: list[str], env: dict, out: str, bench:
     for attempt in range(1, attempts + 1):
         result = device.run(argv, timeout=bench["timeout_s"], env=env)
         if result.ok:
-            payload = engine.read_bench(device, result, out, fetch_json)
+            payload = engine.read_bench(device, result, out)
             payload["attempts"] = attempt
             payload["wall_s"] = result.seconds
             return payload
@@ -142,13 +137,6 @@ def thermal_gate(device: Device, bench: dict) -> dict:
         time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
 
 
-def fetch_json(device: Device, device_path: str) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        local = Path(tmp) / "fetched.json"
-        device.fetch(device_path, local)
-        return json.loads(local.read_text(encoding="utf-8"))
-
-
 def run_schedule(
     device: Device,
     plan: list[Invocation],
@@ -164,17 +152,13 @@ def run_schedule(
     """
     raw_dir = Path(raw_dir)
     check_receipt(device, receipt)
+    measured = {k: bench[k] for k in ("prompt_tokens", "generate_tokens", "warmup")}
     device_out = device.scratch("invocation.json")
     index = []
     done = 0
     for inv in plan:
         spec = specs[inv.variant]
-        key = plan_key(
-            {
-                "spec": spec,
-                "bench": {k: bench[k] for k in ("prompt_tokens", "generate_tokens", "warmup")},
-            }
-        )
+        key = plan_key({"spec": spec, "bench": measured})
         path = raw_path(raw_dir, inv)
         if is_done(path, key):
             log.info("keep   %s (measured earlier)", path)
@@ -206,7 +190,7 @@ def run_schedule(
                 "thermal_before_c": gate["temps_c"],
                 "thermal_gate": {k: gate[k] for k in ("waited_s", "cool", "thermal_status")},
                 "thermal_after_c": device.thermal(),
-                "bench": {k: bench[k] for k in ("prompt_tokens", "generate_tokens", "warmup")},
+                "bench": measured,
                 "spec": spec,
                 **payload,
             }
@@ -232,45 +216,9 @@ def run_greedy(
 ) -> dict:
     check_receipt(device, receipt)
     device.verify(engine_files(record, receipt))
-    engine = engine_for(record, receipt)
-    if engine.kind == "build":
-        return built_greedy(engine, device, receipt, runtime, prompts, max_new_tokens, timeout)
-    out = device.scratch("greedy.json")
-    payload = None
-    answers = []
-    for prompt in prompts:  # one process per prompt: a crash is attributed to its prompt
-        argv = [
-            device.python(),
-            receipt["runner"],
-            "greedy",
-            "--config",
-            receipt["model_config"],
-            "--runtime",
-            json.dumps(runtime, sort_keys=True),
-            "--out",
-            out,
-            "--prompts",
-            json.dumps([prompt], ensure_ascii=False),
-            "--max-new-tokens",
-            str(max_new_tokens),
-        ]
-        result = device.run(argv, timeout=timeout)
-        if result.ok:
-            payload = fetch_json(device, out)
-            answers += payload["answers"]
-        else:
-            answers.append(crashed_answer(device, prompt, argv, result))
-    payload = payload or {"kind": "greedy", "runtime": runtime, "engine": {}}
-    return {**payload, "answers": answers}
-
-
-def crashed_answer(device: Device, prompt: str, argv: list[str], result) -> dict:
-    """On an emulated device a crash is what the check found; elsewhere it is an error."""
-    last = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
-    if not device.emulated:
-        raise BenchError("greedy run failed:\n$ " + " ".join(argv) + "\n" + result.stderr[-4000:])
-    log.warning("%s crashed on prompt %r: %s", device.name, prompt, last)
-    return {"prompt": prompt, "tokens": [], "crashed": last}
+    return engine_for(record, receipt).greedy(
+        device, receipt, runtime, prompts, max_new_tokens, timeout
+    )
 
 
 def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str) -> dict:
@@ -290,7 +238,7 @@ def run_plan_for_rule(
     device_spec: dict,
     receipt: str,
     manifest: str,
-    engine_files: list[str],
+    engine_records: list[str],
     variants: dict,
     bench: dict,
     raw_dir: str,
@@ -298,7 +246,7 @@ def run_plan_for_rule(
     from mnnrepro.device import make_device
     from mnnrepro.schedule import interleaved
 
-    engines = {e["engine"]: e for e in map(read_json, engine_files)}
+    engines = {e["engine"]: e for e in map(read_json, engine_records)}
     specs = variant_specs(variants, engines, sha256_file(manifest))
     plan = interleaved(sorted(variants), bench["repetitions"])
     device = make_device(device_name, device_spec)

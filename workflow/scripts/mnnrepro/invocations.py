@@ -10,13 +10,30 @@
 from __future__ import annotations
 
 import json
+import logging
 import posixpath
 import re
+import tempfile
+from pathlib import Path
 
 from mnnrepro import llmbench
 
 PRECISION_CODES = {"normal": 0, "high": 1, "low": 2}  # llm_bench -c
 MEMORY_CODES = {"normal": 0, "high": 1, "low": 2}  # llm_bench --memory
+log = logging.getLogger(__name__)
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def crashed_answer(device, prompt: str, argv: list[str], result) -> dict:
+    """On an emulated device a crash is what the check found; elsewhere it is an error."""
+    last = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
+    if not device.emulated:
+        raise BenchError("greedy run failed:\n$ " + " ".join(argv) + "\n" + result.stderr[-4000:])
+    log.warning("%s crashed on prompt %r: %s", device.name, prompt, last)
+    return {"prompt": prompt, "tokens": [], "crashed": last}
 
 
 class PrebuiltEngine:
@@ -47,8 +64,44 @@ class PrebuiltEngine:
         ]
         return argv, {}
 
-    def read_bench(self, device, result, out: str, fetch_json) -> dict:
-        return fetch_json(device, out)
+    def read_bench(self, device, result, out: str) -> dict:
+        return json.loads(fetch_text(device, out))
+
+    def greedy(
+        self,
+        device,
+        receipt: dict,
+        runtime: dict,
+        prompts: list[str],
+        max_new_tokens: int,
+        timeout: float,
+    ) -> dict:
+        out = device.scratch("greedy.json")
+        payload, answers = None, []
+        for prompt in prompts:  # one process per prompt: a crash is attributed to its prompt
+            argv = [
+                device.python(),
+                self.runner,
+                "greedy",
+                "--config",
+                receipt["model_config"],
+                "--runtime",
+                json.dumps(runtime, sort_keys=True),
+                "--out",
+                out,
+                "--prompts",
+                json.dumps([prompt], ensure_ascii=False),
+                "--max-new-tokens",
+                str(max_new_tokens),
+            ]
+            result = device.run(argv, timeout=timeout)
+            if result.ok:
+                payload = json.loads(fetch_text(device, out))
+                answers += payload["answers"]
+            else:
+                answers.append(crashed_answer(device, prompt, argv, result))
+        payload = payload or {"kind": "greedy", "runtime": runtime, "engine": {}}
+        return {**payload, "answers": answers}
 
 
 class BuiltEngine:
@@ -74,7 +127,54 @@ class BuiltEngine:
             argv += ["--memory", str(MEMORY_CODES[runtime["memory"]])]
         return argv, {"LD_LIBRARY_PATH": self.dir}
 
-    def read_bench(self, device, result, out: str, fetch_json) -> dict:
+    def greedy(
+        self,
+        device,
+        receipt: dict,
+        runtime: dict,
+        prompts: list[str],
+        max_new_tokens: int,
+        timeout: float,
+    ) -> dict:
+        """llm_demo per prompt with a greedy config written on the device (base_dir -> model)."""
+        model_config = receipt["model_config"]
+        original = json.loads(fetch_text(device, model_config))
+        config_path = device.scratch("config.greedy.json")
+        device.put_text(
+            json.dumps(
+                greedy_config(original, posixpath.dirname(model_config), runtime, max_new_tokens)
+            ),
+            config_path,
+        )
+        answers, supports = [], ""
+        for i, prompt in enumerate(prompts):
+            prompt_path = device.scratch(f"prompt-{i}.txt")
+            device.put_text(prompt + "\n", prompt_path)
+            argv = [
+                posixpath.join(self.dir, "llm_demo"),
+                config_path,
+                prompt_path,
+                str(max_new_tokens),
+            ]
+            result = device.run(argv, timeout=timeout, env={"LD_LIBRARY_PATH": self.dir})
+            if not result.ok:
+                answers.append(crashed_answer(device, prompt, argv, result))
+                continue
+            text = llm_demo_answer(result.stdout)
+            answers.append({"prompt": prompt, "text": text, "tokens": list(text)})
+            supports = supports or llmbench.supports_line(result.stdout)
+        return {
+            "kind": "greedy",
+            "unit": "characters",
+            "runtime": runtime,
+            "answers": answers,
+            "engine": {
+                "device_supports": supports or device.engine_log_supports(),
+                "tool": "llm_demo",
+            },
+        }
+
+    def read_bench(self, device, result, out: str) -> dict:
         with_text = fetch_text(device, out)
         table = llmbench.parse_table(result.stdout)
         rows = llmbench.parse_json(with_text)
@@ -102,9 +202,6 @@ class BuiltEngine:
 
 
 def fetch_text(device, path: str) -> str:
-    import tempfile
-    from pathlib import Path
-
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(tmp) / "out"
         device.fetch(path, local)
@@ -147,47 +244,4 @@ def greedy_config(model_config: dict, model_dir: str, runtime: dict, max_new_tok
         "base_dir": model_dir.rstrip("/") + "/",
         "sampler_type": "greedy",
         "max_new_tokens": max_new_tokens,
-    }
-
-
-def built_greedy(
-    engine: BuiltEngine,
-    device,
-    receipt: dict,
-    runtime: dict,
-    prompts: list[str],
-    max_new_tokens: int,
-    timeout: float,
-) -> dict:
-    model_config = receipt["model_config"]
-    original = json.loads(fetch_text(device, model_config))
-    config_path = device.scratch("config.greedy.json")
-    device.put_text(
-        json.dumps(
-            greedy_config(original, posixpath.dirname(model_config), runtime, max_new_tokens)
-        ),
-        config_path,
-    )
-    answers, supports = [], ""
-    for i, prompt in enumerate(prompts):
-        prompt_path = device.scratch(f"prompt-{i}.txt")
-        device.put_text(prompt + "\n", prompt_path)
-        argv = [
-            posixpath.join(engine.dir, "llm_demo"),
-            config_path,
-            prompt_path,
-            str(max_new_tokens),
-        ]
-        result = device.run(argv, timeout=timeout, env={"LD_LIBRARY_PATH": engine.dir})
-        if not result.ok:
-            raise RuntimeError(f"llm_demo failed ({result.returncode}): {result.stderr[-2000:]}")
-        text = llm_demo_answer(result.stdout)
-        answers.append({"prompt": prompt, "text": text, "tokens": list(text)})
-        supports = supports or llmbench.supports_line(result.stdout)
-    return {
-        "kind": "greedy",
-        "unit": "characters",
-        "runtime": runtime,
-        "answers": answers,
-        "engine": {"device_supports": supports or device.engine_log_supports(), "tool": "llm_demo"},
     }
