@@ -61,9 +61,10 @@ BAD = [
     ("bad name", "experiment", "Quick Start", "`experiment`: 'Quick Start' must match"),
     (
         "unknown shape",
-        "models.synth-tiny.synthetic.shape",
+        "models.synth-tiny-vl.synthetic.shape",
         "huge",
-        "`models.synth-tiny.synthetic.shape`: 'huge' is not one of ['tiny', 'qwen3-0.6b']",
+        "`models.synth-tiny-vl.synthetic.shape`: 'huge' is not one of "
+        "['tiny', 'qwen3-0.6b', 'tiny-vl']",
     ),
     (
         "two sources",

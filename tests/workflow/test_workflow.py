@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
 from pathlib import Path
 
@@ -67,6 +69,19 @@ def test_summary_has_both_phases_and_a_verdict(tiny_run):
     assert set(summary["verdict"]) == {"no claim"}  # the tiny config makes no claim
     text = (tiny_run / "results" / "tiny" / "summary.md").read_text()
     assert "correctness gate" in text and "Rule:" in text
+
+
+def test_gate_ran_the_image_prompt_through_the_vision_encoder(root, tiny_run):
+    """The tiny model is a Qwen3-VL: the schema's default image prompt joins the gate."""
+    greedy = json.loads((tiny_run / "results/tiny/greedy/host/synth-tiny-vl.json").read_text())
+    card = hashlib.sha256((root / "config/images/test-card.png").read_bytes()).hexdigest()
+    for payload in greedy.values():
+        image = [a for a in payload["answers"] if a.get("image_sha256")]
+        assert [a["prompt"] for a in image] == ["[image test-card.png] Describe this image."]
+        assert image[0]["image_sha256"] == card
+        assert image[0]["sent"].startswith("<img>") and len(image[0]["tokens"]) == 8
+    text = (tiny_run / "results" / "tiny" / "summary.md").read_text()
+    assert "[image test-card.png] Describe this image." in text
 
 
 def test_rerun_does_nothing(root, tiny_run):

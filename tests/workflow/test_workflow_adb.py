@@ -48,13 +48,13 @@ def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, tmp_path):
     assert facts["sme2"] is True and facts["kind"] == "adb"
     for chart in ("runs", "speedup"):
         assert (out / "plots" / f"{chart}.png").stat().st_size > 0
-    first = yaml.safe_load((out / "pushed" / "phone" / "synth-tiny.json").read_text())
+    first = yaml.safe_load((out / "pushed" / "phone" / "synth-tiny-vl.json").read_text())
     assert first["bytes_pushed"] > 0
 
     run(root, tmp_path, config_path, "--forcerun", "push_to_device")
-    again = yaml.safe_load((out / "pushed" / "phone" / "synth-tiny.json").read_text())
+    again = yaml.safe_load((out / "pushed" / "phone" / "synth-tiny-vl.json").read_text())
     assert again["bytes_pushed"] == 0
-    log = (tmp_path / "logs/push_to_device/tiny-adb/phone/synth-tiny.log").read_text()
+    log = (tmp_path / "logs/push_to_device/tiny-adb/phone/synth-tiny-vl.log").read_text()
     assert "pushed 0 bytes" in log
 
 
@@ -84,7 +84,7 @@ def test_ctrl_c_mid_benchmark_then_rerun_finishes_only_the_rest(root, loopback_p
     assert 3 <= kept < 10
 
     run(root, tmp_path, config_path)
-    log = (tmp_path / "logs/run_bench/tiny-adb/phone/synth-tiny.log").read_text()
+    log = (tmp_path / "logs/run_bench/tiny-adb/phone/synth-tiny-vl.log").read_text()
     assert f"{kept} invocations kept from earlier runs, {10 - kept} run now" in log
     bench = pd.read_csv(tmp_path / "results" / "tiny-adb" / "bench.csv")
     counts = bench.groupby(["variant", "phase", "block"]).size()

@@ -34,6 +34,7 @@ rule run_greedy:
         facts="results/{experiment}/devices/{device}.json",
         userland=get_userland,
         receipt="results/{experiment}/pushed/{device}/{model}.json",
+        images=list(PROMPT_IMAGES.values()),
     output:
         greedy="results/{experiment}/greedy/{device}/{model}.json",
     log:
@@ -47,6 +48,7 @@ rule run_greedy:
         device=get_device_spec,
         variants=get_variant_specs,
         correctness=config["correctness"],
+        image_names=list(PROMPT_IMAGES),
         comparison=config["comparison"],
         timeout_s=config["bench"]["timeout_s"],
     message:

@@ -6,7 +6,12 @@ from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
-from mnnrepro.config import ConfigError, check as check_config, run_variants  # noqa: E402
+from mnnrepro.config import (  # noqa: E402
+    ConfigError,
+    check as check_config,
+    prompt_images,
+    run_variants,
+)
 
 try:
     check_config(config)  # clear errors that name the key, before any job runs
@@ -16,6 +21,10 @@ validate(config, "../schemas/config.schema.yaml")  # fills the schema's defaults
 
 EXPERIMENT = config["experiment"]
 REPLAY = config.get("replay", "")  # an archive to re-derive results from (no device needed)
+try:  # configured image -> its file (a replay re-derives from the archive: no images needed)
+    PROMPT_IMAGES = {} if REPLAY else prompt_images(config, workflow.basedir)
+except ConfigError as err:
+    raise WorkflowError(str(err)) from None
 ENGINES = sorted(config["engines"])
 MODELS = sorted(config["models"])
 DEVICES = sorted(config["devices"])

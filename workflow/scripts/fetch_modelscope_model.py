@@ -1,3 +1,6 @@
+from pathlib import Path
+
+from mnnrepro.export import missing_files
 from mnnrepro.hashing import write_json
 from mnnrepro.logs import log_to
 from mnnrepro.modelscope_source import fetch_model
@@ -6,4 +9,11 @@ log_to(snakemake.log[0])
 spec = snakemake.params.spec
 repo = spec["modelscope"] if "modelscope" in spec else spec["export"]["from"]["modelscope"]
 manifest = fetch_model(repo, snakemake.params.cache, snakemake.output[0], snakemake.wildcards.model)
+if "modelscope" in spec:  # an MNN model, used as downloaded: it must be loadable
+    missing = missing_files(Path(snakemake.output[0]))
+    if missing:
+        raise SystemExit(
+            f"models.{snakemake.wildcards.model}.modelscope: {repo['id']}@{repo['revision']} "
+            f"is not an MNN LLM directory: {missing} missing"
+        )
 write_json(snakemake.output.manifest, manifest)

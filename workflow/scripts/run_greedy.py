@@ -1,10 +1,14 @@
+from pathlib import Path
+
 from mnnrepro.bench import run_greedy
+from mnnrepro.correctness import gate_prompts, label_answers
 from mnnrepro.device import make_device
-from mnnrepro.hashing import read_json, write_json
+from mnnrepro.export import is_vision_model
+from mnnrepro.hashing import read_json, sha256_file, write_json
 from mnnrepro.logs import log_to
 from mnnrepro.verdict import check_device_for
 
-log_to(snakemake.log[0])
+log = log_to(snakemake.log[0])
 gate = snakemake.params.correctness
 receipt = read_json(snakemake.input.receipt)
 records = {r["engine"]: r for r in map(read_json, snakemake.input.engines)}
@@ -13,17 +17,32 @@ treatment = records[snakemake.params.variants[comparison["treatment"]]["engine"]
 check_device_for(
     treatment, read_json(snakemake.input.facts), comparison.get("on_non_sme2_device", "fail")
 )  # before any run
+vision = is_vision_model(snakemake.input.model)
 device = make_device(snakemake.wildcards.device, snakemake.params.device)
 try:
+    configured = zip(snakemake.params.image_names, snakemake.input.images, strict=True)
+    images = {  # only a vision model reads images; staged like everything else (by hash)
+        name: {
+            "device_path": device.stage(path, f"prompts/{i}-{Path(path).name}"),
+            "sha256": sha256_file(path),
+        }
+        for i, (name, path) in enumerate(configured)
+        if vision
+    }
+    prompts = gate_prompts(gate, images, vision)
+    print(f"gate prompts: {[p['label'] for p in prompts]}", file=log)
     answers = {
-        name: run_greedy(
-            device,
-            receipt,
-            records[variant["engine"]],
-            variant.get("runtime", {}),
-            gate["prompts"],
-            gate["max_new_tokens"],
-            snakemake.params.timeout_s,
+        name: label_answers(
+            run_greedy(
+                device,
+                receipt,
+                records[variant["engine"]],
+                variant.get("runtime", {}),
+                [p["sent"] for p in prompts],
+                gate["max_new_tokens"],
+                snakemake.params.timeout_s,
+            ),
+            prompts,
         )
         for name, variant in sorted(snakemake.params.variants.items())
     }

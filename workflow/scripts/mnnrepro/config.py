@@ -117,6 +117,31 @@ def run_variants(config: dict) -> dict:
     return variants
 
 
+def prompt_images(config: dict, workflow_dir: str | Path) -> dict[str, str]:
+    """Each `correctness.image_prompts[].image` as configured -> the file it names.
+
+    A relative path is looked up in the working directory first, then in the workflow's
+    own directory (where the images shipped with the workflow are, e.g. config/images/).
+    """
+    found, problems = {}, []
+    for i, prompt in enumerate(config.get("correctness", {}).get("image_prompts", [])):
+        name = prompt["image"]
+        candidates = (
+            [Path(name)] if Path(name).is_absolute() else [Path(name), Path(workflow_dir, name)]
+        )
+        hit = next((c for c in candidates if c.is_file()), None)
+        if hit is None:
+            problems.append(
+                f"config key `correctness.image_prompts.{i}.image`: no file {name!r} "
+                f"(looked in {', '.join(str(c.parent.resolve()) for c in candidates)})"
+            )
+        else:
+            found[name] = str(hit.resolve())
+    if problems:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+    return found
+
+
 def check(config: dict) -> None:
     check_schema(config)
     check_references(config)

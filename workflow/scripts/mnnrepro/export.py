@@ -14,11 +14,13 @@ import uuid
 from importlib import metadata
 from pathlib import Path
 
-from mnnrepro.hashing import file_table, sha256_file
+from mnnrepro.hashing import file_table, read_json, sha256_file
 
 RUNNER = Path(__file__).with_name("llmexport_main.py")
 # Files an MNN LLM directory must hold for llm_demo / llm_bench / MNN.llm to load it.
 REQUIRED_FILES = ("config.json", "llm.mnn", "llm.mnn.weight", "llm_config.json", "tokenizer.mtok")
+# ... and a vision model (llm_config.json `is_visual`) its vision encoder too.
+VISION_FILES = ("visual.mnn",)
 # Exporter by-products that are not part of the model.
 SCRATCH = ("onnx", "llm.mnn.json")
 
@@ -75,6 +77,17 @@ def run_llmexport(args: list[str], log, cwd: str) -> None:
         raise RuntimeError(f"llmexport failed with exit code {result.returncode}; see the log")
 
 
+def is_vision_model(model_dir: str | os.PathLike) -> bool:
+    """Whether MNN treats the model as multimodal (it then loads visual.mnn for images)."""
+    llm_config = Path(model_dir, "llm_config.json")
+    return llm_config.is_file() and bool(read_json(llm_config).get("is_visual"))
+
+
+def missing_files(model_dir: Path) -> list[str]:
+    required = REQUIRED_FILES + (VISION_FILES if is_vision_model(model_dir) else ())
+    return [f for f in required if not (model_dir / f).is_file()]
+
+
 def normalize_export_args(path: Path, src: Path, dst: Path) -> None:
     """llmexport records absolute paths; replace them so the same model gives the same bytes."""
     if not path.exists():
@@ -89,25 +102,27 @@ def normalize_export_args(path: Path, src: Path, dst: Path) -> None:
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-def stamp_model_uuid(model_dir: Path) -> str | None:
-    """Replace the random UUID MNN's converter writes near the start of llm.mnn.
+def stamp_model_uuids(model_dir: Path) -> dict[str, str]:
+    """Replace the random UUID MNN's converter writes near the start of every *.mnn file.
 
-    The converter stamps a fresh uuid4 into every model (MNN.get_model_uuid reads it), so two
-    exports of the same weights differ. We put a UUID derived from the other files' content
-    in its place (same length, so the flatbuffer stays valid): same model, same bytes.
+    The converter stamps a fresh uuid4 into every model file (MNN.get_model_uuid reads it;
+    llm.mnn, and visual.mnn of a vision model), so two exports of the same weights differ.
+    We put a UUID derived from the file's other bytes and its weight file in its place (same
+    length, so the flatbuffer stays valid): same model, same bytes.
     """
-    path = model_dir / "llm.mnn"
-    data = path.read_bytes()
-    match = _UUID.search(data, 0, 4096)
-    if match is None:
-        return None
-    digest = hashlib.sha256()
-    for name in sorted(REQUIRED_FILES):
-        if name != "llm.mnn":
-            digest.update(sha256_file(model_dir / name).encode())
-    digest.update(data[: match.start()] + data[match.end() :])
-    stamped = str(uuid.UUID(bytes=digest.digest()[:16], version=5))
-    path.write_bytes(data[: match.start()] + stamped.encode() + data[match.end() :])
+    stamped = {}
+    for path in sorted(model_dir.glob("*.mnn")):
+        data = path.read_bytes()
+        match = _UUID.search(data, 0, 4096)
+        if match is None:
+            continue
+        digest = hashlib.sha256(path.name.encode())
+        weight = path.with_name(path.name + ".weight")
+        if weight.is_file():
+            digest.update(sha256_file(weight).encode())
+        digest.update(data[: match.start()] + data[match.end() :])
+        stamped[path.name] = str(uuid.UUID(bytes=digest.digest()[:16], version=5))
+        path.write_bytes(data[: match.start()] + stamped[path.name].encode() + data[match.end() :])
     return stamped
 
 
@@ -123,11 +138,11 @@ def export_model(
         args = llmexport_args(src, staging / "model", quant_bit, quant_block, extra)
         run_llmexport(args, log, cwd=str(staging))
         model_dir = staging / "model"
-        missing = [f for f in REQUIRED_FILES if not (model_dir / f).is_file()]
+        missing = missing_files(model_dir)
         if missing:
             raise RuntimeError(f"llmexport finished but {missing} are missing in {model_dir}")
         normalize_export_args(model_dir / "export_args.json", src, model_dir)
-        stamp_model_uuid(model_dir)
+        stamp_model_uuids(model_dir)
         for name in SCRATCH:
             target = model_dir / name
             if target.is_dir():

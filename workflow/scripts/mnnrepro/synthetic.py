@@ -1,8 +1,11 @@
-"""Qwen3-architecture models with seeded random weights and a locally trained tokenizer.
+"""Qwen3 and Qwen3-VL models with seeded random weights and a locally trained tokenizer.
 
 Nothing is downloaded: the tokenizer is trained here on a small built-in corpus and the
 weights are drawn from a seeded generator. The text such a model writes is gibberish by
 design; what matters is that its shapes, and so its compute and memory traffic, are real.
+
+A vision-language shape (VISION_SHAPES) is a Qwen3-VL: llmexport exports its vision
+encoder too (visual.mnn), so the correctness gate's image prompts run through it.
 """
 
 from __future__ import annotations
@@ -43,7 +46,41 @@ SHAPES: dict[str, dict] = {
     },
 }
 
+# Qwen3-VL shapes: text decoder + vision encoder (Qwen/Qwen3-VL-*'s config.json layout).
+VISION_SHAPES: dict[str, dict] = {
+    "tiny-vl": {
+        "text": {
+            **{
+                k: v
+                for k, v in SHAPES["tiny"].items()
+                if k not in ("rope_theta", "tie_word_embeddings")
+            },
+            # Qwen3-VL's interleaved multimodal RoPE; the sections add up to head_dim / 2
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 5000000.0,
+                "mrope_section": [2, 3, 3],
+                "mrope_interleaved": True,
+            },
+        },
+        "vision": {
+            "depth": 2,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_heads": 2,
+            "patch_size": 16,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "out_hidden_size": 64,  # = the text hidden size
+            "num_position_embeddings": 256,
+            "deepstack_visual_indexes": [0, 1],
+            "initializer_range": 0.5,
+        },
+    },
+}
+
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+VISION_TOKENS = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -86,20 +123,62 @@ def train_tokenizer(vocab_size: int):
 
 
 def make_model(shape_name: str, seed: int, out_dir: str | os.PathLike) -> dict:
-    """Write a transformers Qwen3 checkpoint + tokenizer to out_dir; returns its config."""
+    """Write a transformers checkpoint + tokenizer to out_dir; returns the text config."""
     import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    if shape_name not in SHAPES:
-        raise ValueError(f"unknown synthetic shape {shape_name!r}; known: {sorted(SHAPES)}")
-    shape = SHAPES[shape_name]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    if shape_name in SHAPES:
+        model, tokenizer = qwen3_model(SHAPES[shape_name])
+    elif shape_name in VISION_SHAPES:
+        model, tokenizer = qwen3_vl_model(VISION_SHAPES[shape_name], out_dir)
+    else:
+        known = sorted([*SHAPES, *VISION_SHAPES])
+        raise ValueError(f"unknown synthetic shape {shape_name!r}; known: {known}")
+    model.eval().save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return model.config.get_text_config().to_dict()
+
+
+def qwen3_model(shape: dict):
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
     tokenizer = train_tokenizer(tokenizer_vocab_size(shape))
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
     config = Qwen3Config(**shape, eos_token_id=eos, pad_token_id=eos, bos_token_id=None)
-    torch.manual_seed(seed)
-    model = Qwen3ForCausalLM(config).eval()
-    model.save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir)
-    return config.to_dict()
+    return Qwen3ForCausalLM(config), tokenizer
+
+
+def qwen3_vl_model(shape: dict, out_dir: Path):
+    from transformers import (
+        Qwen2VLImageProcessorPil,
+        Qwen3VLConfig,
+        Qwen3VLForConditionalGeneration,
+    )
+
+    text = shape["text"]
+    tokenizer = train_tokenizer(tokenizer_vocab_size(text))
+    tokenizer.add_special_tokens({"additional_special_tokens": VISION_TOKENS})
+    ids = dict(zip(VISION_TOKENS, tokenizer.convert_tokens_to_ids(VISION_TOKENS), strict=True))
+    if len(tokenizer) > text["vocab_size"]:
+        raise ValueError(f"tokenizer has {len(tokenizer)} tokens, vocab_size {text['vocab_size']}")
+    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    config = Qwen3VLConfig(
+        text_config={**text, "eos_token_id": eos, "pad_token_id": eos},
+        vision_config=shape["vision"],
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
+    vision = shape["vision"]
+    Qwen2VLImageProcessorPil(
+        patch_size=vision["patch_size"],
+        merge_size=vision["spatial_merge_size"],
+        temporal_patch_size=vision["temporal_patch_size"],
+        image_mean=[0.5, 0.5, 0.5],
+        image_std=[0.5, 0.5, 0.5],
+    ).save_pretrained(out_dir)
+    return Qwen3VLForConditionalGeneration(config), tokenizer
