@@ -102,6 +102,19 @@ def loopback_phone(tmp_path, adb_server_port):
     phone.close()
 
 
+def greedy_answers(model_dir: Path, prompts: list[str], out: Path) -> dict:
+    """The engine runner's greedy payload for prompts (8 new tokens), in a fresh process."""
+    import json
+    import subprocess
+
+    from mnnrepro.bench import RUNNER
+
+    argv = [sys.executable, str(RUNNER), "greedy", "--config", str(model_dir / "config.json")]
+    argv += ["--prompts", json.dumps(prompts), "--max-new-tokens", "8", "--out", str(out)]
+    subprocess.run(argv, check=True, capture_output=True)
+    return json.loads(out.read_text())
+
+
 def snakemake_argv(*args) -> list[str]:
     return [sys.executable, "-m", "snakemake", *map(str, args)]
 

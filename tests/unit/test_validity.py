@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import io
-import json
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import greedy_answers
 
 from mnnrepro import verdict as vd
-from mnnrepro.bench import RUNNER
 from mnnrepro.summary import device_modes, summarize
 from mnnrepro.validity import check, kernel_checks
 
@@ -139,25 +136,7 @@ def test_broken_variant_is_invalid_with_the_reason(tiny_model, tmp_path):
     export_model(str(tmp_path / "hf"), str(other), 4, 64, io.StringIO())
     answers = {}
     for name, model in (("off", tiny_model), ("on", other)):
-        out = tmp_path / f"{name}.json"
-        subprocess.run(
-            [
-                sys.executable,
-                str(RUNNER),
-                "greedy",
-                "--config",
-                str(model / "config.json"),
-                "--prompts",
-                json.dumps(["你好"]),
-                "--max-new-tokens",
-                "8",
-                "--out",
-                str(out),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        answers[name] = json.loads(out.read_text())
+        answers[name] = greedy_answers(model, ["你好"], tmp_path / f"{name}.json")
     validity = check(answers, {"device": "host"}, "m", COMPARISON, {"min_agreement": 1.0})
     assert not validity["checks"][0]["passed"]
     summary = summarize(

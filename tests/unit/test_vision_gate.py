@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
-import subprocess
-import sys
 
 import pytest
 import yaml
-from conftest import run_snakemake
+from conftest import greedy_answers, run_snakemake
 from PIL import Image, ImageOps
 
-from mnnrepro.bench import RUNNER
 from mnnrepro.config import ConfigError, prompt_images
 from mnnrepro.correctness import gate_prompts, label_answers
 from mnnrepro.export import export_model, is_vision_model, missing_files
@@ -38,24 +34,7 @@ def tiny_vl(tmp_path_factory):
 
 
 def greedy(model_dir, prompts, out):
-    subprocess.run(
-        [
-            sys.executable,
-            str(RUNNER),
-            "greedy",
-            "--config",
-            str(model_dir / "config.json"),
-            "--prompts",
-            json.dumps(prompts),
-            "--max-new-tokens",
-            "8",
-            "--out",
-            str(out),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return [a["tokens"] for a in json.loads(out.read_text())["answers"]]
+    return [a["tokens"] for a in greedy_answers(model_dir, prompts, out)["answers"]]
 
 
 def test_export_keeps_the_vision_encoder_deterministically(tiny_vl):
