@@ -82,6 +82,7 @@ def test_gate_ran_the_image_prompt_through_the_vision_encoder(root, tiny_run):
         assert image[0]["sent"].startswith("<img>") and len(image[0]["tokens"]) == 8
     text = (tiny_run / "results" / "tiny" / "summary.md").read_text()
     assert "[image test-card.png] Describe this image." in text
+    assert "1 image prompt(s) through the vision encoder" in text
 
 
 def test_rerun_does_nothing(root, tiny_run):

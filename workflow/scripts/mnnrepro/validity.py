@@ -18,6 +18,12 @@ def correctness_check(greedy: dict, comparison: dict, correctness: dict) -> dict
         parts.append(
             f"{row['prompt']!r}: {row['agree']}/{row['tokens']} leading tokens agree ({where})"
         )
+    images = sum(1 for a in greedy[treat]["answers"] if a.get("image_sha256"))
+    parts.append(
+        f"{images} image prompt(s) through the vision encoder"
+        if images
+        else "no image prompt (text-only model)"
+    )
     return {
         "name": "correctness gate (greedy tokens, treatment vs baseline)",
         "passed": result["passed"],
