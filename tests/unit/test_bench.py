@@ -76,6 +76,16 @@ def test_changed_settings_are_measured_again(tiny_model, tmp_path):
     device.close()
 
 
+def test_a_changed_runner_measures_again():
+    """The prebuilt runner holds the timing loop: its hash is part of what was measured."""
+    from mnnrepro.bench import RUNNER, plan_key
+    from mnnrepro.hashing import sha256_file
+
+    spec = specs()["a"]
+    assert spec["runner_sha256"] == sha256_file(RUNNER)
+    assert plan_key(spec) != plan_key({**spec, "runner_sha256": "0" * 64})
+
+
 def test_failed_invocation_is_retried_then_reported(tiny_model, tmp_path):
     plan = interleaved(["a", "b"], 1)
     flaky = CountingDevice(fail_first=1)

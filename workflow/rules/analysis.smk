@@ -16,6 +16,7 @@ rule check_validity:
         comparison=config["comparison"],
         correctness=config["correctness"],
         variants=get_variant_specs,
+        code=ANALYSIS_CODE,
     message:
         "Validity checks for device {wildcards.device}, model {wildcards.model}"
     script:
@@ -35,6 +36,8 @@ rule collect_bench_table:
         "logs/collect_bench_table/{experiment}.log",
     conda:
         "../../envs/analysis.yaml"
+    params:
+        code=ANALYSIS_CODE,
     message:
         "Collecting every repetition into bench.csv"
     script:
@@ -60,6 +63,7 @@ rule compute_summary:
         "../../envs/analysis.yaml"
     params:
         config=config,
+        code=ANALYSIS_CODE,
     message:
         "Speedups with paired bootstrap CIs and claim verdicts"
     script:

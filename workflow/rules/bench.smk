@@ -9,6 +9,7 @@ rule push_to_device:
         facts="results/{experiment}/devices/{device}.json",
         userland=get_userland,
         engines=get_built_engine_dirs,
+        runner=ENGINE_RUNNER,
     output:
         receipt="results/{experiment}/pushed/{device}/{model}.json",
     log:
@@ -34,6 +35,7 @@ rule run_greedy:
         facts="results/{experiment}/devices/{device}.json",
         userland=get_userland,
         receipt="results/{experiment}/pushed/{device}/{model}.json",
+        runner=ENGINE_RUNNER,
         images=list(PROMPT_IMAGES.values()),
     output:
         greedy="results/{experiment}/greedy/{device}/{model}.json",
@@ -66,6 +68,7 @@ rule run_bench:
         userland=get_userland,
         greedy="results/{experiment}/greedy/{device}/{model}.json",
         receipt="results/{experiment}/pushed/{device}/{model}.json",
+        runner=ENGINE_RUNNER,
     output:
         runs="results/{experiment}/runs/{device}/{model}.json",
     log:

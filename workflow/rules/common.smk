@@ -6,6 +6,7 @@ from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
+from mnnrepro.hashing import code_digest  # noqa: E402
 from mnnrepro.config import (  # noqa: E402
     ConfigError,
     check as check_config,
@@ -21,6 +22,11 @@ validate(config, "../schemas/config.schema.yaml")  # fills the schema's defaults
 
 EXPERIMENT = config["experiment"]
 REPLAY = config.get("replay", "")  # an archive to re-derive results from (no device needed)
+# The prebuilt engine's device-side runner holds the timing loop: an input of every device run.
+ENGINE_RUNNER = str(Path(workflow.basedir) / "workflow/scripts/mnnrepro/prebuilt_runner.py")
+# Analysis rules rerun when the package's code changes (Snakemake tracks only the script
+# files themselves); measurements do not: they rerun when what they measure changes.
+ANALYSIS_CODE = code_digest(Path(workflow.basedir) / "workflow" / "scripts" / "mnnrepro")
 try:  # configured image -> its file (a replay re-derives from the archive: no images needed)
     PROMPT_IMAGES = {} if REPLAY else prompt_images(config, workflow.basedir)
 except ConfigError as err:

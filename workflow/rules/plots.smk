@@ -16,6 +16,8 @@ rule plot_runs:
         "logs/plot_runs/{experiment}.log",
     conda:
         "../../envs/analysis.yaml"
+    params:
+        code=ANALYSIS_CODE,
     message:
         "Plotting throughput per repetition"
     script:
@@ -37,6 +39,8 @@ rule plot_speedup:
         "logs/plot_speedup/{experiment}.log",
     conda:
         "../../envs/analysis.yaml"
+    params:
+        code=ANALYSIS_CODE,
     message:
         "Plotting speedups against the claim band"
     script:
@@ -58,6 +62,8 @@ rule plot_temperature:
         "logs/plot_temperature/{experiment}.log",
     conda:
         "../../envs/analysis.yaml"
+    params:
+        code=ANALYSIS_CODE,
     message:
         "Plotting device temperature over the run"
     script:

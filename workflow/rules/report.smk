@@ -19,6 +19,8 @@ rule write_summary_report:
         "logs/write_summary_report/{experiment}.log",
     conda:
         "../../envs/analysis.yaml"
+    params:
+        code=ANALYSIS_CODE,
     message:
         "Writing results/{wildcards.experiment}/summary.md"
     script:

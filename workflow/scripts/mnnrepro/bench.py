@@ -222,12 +222,18 @@ def run_greedy(
 
 
 def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str) -> dict:
-    """What identifies each variant's measurement: engine (with file hashes), runtime, model."""
+    """What identifies each variant's measurement: engine (with file hashes), runtime, model.
+
+    For the prebuilt engine the runner script is part of the measurement (it holds the
+    timing loop), so its hash is too: a changed runner measures everything again.
+    """
+    runner = {"runner_sha256": sha256_file(RUNNER)}
     return {
         name: {
             "engine": engines[variant["engine"]],
             "runtime": variant.get("runtime", {}),
             "model_manifest_sha256": manifest_sha256,
+            **(runner if engines[variant["engine"]]["kind"] == "prebuilt" else {}),
         }
         for name, variant in variants.items()
     }

@@ -48,5 +48,13 @@ def write_json(path: str | os.PathLike, payload) -> None:
     os.replace(tmp, path)
 
 
+def code_digest(package_dir: str | os.PathLike) -> str:
+    """sha256 over a package's Python sources (names and contents)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(package_dir).glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def read_json(path: str | os.PathLike):
     return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -1,0 +1,48 @@
+"""What makes Snakemake rerun a rule beyond its own files: package code and the engine runner."""
+
+from __future__ import annotations
+
+import re
+
+from mnnrepro.hashing import code_digest
+
+RULE = re.compile(r"^rule (\w+):\n((?:[ \t]+.*\n|\n)*)", re.M)
+ANALYSIS = {
+    "check_validity",
+    "collect_bench_table",
+    "compute_summary",
+    "plot_runs",
+    "plot_speedup",
+    "plot_temperature",
+    "write_summary_report",
+    "check_emulation",
+}
+DEVICE_RUNS = {"push_to_device", "run_greedy", "run_bench"}
+
+
+def rule_bodies(root) -> dict[str, str]:
+    return {
+        name: body
+        for smk in (root / "workflow" / "rules").glob("*.smk")
+        for name, body in RULE.findall(smk.read_text())
+    }
+
+
+def test_code_digest_follows_names_and_contents(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    first = code_digest(tmp_path)
+    assert code_digest(tmp_path) == first
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert code_digest(tmp_path) != first
+    (tmp_path / "a.py").rename(tmp_path / "b.py")
+    assert code_digest(tmp_path) != first
+
+
+def test_analysis_reruns_on_package_changes_and_device_runs_on_runner_changes(root):
+    bodies = rule_bodies(root)
+    for name in ANALYSIS:
+        assert "code=ANALYSIS_CODE" in bodies[name], name
+    for name in DEVICE_RUNS:
+        assert "runner=ENGINE_RUNNER" in bodies[name], name
+    for name in DEVICE_RUNS | {"export_mnn_model", "build_engine"}:
+        assert "ANALYSIS_CODE" not in bodies[name], f"{name} would re-measure on any code edit"
