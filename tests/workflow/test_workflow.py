@@ -59,6 +59,7 @@ def test_bench_table_has_one_row_per_variant_phase_and_repetition(tiny_run):
     decode = bench[bench["phase"] == "decode"]
     assert (decode["tokens"] == 8).all()
     assert bench["run_order"].nunique() == 6
+    assert bench["other_load"].notna().all()  # measured for every invocation on this host
 
 
 def test_summary_has_both_phases_and_a_verdict(tiny_run):
@@ -69,6 +70,7 @@ def test_summary_has_both_phases_and_a_verdict(tiny_run):
     assert set(summary["verdict"]) == {"no claim"}  # the tiny config makes no claim
     text = (tiny_run / "results" / "tiny" / "summary.md").read_text()
     assert "correctness gate" in text and "Rule:" in text
+    assert "max other load" in text
 
 
 def test_gate_ran_the_image_prompt_through_the_vision_encoder(root, tiny_run):

@@ -53,6 +53,7 @@ def run_one(device: Device, engine, argv: list[str], env: dict, out: str, bench:
             payload = engine.read_bench(device, result, out)
             payload["attempts"] = attempt
             payload["wall_s"] = result.seconds
+            payload["other_load"] = result.other_load
             return payload
         why = "timed out" if result.returncode is None else f"exit code {result.returncode}"
         failures.append(f"attempt {attempt}: {why}\n{result.stderr[-4000:]}")

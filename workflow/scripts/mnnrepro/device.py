@@ -26,6 +26,8 @@ class CommandResult:
     stdout: str
     stderr: str
     seconds: float
+    # mean number of CPUs busy with other work while it ran (this host only; None elsewhere)
+    other_load: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -182,10 +184,33 @@ class LocalDevice(Device):
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+def busy_cpu_seconds() -> float | None:
+    """CPU time this host spent not idle since boot, all CPUs (steal included); None off Linux."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = [int(x) for x in fh.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_process(
     argv: list[str], command: list[str], timeout: float, cwd, env: dict | None
 ) -> CommandResult:
-    """Run command (argv, possibly wrapped, e.g. by QEMU) on this host; never raises on exit."""
+    """Run command (argv, possibly wrapped, e.g. by QEMU) on this host; never raises on exit.
+
+    Also measures the other work this host did meanwhile (busy CPU time not spent by the
+    command), so a benchmark can show which repetitions shared the CPUs with something else.
+    """
+    busy, own = busy_cpu_seconds(), children_cpu_seconds()
     start = time.monotonic()
     try:
         proc = subprocess.run(
@@ -198,13 +223,15 @@ def run_process(
             check=False,
             env=env,
         )
-        return CommandResult(
-            argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
-        )
+        code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as err:
-        return CommandResult(
-            argv, None, _text(err.stdout), _text(err.stderr), time.monotonic() - start
-        )
+        code, stdout, stderr = None, _text(err.stdout), _text(err.stderr)
+    seconds = time.monotonic() - start
+    other_load = None
+    if busy is not None:
+        other = (busy_cpu_seconds() - busy) - (children_cpu_seconds() - own)
+        other_load = round(max(0.0, other) / max(seconds, 1e-9), 3)
+    return CommandResult(argv, code, stdout, stderr, seconds, other_load)
 
 
 def _text(value) -> str:

@@ -6,6 +6,8 @@ import pandas as pd
 
 from mnnrepro import verdict as vd
 
+OTHER_LOAD_WARNING = 0.25  # CPUs busy with other work during an invocation
+
 
 def _pct(x) -> str:
     return "n/a" if x is None or pd.isna(x) else f"{x:+.1%}"
@@ -96,16 +98,32 @@ def markdown(
         f"{cfg['stats']['ci_level']:.0%} level, seed {cfg['stats']['seed']}.",
         "",
         "| device | model | phase | n | median base tok/s | median treat tok/s | CV base | "
-        "CV treat | speedup | p (MWU) | CI half-width | reps for target |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "CV treat | speedup | p (MWU) | CI half-width | reps for target | max other load |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in summary.itertuples():
+        other = "—" if pd.isna(row.max_other_load) else f"{row.max_other_load:.2f} CPUs"
         out.append(
             f"| {row.device} | {row.model} | {row.phase} | {row.n_pairs} | "
             f"{row.median_baseline_tps:.2f} | {row.median_treatment_tps:.2f} | "
             f"{row.cv_baseline:.1%} | {row.cv_treatment:.1%} | {row.ratio:.3f} | "
-            f"{row.p_mannwhitney:.2g} | {row.half_width_rel:.1%} | {row.reps_for_target} |"
+            f"{row.p_mannwhitney:.2g} | {row.half_width_rel:.1%} | {row.reps_for_target} | "
+            f"{other} |"
         )
+    busy = summary[summary["max_other_load"].fillna(0) >= OTHER_LOAD_WARNING]
+    if len(busy):
+        out += [
+            "",
+            f"**Warning:** other work kept up to {busy['max_other_load'].max():.2f} CPUs busy "
+            f"during some invocations on {', '.join(sorted(set(busy['device'])))} (column "
+            "`other_load` in `bench.csv`): those timings shared the CPUs. Measure on a quiet "
+            "machine, or check that the CI is still narrow enough.",
+        ]
+    out += [
+        "",
+        "Max other load: CPUs busy with work other than the engine while an invocation ran "
+        "(local and emulated devices; — where the device cannot tell).",
+    ]
     emulated = sorted(name for name, fact in facts.items() if fact.get("emulated"))
     if emulated:
         out += [

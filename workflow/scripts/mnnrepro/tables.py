@@ -29,6 +29,7 @@ BENCH_COLUMNS = [
     "load_s",
     "attempts",
     "max_temp_before_c",
+    "other_load",
     "raw_file",
 ]
 
@@ -58,6 +59,7 @@ def rows_from_record(
         "load_s": record.get("load_s"),
         "attempts": record.get("attempts", 1),
         "max_temp_before_c": max(temps.values()) if temps else None,
+        "other_load": record.get("other_load"),
         "raw_file": raw_file,
     }
     return [
