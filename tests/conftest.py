@@ -115,6 +115,16 @@ def greedy_answers(model_dir: Path, prompts: list[str], out: Path) -> dict:
     return json.loads(out.read_text())
 
 
+def snakemake_rules(root: Path):
+    """(file name, rule name, rule body) of every rule in workflow/rules/*.smk, as text."""
+    import re
+
+    rule = re.compile(r"^(?:rule|checkpoint) (\w+):\n((?:[ \t]+.*\n|\n)*)", re.M)
+    for smk in sorted((root / "workflow" / "rules").glob("*.smk")):
+        for name, body in rule.findall(smk.read_text()):
+            yield smk.name, name, body
+
+
 def snakemake_argv(*args) -> list[str]:
     return [sys.executable, "-m", "snakemake", *map(str, args)]
 

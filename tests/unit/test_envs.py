@@ -7,16 +7,9 @@ import tomllib
 
 import pytest
 import yaml
-from conftest import run_snakemake
+from conftest import run_snakemake, snakemake_rules
 
-RULE = re.compile(r"^(?:rule|checkpoint) (\w+):\n((?:[ \t]+.*\n|\n)*)", re.M)
 NEEDS_NO_ENV = {"all", "archive"}  # target rules: no script, no shell
-
-
-def rules(root):
-    for smk in sorted((root / "workflow" / "rules").glob("*.smk")):
-        for name, body in RULE.findall(smk.read_text()):
-            yield smk.name, name, body
 
 
 def env_pins(path) -> dict[str, str]:
@@ -37,7 +30,7 @@ def env_pins(path) -> dict[str, str]:
 
 def test_every_rule_running_software_has_an_env(root):
     seen = 0
-    for smk, name, body in rules(root):
+    for smk, name, body in snakemake_rules(root):
         if name in NEEDS_NO_ENV:
             continue
         seen += 1

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
+from conftest import snakemake_rules
 
 from mnnrepro.hashing import code_digest
 
-RULE = re.compile(r"^rule (\w+):\n((?:[ \t]+.*\n|\n)*)", re.M)
 ANALYSIS = {
     "check_validity",
     "collect_bench_table",
@@ -21,11 +20,7 @@ DEVICE_RUNS = {"push_to_device", "run_greedy", "run_bench"}
 
 
 def rule_bodies(root) -> dict[str, str]:
-    return {
-        name: body
-        for smk in (root / "workflow" / "rules").glob("*.smk")
-        for name, body in RULE.findall(smk.read_text())
-    }
+    return {name: body for _, name, body in snakemake_rules(root)}
 
 
 def test_code_digest_follows_names_and_contents(tmp_path):
