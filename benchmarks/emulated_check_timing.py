@@ -46,6 +46,7 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="emulated-timing-"))
     cfg = yaml.safe_load((ROOT / "config/emulated-sme2.yaml").read_text())
     cfg["devices"] = {name: cfg["devices"][name] for name in KEEP}
+    cfg["models"] = {"synth-tiny": cfg["models"]["synth-tiny"]}
     cfg["correctness"]["prompts"] = ["你好"]
     config = workdir / "emulated.yaml"
     config.write_text(yaml.safe_dump(cfg, allow_unicode=True))

@@ -14,11 +14,13 @@ def _pct(x) -> str:
 
 
 def emulation_section(tables: list[pd.DataFrame]) -> list[str]:
+    references = sorted({r for table in tables for r in table["reference"].dropna()})
     out = [
         "",
         "## Emulated SME2 checks (QEMU)",
         "",
-        "Greedy tokens of every device compared with the reference device. Emulated "
+        f"Greedy tokens of every device compared with the reference device "
+        f"({', '.join(f'`{r}`' for r in references)}), per variant and prompt. Emulated "
         "timings are recorded but never judged.",
         "",
         "| model | device | CPU | SME vector length | sme2 | answers identical | "
