@@ -21,14 +21,17 @@ vision = is_vision_model(snakemake.input.model)
 device = make_device(snakemake.wildcards.device, snakemake.params.device)
 try:
     configured = zip(snakemake.params.image_names, snakemake.input.images, strict=True)
-    images = {  # only a vision model reads images; staged like everything else (by hash)
-        name: {
-            "device_path": device.stage(path, f"prompts/{i}-{Path(path).name}"),
-            "sha256": sha256_file(path),
+    images = (  # only a vision model reads images; staged like everything else (by hash)
+        {
+            name: {
+                "device_path": device.stage(path, f"prompts/{i}-{Path(path).name}"),
+                "sha256": sha256_file(path),
+            }
+            for i, (name, path) in enumerate(configured)
         }
-        for i, (name, path) in enumerate(configured)
         if vision
-    }
+        else {}
+    )
     prompts = gate_prompts(gate, images, vision)
     print(f"gate prompts: {[p['label'] for p in prompts]}", file=log)
     answers = {

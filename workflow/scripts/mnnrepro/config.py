@@ -14,6 +14,11 @@ class ConfigError(ValueError):
     """A config problem, worded for the user: it names the key and what is allowed."""
 
 
+def refuse(problems: list[str]) -> None:
+    """Raise one ConfigError listing every problem, one per line."""
+    raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+
+
 def load_schema(path: Path = SCHEMA_PATH) -> dict:
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
@@ -52,7 +57,7 @@ def check_schema(config: dict, schema: dict | None = None) -> None:
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        raise ConfigError("invalid config:\n  " + "\n  ".join(_explain(e) for e in errors))
+        refuse([_explain(e) for e in errors])
 
 
 def check_references(config: dict) -> None:
@@ -99,7 +104,7 @@ def check_references(config: dict) -> None:
     if comparison["baseline"] == comparison["treatment"]:
         problems.append("config key `comparison`: baseline and treatment must differ")
     if problems:
-        raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+        refuse(problems)
 
 
 def aa_variant(config: dict) -> str | None:
@@ -138,7 +143,7 @@ def prompt_images(config: dict, workflow_dir: str | Path) -> dict[str, str]:
         else:
             found[name] = str(hit.resolve())
     if problems:
-        raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+        refuse(problems)
     return found
 
 
