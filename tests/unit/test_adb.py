@@ -59,7 +59,7 @@ def test_corrupted_file_on_the_device_is_refused_by_name(loopback_phone, tiny_mo
     with open(runner, "a") as fh:  # the device's file system is the sandbox on this host
         fh.write("# tampered\n")
     with pytest.raises(AdbDeviceError, match=r"refusing to run on phone: .*prebuilt_runner.py"):
-        run_greedy(AdbDevice("phone", spec), receipt, ENGINE, {}, ["hi"], 4, 60)
+        run_greedy(AdbDevice("phone", spec), receipt, ENGINE, {"runtime": {}}, ["hi"], 4, 60)
 
 
 def test_commands_are_quoted_not_executed(loopback_phone, tmp_path):
@@ -72,10 +72,28 @@ def test_commands_are_quoted_not_executed(loopback_phone, tmp_path):
     assert not list(tmp_path.rglob("pwned*"))
 
 
+def test_env_reaches_the_command_quoted(loopback_phone, tmp_path):
+    """Variables reach the command itself (an engine's LD_LIBRARY_PATH, a variant's env),
+    quoted like its arguments."""
+    _, spec = loopback_phone
+    device = AdbDevice("phone", spec)
+    value = "two words; touch pwned3 $(id)"
+    result = device.run(
+        ["sh", "-c", 'printf "%s|%s\\n" "$MNN_CPU_TARGET" "$LD_LIBRARY_PATH"'],
+        timeout=30,
+        env={"MNN_CPU_TARGET": "2", "LD_LIBRARY_PATH": value},
+    )
+    assert result.ok, result.stderr
+    assert result.stdout.strip() == f"2|{value}"
+    assert not list(tmp_path.rglob("pwned*"))
+
+
 def test_greedy_and_interleaved_bench_on_the_phone(loopback_phone, tiny_model, tmp_path):
     _, spec = loopback_phone
     receipt = push_receipt(AdbDevice("phone", spec), str(tiny_model), "tiny")
-    greedy = run_greedy(AdbDevice("phone", spec), receipt, ENGINE, {"thread_num": 1}, ["hi"], 4, 60)
+    greedy = run_greedy(
+        AdbDevice("phone", spec), receipt, ENGINE, {"runtime": {"thread_num": 1}}, ["hi"], 4, 60
+    )
     assert len(greedy["answers"][0]["tokens"]) == 4
     index = run_schedule(
         AdbDevice("phone", spec),

@@ -20,8 +20,14 @@ def source(root, tmp_path):
     return {**FAKE, "path": str(src)}
 
 
-def build(source, tmp_path, name, flags, expect=None):
-    spec = {"platform": "host", "flags": flags, "expect": expect or {}}
+CROSS = shutil.which("aarch64-linux-gnu-gcc") and shutil.which("aarch64-linux-gnu-objdump")
+needs_cross = pytest.mark.skipif(
+    not CROSS, reason="Debian's aarch64 cross compiler (installed by .ci/run) is missing"
+)
+
+
+def build(source, tmp_path, name, flags, expect=None, platform="host"):
+    spec = {"platform": platform, "flags": flags, "expect": expect or {}}
     return build_engine(
         name,
         source,
@@ -41,17 +47,54 @@ def test_flags_reach_cmake_cache_and_artifacts_are_described(source, tmp_path):
     assert all(len(f["sha256"]) == 64 for f in info["files"])
     assert "-DMNN_SME2=OFF" in info["cmake_command"]
     assert info["compiler"]["version"]
-    assert info["sme2"]["sme2_symbol_count"] == 0
+    assert info["sme2"]["sme2_kernel_count"] == 0
 
 
-def test_sme2_on_has_the_kernels_and_the_check_holds(source, tmp_path):
-    info = build(source, tmp_path, "sme2-on", {**LLM, "MNN_SME2": True}, {"sme2_kernels": True})
-    assert "MNNGemmInt8AddBiasScaleHp128_SME2_w4_Fp16" in info["sme2"]["sme2_symbols"]
+def test_a_host_build_for_x86_can_have_no_sme2_kernel(source, tmp_path):
+    """MNN_SME2=ON on x86 builds the SME2-named sources, but no SME instruction can exist."""
+    import platform
+
+    from mnnrepro.build import can_have_sme2
+
+    info = build(source, tmp_path, "sme2-on", {**LLM, "MNN_SME2": True})
+    assert info["target_arch"] == platform.machine()
+    if platform.machine() == "x86_64":
+        assert not can_have_sme2(info)
+        assert info["sme2"]["sme2_kernel_count"] == 0
+        assert "MNNGemmInt8AddBiasScaleHp128_SME2_w4_Fp16" in info["sme2"]["sme2_named_without_sme"]
 
 
+@needs_cross
+def test_sme2_kernels_are_sme2_named_functions_that_execute_sme_instructions(source, tmp_path):
+    """A real linux-arm64 cross build, disassembled: ON has the kernels; OFF has none, although
+    it has a NEON helper named for SME2, as MNN 3.6.1 does."""
+    on = build(
+        source, tmp_path, "on", {**LLM, "MNN_SME2": True}, {"sme2_kernels": True}, "linux-arm64"
+    )
+    assert on["target_arch"] == "aarch64"
+    assert on["sme2"]["sme2_kernels"] == [
+        "MNNGemmInt8AddBiasScaleHp128_SME2_w4_Fp16",
+        "MNNPackedMatMulRemainFP16_SME2",
+    ]
+    assert on["sme2"]["sme_instruction_sites"] == 4  # smstart + smstop in each
+    off = build(
+        source, tmp_path, "off", {**LLM, "MNN_SME2": False}, {"sme2_kernels": False}, "linux-arm64"
+    )
+    assert off["sme2"]["sme2_kernel_count"] == 0
+    assert off["sme2"]["sme2_named_without_sme"] == ["MNNSumByAxisLForMatmul_A_SME2"]
+
+
+@needs_cross
 def test_kernel_check_fails_when_the_expectation_is_wrong(source, tmp_path):
     with pytest.raises(BuildError, match=r"`engines.liar.build.expect.sme2_kernels` is False"):
-        build(source, tmp_path, "liar", {**LLM, "MNN_SME2": True}, {"sme2_kernels": False})
+        build(
+            source,
+            tmp_path,
+            "liar",
+            {**LLM, "MNN_SME2": True},
+            {"sme2_kernels": False},
+            "linux-arm64",
+        )
 
 
 def test_unused_flag_fails_naming_it(source, tmp_path):

@@ -1,4 +1,14 @@
-from mnnrepro.correctness import compare_answers, leading_agreement
+import pytest
+
+from mnnrepro.correctness import (
+    IDENTICAL,
+    NO_OUTPUT,
+    ROUNDING,
+    WRONG,
+    compare_answer,
+    compare_answers,
+    leading_agreement,
+)
 from mnnrepro.validity import correctness_check
 
 
@@ -21,11 +31,12 @@ def test_gate_fails_on_differing_tokens_and_says_where():
     result = compare_answers(base, treat, 1.0)
     assert not result["passed"]
     assert [r["first_divergence"] for r in result["prompts"]] == [None, 2]
-    check = correctness_check(
-        {"off": base, "on": treat}, {"baseline": "off", "treatment": "on"}, {"min_agreement": 1.0}
-    )
+    check = correctness_check({"off": base, "on": treat}, ("off", "on"), {"min_agreement": 1.0})
     assert not check["passed"]
-    assert "'你好': 2/4 leading tokens agree (first divergence at token 2)" in check["evidence"]
+    assert (
+        "'你好': differs (no logits to tell rounding from a wrong answer), 2/4"
+        in (check["evidence"])
+    )
 
 
 def test_gate_threshold():
@@ -33,3 +44,92 @@ def test_gate_threshold():
     treat = payload(("p", [1, 2, 3, 0]))
     assert compare_answers(base, treat, 0.75)["passed"]
     assert not compare_answers(base, treat, 0.76)["passed"]
+
+
+# ---- rounding vs wrong: the near-tie rule, on constructed logits ---------------------------
+
+
+def step(top, sd=4.0):
+    """One greedy step as the engines record it: top-k (id, logit), best first."""
+    return {"mean": 0.0, "sd": sd, "top": [list(t) for t in top]}
+
+
+def answer(tokens, steps, prompt="p"):
+    return {"prompt": prompt, "tokens": tokens, "steps": steps}
+
+
+SAME = step([(7, 15.0), (8, 11.0), (9, 10.0)])
+
+
+def test_a_flip_at_a_near_tie_is_rounding_and_passes():
+    # reference: 13 leads 395 by 0.031 (0.008 SD); SME2: 395 leads 13 by 0.086 (0.02 SD) -
+    # the shape measured under QEMU at 512 bits
+    ref = answer([7, 13, 1], [SAME, step([(13, 13.148), (395, 13.117), (555, 12.4)]), SAME])
+    other = answer([7, 395, 2], [SAME, step([(395, 13.070), (13, 12.984), (555, 12.43)]), SAME])
+    judged = compare_answer(ref, other, near_tie_sd=0.25)
+    assert judged["kind"] == ROUNDING
+    assert judged["first_divergence"] == 1
+    assert judged["reference_margin"] == pytest.approx(0.031)
+    assert judged["other_margin"] == pytest.approx(0.086)
+    result = compare_answers({"answers": [ref]}, {"answers": [other]}, 1.0, 0.25)
+    assert result["passed"]
+    assert result["prompts"][0]["kind"] == ROUNDING
+
+
+def test_a_confident_flip_is_wrong_and_fails():
+    ref = answer([7, 13], [SAME, step([(13, 14.0), (395, 11.4)])])  # margin 2.6 = 0.65 SD
+    other = answer([7, 395], [SAME, step([(395, 14.0), (13, 13.99)])])
+    judged = compare_answer(ref, other, near_tie_sd=0.25)
+    assert judged["kind"] == WRONG
+    assert "margins 2.6 (reference) and 0.01 (other)" in judged["reason"]
+    assert not compare_answers({"answers": [ref]}, {"answers": [other]}, 1.0, 0.25)["passed"]
+
+
+def test_a_near_tie_for_the_reference_but_not_for_the_other_engine_is_wrong():
+    """A broken kernel can land on the reference's runner-up with absurd confidence."""
+    ref = answer([13], [step([(13, 13.148), (395, 13.117)])])
+    other = answer([395], [step([(395, 65504.0), (13, 0.0)], sd=32752.0)])
+    assert compare_answer(ref, other, 0.25)["kind"] == WRONG
+
+
+@pytest.mark.parametrize(
+    "other_top",
+    [
+        [(99, 20.0), (98, 19.0)],  # the reference's token is not in the other's top-k
+        [(395, None), (13, None)],  # non-finite logits (a broken kernel) are recorded as null
+    ],
+)
+def test_missing_or_broken_logits_are_never_a_near_tie(other_top):
+    ref = answer([13], [step([(13, 13.148), (395, 13.117), (99, 1.0)])])
+    other = answer([other_top[0][0]], [step(other_top)])
+    assert compare_answer(ref, other, 0.25)["kind"] == WRONG
+
+
+@pytest.mark.parametrize(
+    ("ref_tokens", "other_tokens", "says"),
+    [
+        ([1, 2], [], "the engine produced no output"),
+        ([], [1, 2], "the reference produced no output"),
+        ([], [], "the reference and engine produced no output"),
+        ([1, 2, 3], [1, 2], "stopped early: 2 of 3 tokens"),
+    ],
+)
+def test_an_empty_or_short_answer_fails_and_says_so(ref_tokens, other_tokens, says):
+    ref, other = answer(ref_tokens, [SAME] * 3), answer(other_tokens, [SAME] * 3)
+    result = compare_answers({"answers": [ref]}, {"answers": [other]}, 0.0, 0.25)
+    row = result["prompts"][0]
+    assert row["kind"] == NO_OUTPUT
+    assert row["reason"] == says
+    assert not result["passed"]  # not even min_agreement 0 lets an empty answer pass
+    evidence = correctness_check(
+        {"a": {"answers": [ref], "engine": {}}, "b": {"answers": [other], "engine": {}}},
+        ("a", "b"),
+        {"min_agreement": 0.0},
+    )["evidence"]
+    assert "identical" not in evidence
+    assert says in evidence
+
+
+def test_identical_answers_pass():
+    ref = answer([1, 2], [SAME, SAME])
+    assert compare_answer(ref, dict(ref), 0.25)["kind"] == IDENTICAL

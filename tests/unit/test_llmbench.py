@@ -102,16 +102,6 @@ def test_build_args_one_configuration_per_invocation():
     ]
 
 
-def test_llm_demo_answer_is_the_generated_text_only():
-    from mnnrepro.invocations import llm_demo_answer
-
-    text = (DATA / "llm_demo_361.stdout.txt").read_text(errors="replace")
-    answer = llm_demo_answer(text)
-    assert answer.startswith("\ufffd dog\x7f\ufffd(ld<|endoftext|>")
-    assert answer.endswith("y\ufffdD")  # the answer spans two lines
-    assert "prefill speed" not in answer and "The device supports" not in answer
-
-
 def test_built_engine_command_sets_its_own_library_path():
     from mnnrepro.invocations import BuiltEngine
 

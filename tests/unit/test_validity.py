@@ -13,8 +13,8 @@ from mnnrepro import verdict as vd
 from mnnrepro.summary import device_modes, summarize
 from mnnrepro.validity import check, kernel_checks
 
-ON = {"engine": "sme2-on", "kind": "build", "sme2": {"sme2_symbol_count": 14}}
-OFF = {"engine": "sme2-off", "kind": "build", "sme2": {"sme2_symbol_count": 0}}
+ON = {"engine": "sme2-on", "kind": "build", "sme2": {"sme2_kernel_count": 14}}
+OFF = {"engine": "sme2-off", "kind": "build", "sme2": {"sme2_kernel_count": 0}}
 VARIANTS = {"off": {"engine": "sme2-off"}, "on": {"engine": "sme2-on"}}
 COMPARISON = {"baseline": "off", "treatment": "on", "tolerance": 0.1, "claims": {"prefill": 0.81}}
 SME2_PHONE = {"device": "x300", "sme2": True, "cpu_features": ["sme2"]}
@@ -58,16 +58,16 @@ def test_fallback_verdict(ci, expected):
 def test_kernel_checks_static_and_runtime():
     engines = {"sme2-on": ON, "sme2-off": OFF}
     good = kernel_checks(
-        greedy("The device supports: sme2: 1"), COMPARISON, engines, VARIANTS, SME2_PHONE
+        greedy("The device supports: sme2: 1"), ("off", "on"), engines, VARIANTS, SME2_PHONE
     )
     assert [c["passed"] for c in good] == [True, True]
     # the "ON" build came out without SME2 kernels, and the device line says sme2: 0
     broken = {"sme2-on": {**OFF, "engine": "sme2-on"}, "sme2-off": OFF}
     swapped = kernel_checks(
-        greedy("The device supports: sme2: 0"), COMPARISON, broken, VARIANTS, SME2_PHONE
+        greedy("The device supports: sme2: 0"), ("off", "on"), broken, VARIANTS, SME2_PHONE
     )
     assert [c["passed"] for c in swapped] == [False, False]
-    assert "treatment sme2-on: 0 MNN *_SME2* kernels" in swapped[0]["evidence"]
+    assert "treatment sme2-on: 0 MNN SME2 kernels" in swapped[0]["evidence"]
 
 
 def table(gains, device="x300"):
@@ -113,7 +113,7 @@ def test_device_matrix_judges_a_non_sme2_device_by_no_regression():
     facts = {"x300": SME2_PHONE, "d9400": OLD_PHONE}
     config = {**CONFIG, "comparison": {**COMPARISON, "on_non_sme2_device": "fallback-check"}}
     modes = device_modes(facts, {"sme2-on": ON, "sme2-off": OFF}, config)
-    assert modes == {"x300": "claim", "d9400": "fallback"}
+    assert modes == {(("off", "on"), "x300"): "claim", (("off", "on"), "d9400"): "fallback"}
     bench = pd.concat(
         [table({"prefill": 0.8, "decode": 0.1}), table({"prefill": 0.0, "decode": 0.0}, "d9400")]
     )
@@ -175,3 +175,86 @@ def test_aa_variant_runs_like_the_baseline():
         "comparison": {"baseline": "off", "aa_control": True},
     }
     assert run_variants(config)["off-again"] == config["variants"]["off"]
+
+
+# ---- SME2 absent (x86 host builds), one binary masked at run time, several pairs ----------
+
+X86_FILES = [{"path": "llm_bench", "sha256": "a" * 64}]
+HOST_ON = {"engine": "sme2-on", "kind": "build", "target_arch": "x86_64", "files": X86_FILES}
+HOST_OFF = {**HOST_ON, "engine": "sme2-off"}
+X86_HOST = {"device": "host", "sme2": False, "cpu_features": ["avx2"]}
+
+
+def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
+    engines = {"sme2-on": HOST_ON, "sme2-off": HOST_OFF}
+    assert vd.check_device_for(HOST_ON, X86_HOST, "fail") == "equal"  # never raises
+    checks = kernel_checks(
+        greedy("The device supports: sme2: 0"), ("off", "on"), engines, VARIANTS, X86_HOST
+    )
+    assert [c["passed"] for c in checks] == [True]
+    assert "SME2 absent on x86_64" in checks[0]["name"]
+    assert "artifacts are byte-identical" in checks[0]["evidence"]
+    modes = device_modes({"host": X86_HOST}, engines, CONFIG)
+    same = summarize(
+        table({"prefill": 0.0, "decode": 0.01}, "host"),
+        {("host", "m"): check(greedy("x"), X86_HOST, "m", COMPARISON, {"min_agreement": 1.0})},
+        CONFIG,
+        modes,
+    )
+    assert set(same["expectation"]) == {"no difference"}
+    assert set(same["verdict"]) == {vd.NO_DIFFERENCE}
+    assert same["claim_gain"].isna().all()
+    faster = summarize(
+        table({"prefill": 0.5, "decode": 0.5}, "host"),
+        {("host", "m"): {"checks": []}},
+        CONFIG,
+        modes,
+    )
+    assert set(faster["verdict"]) == {vd.DIFFERS}
+
+
+MASK_VARIANTS = {**VARIANTS, "masked": {"engine": "sme2-on", "env": {"MNN_CPU_TARGET": "2"}}}
+
+
+def masked_greedy(cpu_target_line):
+    answers = greedy("The device supports: sme2: 1")
+    answers["masked"] = {
+        "answers": answers["on"]["answers"],
+        "engine": {
+            "device_supports": "The device supports: sme2: 1",
+            "cpu_target": cpu_target_line,
+        },
+    }
+    return answers
+
+
+def test_one_binary_masked_at_run_time_must_say_sme2_0():
+    engines = {"sme2-on": ON, "sme2-off": OFF}
+    line = "MNN_CPU_TARGET=2 effective ARM features: fp16=1, i8sdot=1, i8mm=1, sme2=0"
+    good = kernel_checks(masked_greedy(line), ("masked", "on"), engines, MASK_VARIANTS, SME2_PHONE)
+    assert [c["passed"] for c in good] == [True, True]
+    assert "masked at run time in masked" in good[0]["name"]
+    # a build without MNN_PIPELINE_PROFILE ignores MNN_CPU_TARGET: it prints no such line
+    ignored = kernel_checks(masked_greedy(""), ("masked", "on"), engines, MASK_VARIANTS, SME2_PHONE)
+    assert not ignored[0]["passed"]
+    assert "no MNN_CPU_TARGET line" in ignored[0]["evidence"]
+
+
+def test_every_pair_of_comparison_also_is_judged_with_its_own_checks():
+    comparison = {**COMPARISON, "also": [{"baseline": "masked", "treatment": "on"}]}
+    config = {**CONFIG, "comparison": comparison, "variants": MASK_VARIANTS}
+    bench = table({"prefill": 0.8, "decode": 0.1})
+    masked = bench[bench["variant"] == "off"].assign(variant="masked")
+    validity = check(
+        masked_greedy(""),
+        SME2_PHONE,
+        "m",
+        comparison,
+        {"min_agreement": 1.0},
+        {"sme2-on": ON, "sme2-off": OFF},
+        MASK_VARIANTS,
+    )
+    summary = summarize(pd.concat([bench, masked]), {("x300", "m"): validity}, config)
+    by_pair = summary.groupby(["baseline", "treatment"])["verdict"].agg(set).to_dict()
+    assert vd.INVALID not in by_pair[("off", "on")]  # its own checks passed
+    assert by_pair[("masked", "on")] == {vd.INVALID}  # the mask did not take: that pair only

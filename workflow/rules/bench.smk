@@ -9,6 +9,7 @@ rule push_to_device:
         facts="results/{experiment}/devices/{device}.json",
         userland=get_userland,
         engines=get_built_engine_dirs,
+        gate_tools=get_gate_tool_dirs,
         runner=ENGINE_RUNNER,
     output:
         receipt="results/{experiment}/pushed/{device}/{model}.json",
@@ -32,6 +33,7 @@ rule run_greedy:
         model="results/models/{model}/mnn",
         manifest="results/models/{model}/manifest.json",
         engines=get_engine_files,
+        gate_tools=get_gate_tool_records,
         facts="results/{experiment}/devices/{device}.json",
         userland=get_userland,
         receipt="results/{experiment}/pushed/{device}/{model}.json",

@@ -1,4 +1,5 @@
-# Build side: pinned NDK, MNN source (+ KleidiAI) at a pinned commit, engines per platform.
+# Build side: pinned NDK, MNN source (+ KleidiAI) at a pinned commit, engines per platform,
+# and per engine the correctness gate's token-id tool.
 
 
 rule fetch_ndk:
@@ -18,9 +19,9 @@ rule fetch_ndk:
 
 rule fetch_mnn_source:
     output:
-        receipt="resources/mnn/source.json",
+        receipt="resources/mnn/{source}/source.json",
     log:
-        "logs/fetch_mnn_source.log",
+        "logs/fetch_mnn_source/{source}.log",
     conda:
         "../../envs/analysis.yaml"
     params:
@@ -34,7 +35,7 @@ rule fetch_mnn_source:
 
 rule build_engine:
     input:
-        source="resources/mnn/source.json",
+        source=MNN_SOURCE_RECEIPT,
         ndk=get_ndk_receipt,
     output:
         build="results/engines/{engine}/build.json",
@@ -45,11 +46,33 @@ rule build_engine:
         "logs/build_engine/{engine}.benchmark.tsv"
     conda:
         "../../envs/build.yaml"
-    threads: workflow.cores
+    threads: max(1, workflow.cores or 1)
     params:
+        name=engine_name,
         spec=get_build_spec,
         build_dir="resources/build/{engine}",
     message:
-        "Building MNN engine {wildcards.engine} (CMake + Ninja + ccache)"
+        "Building MNN engine {wildcards.engine} (CMake + Ninja + ccache); log: {log}"
     script:
         "../scripts/build_engine.py"
+
+
+rule build_gate_tool:
+    input:
+        source=MNN_SOURCE_RECEIPT,
+        build="results/engines/{engine}/build.json",
+        bin="results/engines/{engine}/bin",
+    output:
+        record="results/engines/{engine}/gate-tool.json",
+        tool=directory("results/engines/{engine}/gate-tool"),
+    log:
+        "logs/build_gate_tool/{engine}.log",
+    conda:
+        "../../envs/build.yaml"
+    params:
+        build_dir="resources/build/{engine}-gate-tool",
+        code=GATE_TOOL_CODE,
+    message:
+        "Building the correctness gate's token-id tool against engine {wildcards.engine}"
+    script:
+        "../scripts/build_gate_tool.py"

@@ -7,6 +7,7 @@ from snakemake.utils import validate
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
 from mnnrepro.hashing import code_digest  # noqa: E402
+from mnnrepro.engine import engine_key, source_key  # noqa: E402
 from mnnrepro.config import (  # noqa: E402
     ConfigError,
     check as check_config,
@@ -38,6 +39,16 @@ VARIANTS = sorted(config["variants"])
 BUILT_ENGINES = sorted(
     {config["variants"][v]["engine"] for v in VARIANTS}
     & {e for e, spec in config["engines"].items() if "build" in spec}
+)
+# Engine outputs live under results/engines/<name>-<digest of what defines the engine>, so
+# configs that define an engine differently never overwrite each other's builds.
+ENGINE_KEYS = {name: engine_key(name, spec, config) for name, spec in config["engines"].items()}
+ENGINE_OF_KEY = {key: name for name, key in ENGINE_KEYS.items()}
+MNN_SOURCE_RECEIPT = f"resources/mnn/{source_key(config)}/source.json"
+# The correctness gate's token-id tool, built per engine: its sources are a parameter of
+# its rule, so an edit rebuilds the tool (not MNN).
+GATE_TOOL_CODE = code_digest(
+    Path(workflow.basedir) / "workflow/scripts/mnnrepro/greedy_tool", ("*.cpp", "*.txt")
 )
 
 
@@ -77,7 +88,7 @@ localrules:
 
 wildcard_constraints:
     experiment=EXPERIMENT,
-    engine=_alternatives(ENGINES),
+    engine=_alternatives(sorted(ENGINE_OF_KEY)),
     model=_alternatives(MODELS),
     device=_alternatives(DEVICES),
     replay="[^/]+",
@@ -138,7 +149,11 @@ def get_checkpoint(wildcards):
 
 
 def get_engine_spec(wildcards):
-    return config["engines"][wildcards.engine]
+    return config["engines"][ENGINE_OF_KEY[wildcards.engine]]
+
+
+def engine_name(wildcards):
+    return ENGINE_OF_KEY[wildcards.engine]
 
 
 def get_device_spec(wildcards):
@@ -152,7 +167,7 @@ def get_variant_specs(wildcards):
 def engine_record(engine):
     # A built engine is described by its build.json, a prebuilt one by engine.json.
     kind = "build" if "build" in config["engines"][engine] else "engine"
-    return f"results/engines/{engine}/{kind}.json"
+    return f"results/engines/{ENGINE_KEYS[engine]}/{kind}.json"
 
 
 def get_engine_files(wildcards):
@@ -160,11 +175,19 @@ def get_engine_files(wildcards):
 
 
 def get_built_engine_dirs(wildcards):
-    return expand("results/engines/{engine}/bin", engine=BUILT_ENGINES)
+    return [f"results/engines/{ENGINE_KEYS[e]}/bin" for e in BUILT_ENGINES]
+
+
+def get_gate_tool_dirs(wildcards):
+    return [f"results/engines/{ENGINE_KEYS[e]}/gate-tool" for e in BUILT_ENGINES]
+
+
+def get_gate_tool_records(wildcards):
+    return [f"results/engines/{ENGINE_KEYS[e]}/gate-tool.json" for e in BUILT_ENGINES]
 
 
 def get_build_spec(wildcards):
-    return config["engines"][wildcards.engine]["build"]
+    return get_engine_spec(wildcards)["build"]
 
 
 def get_ndk_receipt(wildcards):

@@ -34,6 +34,7 @@ rule check_emulation:
         "../../envs/analysis.yaml"
     params:
         reference=config.get("emulation", {}).get("reference", ""),
+        near_tie_sd=config["correctness"]["near_tie_sd"],
         code=ANALYSIS_CODE,
     message:
         "Comparing greedy tokens of every device with {params.reference}"

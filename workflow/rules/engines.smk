@@ -9,6 +9,7 @@ rule describe_engine:
     conda:
         "../../envs/bench.yaml"
     params:
+        name=engine_name,
         spec=get_engine_spec,
     message:
         "Checking and hashing MNN engine {wildcards.engine}"

@@ -6,7 +6,7 @@ log = log_to(snakemake.log[0])
 source = read_json(snakemake.input.source)
 ndk = read_json(snakemake.input.ndk[0]) if snakemake.input.ndk else None
 info = build_engine(
-    snakemake.wildcards.engine,
+    snakemake.params.name,
     source,
     snakemake.params.spec,
     snakemake.params.build_dir,
@@ -16,4 +16,5 @@ info = build_engine(
     jobs=snakemake.threads,
     extra_flags=source.get("cmake_flags", {}),
 )
+info["key"] = snakemake.wildcards.engine  # results/engines/<key>: name + definition digest
 write_json(snakemake.output.build, info)

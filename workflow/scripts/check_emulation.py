@@ -8,5 +8,11 @@ log_to(snakemake.log[0])
 devices = [Path(p).parent.name for p in snakemake.input.greedy]
 greedy = dict(zip(devices, map(read_json, snakemake.input.greedy), strict=True))
 facts = {f["device"]: f for f in map(read_json, snakemake.input.facts)}
-table = agreement_table(greedy, facts, snakemake.params.reference, snakemake.wildcards.model)
+table = agreement_table(
+    greedy,
+    facts,
+    snakemake.params.reference,
+    snakemake.wildcards.model,
+    snakemake.params.near_tie_sd,
+)
 table.to_csv(snakemake.output.table, index=False)

@@ -11,6 +11,7 @@ try:
         snakemake.input.model,
         snakemake.wildcards.model,
         dict(zip(snakemake.params.engine_names, snakemake.input.engines, strict=True)),
+        dict(zip(snakemake.params.engine_names, snakemake.input.gate_tools, strict=True)),
     )
 finally:
     device.close()

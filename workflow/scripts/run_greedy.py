@@ -1,6 +1,7 @@
 from pathlib import Path
 
 from mnnrepro.bench import run_greedy
+from mnnrepro.config import comparison_pairs
 from mnnrepro.correctness import gate_prompts, label_answers
 from mnnrepro.device import make_device
 from mnnrepro.export import is_vision_model
@@ -12,11 +13,14 @@ log = log_to(snakemake.log[0])
 gate = snakemake.params.correctness
 receipt = read_json(snakemake.input.receipt)
 records = {r["engine"]: r for r in map(read_json, snakemake.input.engines)}
+tools = {t["engine"]: t for t in map(read_json, snakemake.input.gate_tools)}
 comparison = snakemake.params.comparison
-treatment = records[snakemake.params.variants[comparison["treatment"]]["engine"]]
-check_device_for(
-    treatment, read_json(snakemake.input.facts), comparison.get("on_non_sme2_device", "fail")
-)  # before any run
+for _, treatment_variant in comparison_pairs(comparison):  # before any run
+    check_device_for(
+        records[snakemake.params.variants[treatment_variant]["engine"]],
+        read_json(snakemake.input.facts),
+        comparison.get("on_non_sme2_device", "fail"),
+    )
 vision = is_vision_model(snakemake.input.model)
 device = make_device(snakemake.wildcards.device, snakemake.params.device)
 try:
@@ -40,10 +44,11 @@ try:
                 device,
                 receipt,
                 records[variant["engine"]],
-                variant.get("runtime", {}),
+                variant,
                 [p["sent"] for p in prompts],
                 gate["max_new_tokens"],
                 snakemake.params.timeout_s,
+                tools.get(variant["engine"]),
             ),
             prompts,
         )

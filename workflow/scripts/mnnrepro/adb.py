@@ -131,8 +131,9 @@ class AdbDevice(Device):
     # ---- commands and files -----------------------------------------------------------
 
     def run(self, argv, timeout, env: dict[str, str] | None = None) -> CommandResult:
+        # the assignments stand right before the command they are for (not before `cd`)
         prefix = [f"{k}={shlex.quote(v)}" for k, v in sorted((env or {}).items())]
-        command = " ".join([*prefix, f"cd {shlex.quote(self.workdir)} &&", quote(argv)])
+        command = " ".join([f"cd {shlex.quote(self.workdir)} &&", *prefix, quote(argv)])
         start = time.monotonic()
         try:
             result = self.dev.shell2(command, timeout=timeout, v2=True)

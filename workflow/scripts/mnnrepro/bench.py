@@ -27,6 +27,36 @@ def plan_key(spec: dict) -> str:
     return sha256_text(json.dumps(spec, sort_keys=True))
 
 
+def engine_identity(record: dict) -> dict:
+    """What of an engine a measurement depends on: its kind, its pin or its build definition
+    (platform, flags, source commit), and the content of every file it runs. Not where it
+    was built, when, or how long it took: a rebuild of the same inputs keeps every
+    measurement, a changed artifact measures again."""
+    files = sorted((f["path"], f["sha256"]) for f in record["files"])
+    if record["kind"] != "build":
+        return {"kind": record["kind"], "pin": record.get("pin"), "files": files}
+    source = record.get("source", {})
+    return {
+        "kind": "build",
+        "platform": record["platform"],
+        "flags": record.get("flags", {}),
+        "commit": source.get("commit"),
+        "dirty": source.get("dirty", False),
+        "files": files,
+    }
+
+
+def measurement_key(spec: dict, measured: dict) -> str:
+    """The raw-record key: engine identity, runtime, env, model, runner, bench settings."""
+    return plan_key(
+        {
+            **{k: v for k, v in spec.items() if k != "engine"},
+            "engine": engine_identity(spec["engine"]),
+            "bench": measured,
+        }
+    )
+
+
 def raw_path(raw_dir: Path, inv: Invocation) -> Path:
     return Path(raw_dir) / inv.variant / f"rep-{inv.block:03d}.json"
 
@@ -64,25 +94,39 @@ def run_one(device: Device, engine, argv: list[str], env: dict, out: str, bench:
 
 
 def stage_inputs(
-    device: Device, model_dir: str, model: str, engine_dirs: dict[str, str] | None = None
+    device: Device,
+    model_dir: str,
+    model: str,
+    engine_dirs: dict[str, str] | None = None,
+    tool_dirs: dict[str, str] | None = None,
 ) -> dict:
-    """Stage the runner, built engines and the model; returns where each one is."""
-    engines = {
-        name: device.stage(path, f"engines/{name}")
-        for name, path in sorted((engine_dirs or {}).items())
-    }
+    """Stage the runner, built engines (each with its gate tool) and the model; returns where
+    each one is. A built engine is staged under its key (results/engines/<key>/bin), so two
+    definitions of one engine name never share a device directory."""
+
+    def staged(dirs: dict[str, str] | None, suffix: str) -> dict[str, str]:
+        return {
+            name: device.stage(path, f"engines/{Path(path).parent.name}{suffix}")
+            for name, path in sorted((dirs or {}).items())
+        }
+
     return {
         "runner": device.stage(RUNNER, "engines/prebuilt-runner"),
-        "engines": engines,
+        "engines": staged(engine_dirs, ""),
+        "gate_tools": staged(tool_dirs, "-gate-tool"),
         "model_config": f"{device.stage(model_dir, f'models/{model}')}/config.json",
     }
 
 
 def push_receipt(
-    device: Device, model_dir: str, model: str, engine_dirs: dict[str, str] | None = None
+    device: Device,
+    model_dir: str,
+    model: str,
+    engine_dirs: dict[str, str] | None = None,
+    tool_dirs: dict[str, str] | None = None,
 ) -> dict:
     """Stage what the runs need and say what moved: a second push of unchanged files is 0 B."""
-    where = stage_inputs(device, model_dir, model, engine_dirs)
+    where = stage_inputs(device, model_dir, model, engine_dirs, tool_dirs)
     log.info(
         "pushed %d bytes to %s, %d files already there",
         device.bytes_pushed,
@@ -157,12 +201,14 @@ def run_schedule(
     device_out = device.scratch("invocation.json")
     index = []
     done = 0
-    for inv in plan:
+    for number, inv in enumerate(plan, 1):
         spec = specs[inv.variant]
-        key = plan_key({"spec": spec, "bench": measured})
+        key = measurement_key(spec, measured)
         path = raw_path(raw_dir, inv)
+        progress = f"{device.name}: [{number}/{len(plan)}] {inv.variant} rep {inv.block}"
         if is_done(path, key):
             log.info("keep   %s (measured earlier)", path)
+            print(f"{progress}: kept (measured earlier)", flush=True)
             done += 1
         else:
             if bench["cooldown_s"]:
@@ -174,6 +220,7 @@ def run_schedule(
             argv, env = engine.bench_command(
                 device, receipt["model_config"], spec["runtime"], bench, device_out
             )
+            env = {**spec.get("env", {}), **env}  # the variant's env; the engine's own wins
             try:
                 payload = run_one(device, engine, argv, env, device_out, bench)
             except BenchError as err:
@@ -196,6 +243,7 @@ def run_schedule(
                 **payload,
             }
             write_json(path, record)
+            print(f"{progress}: measured", flush=True)
             log.info(
                 "ran    %s: %s",
                 path,
@@ -210,15 +258,28 @@ def run_greedy(
     device: Device,
     receipt: dict,
     record: dict,
-    runtime: dict,
+    variant: dict,
     prompts: list[str],
     max_new_tokens: int,
     timeout: float,
+    tool: dict | None = None,
 ) -> dict:
+    """Greedy answers of one variant (runtime + env); the engine's files, and a built
+    engine's gate tool, are verified on the device first."""
     check_receipt(device, receipt)
-    device.verify(engine_files(record, receipt))
+    expected = engine_files(record, receipt)
+    if tool:
+        base = receipt["gate_tools"][record["engine"]]
+        expected.update({f"{base}/{f['path']}": f["sha256"] for f in tool["files"]})
+    device.verify(expected)
     return engine_for(record, receipt).greedy(
-        device, receipt, runtime, prompts, max_new_tokens, timeout
+        device,
+        receipt,
+        variant.get("runtime", {}),
+        prompts,
+        max_new_tokens,
+        timeout,
+        variant.get("env", {}),
     )
 
 
@@ -233,6 +294,7 @@ def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str
         name: {
             "engine": engines[variant["engine"]],
             "runtime": variant.get("runtime", {}),
+            "env": variant.get("env", {}),
             "model_manifest_sha256": manifest_sha256,
             **(runner if engines[variant["engine"]]["kind"] == "prebuilt" else {}),
         }

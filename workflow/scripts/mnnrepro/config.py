@@ -71,11 +71,20 @@ def check_references(config: dict) -> None:
                 f"defined engines: {sorted(engines)}"
             )
     comparison = config["comparison"]
-    for role in ("baseline", "treatment"):
-        if comparison[role] not in config["variants"]:
+    for key, pair in comparison_keys(comparison):
+        for role in ("baseline", "treatment"):
+            if pair[role] not in config["variants"]:
+                problems.append(
+                    f"config key `{key}.{role}`: {pair[role]!r} is not a variant; "
+                    f"defined variants: {sorted(config['variants'])}"
+                )
+        if pair["baseline"] == pair["treatment"]:
+            problems.append(f"config key `{key}`: baseline and treatment must differ")
+    for name, variant in config["variants"].items():
+        for var in sorted(set(variant.get("env", {})) & RESERVED_ENV):
             problems.append(
-                f"config key `comparison.{role}`: {comparison[role]!r} is not a variant; "
-                f"defined variants: {sorted(config['variants'])}"
+                f"config key `variants.{name}.env.{var}`: set by the workflow itself "
+                f"(reserved: {sorted(RESERVED_ENV)})"
             )
     builds = {n: e["build"] for n, e in engines.items() if "build" in e}
     if builds and "source" not in config.get("mnn", {}):
@@ -101,10 +110,22 @@ def check_references(config: dict) -> None:
             f"config key `emulation.reference`: {reference!r} is not a device; "
             f"defined devices: {sorted(config['devices'])}"
         )
-    if comparison["baseline"] == comparison["treatment"]:
-        problems.append("config key `comparison`: baseline and treatment must differ")
     if problems:
         refuse(problems)
+
+
+RESERVED_ENV = {"LD_LIBRARY_PATH", "LD_PRELOAD", "PATH", "PYTHONPATH"}
+
+
+def comparison_keys(comparison: dict) -> list[tuple[str, dict]]:
+    """Every compared pair with its config key: the main one, then `comparison.also`."""
+    return [("comparison", comparison)] + [
+        (f"comparison.also.{i}", pair) for i, pair in enumerate(comparison.get("also", []))
+    ]
+
+
+def comparison_pairs(comparison: dict) -> list[tuple[str, str]]:
+    return [(pair["baseline"], pair["treatment"]) for _, pair in comparison_keys(comparison)]
 
 
 def aa_variant(config: dict) -> str | None:

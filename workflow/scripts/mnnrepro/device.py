@@ -28,6 +28,8 @@ class CommandResult:
     seconds: float
     # mean number of CPUs busy with other work while it ran (this host only; None elsewhere)
     other_load: float | None = None
+    # CPU time the command itself used (this host only)
+    own_cpu_s: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -227,11 +229,14 @@ def run_process(
     except subprocess.TimeoutExpired as err:
         code, stdout, stderr = None, _text(err.stdout), _text(err.stderr)
     seconds = time.monotonic() - start
-    other_load = None
-    if busy is not None:
-        other = (busy_cpu_seconds() - busy) - (children_cpu_seconds() - own)
-        other_load = round(max(0.0, other) / max(seconds, 1e-9), 3)
-    return CommandResult(argv, code, stdout, stderr, seconds, other_load)
+    own_cpu = children_cpu_seconds() - own
+    other = None if busy is None else other_load(busy_cpu_seconds() - busy, own_cpu, seconds)
+    return CommandResult(argv, code, stdout, stderr, seconds, other, round(own_cpu, 3))
+
+
+def other_load(busy_cpu_s: float, own_cpu_s: float, seconds: float) -> float:
+    """Mean CPUs busy with other work: the host's busy CPU time minus the command's own."""
+    return round(max(0.0, busy_cpu_s - own_cpu_s) / max(seconds, 1e-9), 3)
 
 
 def _text(value) -> str:

@@ -240,23 +240,30 @@ class QemuDevice(LocalDevice):
 # ---- cross-device checks -------------------------------------------------------------------
 
 
-def agreement_table(greedy: dict[str, dict], facts: dict[str, dict], reference: str, model: str):
+def agreement_table(
+    greedy: dict[str, dict],
+    facts: dict[str, dict],
+    reference: str,
+    model: str,
+    near_tie_sd: float = 0.25,
+):
     """Greedy tokens of every device vs the reference device, per variant and prompt.
 
     With a reference without SME2 this is both checks of the emulated device: the fallback
     (a CPU with `sme=off` must agree) and the vector-length sweep (which SME vector lengths
-    the SME2 kernels compute correctly at).
+    the SME2 kernels compute correctly at). Each divergence is judged by the correctness
+    gate's near-tie rule: rounding, or a wrong answer.
     """
     import pandas as pd
 
-    from mnnrepro.correctness import leading_agreement
+    from mnnrepro.correctness import compare_answer
 
     rows = []
     for device in sorted(greedy):
         for variant, payload in sorted(greedy[device].items()):
-            ref = {a["prompt"]: a["tokens"] for a in greedy[reference][variant]["answers"]}
+            ref = {a["prompt"]: a for a in greedy[reference][variant]["answers"]}
             for answer in payload["answers"]:
-                agree, first = leading_agreement(ref[answer["prompt"]], answer["tokens"])
+                judged = compare_answer(ref.get(answer["prompt"]), answer, near_tie_sd)
                 fact = facts[device]
                 rows.append(
                     {
@@ -268,13 +275,19 @@ def agreement_table(greedy: dict[str, dict], facts: dict[str, dict], reference: 
                         "sme_vector_length_bits": fact.get("sme_vector_length_bits"),
                         "sme2": fact.get("sme2"),
                         "variant": variant,
+                        "env": " ".join(
+                            f"{k}={v}" for k, v in sorted(payload.get("env", {}).items())
+                        ),
                         "prompt": answer["prompt"],
-                        "tokens": len(ref[answer["prompt"]]),
-                        "agree": agree,
-                        "first_divergence": first,
-                        "identical": first is None,
+                        "tokens": judged["tokens"],
+                        "agree": judged["agree"],
+                        "first_divergence": judged["first_divergence"],
+                        "identical": judged["first_divergence"] is None,
+                        "judged": judged["kind"],
+                        "reason": judged["reason"],
                         "crashed": answer.get("crashed", ""),
                         "engine_line": payload["engine"].get("device_supports", ""),
+                        "cpu_target": payload["engine"].get("cpu_target", ""),
                     }
                 )
     return pd.DataFrame(rows)

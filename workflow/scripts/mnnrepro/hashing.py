@@ -48,10 +48,11 @@ def write_json(path: str | os.PathLike, payload) -> None:
     os.replace(tmp, path)
 
 
-def code_digest(package_dir: str | os.PathLike) -> str:
-    """sha256 over a package's Python sources (names and contents)."""
+def code_digest(package_dir: str | os.PathLike, patterns=("*.py",)) -> str:
+    """sha256 over a package's sources (names and contents; Python files by default)."""
     digest = hashlib.sha256()
-    for path in sorted(Path(package_dir).glob("*.py")):
+    paths = {p for pattern in patterns for p in Path(package_dir).glob(pattern)}
+    for path in sorted(paths):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 

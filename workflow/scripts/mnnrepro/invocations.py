@@ -4,7 +4,10 @@
 * `build`: MNN's own `llm_bench` from a build of ours, one configuration per invocation
   (`-rep 1`; llm_bench drops its own first run), `-kv true` so prefill and decode are split
   at release 3.6.1, `-j` JSON cross-checked against the Markdown table, run from a scratch
-  directory (it creates ./tmp) with LD_LIBRARY_PATH set to this engine's directory only.
+  directory (it creates ./tmp) with LD_LIBRARY_PATH set to this engine's directory only;
+  its correctness gate runs `mnn_greedy`, a tool built against the same engine's libraries,
+  which writes token ids and top-k logits (llm_demo prints only text, which a model's tokens
+  may not even decode to).
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-import re
 import tempfile
 from pathlib import Path
 
@@ -75,6 +77,7 @@ class PrebuiltEngine:
         prompts: list[str],
         max_new_tokens: int,
         timeout: float,
+        env: dict | None = None,
     ) -> dict:
         out = device.scratch("greedy.json")
         payload, answers = None, []
@@ -94,14 +97,14 @@ class PrebuiltEngine:
                 "--max-new-tokens",
                 str(max_new_tokens),
             ]
-            result = device.run(argv, timeout=timeout)
+            result = device.run(argv, timeout=timeout, env=env or None)
             if result.ok:
                 payload = json.loads(fetch_text(device, out))
                 answers += payload["answers"]
             else:
                 answers.append(crashed_answer(device, prompt, argv, result))
         payload = payload or {"kind": "greedy", "runtime": runtime, "engine": {}}
-        return {**payload, "answers": answers}
+        return {**payload, "env": env or {}, "answers": answers}
 
 
 class BuiltEngine:
@@ -125,7 +128,7 @@ class BuiltEngine:
         )
         if "memory" in runtime:
             argv += ["--memory", str(MEMORY_CODES[runtime["memory"]])]
-        return argv, {"LD_LIBRARY_PATH": self.dir}
+        return argv, self.library_env()
 
     def greedy(
         self,
@@ -135,8 +138,11 @@ class BuiltEngine:
         prompts: list[str],
         max_new_tokens: int,
         timeout: float,
+        env: dict | None = None,
     ) -> dict:
-        """llm_demo per prompt with a greedy config written on the device (base_dir -> model)."""
+        """mnn_greedy (built against this engine's own libraries) per prompt, with a greedy
+        config written on the device (base_dir -> the model): token ids and top-k logits."""
+        tool = posixpath.join(receipt["gate_tools"][self.record["engine"]], "mnn_greedy")
         model_config = receipt["model_config"]
         original = json.loads(fetch_text(device, model_config))
         config_path = device.scratch("config.greedy.json")
@@ -146,40 +152,42 @@ class BuiltEngine:
             ),
             config_path,
         )
-        answers, supports = [], ""
-        for i, prompt in enumerate(prompts):
-            prompt_path = device.scratch(f"prompt-{i}.txt")
+        answers, printed = [], ""
+        for i, prompt in enumerate(prompts):  # one process per prompt: a crash is its prompt's
+            prompt_path, out = device.scratch(f"prompt-{i}.txt"), device.scratch(f"greedy-{i}.json")
             device.put_text(prompt + "\n", prompt_path)
-            argv = [
-                posixpath.join(self.dir, "llm_demo"),
-                config_path,
-                prompt_path,
-                str(max_new_tokens),
-            ]
-            result = device.run(argv, timeout=timeout, env={"LD_LIBRARY_PATH": self.dir})
+            argv = [tool, config_path, prompt_path, str(max_new_tokens), out]
+            result = device.run(argv, timeout=timeout, env={**(env or {}), **self.library_env()})
             if not result.ok:
                 answers.append(crashed_answer(device, prompt, argv, result))
                 continue
-            text = llm_demo_answer(result.stdout)
-            answers.append({"prompt": prompt, "text": text, "tokens": list(text)})
-            supports = supports or llmbench.supports_line(result.stdout)
+            answer = json.loads(fetch_text(device, out))["answers"][0]
+            answers.append(
+                {
+                    "prompt": prompt,
+                    "tokens": answer["tokens"],
+                    "steps": answer["steps"],
+                    "prompt_tokens": answer["prompt_tokens"],
+                }
+            )
+            printed = printed or result.stdout
         return {
             "kind": "greedy",
-            "unit": "characters",
+            "unit": "token ids",
             "runtime": runtime,
+            "env": env or {},
             "answers": answers,
-            "engine": {
-                "device_supports": supports or device.engine_log_supports(),
-                "tool": "llm_demo",
-            },
+            "engine": {**engine_lines(printed, device), "tool": "mnn_greedy"},
         }
+
+    def library_env(self) -> dict:
+        return {"LD_LIBRARY_PATH": self.dir}
 
     def read_bench(self, device, result, out: str) -> dict:
         with_text = fetch_text(device, out)
         table = llmbench.parse_table(result.stdout)
         rows = llmbench.parse_json(with_text)
         llmbench.cross_check(table, rows)
-        supports = llmbench.supports_line(result.stdout) or device.engine_log_supports()
         return {
             "kind": "bench",
             "warmup": 1,  # llm_bench runs rep + 1 times and drops the first
@@ -193,12 +201,23 @@ class BuiltEngine:
                 for r in rows
             ],
             "engine": {
-                "device_supports": supports,
+                **engine_lines(result.stdout, device),
                 "tool": "llm_bench",
                 "version": self.record.get("version"),
             },
             "llm_bench_stdout": result.stdout,
         }
+
+
+def engine_lines(stdout: str, device) -> dict:
+    """What the engine printed about the CPU: MNN's feature line, and with MNN_CPU_TARGET set
+    (profiling builds) the features it left on, e.g. `... sme2=0` when SME2 is masked."""
+    return {
+        "device_supports": llmbench.supports_line(stdout) or device.engine_log_supports(),
+        "cpu_target": next(
+            (ln.strip() for ln in stdout.splitlines() if ln.startswith("MNN_CPU_TARGET=")), ""
+        ),
+    }
 
 
 def fetch_text(device, path: str) -> str:
@@ -214,26 +233,6 @@ def engine_for(record: dict, receipt: dict):
 
 
 # ---- greedy answers (the correctness gate) -------------------------------------------------
-
-LLM_DEMO_NOISE = re.compile(
-    r"^(config path is|The device supports:|CPU Group:|main, \d+, cost time|Prepare for "
-    r"|prompt file is|#{5,}|\s*(prompt tokens num|decode tokens num|vision time|pixels_mp|"
-    r"audio process time|audio input time|prefill time|decode time|sample time|prefill speed|"
-    r"decode speed|vision speed|audio RTF)\b)"
-)
-
-
-def llm_demo_answer(stdout: str) -> str:
-    """The generated text in llm_demo's output: everything that is not its own reporting."""
-    lines = stdout.splitlines()
-    start = next((i + 1 for i, ln in enumerate(lines) if ln.startswith("prompt file is")), 0)
-    body = []
-    for line in lines[start:]:
-        if line.startswith("#####"):
-            break
-        if not LLM_DEMO_NOISE.match(line):
-            body.append(line)
-    return "\n".join(body).strip("\n")
 
 
 def greedy_config(model_config: dict, model_dir: str, runtime: dict, max_new_tokens: int) -> dict:

@@ -16,7 +16,8 @@ drops its first run the same way). The model is loaded once per process, so one
 invocation of this script is one replicate, like one llm_bench launch.
 
 ``greedy`` mode instead answers fixed prompts with greedy decoding and writes the
-token ids: the correctness gate compares them across variants.
+token ids, with every step's top-k logits: the correctness gate compares them across
+variants and tells a near-tie flip (rounding) from a confident one (a wrong kernel).
 
 Output: one JSON object written to ``--out`` (atomically).
 """
@@ -100,15 +101,35 @@ def time_decode(llm, generate_tokens: int) -> tuple[float, list[int]]:
     return time.perf_counter() - start, produced
 
 
-def greedy_answer(llm, prompt: str, max_new_tokens: int) -> list[int]:
+TOP_K = 8  # logits kept per step, as the built engines' mnn_greedy tool keeps them
+
+
+def greedy_step(logits) -> dict:
+    """The last position's top-k (token id, logit), best first (ties: lower id, as argmax),
+    and the mean and standard deviation of all its logits (the scale of a near-tie)."""
+    import numpy as np
+
+    values = np.asarray(logits.read(), dtype=np.float64)
+    row = values.reshape(-1, values.shape[-1])[-1]
+    top = np.lexsort((np.arange(row.size), -row))[:TOP_K]
+
+    def number(x):
+        return float(x) if np.isfinite(x) else None  # JSON has no NaN: a broken kernel -> null
+
+    return {
+        "mean": number(row.mean()),
+        "sd": number(row.std()),
+        "top": [[int(i), number(row[i])] for i in top],
+    }
+
+
+def greedy_answer(llm, prompt: str, max_new_tokens: int) -> dict:
     llm.reset()
     ids = list(llm.tokenizer_encode(llm.apply_chat_template(prompt)))
-    token = _argmax(llm.forward(ids))
-    out = [token]
-    for _ in range(max_new_tokens - 1):
-        token = _argmax(llm.forward([token]))
-        out.append(token)
-    return out
+    steps = [greedy_step(llm.forward(ids))]
+    while len(steps) < max_new_tokens:
+        steps.append(greedy_step(llm.forward([steps[-1]["top"][0][0]])))
+    return {"tokens": [s["top"][0][0] for s in steps], "steps": steps, "prompt_tokens": len(ids)}
 
 
 def engine_facts(supports_line: str) -> dict:
@@ -167,7 +188,7 @@ def run_greedy(args) -> dict:
     runtime = json.loads(args.runtime)
     llm, printed = load_llm(args.config, runtime)
     prompts = json.loads(args.prompts)
-    answers = [{"prompt": p, "tokens": greedy_answer(llm, p, args.max_new_tokens)} for p in prompts]
+    answers = [{"prompt": p, **greedy_answer(llm, p, args.max_new_tokens)} for p in prompts]
     return {
         "kind": "greedy",
         "runtime": runtime,

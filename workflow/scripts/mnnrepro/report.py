@@ -14,35 +14,41 @@ def _pct(x) -> str:
 
 
 def emulation_section(tables: list[pd.DataFrame]) -> list[str]:
+    from mnnrepro.correctness import CRASHED, IDENTICAL, NEAR_TIE_RULE, ROUNDING, WRONG
+
     references = sorted({r for table in tables for r in table["reference"].dropna()})
     out = [
         "",
         "## Emulated SME2 checks (QEMU)",
         "",
         f"Greedy tokens of every device compared with the reference device "
-        f"({', '.join(f'`{r}`' for r in references)}), per variant and prompt. Emulated "
-        "timings are recorded but never judged.",
+        f"({', '.join(f'`{r}`' for r in references)}), per variant and prompt; each "
+        f"divergence judged by the near-tie rule: {NEAR_TIE_RULE} Emulated timings are "
+        "recorded but never judged.",
         "",
-        "| model | device | CPU | SME vector length | sme2 | answers identical | "
-        "earliest divergence | crashed |",
-        "|---|---|---|---:|---|---:|---:|---:|",
+        "| model | device | variant | SME vector length | sme2 | identical | rounding | "
+        "wrong | crashed | earliest divergence |",
+        "|---|---|---|---:|---|---:|---:|---:|---:|---:|",
     ]
     for table in tables:
         order = table.assign(vl=table["sme_vector_length_bits"].fillna(0))
         groups = sorted(
-            order.groupby(["model", "device"]),
-            key=lambda kv: (kv[0][0], kv[1]["vl"].iloc[0], kv[0][1]),
+            order.groupby(["model", "device", "variant"]),
+            key=lambda kv: (kv[0][0], kv[1]["vl"].iloc[0], kv[0][1], kv[0][2]),
         )
-        for (model, device), g in groups:
+        for (model, device, variant), g in groups:
             first = g["first_divergence"].dropna()
             vl = g["sme_vector_length_bits"].iloc[0]
             vl_text = "-" if pd.isna(vl) else f"{int(vl)} bits"
             first_text = "-" if first.empty else f"token {int(first.min())}"
+            kinds = g["judged"].value_counts() if "judged" in g else pd.Series(dtype=int)
+            counts = " | ".join(
+                f"{int(kinds.get(kind, 0))}/{len(g)}"
+                for kind in (IDENTICAL, ROUNDING, WRONG, CRASHED)
+            )
             out.append(
-                f"| {model} | {device} | {g['cpu'].iloc[0]} | {vl_text} | "
-                f"{'yes' if g['sme2'].iloc[0] else 'no'} | "
-                f"{int(g['identical'].sum())}/{len(g)} | {first_text} | "
-                f"{int(g['crashed'].fillna('').astype(bool).sum())}/{len(g)} |"
+                f"| {model} | {device} | {variant} | {vl_text} | "
+                f"{'yes' if g['sme2'].iloc[0] else 'no'} | {counts} | {first_text} |"
             )
     return out
 
@@ -60,24 +66,30 @@ def markdown(
     out = [
         f"# mnn-sme2-repro: experiment `{cfg['experiment']}`",
         "",
-        f"Treatment `{comp['treatment']}` vs baseline `{comp['baseline']}`; "
+        f"Treatment `{comp['treatment']}` vs baseline `{comp['baseline']}`"
+        + "".join(f", and `{p['treatment']}` vs `{p['baseline']}`" for p in comp.get("also", []))
+        + "; "
         f"prefill {cfg['bench']['prompt_tokens']} tokens, decode {cfg['bench']['generate_tokens']} "
         f"tokens, {cfg['bench']['repetitions']} interleaved repetitions per variant "
         f"(one fresh engine process each, {cfg['bench']['warmup']} warm-up run inside).",
         "",
         "## Verdicts",
         "",
-        "| device | model | phase | gain | CI | claim | verdict |",
-        "|---|---|---|---:|---|---:|---|",
+        "| device | model | treatment vs baseline | phase | gain | CI | expectation | verdict |",
+        "|---|---|---|---|---:|---|---|---|",
     ]
     for row in summary.itertuples():
         ci = f"[{_pct(row.gain_ci_low)}, {_pct(row.gain_ci_high)}]"
-        claim = "—" if pd.isna(row.claim_gain) else f"{_pct(row.claim_gain)} ± {row.tolerance:.0%}"
+        expected = (
+            f"claim {_pct(row.claim_gain)} ± {row.tolerance:.0%}"
+            if not pd.isna(row.claim_gain)
+            else f"{row.expectation} (± {row.tolerance:.0%})"
+        )
         has_reason = isinstance(row.verdict_reason, str) and row.verdict_reason
         reason = f" ({row.verdict_reason})" if has_reason else ""
         out.append(
-            f"| {row.device} | {row.model} | {row.phase} | {_pct(row.gain)} | {ci} | "
-            f"{claim} | **{row.verdict}**{reason} |"
+            f"| {row.device} | {row.model} | {row.treatment} vs {row.baseline} | {row.phase} | "
+            f"{_pct(row.gain)} | {ci} | {expected} | **{row.verdict}**{reason} |"
         )
     out += ["", f"Rule: {cfg.get('verdict_rule', vd.RULE)}"]
     if comp.get("source"):

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from mnnrepro import verdict as vd
+from mnnrepro.config import comparison_pairs
 from mnnrepro.stats import compare_phase
 
 log = logging.getLogger(__name__)
@@ -49,15 +50,36 @@ SUMMARY_COLUMNS = [
 PHASES = ("prefill", "decode")
 
 
-def failed_checks(validity: dict) -> list[str]:
-    return [f"{c['name']}: {c['evidence']}" for c in validity["checks"] if not c["passed"]]
+def failed_checks(validity: dict, pair: tuple[str, str] | None = None) -> list[str]:
+    """Failed checks of one compared pair (with those that belong to no pair)."""
+    return [
+        f"{c['name']}: {c['evidence']}"
+        for c in validity["checks"]
+        if not c["passed"] and (pair is None or c.get("pair") in (None, list(pair)))
+    ]
 
 
 def device_modes(facts: dict[str, dict], engines: dict[str, dict], config: dict) -> dict:
-    """Per device: judged against the claim, or a fallback check (SME2 treatment, no sme2)."""
-    treatment = engines[config["variants"][config["comparison"]["treatment"]]["engine"]]
+    """Per (pair, device): judged against the claim, as a fallback check (SME2 treatment, no
+    sme2 on the device), or as an equality check (SME2 cannot exist for the builds' CPU)."""
     policy = config["comparison"].get("on_non_sme2_device", "fail")
-    return {name: vd.check_device_for(treatment, f, policy) for name, f in facts.items()}
+    modes = {}
+    for pair in comparison_pairs(config["comparison"]):
+        treatment = engines[config["variants"][pair[1]]["engine"]]
+        for name, f in facts.items():
+            modes[(pair, name)] = vd.check_device_for(treatment, f, policy)
+    return modes
+
+
+EXPECTATIONS = {"claim": "claim", "fallback": "no regression", "equal": "no difference"}
+
+
+def speed_verdict(mode: str, gain_low: float, gain_high: float, claim, tolerance: float) -> str:
+    if mode == "fallback":
+        return vd.fallback_verdict(gain_low, gain_high, tolerance)
+    if mode == "equal":
+        return vd.equality_verdict(gain_low, gain_high, tolerance)
+    return vd.claim_verdict(gain_low, gain_high, claim, tolerance)
 
 
 def aa_controls(group: pd.DataFrame, config: dict, rng: np.random.Generator) -> dict:
@@ -99,62 +121,63 @@ def summarize(
         if group["emulated"].any():  # recorded in bench.csv, never in a speedup or a verdict
             log.info("%s / %s: emulated device, timings not judged", device, model)
             continue
-        failed = failed_checks(validity[(device, model)])
         aa = aa_controls(group, config, rng)
-        failed += [
+        drift = [
             f"A/A control ({p}): baseline vs itself, CI [{r['ci_low']:.3f}, "
             f"{r['ci_high']:.3f}] excludes 1 (drift or order effect)"
             for p, r in aa.items()
             if not r["ci_low"] <= 1 <= r["ci_high"]
         ]
-        for phase in PHASES:
-            part = group[group["phase"] == phase]
-            result = compare_phase(
-                part,
-                comparison["baseline"],
-                comparison["treatment"],
-                rng,
-                stats_cfg["n_boot"],
-                stats_cfg["ci_level"],
-                stats_cfg["target_half_width"],
-            )
-            fallback = (modes or {}).get(device) == "fallback"
-            claim = None if fallback else claims.get(phase)
-            if fallback:
-                speed = vd.fallback_verdict(
-                    result["ci_low"] - 1, result["ci_high"] - 1, comparison["tolerance"]
+        for pair in comparison_pairs(comparison):
+            failed = failed_checks(validity[(device, model)], pair) + drift
+            mode = (modes or {}).get((pair, device), "claim")
+            for phase in PHASES:
+                part = group[group["phase"] == phase]
+                result = compare_phase(
+                    part,
+                    *pair,
+                    rng,
+                    stats_cfg["n_boot"],
+                    stats_cfg["ci_level"],
+                    stats_cfg["target_half_width"],
                 )
-            else:
-                speed = vd.claim_verdict(
-                    result["ci_low"] - 1, result["ci_high"] - 1, claim, comparison["tolerance"]
+                claim = claims.get(phase) if mode == "claim" else None
+                speed = speed_verdict(
+                    mode,
+                    result["ci_low"] - 1,
+                    result["ci_high"] - 1,
+                    claim,
+                    comparison["tolerance"],
                 )
-            verdict, reason = vd.final_verdict(speed, failed)
-            rows.append(
-                {
-                    "experiment": config["experiment"],
-                    "device": device,
-                    "model": model,
-                    "phase": phase,
-                    "baseline": comparison["baseline"],
-                    "treatment": comparison["treatment"],
-                    **result,
-                    "gain": result["ratio"] - 1,
-                    "gain_ci_low": result["ci_low"] - 1,
-                    "gain_ci_high": result["ci_high"] - 1,
-                    "ci_level": stats_cfg["ci_level"],
-                    "n_boot": stats_cfg["n_boot"],
-                    "seed": stats_cfg["seed"],
-                    "max_other_load": (part["other_load"].max() if "other_load" in part else None),
-                    "claim_gain": claim,
-                    "tolerance": comparison["tolerance"],
-                    "aa_ci_low": aa.get(phase, {}).get("ci_low"),
-                    "aa_ci_high": aa.get(phase, {}).get("ci_high"),
-                    "expectation": "no regression" if fallback else "claim",
-                    "checks_passed": not failed,
-                    "verdict": verdict,
-                    "verdict_reason": reason,
-                }
-            )
+                verdict, reason = vd.final_verdict(speed, failed)
+                rows.append(
+                    {
+                        "experiment": config["experiment"],
+                        "device": device,
+                        "model": model,
+                        "phase": phase,
+                        "baseline": pair[0],
+                        "treatment": pair[1],
+                        **result,
+                        "gain": result["ratio"] - 1,
+                        "gain_ci_low": result["ci_low"] - 1,
+                        "gain_ci_high": result["ci_high"] - 1,
+                        "ci_level": stats_cfg["ci_level"],
+                        "n_boot": stats_cfg["n_boot"],
+                        "seed": stats_cfg["seed"],
+                        "max_other_load": (
+                            part["other_load"].max() if "other_load" in part else None
+                        ),
+                        "claim_gain": claim,
+                        "tolerance": comparison["tolerance"],
+                        "aa_ci_low": aa.get(phase, {}).get("ci_low"),
+                        "aa_ci_high": aa.get(phase, {}).get("ci_high"),
+                        "expectation": EXPECTATIONS[mode],
+                        "checks_passed": not failed,
+                        "verdict": verdict,
+                        "verdict_reason": reason,
+                    }
+                )
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
@@ -166,7 +189,7 @@ def summary_document(
         "comparison": config["comparison"],
         "stats": config["stats"],
         "bench": config["bench"],
-        "verdict_rule": vd.RULE + " " + vd.FALLBACK_RULE,
+        "verdict_rule": " ".join((vd.RULE, vd.FALLBACK_RULE, vd.EQUALITY_RULE)),
         "speedup_method": (
             "geometric mean over interleaved blocks of treatment/baseline tok/s; percentile "
             "CI from a paired bootstrap over blocks; Mann-Whitney U two-sided p-value"

@@ -41,7 +41,7 @@ FALLBACK_RULE = (
 
 def needs_sme2(engine_record: dict) -> bool:
     return engine_record.get("kind") == "build" and bool(
-        engine_record.get("sme2", {}).get("sme2_symbol_count")
+        engine_record.get("sme2", {}).get("sme2_kernel_count")
     )
 
 
@@ -53,8 +53,28 @@ def fallback_verdict(gain_low: float, gain_high: float, tolerance: float) -> str
     return INCONCLUSIVE
 
 
+NO_DIFFERENCE = "no difference"
+DIFFERS = "differs"
+EQUALITY_RULE = (
+    "Equality check (SME2 cannot exist where the builds run, e.g. an x86 host: MNN_SME2=ON "
+    "builds no SME2 kernel there, so both builds run the same code): `no difference` when the "
+    "whole CI of the gain lies within [-t, +t], `differs` when it lies wholly outside, "
+    "`inconclusive` otherwise. No claim is judged."
+)
+
+
+def equality_verdict(gain_low: float, gain_high: float, tolerance: float) -> str:
+    verdict = claim_verdict(gain_low, gain_high, 0.0, tolerance)
+    return {REPRODUCED: NO_DIFFERENCE, NOT_REPRODUCED: DIFFERS}.get(verdict, verdict)
+
+
 def check_device_for(treatment: dict, facts: dict, policy: str) -> str:
-    """'claim' or 'fallback' for this device; raises early where the comparison cannot hold."""
+    """'claim', 'fallback' or 'equal' for this device; raises early where the comparison
+    cannot hold."""
+    from mnnrepro.build import can_have_sme2
+
+    if treatment.get("kind") == "build" and not can_have_sme2(treatment):
+        return "equal"
     if not needs_sme2(treatment) or facts.get("sme2"):
         return "claim"
     if policy == "fallback-check":

@@ -1,0 +1,327 @@
+"""The paper's comparison for real: both SME2 builds of MNN from source, through our rules.
+
+Usage: python benchmarks/real_mnn.py --mnn /path/to/MNN [--kleidiai URL] [--workdir DIR]
+                                     [--cores 2]
+
+`--mnn` is a local checkout of MNN release 3.6.1 (the workflow records its commit and refuses
+local changes); `--kleidiai` a mirror URL (e.g. file://) of the pinned KleidiAI v1.16.0 tarball,
+checked against the same md5 as config/paper.yaml's pin. In a fresh working directory, with a
+fresh ccache, it runs:
+
+1. host: `snakemake --configfile config/host-sme2.yaml` (two host builds, SME2 OFF/ON, the
+   gate, 10 interleaved llm_bench repetitions per variant, report); then the OFF engine is
+   deleted and built again with the warm ccache, the workflow rerun (every raw repetition must
+   be kept), and config/paper.yaml's dry run must leave the host results up to date;
+2. emulated: `snakemake --configfile config/emulated-paper.yaml` (two linux-arm64 builds run
+   by QEMU 11: the gate between the two real builds, the ON build's fallback on a CPU without
+   SME, the vector-length sweep, the runtime mask MNN_CPU_TARGET=2).
+
+It writes benchmarks/results/real_mnn.{json,md}: build times (cold, ccache-warm), artifact
+sizes, SME2 kernel counts, the host comparison, the emulated gate, sweep and mask tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results"
+
+
+KLEIDIAI_MD5 = "0a9e9008adb6031f9e8cf70dff4a3321"  # config/paper.yaml's pin
+
+
+def snakemake(workdir: Path, configfile: str, mnn: dict, cores: int, *args: str) -> dict:
+    """Run the workflow; returns wall time and output (raises with the output on failure)."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--cores",
+        str(cores),
+        *args,
+        "--configfile",
+        str(ROOT / configfile),
+        "--config",
+        f"mnn={json.dumps(mnn)}",
+    ]
+    workdir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"$ {' '.join(cmd)}\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}")
+    return {"seconds": round(seconds, 1), "log": proc.stdout + proc.stderr}
+
+
+def ccache_stats() -> dict:
+    proc = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True, check=False)
+    stats = dict(line.split("\t", 1) for line in proc.stdout.splitlines() if "\t" in line)
+    keys = ("direct_cache_hit", "preprocessed_cache_hit", "cache_miss")
+    return {k: int(stats.get(k, 0)) for k in keys}
+
+
+def engines(workdir: Path) -> dict[str, dict]:
+    records = {}
+    for path in sorted(workdir.glob("results/engines/*/build.json")):
+        record = json.loads(path.read_text())
+        records[record["engine"]] = {
+            "key": path.parent.name,
+            "platform": record["platform"],
+            "target_arch": record.get("target_arch"),
+            "flags": record["flags"],
+            "build_wall_s": record["build_wall_s"],
+            "artifacts": {f["path"]: f["size"] for f in record["files"]},
+            "sme2_kernels": record["sme2"]["sme2_kernel_count"],
+            "sme2_named_without_sme": record["sme2"]["sme2_named_without_sme"],
+            "sme_instruction_sites": record["sme2"]["sme_instruction_sites"],
+            "kleidiai_sme_functions": len(record["sme2"]["kleidiai_sme_functions"]),
+            "compiler": record["compiler"]["version"],
+            "source_commit": record["source"]["commit"],
+        }
+    return records
+
+
+def validity(workdir: Path, experiment: str) -> list[dict]:
+    rows = []
+    for path in sorted(workdir.glob(f"results/{experiment}/validity/*/*.json")):
+        doc = json.loads(path.read_text())
+        for check in doc["checks"]:
+            rows.append(
+                {
+                    "device": doc["device"],
+                    "check": check["name"],
+                    "passed": check["passed"],
+                    "evidence": check["evidence"],
+                }
+            )
+    return rows
+
+
+def host_part(workdir: Path, mnn: dict, cores: int) -> dict:
+    config = "config/host-sme2.yaml"
+    cold = snakemake(workdir, config, mnn, cores)
+    cold_stats = ccache_stats()
+    built = engines(workdir)
+    summary = pd.read_csv(workdir / "results/host-sme2/summary.csv")
+    # the OFF engine once more from an empty build directory: ccache is warm now
+    off = built["sme2-off"]["key"]
+    for stale in (f"results/engines/{off}", f"resources/build/{off}"):
+        shutil.rmtree(workdir / stale)
+    subprocess.run(["ccache", "--zero-stats"], capture_output=True, check=False)
+    rebuild = snakemake(workdir, config, mnn, cores)
+    warm_stats = ccache_stats()
+    rebuilt = engines(workdir)["sme2-off"]
+    kept = rebuild["log"].count(": kept (measured earlier)")
+    measured_again = rebuild["log"].count(": measured")
+    paper_dry = snakemake(workdir, "config/paper.yaml", mnn, cores, "-n")
+    host_after = snakemake(workdir, config, mnn, cores, "-n")
+    return {
+        "workflow_cold_s": cold["seconds"],
+        "ccache_cold": cold_stats,
+        "engines": built,
+        "rebuild_off_warm_s": rebuilt["build_wall_s"],
+        "rebuild_same_artifacts": rebuilt["artifacts"] == built["sme2-off"]["artifacts"],
+        "ccache_warm": warm_stats,
+        "rerun_after_rebuild": {"kept": kept, "measured_again": measured_again},
+        "paper_dry_run_then_host_up_to_date": "Nothing to be done" in host_after["log"],
+        "paper_dry_run_ok": "This was a dry-run" in paper_dry["log"],
+        "summary": summary[
+            [
+                "device",
+                "phase",
+                "baseline",
+                "treatment",
+                "n_pairs",
+                "median_baseline_tps",
+                "median_treatment_tps",
+                "gain",
+                "gain_ci_low",
+                "gain_ci_high",
+                "expectation",
+                "verdict",
+            ]
+        ].to_dict(orient="records"),
+        "validity": validity(workdir, "host-sme2"),
+    }
+
+
+def emulated_part(workdir: Path, mnn: dict, cores: int) -> dict:
+    run = snakemake(workdir, "config/emulated-paper.yaml", mnn, cores)
+    table = pd.read_csv(workdir / "results/emulated-paper/emulation/synth-tiny.csv")
+    table["judged"] = table["judged"].fillna("")
+    counts = (
+        table.groupby(["device", "variant", "judged"]).size().unstack(fill_value=0).reset_index()
+    )
+    drift = (
+        table[["device", "variant", "prompt", "first_divergence", "judged", "reason"]]
+        .query("judged != 'identical'")
+        .to_dict(orient="records")
+    )
+    return {
+        "workflow_s": run["seconds"],
+        "engines": {k: v for k, v in engines(workdir).items() if v["platform"] == "linux-arm64"},
+        "table": counts.to_dict(orient="records"),
+        "divergences": drift,
+        "cpu_target_lines": sorted(set(table["cpu_target"].dropna())),
+        "validity": validity(workdir, "emulated-paper"),
+    }
+
+
+def pct(x: float) -> str:
+    return f"{x:+.1%}"
+
+
+def markdown(result: dict) -> str:
+    host, emu = result["host"], result["emulated"]
+    lines = [
+        "# Real MNN builds through the workflow (benchmarks/real_mnn.py)",
+        "",
+        f"Measured {result['date']} on {result['machine']['cpus']} CPUs, "
+        f"{result['machine']['platform']}; MNN checkout at {result['mnn_commit']} "
+        f"({result['mnn_subject']}). Command: `{result['command']}`.",
+        "",
+        "## Builds",
+        "",
+        "| engine | platform | wall (s) | libMNN.so | libllm.so | llm_bench | SME2 kernels | "
+        "SME2-named, no SME instruction | SME instruction sites |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for part in (host, emu):
+        for name, e in part["engines"].items():
+            art = e["artifacts"]
+            lines.append(
+                f"| {name} | {e['platform']} ({e['target_arch']}) | {e['build_wall_s']} | "
+                f"{art.get('libMNN.so', 0) / 1e6:.1f} MB | "
+                f"{art.get('libllm.so', 0) / 1e6:.1f} MB | "
+                f"{art.get('llm_bench', 0) / 1e3:.0f} kB | {e['sme2_kernels']} | "
+                f"{len(e['sme2_named_without_sme'])} | {e['sme_instruction_sites']} |"
+            )
+    cold = host["engines"]["sme2-off"]["build_wall_s"]
+    lines += [
+        "",
+        f"ccache: the host OFF engine rebuilt from an empty build directory with the warm cache "
+        f"took {host['rebuild_off_warm_s']} s vs {cold} s cold "
+        f"({host['rebuild_off_warm_s'] / cold:.2f}x; ccache {host['ccache_warm']}); its "
+        f"artifacts are byte-identical: {host['rebuild_same_artifacts']}. Rerunning the workflow "
+        f"after that rebuild kept {host['rerun_after_rebuild']['kept']} raw repetitions and "
+        f"measured {host['rerun_after_rebuild']['measured_again']} again. After "
+        "config/paper.yaml's dry run the host experiment is still up to date: "
+        f"{host['paper_dry_run_then_host_up_to_date']}.",
+        "",
+        f"## Host comparison (config/host-sme2.yaml, whole workflow {host['workflow_cold_s']} s)",
+        "",
+        "| phase | baseline tok/s | treatment tok/s | gain | 95 % CI | expectation | verdict |",
+        "|---|---:|---:|---:|---|---|---|",
+    ]
+    for row in host["summary"]:
+        lines.append(
+            f"| {row['phase']} | {row['median_baseline_tps']:.1f} | "
+            f"{row['median_treatment_tps']:.1f} | {pct(row['gain'])} | "
+            f"[{pct(row['gain_ci_low'])}, {pct(row['gain_ci_high'])}] | {row['expectation']} | "
+            f"{row['verdict']} |"
+        )
+    lines += ["", "Validity checks:", ""]
+    lines += [
+        f"- {v['check']}: {'pass' if v['passed'] else 'FAIL'} — {v['evidence']}"
+        for v in host["validity"]
+    ]
+    lines += [
+        "",
+        f"## Emulated SME2 (config/emulated-paper.yaml, whole workflow {emu['workflow_s']} s)",
+        "",
+        "Greedy answers (16 tokens, 3 prompts) of each variant on each QEMU CPU vs the same "
+        "variant on `qemu-no-sme`, judged by the near-tie rule (identical / equivalent within "
+        "rounding / wrong / crashed):",
+        "",
+    ]
+    kinds = ["identical", "equivalent within rounding", "wrong", "crashed"]
+    lines += [
+        "| device | variant | " + " | ".join(kinds) + " |",
+        "|---|---|" + "---:|" * len(kinds),
+    ]
+    for row in emu["table"]:
+        lines.append(
+            f"| {row['device']} | {row['variant']} | "
+            + " | ".join(str(row.get(k, 0)) for k in kinds)
+            + " |"
+        )
+    lines += ["", "Divergences, with the logit margins that judged them:", ""]
+    lines += [
+        f"- {d['device']} / {d['variant']} / {d['prompt']!r}: {d['judged']} — {d['reason']}"
+        for d in emu["divergences"]
+    ]
+    lines += ["", f"Runtime mask lines printed by the engine: {emu['cpu_target_lines']}", ""]
+    lines += ["Validity checks (the paper's pair and the runtime-mask pair, per device):", ""]
+    lines += [
+        f"- {v['device']}: {v['check']}: {'pass' if v['passed'] else 'FAIL'} — {v['evidence']}"
+        for v in emu["validity"]
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def git_out(mnn: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(mnn), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mnn", type=Path, required=True, help="local MNN 3.6.1 checkout")
+    parser.add_argument("--kleidiai", help="URL of the KleidiAI v1.16.0 tarball (a mirror)")
+    parser.add_argument("--workdir", type=Path, help="run here (kept); default: a temp dir")
+    parser.add_argument("--cores", type=int, default=2)
+    args = parser.parse_args(argv)
+    mnn = args.mnn.resolve()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="real-mnn-"))
+    os.environ["CCACHE_DIR"] = str(workdir / "ccache")  # a fresh cache: the first builds are cold
+    result = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "mnn_commit": git_out(mnn, "rev-parse", "HEAD"),
+        "mnn_subject": git_out(mnn, "log", "-1", "--format=%s"),
+        "command": f"python benchmarks/real_mnn.py --mnn <MNN 3.6.1> --cores {args.cores}",
+        "host": host_part(workdir / "host", {"source": {"path": str(mnn)}}, args.cores),
+        "emulated": emulated_part(
+            workdir / "emulated",
+            {
+                "source": {"path": str(mnn)},
+                **(
+                    {"kleidiai": {"version": "v1.16.0", "url": args.kleidiai, "md5": KLEIDIAI_MD5}}
+                    if args.kleidiai
+                    else {}
+                ),
+            },
+            args.cores,
+        ),
+    }
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "real_mnn.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+    (OUT / "real_mnn.md").write_text(markdown(result))
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

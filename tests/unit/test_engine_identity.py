@@ -1,0 +1,171 @@
+"""Engines keyed by what defines them; measurements keyed by what was measured; env; build logs.
+
+Builds here are real CMake builds of tests/data/fake-mnn (a stand-in for MNN at its build
+interface); the schedule runs the real local device with the tiny model.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import SHORT_BENCH, two_variant_specs
+
+from mnnrepro.bench import engine_identity, is_done, measurement_key, push_receipt, run_schedule
+from mnnrepro.build import build_engine, run_logged
+from mnnrepro.config import ConfigError, check_references
+from mnnrepro.device import LocalDevice
+from mnnrepro.engine import engine_key
+from mnnrepro.hashing import read_json, write_json
+from mnnrepro.schedule import interleaved
+
+FLAGS = {"MNN_BUILD_LLM": True, "MNN_LOW_MEMORY": True, "MNN_SUPPORT_TRANSFORMER_FUSE": True}
+
+
+def engine(platform="host", **flags):
+    return {"build": {"platform": platform, "flags": {**FLAGS, **flags}}}
+
+
+def git(*args, cwd):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture
+def checkout(root, tmp_path):
+    """A local MNN-like checkout under git (the fake project), as `mnn.source.path` names one."""
+    src = tmp_path / "mnn"
+    shutil.copytree(root / "tests" / "data" / "fake-mnn", src)
+    git("init", "-q", cwd=src)
+    git("add", "-A", cwd=src)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one", cwd=src)
+    return src
+
+
+def test_engine_keys_follow_platform_flags_and_source(checkout):
+    config = {"mnn": {"source": {"path": str(checkout)}}}
+    on_host = engine_key("sme2-on", engine("host", MNN_SME2=True), config)
+    assert on_host.startswith("sme2-on-")
+    assert on_host == engine_key("sme2-on", engine("host", MNN_SME2="ON"), config)  # same value
+    assert on_host != engine_key("sme2-on", engine("linux-arm64", MNN_SME2=True), config)
+    assert on_host != engine_key("sme2-on", engine("host", MNN_SME2=False), config)
+    # the checkout moved to another commit: another source, another engine
+    (checkout / "mnn_core.c").write_text("int changed(void) { return 1; }\n")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "two", cwd=checkout)
+    assert on_host != engine_key("sme2-on", engine("host", MNN_SME2=True), config)
+    android = {"toolchains": {"ndk": {"version": "r27c", "sha256": "0" * 64}}, **config}
+    assert engine_key("e", engine("android-arm64"), android) != engine_key(
+        "e", engine("android-arm64"), {**android, "toolchains": {"ndk": {"version": "r28"}}}
+    )
+
+
+def test_a_rebuild_of_identical_inputs_keeps_every_measurement(checkout, tmp_path):
+    """Same source, flags and toolchain, built again elsewhere (other build dir, other wall
+    time): the raw records' key is unchanged, so no repetition is measured again."""
+    source = {"kind": "path", "path": str(checkout), "commit": "c" * 40, "dirty": False}
+    spec = {"platform": "host", "flags": {**FLAGS, "MNN_SME2": True}}
+    records = [
+        build_engine(
+            "e", source, spec, str(tmp_path / f"b{i}"), str(tmp_path / f"e{i}"), io.StringIO()
+        )
+        for i in (1, 2)
+    ]
+    assert records[0]["cmake_command"] != records[1]["cmake_command"]  # other build dir
+    measured = {"prompt_tokens": 8, "generate_tokens": 4, "warmup": 0}
+
+    def key(record, **extra):
+        return measurement_key({"engine": record, "runtime": {}, "env": {}, **extra}, measured)
+
+    assert key(records[0]) == key(records[1])
+    raw = tmp_path / "raw" / "rep-000.json"
+    write_json(raw, {"status": "ok", "plan_key": key(records[0])})
+    assert is_done(raw, key(records[1]))
+    # what was measured changed: another artifact, another env
+    changed = {**records[0], "files": [{**records[0]["files"][0], "sha256": "0" * 64}]}
+    assert engine_identity(changed) != engine_identity(records[0])
+    assert not is_done(raw, key(changed))
+    assert not is_done(raw, key(records[1], env={"MNN_CPU_TARGET": "2"}))
+
+
+class EnvRecordingDevice(LocalDevice):
+    def __init__(self):
+        super().__init__("host")
+        self.envs = []
+
+    def run(self, argv, timeout, env=None):
+        self.envs.append(dict(env or {}))
+        return super().run(argv, timeout, env)
+
+
+def test_a_variants_env_reaches_the_process_and_the_raw_record(tiny_model, tmp_path):
+    device = LocalDevice("host")
+    result = device.run(
+        [sys.executable, "-c", "import os; print(os.environ['MNN_CPU_TARGET'])"],
+        timeout=60,
+        env={"MNN_CPU_TARGET": "2"},
+    )
+    assert result.stdout.strip() == "2"
+    device.close()
+
+    specs = two_variant_specs()
+    specs["a"]["env"] = {"MNN_CPU_TARGET": "2"}
+    recording = EnvRecordingDevice()
+    receipt = push_receipt(recording, str(tiny_model), "tiny")
+    run_schedule(recording, interleaved(["a", "b"], 1), specs, receipt, SHORT_BENCH, tmp_path)
+    recording.close()
+    assert {"MNN_CPU_TARGET": "2"} in recording.envs
+    assert read_json(tmp_path / "a" / "rep-000.json")["spec"]["env"] == {"MNN_CPU_TARGET": "2"}
+    assert read_json(tmp_path / "b" / "rep-000.json")["spec"]["env"] == {}
+
+
+def test_env_the_workflow_sets_itself_is_refused_naming_the_key():
+    config = {
+        "engines": {"e": {"prebuilt": {"pypi": "mnn==3.6.1"}}},
+        "variants": {
+            "a": {"engine": "e", "env": {"LD_LIBRARY_PATH": "/tmp"}},
+            "b": {"engine": "e"},
+        },
+        "devices": {"host": {"local": {}}},
+        "comparison": {
+            "baseline": "a",
+            "treatment": "b",
+            "also": [{"baseline": "x", "treatment": "b"}],
+        },
+    }
+    with pytest.raises(ConfigError) as err:
+        check_references(config)
+    assert "config key `variants.a.env.LD_LIBRARY_PATH`: set by the workflow itself" in str(
+        err.value
+    )
+    assert "config key `comparison.also.0.baseline`: 'x' is not a variant" in str(err.value)
+
+
+def test_build_output_reaches_the_log_while_the_build_runs(tmp_path):
+    """The command waits (at most 10 s) for its first line to appear in the log, then copies
+    the log: with output written only at the end, the copy would lack that line."""
+    log_path, seen = tmp_path / "build.log", tmp_path / "seen.txt"
+    script = (
+        "echo '[1/2] compiling'; "
+        f"for i in $(seq 200); do grep -q '^.1/2. compiling' '{log_path}' && break; "
+        "sleep 0.05; done; "
+        f"cat '{log_path}' > '{seen}'; echo '[2/2] done'"
+    )
+    with open(log_path, "a", encoding="utf-8") as log:
+        run_logged(["sh", "-c", script], log, progress="build e")
+    # the command line is logged first, so look at the output lines only
+    assert "\n[1/2] compiling\n" in seen.read_text()
+    assert "\n[2/2] done" not in seen.read_text()
+    assert "\n[2/2] done" in log_path.read_text()
+
+
+def test_build_progress_goes_to_the_console(tmp_path, capsys):
+    steps = "; ".join(f"echo '[{i}/20] x'" for i in range(1, 21))
+    with open(tmp_path / "log", "a", encoding="utf-8") as log:
+        run_logged(["sh", "-c", steps], log, progress="build e")
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0] == "build e: [1/20]" and shown[-1] == "build e: [20/20]"
+    assert len(shown) <= 11  # every tenth of the way, not every line
+    assert os.path.getsize(tmp_path / "log") > 0
