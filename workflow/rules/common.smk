@@ -1,10 +1,17 @@
 # Validate the config, expose its names, constrain wildcards, and the input/param helpers.
+import os
 import sys
 from pathlib import Path
 
 from snakemake.utils import validate
 
-sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
+SCRIPTS = Path(workflow.basedir) / "workflow" / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+# Rule scripts import this workflow's own copy of the package, even where another checkout of
+# it is installed (pip install -e): PYTHONPATH comes before site-packages in every job.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(SCRIPTS), *filter(None, [os.environ.get("PYTHONPATH")])]
+)
 
 from mnnrepro.hashing import code_digest  # noqa: E402
 from mnnrepro.engine import engine_key, source_key  # noqa: E402
