@@ -16,19 +16,31 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/build.smk"
-include: "workflow/rules/models.smk"
-include: "workflow/rules/engines.smk"
-include: "workflow/rules/devices.smk"
-include: "workflow/rules/bench.smk"
+
+
+# A replay restores an archive's records; a live run produces them (build -> models -> devices).
+if REPLAY:
+
+    include: "workflow/rules/replay.smk"
+
+else:
+
+    include: "workflow/rules/build.smk"
+    include: "workflow/rules/models.smk"
+    include: "workflow/rules/engines.smk"
+    include: "workflow/rules/devices.smk"
+    include: "workflow/rules/emulation.smk"
+    include: "workflow/rules/bench.smk"
+    include: "workflow/rules/archive.smk"
+
+
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/report.smk"
-include: "workflow/rules/archive.smk"
-include: "workflow/rules/emulation.smk"
 
 
 rule all:
     default_target: True
     input:
         get_final_output,
+    localrule: True

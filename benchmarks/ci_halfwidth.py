@@ -20,7 +20,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from mnnrepro.stats import paired_ratio  # noqa: E402
+from mnnrepro.analysis.stats import paired_ratio  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNNER_DIR = ROOT / "workflow" / "scripts" / "mnnrepro"
+RUNNER_DIR = ROOT / "workflow" / "scripts" / "mnnrepro" / "runs"
 OUT = ROOT / "benchmarks" / "results"
 
 CHILD = """

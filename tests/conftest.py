@@ -35,8 +35,8 @@ def root() -> Path:
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     """A real MNN model: tiny seeded Qwen3, converted with llmexport (about 10 s)."""
-    from mnnrepro.export import export_model
-    from mnnrepro.synthetic import make_model
+    from mnnrepro.models.export import export_model
+    from mnnrepro.models.synthetic import make_model
 
     base = tmp_path_factory.mktemp("tiny-model")
     make_model("tiny", 0, base / "hf")
@@ -70,7 +70,7 @@ def adb_server_port():
     import socket
     import subprocess
 
-    from mnnrepro.adb import adb_binary, ensure_server
+    from mnnrepro.devices.adb import adb_binary, ensure_server
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -107,7 +107,7 @@ def greedy_answers(model_dir: Path, prompts: list[str], out: Path) -> dict:
     import json
     import subprocess
 
-    from mnnrepro.bench import RUNNER
+    from mnnrepro.runs.staging import RUNNER
 
     argv = [sys.executable, str(RUNNER), "greedy", "--config", str(model_dir / "config.json")]
     argv += ["--prompts", json.dumps(prompts), "--max-new-tokens", "8", "--out", str(out)]
@@ -169,7 +169,7 @@ PREBUILT_ENGINE = {
 
 def two_variant_specs(runtime_a: dict | None = None) -> dict:
     """Variants `a` (1 thread, unless runtime_a) and `b` (2 threads) of the prebuilt engine."""
-    from mnnrepro.bench import variant_specs
+    from mnnrepro.runs.benchmark import variant_specs
 
     variants = {
         "a": {"engine": "e", "runtime": runtime_a or {"thread_num": 1}},

@@ -12,10 +12,12 @@ import time
 import pytest
 from conftest import PREBUILT_ENGINE, SHORT_BENCH, two_variant_specs
 
-from mnnrepro.adb import AdbDevice, AdbDeviceError
-from mnnrepro.bench import push_receipt, run_greedy, run_schedule, thermal_gate
-from mnnrepro.hashing import read_json
-from mnnrepro.schedule import interleaved
+from mnnrepro.devices.adb import AdbDevice, AdbDeviceError
+from mnnrepro.files import read_json
+from mnnrepro.runs.benchmark import run_schedule, thermal_gate
+from mnnrepro.runs.greedy import run_greedy
+from mnnrepro.runs.schedule import interleaved
+from mnnrepro.runs.staging import push_receipt
 
 BENCH = {**SHORT_BENCH, "max_temp_c": 60, "thermal_timeout_s": 5}
 ENGINE = PREBUILT_ENGINE

@@ -7,7 +7,8 @@ import tarfile
 
 import pytest
 
-from mnnrepro.archive import UnsafeArchiveError, safe_extract, verify_manifest, write_archive
+from mnnrepro.archive.pack import verify_manifest, write_archive
+from mnnrepro.files import UnsafeArchiveError, safe_extract
 
 
 def test_same_members_same_bytes(tmp_path):
@@ -63,3 +64,98 @@ def test_unsafe_members_are_refused_before_anything_is_written(tmp_path, build):
         safe_extract(tmp_path / "evil.tar.gz", tmp_path / "out")
     assert not (tmp_path / "out").exists()
     assert not (tmp_path / "escape.txt").exists()
+
+
+# ---- replay: only what the manifest vouches for ---------------------------------------------
+
+RUN_INDEX = {
+    "device": "host",
+    "model": "m",
+    "experiment": "e",
+    "emulated": False,
+    "runs": [{"invocation": {}, "raw": "results/e/raw/host/m/a/rep-000.json"}],
+}
+ENGINE = {"engine": "x", "kind": "prebuilt", "pin": "mnn==3.6.1", "files": []}
+
+
+def members(runs=RUN_INDEX):
+    import json
+
+    return {
+        "config.resolved.yaml": b"experiment: e\n",
+        "results/e/runs/host/m.json": json.dumps(runs).encode(),
+        "results/e/raw/host/m/a/rep-000.json": b'{"status": "ok"}',
+        "results/e/devices/host.json": b'{"device": "host"}',
+        "results/engines/x-1/engine.json": json.dumps(ENGINE).encode(),
+        "results/models/m/manifest.json": b'{"model": "m"}',
+    }
+
+
+def with_extra_member(src, dest, name, data=b"x"):
+    """The same archive with one more member that MANIFEST.sha256 does not list."""
+    with tarfile.open(src) as old, tarfile.open(dest, "w:gz") as new:
+        for info in old.getmembers():
+            new.addfile(info, old.extractfile(info))
+        add_file(new, name, data)
+
+
+def restore_to(archive, tmp_path):
+    from mnnrepro.archive.replay import restore
+
+    return restore(
+        str(archive),
+        str(tmp_path / "replayed"),
+        "e",
+        {"x": str(tmp_path / "replayed/engines/x-2/engine.json")},
+        str(tmp_path / "replayed/models"),
+    )
+
+
+def test_restore_puts_every_record_where_the_rules_read_it(tmp_path):
+    write_archive(tmp_path / "a.tar.gz", members())
+    restore_to(tmp_path / "a.tar.gz", tmp_path)
+    out = tmp_path / "replayed"
+    assert (out / "runs/host/m.json").is_file() and (out / "raw/host/m/a/rep-000.json").is_file()
+    assert (out / "engines/x-2/engine.json").is_file()  # by engine name, at today's key
+    assert (out / "models/m/manifest.json").is_file()
+
+
+def test_restore_refuses_a_member_the_manifest_does_not_list(tmp_path):
+    write_archive(tmp_path / "a.tar.gz", members())
+    with_extra_member(tmp_path / "a.tar.gz", tmp_path / "b.tar.gz", "results/e/runs/host/x.json")
+    with pytest.raises(ValueError, match=r"members not in MANIFEST.sha256: \['results/e/runs"):
+        restore_to(tmp_path / "b.tar.gz", tmp_path)
+
+
+def test_restore_refuses_a_raw_record_path_outside_the_archive(tmp_path):
+    runs = {**RUN_INDEX, "runs": [{"invocation": {}, "raw": "results/e/raw/../../../../etc/x"}]}
+    write_archive(tmp_path / "a.tar.gz", members(runs))
+    with pytest.raises(ValueError, match="is not inside the archive's results/e/raw/"):
+        restore_to(tmp_path / "a.tar.gz", tmp_path)
+
+
+def test_a_manifest_may_not_name_a_path_outside_the_archive(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "MANIFEST.sha256").write_text("0" * 64 + "  ../secret\n")
+    with pytest.raises(UnsafeArchiveError):
+        verify_manifest(tmp_path / "out")
+
+
+def test_the_archived_config_must_match_the_manifest(tmp_path):
+    from mnnrepro.archive.replay import archived_config
+
+    write_archive(tmp_path / "a.tar.gz", members())
+    assert archived_config(str(tmp_path / "a.tar.gz")) == {"experiment": "e"}
+    # a config swapped in after packing (its MANIFEST line no longer matches)
+    with (
+        tarfile.open(tmp_path / "a.tar.gz") as old,
+        tarfile.open(tmp_path / "b.tar.gz", "w:gz") as new,
+    ):
+        for info in old.getmembers():
+            data = old.extractfile(info).read()
+            if info.name == "config.resolved.yaml":
+                data = b"experiment: /etc\n"
+                info.size = len(data)
+            new.addfile(info, io.BytesIO(data))
+    with pytest.raises(ValueError, match=r"config\.resolved\.yaml does not match"):
+        archived_config(str(tmp_path / "b.tar.gz"))

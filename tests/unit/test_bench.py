@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 from conftest import PREBUILT_ENGINE, SHORT_BENCH, two_variant_specs
 
-from mnnrepro.bench import BenchError, push_receipt, run_schedule
-from mnnrepro.device import CommandResult, LocalDevice
-from mnnrepro.hashing import read_json
-from mnnrepro.schedule import interleaved
+from mnnrepro.devices.base import CommandResult
+from mnnrepro.devices.local import LocalDevice
+from mnnrepro.files import read_json
+from mnnrepro.runs.benchmark import run_schedule
+from mnnrepro.runs.engine_kinds import BenchError
+from mnnrepro.runs.schedule import interleaved
+from mnnrepro.runs.staging import push_receipt
 
 BENCH = {**SHORT_BENCH}
 ENGINE = PREBUILT_ENGINE
@@ -78,8 +81,9 @@ def test_changed_settings_are_measured_again(tiny_model, tmp_path):
 
 def test_a_changed_runner_measures_again():
     """The prebuilt runner holds the timing loop: its hash is part of what was measured."""
-    from mnnrepro.bench import RUNNER, plan_key
-    from mnnrepro.hashing import sha256_file
+    from mnnrepro.files import sha256_file
+    from mnnrepro.runs.benchmark import plan_key
+    from mnnrepro.runs.staging import RUNNER
 
     spec = specs()["a"]
     assert spec["runner_sha256"] == sha256_file(RUNNER)

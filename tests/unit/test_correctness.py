@@ -1,6 +1,6 @@
 import pytest
 
-from mnnrepro.correctness import (
+from mnnrepro.analysis.correctness import (
     IDENTICAL,
     NO_OUTPUT,
     ROUNDING,
@@ -9,7 +9,7 @@ from mnnrepro.correctness import (
     compare_answers,
     leading_agreement,
 )
-from mnnrepro.validity import correctness_check
+from mnnrepro.analysis.validity import correctness_check
 
 
 def payload(*answers):

@@ -7,8 +7,9 @@ import tarfile
 
 import pytest
 
-from mnnrepro.emulation import agreement_table, extract_deb, vector_length_bits
-from mnnrepro.fetch import FetchError
+from mnnrepro.analysis.emulation import agreement_table
+from mnnrepro.devices.qemu import vector_length_bits
+from mnnrepro.files import FetchError, extract_deb
 
 
 def deb(members) -> bytes:

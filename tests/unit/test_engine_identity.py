@@ -15,13 +15,14 @@ import sys
 import pytest
 from conftest import SHORT_BENCH, two_variant_specs
 
-from mnnrepro.bench import engine_identity, is_done, measurement_key, push_receipt, run_schedule
-from mnnrepro.build import build_engine, run_logged
+from mnnrepro.build.cmake import build_engine, run_logged
+from mnnrepro.build.records import engine_key
 from mnnrepro.config import ConfigError, check_references
-from mnnrepro.device import LocalDevice
-from mnnrepro.engine import engine_key
-from mnnrepro.hashing import read_json, write_json
-from mnnrepro.schedule import interleaved
+from mnnrepro.devices.local import LocalDevice
+from mnnrepro.files import read_json, write_json
+from mnnrepro.runs.benchmark import engine_identity, is_done, measurement_key, run_schedule
+from mnnrepro.runs.schedule import interleaved
+from mnnrepro.runs.staging import push_receipt
 
 FLAGS = {"MNN_BUILD_LLM": True, "MNN_LOW_MEMORY": True, "MNN_SUPPORT_TRANSFORMER_FUSE": True}
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from conftest import run_snakemake, snakemake_rules
 
-NEEDS_NO_ENV = {"all", "archive"}  # target rules: no script, no shell
+NEEDS_NO_ENV = {"all", "archive", "build_all", "models_all", "runs_all", "analysis_all"}  # targets
 
 
 def env_pins(path) -> dict[str, str]:

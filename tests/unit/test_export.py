@@ -8,9 +8,9 @@ import subprocess
 import sys
 from importlib import metadata
 
-from mnnrepro.bench import RUNNER as RUNNER_PATH
-from mnnrepro.export import REQUIRED_FILES, RUNNER, export_model
-from mnnrepro.synthetic import SHAPES, make_model
+from mnnrepro.models.export import REQUIRED_FILES, RUNNER, export_model
+from mnnrepro.models.synthetic import SHAPES, make_model
+from mnnrepro.runs.staging import RUNNER as RUNNER_PATH
 
 
 def installed_packages() -> set[tuple[str, str]]:
@@ -78,7 +78,7 @@ def test_same_seed_same_weights(tmp_path):
 
 def test_export_source_with_hqq_yields_a_model_the_engine_runs(tmp_path):
     """The `export:` route (llmexport --hqq) on a local checkout; the manifest says how."""
-    from mnnrepro.export import export_settings
+    from mnnrepro.models.export import export_settings
 
     make_model("tiny", 2, tmp_path / "hf")
     spec = {

@@ -11,8 +11,8 @@ import zipfile
 
 import pytest
 
-from mnnrepro.fetch import FetchError, download, safe_extract_zip
-from mnnrepro.ndk import provide_ndk
+from mnnrepro.build.ndk import provide_ndk
+from mnnrepro.files import FetchError, download, safe_extract_zip
 
 REVISION = "27.2.12479018"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mnnrepro import llmbench
+from mnnrepro.runs import llmbench
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llm_bench"
 PAIRS = sorted(p.name.removesuffix(".stdout.txt") for p in DATA.glob("llm_bench_*.stdout.txt"))
@@ -103,7 +103,7 @@ def test_build_args_one_configuration_per_invocation():
 
 
 def test_built_engine_command_sets_its_own_library_path():
-    from mnnrepro.invocations import BuiltEngine
+    from mnnrepro.runs.engine_kinds import BuiltEngine
 
     engine = BuiltEngine(
         {"engine": "sme2-on", "kind": "build"},
@@ -125,8 +125,9 @@ def test_built_engine_command_sets_its_own_library_path():
 
 def test_built_engine_reads_a_real_capture(tmp_path):
     """The reader on llm_bench 3.6.1's real -kv output (JSON + table, cross-checked)."""
-    from mnnrepro.device import CommandResult, LocalDevice
-    from mnnrepro.invocations import BuiltEngine
+    from mnnrepro.devices.base import CommandResult
+    from mnnrepro.devices.local import LocalDevice
+    from mnnrepro.runs.engine_kinds import BuiltEngine
 
     out = tmp_path / "out.json"
     out.write_text((DATA / "llm_bench_q06kv361.json").read_text())
@@ -139,3 +140,62 @@ def test_built_engine_reads_a_real_capture(tmp_path):
     assert phases["prefill"]["tokens"] == 256 and phases["decode"]["tokens"] == 64
     assert phases["prefill"]["tps"] == json.loads(out.read_text())["results"][0]["prefill_tps"]
     assert payload["engine"]["device_supports"].startswith("The device supports:")
+
+
+def test_the_gate_and_the_benchmark_of_a_built_engine_get_identical_settings(tmp_path):
+    """The benchmark's llm_bench flags and the gate's config.json carry the same runtime.
+
+    `mnn_greedy` is replaced by a shell script that keeps the config it was given and answers
+    one token: this test is about what each process is told, not about the engine.
+    """
+    import json
+    import stat
+
+    from mnnrepro.devices.local import LocalDevice
+    from mnnrepro.runs.engine_kinds import LEVELS, BuiltEngine, llm_bench_config
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"llm_model": "llm.mnn", "thread_num": 9}))
+    tool_dir = tmp_path / "tool"
+    tool_dir.mkdir()
+    seen = tmp_path / "seen-config.json"
+    tool = tool_dir / "mnn_greedy"
+    tool.write_text(
+        f'#!/bin/sh\ncp "$1" {seen}\n'
+        'printf \'{"answers": [{"index": 0, "prompt_tokens": 3, "tokens": [1], '
+        '"steps": [{"mean": 0, "sd": 1, "top": [[1, 2.0]]}]}]}\' > "$4"\n'
+    )
+    tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
+    runtime = {"thread_num": 2, "precision": "normal", "memory": "high", "power": "high"}
+    receipt = {
+        "engines": {"e": str(tmp_path / "bin")},
+        "gate_tools": {"e": str(tool_dir)},
+        "model_config": str(model / "config.json"),
+    }
+    engine = BuiltEngine({"engine": "e", "kind": "build"}, receipt)
+    device = LocalDevice("host")
+    try:
+        engine.greedy(device, receipt, runtime, ["hi"], 1, 60, prompt_tokens=512)
+        argv, _ = engine.bench_command(
+            device,
+            receipt["model_config"],
+            runtime,
+            {"prompt_tokens": 512, "generate_tokens": 8},
+            "o",
+        )
+    finally:
+        device.close()
+    gate = json.loads(seen.read_text())
+    told = {flag: argv[argv.index(flag) + 1] for flag in ("-t", "-c", "--memory", "--power", "-a")}
+    assert told == {
+        "-t": str(gate["thread_num"]),
+        "-c": str(LEVELS[gate["precision"]]),
+        "--memory": str(LEVELS[gate["memory"]]),
+        "--power": str(LEVELS[gate["power"]]),
+        "-a": gate["backend_type"],
+    }
+    assert gate["thread_num"] == 2  # the variant's value, not the model's config.json (9)
+    # and everything else llm_bench forces on the engine for P = 512
+    assert {k: gate[k] for k in llm_bench_config(runtime, 512)} == llm_bench_config(runtime, 512)
+    assert gate["sampler_type"] == "greedy" and gate["base_dir"] == f"{model}/"

@@ -8,7 +8,7 @@ import os
 import pytest
 from loopback_modelscope import LoopbackModelScope
 
-from mnnrepro.modelscope_source import ModelSourceError, fetch_model
+from mnnrepro.models.modelscope import ModelSourceError, fetch_model
 
 FILES = {
     "config.json": b'{"llm_model": "llm.mnn"}',

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from mnnrepro.device import other_load, run_process
+from mnnrepro.devices.base import other_load, run_process
 
 SPIN = "import time\nt = time.time()\nwhile time.time() - t < {s}: pass"
 WORK = "n = 0\nfor i in range({n}): n += i"  # a fixed amount of CPU work, however busy the host

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from conftest import snakemake_rules
 
-from mnnrepro.hashing import code_digest
+from mnnrepro.files import code_digest
 
 ANALYSIS = {
     "check_validity",
     "collect_bench_table",
     "compute_summary",
-    "plot_runs",
-    "plot_speedup",
-    "plot_temperature",
+    "plot",
     "write_summary_report",
     "check_emulation",
 }

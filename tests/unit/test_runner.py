@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from mnnrepro.bench import RUNNER
+from mnnrepro.runs.staging import RUNNER
 
 
 def run_runner(*args, tmp_path):

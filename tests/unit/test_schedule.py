@@ -2,7 +2,7 @@ from collections import Counter
 
 import pytest
 
-from mnnrepro.schedule import interleaved
+from mnnrepro.runs.schedule import interleaved
 
 
 def test_two_variants_alternate_and_counterbalance():

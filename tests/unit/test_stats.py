@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mnnrepro.stats import compare_phase, paired_ratio, reps_for_half_width
+from mnnrepro.analysis.stats import compare_phase, paired_ratio, reps_for_half_width
 
 
 def simulate(rng, n, true_ratio, cv=0.05, drift=0.1):

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from conftest import greedy_answers
 
-from mnnrepro import verdict as vd
-from mnnrepro.summary import device_modes, summarize
-from mnnrepro.validity import check, kernel_checks
+from mnnrepro.analysis import verdict as vd
+from mnnrepro.analysis.summary import device_modes, summarize
+from mnnrepro.analysis.validity import check, kernel_checks
 
 ON = {"engine": "sme2-on", "kind": "build", "sme2": {"sme2_kernel_count": 14}}
 OFF = {"engine": "sme2-off", "kind": "build", "sme2": {"sme2_kernel_count": 0}}
@@ -128,8 +128,8 @@ def test_device_matrix_judges_a_non_sme2_device_by_no_regression():
 
 def test_broken_variant_is_invalid_with_the_reason(tiny_model, tmp_path):
     """A 'treatment' that runs a different model file: real greedy outputs disagree."""
-    from mnnrepro.export import export_model
-    from mnnrepro.synthetic import make_model
+    from mnnrepro.models.export import export_model
+    from mnnrepro.models.synthetic import make_model
 
     make_model("tiny", 7, tmp_path / "hf")
     other = tmp_path / "other"

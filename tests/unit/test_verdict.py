@@ -1,6 +1,6 @@
 import pytest
 
-from mnnrepro import verdict as vd
+from mnnrepro.analysis import verdict as vd
 
 # claim +0.75, tolerance 0.25: band [0.5, 1.0] (binary-exact, so the edges are exact)
 CASES = [

@@ -10,9 +10,9 @@ import yaml
 from conftest import greedy_answers, run_snakemake
 from PIL import Image, ImageOps
 
+from mnnrepro.analysis.correctness import gate_prompts, label_answers
 from mnnrepro.config import ConfigError, prompt_images
-from mnnrepro.correctness import gate_prompts, label_answers
-from mnnrepro.export import export_model, is_vision_model, missing_files
+from mnnrepro.models.export import export_model, is_vision_model, missing_files
 
 GATE = {
     "prompts": ["hello world"],
@@ -24,7 +24,7 @@ STAGED = {"config/images/test-card.png": {"device_path": "/d/0-test-card.png", "
 @pytest.fixture(scope="module")
 def tiny_vl(tmp_path_factory):
     """tiny-vl (Qwen3-VL layout: text decoder + vision encoder), exported twice (~15 s)."""
-    from mnnrepro.synthetic import make_model
+    from mnnrepro.models.synthetic import make_model
 
     base = tmp_path_factory.mktemp("tiny-vl")
     make_model("tiny-vl", 0, base / "hf")

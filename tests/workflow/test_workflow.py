@@ -98,7 +98,7 @@ def test_deleting_summary_reruns_only_downstream(root, tiny_run):
     planned = {
         line.split()[0] for line in proc.stdout.splitlines() if line and line.split()[0] in RULES
     }
-    assert planned == {"compute_summary", "plot_speedup", "write_summary_report", "all"}
+    assert planned == {"compute_summary", "plot", "write_summary_report", "all"}
     snakemake(root, tiny_run)
 
 
@@ -117,9 +117,7 @@ RULES = {
     "check_validity",
     "collect_bench_table",
     "compute_summary",
-    "plot_runs",
-    "plot_speedup",
-    "plot_temperature",
+    "plot",
     "write_summary_report",
     "all",
 }

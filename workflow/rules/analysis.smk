@@ -10,6 +10,7 @@ rule check_validity:
         validity="results/{experiment}/validity/{device}/{model}.json",
     log:
         "logs/check_validity/{experiment}/{device}/{model}.log",
+    localrule: True
     conda:
         "../../envs/analysis.yaml"
     params:
@@ -34,9 +35,12 @@ rule collect_bench_table:
         ),
     log:
         "logs/collect_bench_table/{experiment}.log",
+    localrule: True
     conda:
         "../../envs/analysis.yaml"
     params:
+        # a replay's run indexes name the archived raw paths; the files are restored here
+        raw_roots=(f"results/{EXPERIMENT}/", f"results/{RESULTS_KEY}/") if REPLAY else ("", ""),
         code=ANALYSIS_CODE,
     message:
         "Collecting every repetition into bench.csv"
@@ -59,12 +63,56 @@ rule compute_summary:
         document="results/{experiment}/summary.json",
     log:
         "logs/compute_summary/{experiment}.log",
+    localrule: True
     conda:
         "../../envs/analysis.yaml"
     params:
-        config=config,
+        # the slices of the config the statistics depend on (an edit elsewhere reruns nothing)
+        experiment=EXPERIMENT,
+        comparison=config["comparison"],
+        stats=config["stats"],
+        bench=config["bench"],
+        variants=config["variants"],
         code=ANALYSIS_CODE,
     message:
         "Speedups with paired bootstrap CIs and claim verdicts"
     script:
         "../scripts/compute_summary.py"
+
+
+# `snakemake analysis_all`: tables, statistics, verdicts and the summary (no plots).
+rule analysis_all:
+    input:
+        expand(
+            "results/{experiment}/{table}",
+            experiment=RESULTS_KEY,
+            table=["bench.csv", "summary.csv", "summary.json", "summary.md"],
+        ),
+    localrule: True
+
+
+# The emulated devices' check: every device's greedy answers against the reference device.
+rule check_emulation:
+    input:
+        greedy=expand("results/{{experiment}}/greedy/{device}/{{model}}.json", device=DEVICES),
+        facts=expand("results/{{experiment}}/devices/{device}.json", device=DEVICES),
+    output:
+        table=report(
+            "results/{experiment}/emulation/{model}.csv",
+            caption="../report/emulation.rst",
+            category="Validity",
+            labels={"model": "{model}", "table": "emulated SME2 checks"},
+        ),
+    log:
+        "logs/check_emulation/{experiment}/{model}.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        reference=config.get("emulation", {}).get("reference", ""),
+        near_tie_sd=config["correctness"]["near_tie_sd"],
+        code=ANALYSIS_CODE,
+    message:
+        "Comparing greedy tokens of every device with {params.reference}"
+    script:
+        "../scripts/check_emulation.py"

@@ -1,5 +1,5 @@
-# Archive: everything needed to read and re-derive the results, deterministically packed;
-# replay: re-derive tables, statistics, verdicts, plots and summary from such an archive.
+# Archive: everything needed to read and re-derive the results, deterministically packed
+# (replay.smk re-derives a run's results from such an archive).
 
 
 rule archive_results:
@@ -10,11 +10,12 @@ rule archive_results:
         greedy=get_greedy_files,
         facts=expand("results/{{experiment}}/devices/{device}.json", device=DEVICES),
         engines=get_engine_files,
-        manifests=expand("results/models/{model}/manifest.json", model=MODELS),
+        manifests=get_model_manifests,
     output:
         archive="results/{experiment}/{experiment}-archive.tar.gz",
     log:
         "logs/archive_results/{experiment}.log",
+    localrule: True
     conda:
         "../../envs/analysis.yaml"
     params:
@@ -28,26 +29,4 @@ rule archive_results:
 rule archive:
     input:
         expand("results/{experiment}/{experiment}-archive.tar.gz", experiment=EXPERIMENT),
-
-
-rule replay_archive:
-    input:
-        archive=get_replay_archive,
-    output:
-        table="results/replay/{replay}/summary.csv",
-        bench="results/replay/{replay}/bench.csv",
-        document="results/replay/{replay}/summary.json",
-        markdown="results/replay/{replay}/summary.md",
-        charts=expand(
-            "results/replay/{{replay}}/plots/{chart}.{ext}",
-            chart=["runs", "speedup", "temperature"],
-            ext=["html", "png"],
-        ),
-    log:
-        "logs/replay_archive/{replay}.log",
-    conda:
-        "../../envs/analysis.yaml"
-    message:
-        "Re-deriving every table, verdict and plot from {input.archive}"
-    script:
-        "../scripts/replay_archive.py"
+    localrule: True

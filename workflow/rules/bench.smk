@@ -15,6 +15,7 @@ rule push_to_device:
         receipt="results/{experiment}/pushed/{device}/{model}.json",
     log:
         "logs/push_to_device/{experiment}/{device}/{model}.log",
+    localrule: True
     conda:
         "../../envs/bench.yaml"
     resources:
@@ -43,6 +44,7 @@ rule run_greedy:
         greedy="results/{experiment}/greedy/{device}/{model}.json",
     log:
         "logs/run_greedy/{experiment}/{device}/{model}.log",
+    localrule: True
     conda:
         "../../envs/bench.yaml"
     threads: get_bench_threads
@@ -55,6 +57,7 @@ rule run_greedy:
         image_names=list(PROMPT_IMAGES),
         comparison=config["comparison"],
         timeout_s=config["bench"]["timeout_s"],
+        prompt_tokens=config["bench"]["prompt_tokens"],  # the gate runs the benchmark's settings
     message:
         "Greedy answers of every variant on device {wildcards.device}, model {wildcards.model}"
     script:
@@ -75,6 +78,7 @@ rule run_bench:
         runs="results/{experiment}/runs/{device}/{model}.json",
     log:
         "logs/run_bench/{experiment}/{device}/{model}.log",
+    localrule: True
     conda:
         "../../envs/bench.yaml"
     threads: get_bench_threads
@@ -90,3 +94,11 @@ rule run_bench:
         "variants interleaved, resumable"
     script:
         "../scripts/run_bench.py"
+
+
+# `snakemake runs_all`: every device run (gate and benchmark), no analysis.
+rule runs_all:
+    input:
+        get_greedy_files,
+        get_run_indexes,
+    localrule: True

@@ -76,3 +76,11 @@ rule build_gate_tool:
         "Building the correctness gate's token-id tool against engine {wildcards.engine}"
     script:
         "../scripts/build_gate_tool.py"
+
+
+# `snakemake build_all`: every engine of the experiment (and its gate tool), nothing else.
+rule build_all:
+    input:
+        get_engine_files,
+        get_gate_tool_records,
+    localrule: True

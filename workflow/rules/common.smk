@@ -1,5 +1,5 @@
 # Validate the config, expose its names, constrain wildcards, and the input/param helpers.
-import os
+import re
 import sys
 from pathlib import Path
 
@@ -7,31 +7,46 @@ from snakemake.utils import validate
 
 SCRIPTS = Path(workflow.basedir) / "workflow" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
-# Rule scripts import this workflow's own copy of the package, even where another checkout of
-# it is installed (pip install -e): PYTHONPATH comes before site-packages in every job.
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(SCRIPTS), *filter(None, [os.environ.get("PYTHONPATH")])]
-)
 
-from mnnrepro.hashing import code_digest  # noqa: E402
-from mnnrepro.engine import engine_key, source_key  # noqa: E402
+from mnnrepro.files import code_digest  # noqa: E402
+from mnnrepro.build.records import engine_key, source_key  # noqa: E402
 from mnnrepro.config import (  # noqa: E402
     ConfigError,
+    use_this_package,
     check as check_config,
     prompt_images,
     run_variants,
 )
 
+use_this_package(SCRIPTS)  # jobs import this workflow's package, whatever is installed
 try:
     check_config(config)  # clear errors that name the key, before any job runs
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
 validate(config, "../schemas/config.schema.yaml")  # fills the schema's defaults
 
-EXPERIMENT = config["experiment"]
 REPLAY = config.get("replay", "")  # an archive to re-derive results from (no device needed)
+if REPLAY:
+    # The archived resolved config replaces this one, checked as a live config is.
+    from mnnrepro.archive.replay import archived_config, replay_name  # noqa: E402
+
+    try:
+        archived = archived_config(REPLAY)
+        check_config(archived)
+    except (ConfigError, ValueError, OSError) as err:
+        raise WorkflowError(f"--config replay={REPLAY}: {err}") from None
+    config.clear()
+    config.update({**archived, "replay": REPLAY})
+    validate(config, "../schemas/config.schema.yaml")
+EXPERIMENT = config["experiment"]
+# Where this experiment's files are: results/<experiment>/, or for a replay
+# results/replay/<archive name>/ (records restored from the archive, the rest derived by the
+# same rules as a live run). The {experiment} wildcard of every rule path is this key.
+RESULTS_KEY = f"replay/{replay_name(REPLAY)}" if REPLAY else EXPERIMENT
+ENGINES_DIR = f"results/{RESULTS_KEY}/engines" if REPLAY else "results/engines"
+MODELS_DIR = f"results/{RESULTS_KEY}/models" if REPLAY else "results/models"
 # The prebuilt engine's device-side runner holds the timing loop: an input of every device run.
-ENGINE_RUNNER = str(Path(workflow.basedir) / "workflow/scripts/mnnrepro/prebuilt_runner.py")
+ENGINE_RUNNER = str(Path(workflow.basedir) / "workflow/scripts/mnnrepro/runs/prebuilt_runner.py")
 # Analysis rules rerun when the package's code changes (Snakemake tracks only the script
 # files themselves); measurements do not: they rerun when what they measure changes.
 ANALYSIS_CODE = code_digest(Path(workflow.basedir) / "workflow" / "scripts" / "mnnrepro")
@@ -55,7 +70,7 @@ MNN_SOURCE_RECEIPT = f"resources/mnn/{source_key(config)}/source.json"
 # The correctness gate's token-id tool, built per engine: its sources are a parameter of
 # its rule, so an edit rebuilds the tool (not MNN).
 GATE_TOOL_CODE = code_digest(
-    Path(workflow.basedir) / "workflow/scripts/mnnrepro/greedy_tool", ("*.cpp", "*.txt")
+    Path(workflow.basedir) / "workflow/scripts/mnnrepro/build/greedy_tool", ("*.cpp", "*.txt")
 )
 
 
@@ -72,37 +87,15 @@ DOWNLOADED_MODELS = models_from("modelscope")
 EXPORTED_MODELS = models_from("export")
 
 
-# Rules that touch a device, or are too small to queue, run where Snakemake runs (cluster profile).
-localrules:
-    all,
-    archive,
-    describe_engine,
-    collect_device_facts,
-    push_to_device,
-    run_greedy,
-    run_bench,
-    check_validity,
-    collect_bench_table,
-    compute_summary,
-    plot_runs,
-    plot_speedup,
-    plot_temperature,
-    write_summary_report,
-    archive_results,
-    replay_archive,
-    check_emulation,
+# Rules that touch a device, or are too small to queue on a cluster, say `localrule: True`:
+# they run where Snakemake runs (profiles/slurm).
 
 
 wildcard_constraints:
-    experiment=EXPERIMENT,
+    experiment=re.escape(RESULTS_KEY),
     engine=_alternatives(sorted(ENGINE_OF_KEY)),
     model=_alternatives(MODELS),
     device=_alternatives(DEVICES),
-    replay="[^/]+",
-
-
-def replay_name(archive):
-    return Path(archive).name.removesuffix(".tar.gz")
 
 
 def get_userland(wildcards):
@@ -114,25 +107,22 @@ def get_userland(wildcards):
 def get_emulation_tables(wildcards):
     if not config.get("emulation", {}).get("reference"):
         return []
-    return expand("results/{experiment}/emulation/{model}.csv", experiment=EXPERIMENT, model=MODELS)
+    return expand(
+        "results/{experiment}/emulation/{model}.csv", experiment=RESULTS_KEY, model=MODELS
+    )
 
 
 def get_final_output(wildcards):
-    if REPLAY:
-        return expand(
-            "results/replay/{replay}/{table}",
-            replay=replay_name(REPLAY),
-            table=["bench.csv", "summary.csv", "summary.json", "summary.md"],
-        )
+    """The experiment's final outputs, live or replayed: the one list of them."""
     return [
         *expand(
             "results/{experiment}/{table}",
-            experiment=EXPERIMENT,
+            experiment=RESULTS_KEY,
             table=["bench.csv", "summary.csv", "summary.json", "summary.md"],
         ),
         *expand(
             "results/{experiment}/plots/{chart}.{ext}",
-            experiment=EXPERIMENT,
+            experiment=RESULTS_KEY,
             chart=["runs", "speedup", "temperature"],
             ext=["html", "png"],
         ),
@@ -174,7 +164,7 @@ def get_variant_specs(wildcards):
 def engine_record(engine):
     # A built engine is described by its build.json, a prebuilt one by engine.json.
     kind = "build" if "build" in config["engines"][engine] else "engine"
-    return f"results/engines/{ENGINE_KEYS[engine]}/{kind}.json"
+    return f"{ENGINES_DIR}/{ENGINE_KEYS[engine]}/{kind}.json"
 
 
 def get_engine_files(wildcards):
@@ -206,22 +196,20 @@ def get_ndk_receipt(wildcards):
 def get_run_indexes(wildcards):
     return expand(
         "results/{experiment}/runs/{device}/{model}.json",
-        experiment=EXPERIMENT,
+        experiment=RESULTS_KEY,
         device=DEVICES,
         model=MODELS,
     )
 
 
-def get_replay_archive(wildcards):
-    if not REPLAY:
-        raise WorkflowError("replay outputs need an archive: --config replay=<archive.tar.gz>")
-    return REPLAY
+def get_model_manifests(wildcards):
+    return expand("{root}/{model}/manifest.json", root=MODELS_DIR, model=MODELS)
 
 
 def get_greedy_files(wildcards):
     return expand(
         "results/{experiment}/greedy/{device}/{model}.json",
-        experiment=EXPERIMENT,
+        experiment=RESULTS_KEY,
         device=DEVICES,
         model=MODELS,
     )
@@ -230,7 +218,7 @@ def get_greedy_files(wildcards):
 def get_validity_files(wildcards):
     return expand(
         "results/{experiment}/validity/{device}/{model}.json",
-        experiment=EXPERIMENT,
+        experiment=RESULTS_KEY,
         device=DEVICES,
         model=MODELS,
     )

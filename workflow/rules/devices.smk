@@ -8,6 +8,7 @@ rule collect_device_facts:
         facts="results/{experiment}/devices/{device}.json",
     log:
         "logs/collect_device_facts/{experiment}/{device}.log",
+    localrule: True
     conda:
         "../../envs/bench.yaml"
     resources:

@@ -6,6 +6,7 @@ rule describe_engine:
         engine="results/engines/{engine}/engine.json",
     log:
         "logs/describe_engine/{engine}.log",
+    localrule: True
     conda:
         "../../envs/bench.yaml"
     params:

@@ -79,3 +79,10 @@ rule export_mnn_model:
         "Converting model {wildcards.model} to MNN with llmexport"
     script:
         "../scripts/export_mnn_model.py"
+
+
+# `snakemake models_all`: every model of the experiment, nothing else.
+rule models_all:
+    input:
+        expand("results/models/{model}/manifest.json", model=MODELS),
+    localrule: True

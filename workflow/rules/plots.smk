@@ -1,70 +1,34 @@
 # Plots: altair charts as self-contained HTML and PNG (vl-convert, no browser).
 
+# chart -> the table it is drawn from, its report category, its report label
+PLOTS = {
+    "runs": ("bench.csv", "Raw runs", "throughput per repetition"),
+    "speedup": ("summary.csv", "Speedups", "speedup with CI"),
+    "temperature": ("bench.csv", "Devices", "temperature over the run"),
+}
 
-rule plot_runs:
+
+rule plot:
     input:
-        table="results/{experiment}/bench.csv",
+        table=lambda wildcards: f"results/{wildcards.experiment}/{PLOTS[wildcards.chart][0]}",
     output:
         html=report(
-            "results/{experiment}/plots/runs.html",
-            caption="../report/runs.rst",
-            category="Raw runs",
-            labels={"chart": "throughput per repetition"},
+            "results/{experiment}/plots/{chart}.html",
+            caption="../report/plot.rst",
+            category=lambda wildcards: PLOTS[wildcards.chart][1],
+            labels=lambda wildcards: {"chart": PLOTS[wildcards.chart][2]},
         ),
-        png="results/{experiment}/plots/runs.png",
+        png="results/{experiment}/plots/{chart}.png",
     log:
-        "logs/plot_runs/{experiment}.log",
+        "logs/plot/{experiment}/{chart}.log",
+    wildcard_constraints:
+        chart="|".join(PLOTS),
+    localrule: True
     conda:
         "../../envs/analysis.yaml"
     params:
         code=ANALYSIS_CODE,
     message:
-        "Plotting throughput per repetition"
+        "Plotting {wildcards.chart} ({output.html})"
     script:
-        "../scripts/plot_runs.py"
-
-
-rule plot_speedup:
-    input:
-        table="results/{experiment}/summary.csv",
-    output:
-        html=report(
-            "results/{experiment}/plots/speedup.html",
-            caption="../report/speedup.rst",
-            category="Speedups",
-            labels={"chart": "speedup with CI"},
-        ),
-        png="results/{experiment}/plots/speedup.png",
-    log:
-        "logs/plot_speedup/{experiment}.log",
-    conda:
-        "../../envs/analysis.yaml"
-    params:
-        code=ANALYSIS_CODE,
-    message:
-        "Plotting speedups against the claim band"
-    script:
-        "../scripts/plot_speedup.py"
-
-
-rule plot_temperature:
-    input:
-        table="results/{experiment}/bench.csv",
-    output:
-        html=report(
-            "results/{experiment}/plots/temperature.html",
-            caption="../report/temperature.rst",
-            category="Devices",
-            labels={"chart": "temperature over the run"},
-        ),
-        png="results/{experiment}/plots/temperature.png",
-    log:
-        "logs/plot_temperature/{experiment}.log",
-    conda:
-        "../../envs/analysis.yaml"
-    params:
-        code=ANALYSIS_CODE,
-    message:
-        "Plotting device temperature over the run"
-    script:
-        "../scripts/plot_temperature.py"
+        "../scripts/plot.py"

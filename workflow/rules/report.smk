@@ -7,7 +7,7 @@ rule write_summary_report:
         document="results/{experiment}/summary.json",
         facts=expand("results/{{experiment}}/devices/{device}.json", device=DEVICES),
         engines=get_engine_files,
-        manifests=expand("results/models/{model}/manifest.json", model=MODELS),
+        manifests=get_model_manifests,
         emulation=get_emulation_tables,
     output:
         markdown=report(
@@ -17,6 +17,7 @@ rule write_summary_report:
         ),
     log:
         "logs/write_summary_report/{experiment}.log",
+    localrule: True
     conda:
         "../../envs/analysis.yaml"
     params:

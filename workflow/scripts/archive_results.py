@@ -3,10 +3,10 @@ from pathlib import Path
 
 import yaml
 
-from mnnrepro.archive import write_archive
-from mnnrepro.hashing import read_json
+from mnnrepro.archive.pack import write_archive
+from mnnrepro.archive.provenance import git_state, tool_versions
+from mnnrepro.files import read_json
 from mnnrepro.logs import log_to
-from mnnrepro.provenance import git_state, tool_versions
 
 log_to(snakemake.log[0])
 files = {

@@ -1,5 +1,5 @@
-from mnnrepro.build import build_engine
-from mnnrepro.hashing import read_json, write_json
+from mnnrepro.build.cmake import build_engine
+from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
 
 log = log_to(snakemake.log[0])

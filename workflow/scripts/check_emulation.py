@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from mnnrepro.emulation import agreement_table
-from mnnrepro.hashing import read_json
+from mnnrepro.analysis.emulation import agreement_table
+from mnnrepro.files import read_json
 from mnnrepro.logs import log_to
 
 log_to(snakemake.log[0])

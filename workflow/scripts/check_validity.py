@@ -1,6 +1,6 @@
-from mnnrepro.hashing import read_json, write_json
+from mnnrepro.analysis.validity import check
+from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
-from mnnrepro.validity import check
 
 log_to(snakemake.log[0])
 engines = {e["engine"]: e for e in map(read_json, snakemake.input.engines)}

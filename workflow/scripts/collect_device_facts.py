@@ -1,5 +1,5 @@
-from mnnrepro.device import make_device
-from mnnrepro.hashing import write_json
+from mnnrepro.devices.factory import make_device
+from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
 
 log_to(snakemake.log[0])

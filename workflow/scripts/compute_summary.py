@@ -1,11 +1,14 @@
 import pandas as pd
 
-from mnnrepro.hashing import read_json, write_json
+from mnnrepro.analysis.summary import device_modes, summarize, summary_document
+from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
-from mnnrepro.summary import device_modes, summarize, summary_document
 
 log_to(snakemake.log[0])
-config = snakemake.params.config
+config = {
+    key: getattr(snakemake.params, key)
+    for key in ("experiment", "comparison", "stats", "bench", "variants")
+}
 validity = {(v["device"], v["model"]): v for v in map(read_json, snakemake.input.validity)}
 facts = {f["device"]: f for f in map(read_json, snakemake.input.facts)}
 engines = {e["engine"]: e for e in map(read_json, snakemake.input.engines)}

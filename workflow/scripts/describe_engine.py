@@ -1,5 +1,5 @@
-from mnnrepro.engine import describe_prebuilt
-from mnnrepro.hashing import write_json
+from mnnrepro.build.records import describe_prebuilt
+from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
 
 log_to(snakemake.log[0])

@@ -1,6 +1,6 @@
-from mnnrepro.export import export_model, export_settings
-from mnnrepro.hashing import file_table, write_json
+from mnnrepro.files import file_table, write_json
 from mnnrepro.logs import log_to
+from mnnrepro.models.export import export_model, export_settings
 
 log = log_to(snakemake.log[0])
 source, settings, extra = export_settings(snakemake.params.spec)

@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from mnnrepro.emulation import provide_userland
-from mnnrepro.hashing import write_json
+from mnnrepro.devices.userland import provide_userland
+from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
 
 log_to(snakemake.log[0])

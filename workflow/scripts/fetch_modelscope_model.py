@@ -1,9 +1,9 @@
 from pathlib import Path
 
-from mnnrepro.export import missing_files
-from mnnrepro.hashing import write_json
+from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
-from mnnrepro.modelscope_source import fetch_model
+from mnnrepro.models.export import missing_files
+from mnnrepro.models.modelscope import fetch_model
 
 log_to(snakemake.log[0])
 spec = snakemake.params.spec

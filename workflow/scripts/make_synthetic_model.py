@@ -1,5 +1,5 @@
 from mnnrepro.logs import log_to
-from mnnrepro.synthetic import make_model
+from mnnrepro.models.synthetic import make_model
 
 log = log_to(snakemake.log[0])
 spec = snakemake.params.spec["synthetic"]

@@ -1,7 +1,7 @@
-from mnnrepro.bench import push_receipt
-from mnnrepro.device import make_device
-from mnnrepro.hashing import write_json
+from mnnrepro.devices.factory import make_device
+from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
+from mnnrepro.runs.staging import push_receipt
 
 log = log_to(snakemake.log[0])
 device = make_device(snakemake.wildcards.device, snakemake.params.device)

@@ -1,6 +1,6 @@
-from mnnrepro.bench import run_plan_for_rule
-from mnnrepro.hashing import write_json
+from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
+from mnnrepro.runs.benchmark import run_plan_for_rule
 
 log_to(snakemake.log[0])
 index = run_plan_for_rule(

@@ -1,13 +1,13 @@
 from pathlib import Path
 
-from mnnrepro.bench import run_greedy
+from mnnrepro.analysis.correctness import gate_prompts, label_answers
+from mnnrepro.analysis.verdict import check_device_for
 from mnnrepro.config import comparison_pairs
-from mnnrepro.correctness import gate_prompts, label_answers
-from mnnrepro.device import make_device
-from mnnrepro.export import is_vision_model
-from mnnrepro.hashing import read_json, sha256_file, write_json
+from mnnrepro.devices.factory import make_device
+from mnnrepro.files import read_json, sha256_file, write_json
 from mnnrepro.logs import log_to
-from mnnrepro.verdict import check_device_for
+from mnnrepro.models.export import is_vision_model
+from mnnrepro.runs.greedy import run_greedy
 
 log = log_to(snakemake.log[0])
 gate = snakemake.params.correctness
@@ -49,6 +49,7 @@ try:
                 gate["max_new_tokens"],
                 snakemake.params.timeout_s,
                 tools.get(variant["engine"]),
+                snakemake.params.prompt_tokens,
             ),
             prompts,
         )

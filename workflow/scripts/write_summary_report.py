@@ -2,9 +2,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from mnnrepro.hashing import read_json
+from mnnrepro.analysis.report import markdown
+from mnnrepro.files import read_json
 from mnnrepro.logs import log_to
-from mnnrepro.report import markdown
 
 log_to(snakemake.log[0])
 facts = {d["device"]: d for d in map(read_json, snakemake.input.facts)}

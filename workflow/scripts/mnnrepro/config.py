@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import jsonschema
@@ -12,6 +13,14 @@ SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.y
 
 class ConfigError(ValueError):
     """A config problem, worded for the user: it names the key and what is allowed."""
+
+
+def use_this_package(scripts_dir: str | Path) -> None:
+    """Make every job's Python import this workflow's own copy of the package, even where
+    another checkout of it is installed (pip install -e): PYTHONPATH comes before
+    site-packages."""
+    current = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(scripts_dir), *filter(None, [current])])
 
 
 def refuse(problems: list[str]) -> None:
@@ -112,6 +121,17 @@ def check_references(config: dict) -> None:
         )
     if problems:
         refuse(problems)
+
+
+def runtime_defaults(schema: dict | None = None) -> dict:
+    """The schema's default of every runtime key (llm_bench's own defaults)."""
+    props = (schema or load_schema())["$defs"]["runtime"]["properties"]
+    return {key: spec["default"] for key, spec in props.items()}
+
+
+def with_runtime_defaults(runtime: dict) -> dict:
+    """A variant's runtime as one explicit value: every key, defaults from the schema."""
+    return {**runtime_defaults(), **runtime}
 
 
 RESERVED_ENV = {"LD_LIBRARY_PATH", "LD_PRELOAD", "PATH", "PYTHONPATH"}

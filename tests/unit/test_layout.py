@@ -1,0 +1,56 @@
+"""The package's layout: sub-packages per stage, and no import cycle between modules."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "workflow" / "scripts" / "mnnrepro"
+STAGES = {"build", "models", "devices", "runs", "analysis", "archive"}
+
+
+def module_name(path: Path) -> str:
+    return ".".join(("mnnrepro", *path.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(
+        ".__init__"
+    )
+
+
+def imports() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (lazy imports inside functions included)."""
+    graph = {}
+    for path in PACKAGE.rglob("*.py"):
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mnnrepro"):
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    is_module = PACKAGE.joinpath(*full.split(".")[1:]).with_suffix(".py").exists()
+                    deps.add(full if is_module else node.module)
+        graph[module_name(path)] = deps
+    return graph
+
+
+def test_no_import_cycle():
+    graph, state, cycles = imports(), {}, []
+
+    def visit(module, stack):
+        state[module] = "open"
+        for dep in graph.get(module, ()):
+            if state.get(dep) == "open":
+                cycles.append([*stack[stack.index(dep) :], dep])
+            elif dep not in state:
+                visit(dep, [*stack, dep])
+        state[module] = "done"
+
+    for module in graph:
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []
+
+
+def test_every_module_belongs_to_a_stage_or_is_shared():
+    top_level = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
+    assert top_level == {"config", "logs", "files"}  # used by every stage
+    assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} == STAGES
+    for stage in STAGES:
+        assert (PACKAGE / stage / "__init__.py").read_text().startswith('"""'), stage

@@ -1,0 +1,41 @@
+# Replay (`--config replay=<archive.tar.gz>`): the archive's records (run indexes and raw
+# invocations, greedy answers, validity checks, device facts, engine records, model
+# manifests) are restored under results/replay/<archive>/, checked against its
+# MANIFEST.sha256; the ordinary analysis rules then derive everything else from them, as in a
+# live run. No device, toolchain, model or network is needed.
+
+
+rule restore_archive:
+    input:
+        archive=REPLAY,
+    output:
+        runs=get_run_indexes(None),
+        greedy=get_greedy_files(None),
+        validity=get_validity_files(None),
+        facts=expand(
+            "results/{experiment}/devices/{device}.json", experiment=RESULTS_KEY, device=DEVICES
+        ),
+        engines=get_engine_files(None),
+        manifests=get_model_manifests(None),
+        raw=directory(f"results/{RESULTS_KEY}/raw"),
+    log:
+        f"logs/restore_archive/{RESULTS_KEY}.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        experiment=EXPERIMENT,
+        engine_records={
+            e: engine_record(e)
+            for e in sorted({config["variants"][v]["engine"] for v in VARIANTS})
+        },
+        models_dir=MODELS_DIR,
+        results=f"results/{RESULTS_KEY}",
+    message:
+        "Restoring the records of {input.archive} (checked against its MANIFEST.sha256)"
+    script:
+        "../scripts/restore_archive.py"
+
+
+# The restored checks are the archived ones: they are not derived again.
+ruleorder: restore_archive > check_validity

@@ -1,0 +1,222 @@
+"""Correctness gate: do the compared variants produce the same greedy tokens?"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+
+def gate_prompts(correctness: dict, images: dict[str, dict], vision: bool) -> list[dict]:
+    """The gate's prompts: what is sent to the engine, and the label reports show.
+
+    images: each configured image -> {"device_path", "sha256"} (staged on the device).
+
+    A vision model also gets every `correctness.image_prompts` entry, sent in MNN's
+    multimodal prompt syntax (`<img>path on the device</img>text`), so the treatment's
+    kernels run the vision encoder too.
+    """
+    prompts = [{"label": p, "sent": p} for p in correctness["prompts"]]
+    if not vision:
+        return prompts
+    image_prompts = correctness.get("image_prompts", [])
+    if not image_prompts:
+        raise ValueError(
+            "the model has a vision encoder (llm_config.json `is_visual`) but config key "
+            "`correctness.image_prompts` is empty: the gate would not check the vision path"
+        )
+    for prompt in image_prompts:
+        image = images[prompt["image"]]
+        prompts.append(
+            {
+                "label": f"[image {PurePath(prompt['image']).name}] {prompt['text']}",
+                "sent": f"<img>{image['device_path']}</img>{prompt['text']}",
+                "image_sha256": image["sha256"],
+            }
+        )
+    return prompts
+
+
+def label_answers(payload: dict, prompts: list[dict]) -> dict:
+    """Key a greedy payload's answers by prompt label (device paths differ between devices)."""
+    by_sent = {p["sent"]: p for p in prompts}
+    answers = []
+    for answer in payload["answers"]:
+        prompt = by_sent[answer["prompt"]]
+        extra = {k: v for k, v in prompt.items() if k != "label"}
+        answers.append({**answer, **extra, "prompt": prompt["label"]})
+    return {**payload, "answers": answers}
+
+
+def leading_agreement(reference: list[int], candidate: list[int]) -> tuple[int, int | None]:
+    """Number of leading tokens that agree, and the index of the first divergence (or None)."""
+    for i, (a, b) in enumerate(zip(reference, candidate, strict=False)):
+        if a != b:
+            return i, i
+    if len(reference) != len(candidate):
+        return min(len(reference), len(candidate)), min(len(reference), len(candidate))
+    return len(reference), None
+
+
+IDENTICAL = "identical"
+
+
+ROUNDING = "equivalent within rounding"
+
+
+WRONG = "wrong"
+
+
+NO_OUTPUT = "no output"
+
+
+CRASHED = "crashed"
+
+
+UNJUDGED = "differs (no logits to tell rounding from a wrong answer)"
+
+
+PASSING = (IDENTICAL, ROUNDING)
+
+
+NEAR_TIE_RULE = (
+    "At the first token where the two answers differ, both engines have seen the same context. "
+    "The reference chose token a, the other engine token b. The divergence is `equivalent "
+    "within rounding` when both engines call it a near-tie: the reference's logit of a exceeds "
+    "its logit of b by at most `correctness.near_tie_sd` standard deviations of the reference's "
+    "logits at that step, and the other engine's logit of b exceeds its logit of a by at most "
+    "as much (both tokens among each engine's recorded top-k). Otherwise it is `wrong`: one "
+    "engine was confident in a token the other rejected (a broken kernel, e.g. SME2 at an "
+    "unsupported vector length, or MNN #4828's garbage). Two correct kernels that accumulate "
+    "in a different order can only flip near-ties. Tokens after a near-tie flip continue "
+    "different contexts and are not compared."
+)
+
+
+def _margin(step: dict, chosen: int, rival: int) -> float | None:
+    """How far `chosen` leads `rival` in one step's top-k logits; None when either is not in
+    the top-k or a logit is not finite (then it is no near-tie)."""
+    top = {int(t): v for t, v in step.get("top", [])}
+    if top.get(chosen) is None or top.get(rival) is None:
+        return None
+    return top[chosen] - top[rival]
+
+
+def judge_divergence(ref_step: dict, other_step: dict, near_tie_sd: float) -> dict:
+    """Classify the first divergence from the two engines' logits at that step."""
+    ref_token, other_token = int(ref_step["top"][0][0]), int(other_step["top"][0][0])
+    scale = ref_step.get("sd")
+    ref_margin = _margin(ref_step, ref_token, other_token)
+    other_margin = _margin(other_step, other_token, ref_token)
+    tolerance = near_tie_sd * scale if scale is not None else None
+    near = (
+        tolerance is not None
+        and ref_margin is not None
+        and other_margin is not None
+        and ref_margin <= tolerance
+        and other_margin <= tolerance
+    )
+    return {
+        "kind": ROUNDING if near else WRONG,
+        "reference_margin": ref_margin,
+        "other_margin": other_margin,
+        "logit_sd": scale,
+        "tolerance": tolerance,
+    }
+
+
+def logit_drift_sd(ref_steps: list[dict], steps: list[dict], upto: int) -> float | None:
+    """Largest |logit difference| of a token in both engines' top-k over the steps both saw
+    the same context (before the first divergence), in the reference's logit SDs: how far
+    the two engines' arithmetic differs where it did not change the answer."""
+    drifts = []
+    for ref, other in zip(ref_steps[:upto], steps[:upto], strict=False):
+        top = {int(t): v for t, v in other.get("top", []) if v is not None}
+        scale = ref.get("sd") or 0
+        for token, value in ref.get("top", []):
+            if value is not None and int(token) in top and scale > 0:
+                drifts.append(abs(value - top[int(token)]) / scale)
+    return max(drifts) if drifts else None
+
+
+def compare_answer(reference: dict | None, other: dict, near_tie_sd: float) -> dict:
+    """One prompt: how `other`'s greedy answer relates to the reference's."""
+    ref_tokens = (reference or {}).get("tokens", [])
+    tokens = other.get("tokens", [])
+    agree, first = leading_agreement(ref_tokens, tokens)
+    row = {
+        "agree": agree,
+        "first_divergence": first,
+        "tokens": len(ref_tokens),
+        "logit_drift_sd": logit_drift_sd(
+            (reference or {}).get("steps") or [], other.get("steps") or [], agree
+        ),
+    }
+    if reference is None or reference.get("crashed"):
+        why = (reference or {}).get("crashed", "no answer")
+        return {**row, "kind": CRASHED, "reason": f"the reference crashed: {why}"}
+    if other.get("crashed"):
+        return {**row, "kind": CRASHED, "reason": f"crashed: {other['crashed']}"}
+    empty = [name for name, t in (("reference", ref_tokens), ("engine", tokens)) if not t]
+    if empty:
+        return {**row, "kind": NO_OUTPUT, "reason": f"the {' and '.join(empty)} produced no output"}
+    if first is None:
+        return {**row, "kind": IDENTICAL, "reason": ""}
+    if first >= min(len(ref_tokens), len(tokens)):
+        return {
+            **row,
+            "kind": NO_OUTPUT,
+            "reason": f"stopped early: {len(tokens)} of {len(ref_tokens)} tokens",
+        }
+    ref_steps, steps = reference.get("steps") or [], other.get("steps") or []
+    if first >= len(ref_steps) or first >= len(steps):
+        return {**row, "kind": UNJUDGED, "reason": "no logits recorded"}
+    judged = judge_divergence(ref_steps[first], steps[first], near_tie_sd)
+    return {**row, **judged, "reason": _divergence_text(first, judged)}
+
+
+def _divergence_text(first: int, judged: dict) -> str:
+    def num(x):
+        return "not in top-k" if x is None else f"{x:.3g}"
+
+    return (
+        f"first divergence at token {first}: margins {num(judged['reference_margin'])} "
+        f"(reference) and {num(judged['other_margin'])} (other) vs tolerance "
+        f"{num(judged['tolerance'])} (logit SD {num(judged['logit_sd'])})"
+    )
+
+
+def compare_answers(
+    baseline: dict, treatment: dict, min_agreement: float, near_tie_sd: float = 0.1
+) -> dict:
+    """baseline/treatment: greedy runner payloads. Returns per-prompt rows and pass/fail.
+
+    A prompt passes when the answers are identical, diverge only at a near-tie
+    (NEAR_TIE_RULE), or agree on at least `min_agreement` of the reference's tokens; an
+    empty answer, a crash, or a confident divergence before that fails.
+    """
+    rows = []
+    base_answers = {a["prompt"]: a for a in baseline["answers"]}
+    for answer in treatment["answers"]:
+        if answer["prompt"] not in base_answers:
+            raise ValueError(f"prompt {answer['prompt']!r} missing from the baseline run")
+        ref = base_answers[answer["prompt"]]
+        judged = compare_answer(ref, answer, near_tie_sd)
+        share = judged["agree"] / max(judged["tokens"], 1)
+        failed_kind = judged["kind"] in (CRASHED, NO_OUTPUT)
+        rows.append(
+            {
+                "prompt": answer["prompt"],
+                **judged,
+                "agreement": share,
+                "baseline_tokens": ref.get("tokens", []),
+                "treatment_tokens": answer.get("tokens", []),
+                "crashed": answer.get("crashed") or None,
+                "passed": judged["kind"] in PASSING or (share >= min_agreement and not failed_kind),
+            }
+        )
+    return {
+        "passed": all(r["passed"] for r in rows),
+        "min_agreement": min_agreement,
+        "near_tie_sd": near_tie_sd,
+        "rule": NEAR_TIE_RULE,
+        "prompts": rows,
+    }

@@ -1,0 +1,202 @@
+"""bench.csv + validity checks -> summary.csv and summary.json (device x model x phase)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+
+from mnnrepro.analysis import verdict as vd
+from mnnrepro.analysis.stats import compare_phase
+from mnnrepro.config import comparison_pairs
+
+log = logging.getLogger(__name__)
+
+
+SUMMARY_COLUMNS = [
+    "experiment",
+    "device",
+    "model",
+    "phase",
+    "baseline",
+    "treatment",
+    "n_pairs",
+    "median_baseline_tps",
+    "median_treatment_tps",
+    "cv_baseline",
+    "cv_treatment",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "gain",
+    "gain_ci_low",
+    "gain_ci_high",
+    "ci_level",
+    "n_boot",
+    "seed",
+    "p_mannwhitney",
+    "half_width_rel",
+    "reps_for_target",
+    "max_other_load",
+    "claim_gain",
+    "tolerance",
+    "aa_ci_low",
+    "aa_ci_high",
+    "expectation",
+    "checks_passed",
+    "verdict",
+    "verdict_reason",
+]
+
+
+PHASES = ("prefill", "decode")
+
+
+def failed_checks(validity: dict, pair: tuple[str, str] | None = None) -> list[str]:
+    """Failed checks of one compared pair (with those that belong to no pair)."""
+    return [
+        f"{c['name']}: {c['evidence']}"
+        for c in validity["checks"]
+        if not c["passed"] and (pair is None or c.get("pair") in (None, list(pair)))
+    ]
+
+
+def device_modes(facts: dict[str, dict], engines: dict[str, dict], config: dict) -> dict:
+    """Per (pair, device): judged against the claim, as a fallback check (SME2 treatment, no
+    sme2 on the device), or as an equality check (SME2 cannot exist for the builds' CPU)."""
+    policy = config["comparison"].get("on_non_sme2_device", "fail")
+    modes = {}
+    for pair in comparison_pairs(config["comparison"]):
+        treatment = engines[config["variants"][pair[1]]["engine"]]
+        for name, f in facts.items():
+            modes[(pair, name)] = vd.check_device_for(treatment, f, policy)
+    return modes
+
+
+EXPECTATIONS = {"claim": "claim", "fallback": "no regression", "equal": "no difference"}
+
+
+def speed_verdict(mode: str, gain_low: float, gain_high: float, claim, tolerance: float) -> str:
+    if mode == "fallback":
+        return vd.fallback_verdict(gain_low, gain_high, tolerance)
+    if mode == "equal":
+        return vd.equality_verdict(gain_low, gain_high, tolerance)
+    return vd.claim_verdict(gain_low, gain_high, claim, tolerance)
+
+
+def aa_controls(group: pd.DataFrame, config: dict, rng: np.random.Generator) -> dict:
+    """Per phase: the baseline's 'speedup' over its own second run (must contain 1)."""
+    from mnnrepro.config import aa_variant
+
+    again = aa_variant(config)
+    if not again or again not in set(group["variant"]):
+        return {}
+    stats_cfg, baseline = config["stats"], config["comparison"]["baseline"]
+    return {
+        phase: paired
+        for phase in PHASES
+        if (
+            paired := compare_phase(
+                group[group["phase"] == phase],
+                baseline,
+                again,
+                rng,
+                stats_cfg["n_boot"],
+                stats_cfg["ci_level"],
+                stats_cfg["target_half_width"],
+            )
+        )
+    }
+
+
+def summarize(
+    bench: pd.DataFrame,
+    validity: dict[tuple[str, str], dict],
+    config: dict,
+    modes: dict[str, str] | None = None,
+) -> pd.DataFrame:
+    comparison, stats_cfg = config["comparison"], config["stats"]
+    rng = np.random.default_rng(stats_cfg["seed"])
+    claims = comparison.get("claims", {})
+    rows = []
+    for (device, model), group in bench.groupby(["device", "model"], sort=True):
+        if group["emulated"].any():  # recorded in bench.csv, never in a speedup or a verdict
+            log.info("%s / %s: emulated device, timings not judged", device, model)
+            continue
+        aa = aa_controls(group, config, rng)
+        drift = [
+            f"A/A control ({p}): baseline vs itself, CI [{r['ci_low']:.3f}, "
+            f"{r['ci_high']:.3f}] excludes 1 (drift or order effect)"
+            for p, r in aa.items()
+            if not r["ci_low"] <= 1 <= r["ci_high"]
+        ]
+        for pair in comparison_pairs(comparison):
+            failed = failed_checks(validity[(device, model)], pair) + drift
+            mode = (modes or {}).get((pair, device), "claim")
+            for phase in PHASES:
+                part = group[group["phase"] == phase]
+                result = compare_phase(
+                    part,
+                    *pair,
+                    rng,
+                    stats_cfg["n_boot"],
+                    stats_cfg["ci_level"],
+                    stats_cfg["target_half_width"],
+                )
+                claim = claims.get(phase) if mode == "claim" else None
+                speed = speed_verdict(
+                    mode,
+                    result["ci_low"] - 1,
+                    result["ci_high"] - 1,
+                    claim,
+                    comparison["tolerance"],
+                )
+                verdict, reason = vd.final_verdict(speed, failed)
+                rows.append(
+                    {
+                        "experiment": config["experiment"],
+                        "device": device,
+                        "model": model,
+                        "phase": phase,
+                        "baseline": pair[0],
+                        "treatment": pair[1],
+                        **result,
+                        "gain": result["ratio"] - 1,
+                        "gain_ci_low": result["ci_low"] - 1,
+                        "gain_ci_high": result["ci_high"] - 1,
+                        "ci_level": stats_cfg["ci_level"],
+                        "n_boot": stats_cfg["n_boot"],
+                        "seed": stats_cfg["seed"],
+                        "max_other_load": (
+                            part["other_load"].max() if "other_load" in part else None
+                        ),
+                        "claim_gain": claim,
+                        "tolerance": comparison["tolerance"],
+                        "aa_ci_low": aa.get(phase, {}).get("ci_low"),
+                        "aa_ci_high": aa.get(phase, {}).get("ci_high"),
+                        "expectation": EXPECTATIONS[mode],
+                        "checks_passed": not failed,
+                        "verdict": verdict,
+                        "verdict_reason": reason,
+                    }
+                )
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+def summary_document(
+    summary: pd.DataFrame, validity: dict[tuple[str, str], dict], config: dict
+) -> dict:
+    return {
+        "experiment": config["experiment"],
+        "comparison": config["comparison"],
+        "stats": config["stats"],
+        "bench": config["bench"],
+        "verdict_rule": " ".join((vd.RULE, vd.FALLBACK_RULE, vd.EQUALITY_RULE)),
+        "speedup_method": (
+            "geometric mean over interleaved blocks of treatment/baseline tok/s; percentile "
+            "CI from a paired bootstrap over blocks; Mann-Whitney U two-sided p-value"
+        ),
+        "validity": [{"device": d, "model": m, **v} for (d, m), v in sorted(validity.items())],
+        "rows": summary.replace({np.nan: None}).to_dict(orient="records"),
+    }

@@ -1,0 +1,153 @@
+"""Validity checks of one device x model comparison, each with its evidence."""
+
+from __future__ import annotations
+
+from mnnrepro.analysis.correctness import compare_answers
+from mnnrepro.build.kernels import can_have_sme2
+from mnnrepro.config import comparison_pairs
+
+
+def correctness_check(greedy: dict, pair: tuple[str, str], correctness: dict) -> dict:
+    base, treat = pair
+    result = compare_answers(
+        greedy[base],
+        greedy[treat],
+        correctness["min_agreement"],
+        correctness.get("near_tie_sd", 0.25),
+    )
+    parts = []
+    for row in result["prompts"]:
+        detail = f": {row['reason']}" if row["reason"] else ""
+        parts.append(
+            f"{row['prompt']!r}: {row['kind']}, {row['agree']}/{row['tokens']} leading tokens "
+            f"agree{detail}"
+        )
+    images = sum(1 for a in greedy[treat]["answers"] if a.get("image_sha256"))
+    parts.append(
+        f"{images} image prompt(s) through the vision encoder"
+        if images
+        else "no image prompt (text-only model)"
+    )
+    return {
+        "name": f"correctness gate (greedy token ids, {treat} vs {base})",
+        "pair": list(pair),
+        "passed": result["passed"],
+        "evidence": "; ".join(parts) + f"; required agreement {result['min_agreement']:.0%}",
+        "details": result,
+    }
+
+
+def runtime_features_check(greedy: dict, pair: tuple[str, str]) -> dict:
+    lines = {v: greedy[v]["engine"].get("device_supports", "") for v in pair}
+    return {
+        "name": "engine feature line captured",
+        "pair": list(pair),
+        "passed": all(lines.values()),
+        "evidence": "; ".join(f"{v}: {line or 'missing'}" for v, line in lines.items()),
+        "details": lines,
+    }
+
+
+def _sme2_count(record: dict) -> int:
+    return record.get("sme2", {}).get("sme2_kernel_count", 0)
+
+
+def differing_files(a: dict, b: dict) -> list[str]:
+    """Artifacts whose content differs between two engine records (by sha256)."""
+    left = {f["path"]: f["sha256"] for f in a.get("files", [])}
+    right = {f["path"]: f["sha256"] for f in b.get("files", [])}
+    return sorted(p for p in left.keys() | right.keys() if left.get(p) != right.get(p))
+
+
+def kernel_checks(
+    greedy: dict, pair: tuple[str, str], engines: dict[str, dict], variants: dict, facts: dict
+) -> list[dict]:
+    """Did the treatment's SME2 kernels exist (build) and could they run (device line)?
+
+    Three cases: two builds for arm64 (ON has MNN's SME2 kernels, OFF none); two builds for
+    an architecture without SME2 (x86: MNN_SME2=ON builds nothing extra, both must have none
+    and the expectation is equality); one binary run twice (SME2 masked at run time in the
+    baseline by MNN_CPU_TARGET, which must say `sme2=0`).
+    """
+    base_variant, treat_variant = pair
+    base = engines[variants[base_variant]["engine"]]
+    treat = engines[variants[treat_variant]["engine"]]
+    if "build" not in (base.get("kind"), treat.get("kind")):
+        return []  # prebuilt engines: the comparison is not about SME2 kernels
+    count = {"treatment": _sme2_count(treat), "baseline": _sme2_count(base)}
+    checks = []
+    if base["engine"] == treat["engine"]:
+        line = greedy[base_variant]["engine"].get("cpu_target", "")
+        checks.append(
+            {
+                "name": f"SME2 masked at run time in {base_variant} "
+                f"(same binary as {treat_variant})",
+                "pair": list(pair),
+                "passed": "sme2=0" in line,
+                "evidence": f"{base_variant} printed {line or 'no MNN_CPU_TARGET line'!r} "
+                "(needs an MNN_PIPELINE_PROFILE build and env MNN_CPU_TARGET < 3)",
+                "details": {"line": line, "env": variants[base_variant].get("env", {})},
+            }
+        )
+    elif not can_have_sme2(treat):
+        differ = differing_files(base, treat)
+        same = "are byte-identical" if not differ else f"differ in {differ}"
+        checks.append(
+            {
+                "name": f"SME2 absent on {treat.get('target_arch')} (both builds, same code)",
+                "pair": list(pair),
+                "passed": count["treatment"] == 0 and count["baseline"] == 0,
+                "evidence": f"MNN_SME2 builds SME2 kernels for arm64 only; {treat['engine']}: "
+                f"{count['treatment']}, {base['engine']}: {count['baseline']} SME2 kernels; "
+                f"their artifacts {same}; expectation: no difference",
+                "details": count,
+            }
+        )
+        return checks
+    else:
+        checks.append(
+            {
+                "name": "SME2 kernels in the builds (static)",
+                "pair": list(pair),
+                "passed": count["treatment"] > 0 and count["baseline"] == 0,
+                "evidence": f"treatment {treat['engine']}: {count['treatment']} MNN SME2 kernels "
+                f"(SME2-named functions that execute SME instructions); baseline "
+                f"{base['engine']}: {count['baseline']}",
+                "details": count,
+            }
+        )
+    engine = greedy[treat_variant]["engine"]
+    line, masked = engine.get("device_supports", ""), engine.get("cpu_target", "")
+    if facts.get("sme2"):
+        checks.append(
+            {
+                "name": f"SME2 available to {treat_variant} at run time",
+                "pair": list(pair),
+                "passed": "sme2: 1" in line and "sme2=0" not in masked,
+                "evidence": f"{treat_variant} printed {line or 'no feature line'!r}"
+                + (f" and {masked!r}" if masked else ""),
+                "details": {"line": line, "cpu_target": masked},
+            }
+        )
+    return checks
+
+
+def check(
+    greedy: dict,
+    facts: dict,
+    model: str,
+    comparison: dict,
+    correctness: dict,
+    engines: dict[str, dict] | None = None,
+    variants: dict | None = None,
+) -> dict:
+    """Every check of every compared pair (each check names its pair)."""
+    checks = []
+    for pair in comparison_pairs(comparison):
+        checks += [
+            correctness_check(greedy, pair, correctness),
+            runtime_features_check(greedy, pair),
+        ]
+        if engines and variants:
+            checks += kernel_checks(greedy, pair, engines, variants, facts)
+    return {"device": facts["device"], "model": model, "checks": checks}

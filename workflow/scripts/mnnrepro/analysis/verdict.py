@@ -1,0 +1,115 @@
+"""The claim verdict: a pre-registered rule, applied to the CI of the gain (speedup - 1)."""
+
+from __future__ import annotations
+
+REPRODUCED = "reproduced"
+
+
+NOT_REPRODUCED = "not reproduced"
+
+
+INCONCLUSIVE = "inconclusive"
+
+
+INVALID = "invalid"
+
+
+NO_CLAIM = "no claim"
+
+
+RULE = (
+    "With a claimed gain c and tolerance t, the band is [c - t, c + t]. "
+    "`reproduced`: the whole CI of the measured gain lies inside the band. "
+    "`not reproduced`: the CI lies wholly outside the band (entirely below or above it). "
+    "`inconclusive`: the CI overlaps the band and also reaches outside it. "
+    "`invalid`: a validity check failed (greedy outputs differ, SME2 kernels missing, or the "
+    "A/A control excludes 1), whatever the speed. Emulated devices' timings never enter a "
+    "speedup or a verdict."
+)
+
+
+def claim_verdict(gain_low: float, gain_high: float, claim: float | None, tolerance: float) -> str:
+    if claim is None:
+        return NO_CLAIM
+    band_low, band_high = claim - tolerance, claim + tolerance
+    if band_low <= gain_low and gain_high <= band_high:
+        return REPRODUCED
+    if gain_high < band_low or gain_low > band_high:
+        return NOT_REPRODUCED
+    return INCONCLUSIVE
+
+
+NO_REGRESSION = "no regression"
+
+
+REGRESSION = "regression"
+
+
+FALLBACK_RULE = (
+    "Fallback check (the treatment needs SME2, the device has none): `no regression` when the "
+    "whole CI of the gain is at or above -t, `regression` when it lies wholly below -t, "
+    "`inconclusive` otherwise."
+)
+
+
+def needs_sme2(engine_record: dict) -> bool:
+    return engine_record.get("kind") == "build" and bool(
+        engine_record.get("sme2", {}).get("sme2_kernel_count")
+    )
+
+
+def fallback_verdict(gain_low: float, gain_high: float, tolerance: float) -> str:
+    if gain_low >= -tolerance:
+        return NO_REGRESSION
+    if gain_high < -tolerance:
+        return REGRESSION
+    return INCONCLUSIVE
+
+
+NO_DIFFERENCE = "no difference"
+
+
+DIFFERS = "differs"
+
+
+EQUALITY_RULE = (
+    "Equality check (SME2 cannot exist where the builds run, e.g. an x86 host: MNN_SME2=ON "
+    "builds no SME2 kernel there, so both builds run the same code): `no difference` when the "
+    "whole CI of the gain lies within [-t, +t], `differs` when it lies wholly outside, "
+    "`inconclusive` otherwise. No claim is judged."
+)
+
+
+def equality_verdict(gain_low: float, gain_high: float, tolerance: float) -> str:
+    verdict = claim_verdict(gain_low, gain_high, 0.0, tolerance)
+    return {REPRODUCED: NO_DIFFERENCE, NOT_REPRODUCED: DIFFERS}.get(verdict, verdict)
+
+
+def check_device_for(treatment: dict, facts: dict, policy: str) -> str:
+    """'claim', 'fallback' or 'equal' for this device; raises early where the comparison
+    cannot hold."""
+    from mnnrepro.build.kernels import can_have_sme2
+
+    if treatment.get("kind") == "build" and not can_have_sme2(treatment):
+        return "equal"
+    if not needs_sme2(treatment) or facts.get("sme2"):
+        return "claim"
+    if policy == "fallback-check":
+        return "fallback"
+    features = " ".join(facts.get("cpu_features", []))[:200]
+    raise ValueError(
+        f"device {facts['device']} has no sme2 (CPU features: {features} ...) but treatment "
+        f"engine {treatment['engine']} is built with SME2 kernels; set "
+        "config key `comparison.on_non_sme2_device: fallback-check` to run it as a fallback "
+        "check (expectation: no regression)"
+    )
+
+
+def final_verdict(speed_verdict: str, failed_checks: list[str]) -> tuple[str, str]:
+    """Combine the speed verdict with validity; returns (verdict, reason).
+
+    (Emulated devices never get here: summarize() leaves their timings out of speedups.)
+    """
+    if failed_checks:
+        return INVALID, "; ".join(failed_checks)
+    return speed_verdict, ""

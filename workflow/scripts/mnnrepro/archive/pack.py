@@ -1,0 +1,56 @@
+"""Deterministic result archives.
+
+Same inputs give the same archive bytes: entries sorted by name, every mtime 0, owner
+root:root, permissions 0644/0755, gzip header without a timestamp. MANIFEST.sha256 (in
+`sha256sum` format) lists every other member.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import tarfile
+from pathlib import Path
+
+from mnnrepro.files import check_member_name
+
+
+def _info(name: str, size: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = size, 0, 0o644
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    return info
+
+
+def write_archive(out: str | os.PathLike, members: dict[str, str | os.PathLike | bytes]) -> None:
+    """members: archive name -> file path or bytes. Written atomically to out."""
+    blobs = {}
+    for name, source in members.items():
+        check_member_name(name)
+        blobs[name] = source if isinstance(source, bytes) else Path(source).read_bytes()
+    manifest = "".join(f"{hashlib.sha256(blobs[n]).hexdigest()}  {n}\n" for n in sorted(blobs))
+    blobs["MANIFEST.sha256"] = manifest.encode()
+    out = Path(out)
+    tmp = out.with_name(f".{out.name}.part-{os.getpid()}")
+    with (
+        open(tmp, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        for name in sorted(blobs):
+            tar.addfile(_info(name, len(blobs[name])), io.BytesIO(blobs[name]))
+    os.replace(tmp, out)
+
+
+def verify_manifest(root: str | os.PathLike) -> None:
+    """Check every file listed in root/MANIFEST.sha256; raise on the first mismatch."""
+    root = Path(root)
+    for line in (root / "MANIFEST.sha256").read_text().splitlines():
+        digest, name = line.split("  ", 1)
+        check_member_name(name)  # a listed name may not point outside the archive either
+        actual = hashlib.sha256((root / name).read_bytes()).hexdigest()
+        if actual != digest:
+            raise ValueError(f"archive member {name} does not match MANIFEST.sha256")

@@ -1,0 +1,113 @@
+"""Replay: restore an archive's records so that the ordinary rules re-derive its results.
+
+Needs no phone, no toolchain, no engine and no network: only the archived raw invocation
+records, greedy answers, checks, facts, engine records and model manifests, and the archived
+resolved config (validated like a live one by the workflow). Only members that
+MANIFEST.sha256 lists, with matching hashes, at relative paths inside the archive, are used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path, PurePosixPath
+
+import yaml
+
+from mnnrepro.archive.pack import verify_manifest
+from mnnrepro.files import check_member_name, read_json, safe_extract
+
+CONFIG_NAME = "config.resolved.yaml"
+MANIFEST_NAME = "MANIFEST.sha256"
+RECORDS = ("runs", "greedy", "validity", "devices", "raw")  # results/<experiment>/<kind>/...
+ENGINE_RECORDS = ("build.json", "engine.json")
+
+
+def replay_name(archive: str) -> str:
+    return Path(archive).name.removesuffix(".tar.gz")
+
+
+def manifest_entries(text: str) -> dict[str, str]:
+    entries = {}
+    for line in text.splitlines():
+        digest, _, name = line.partition("  ")
+        check_member_name(name)
+        entries[name] = digest
+    return entries
+
+
+def archived_config(archive: str) -> dict:
+    """The archive's resolved config, read without extracting anything else; its bytes must
+    match MANIFEST.sha256 (the workflow then validates it like a live config)."""
+    with tarfile.open(archive) as tar:
+        listed = manifest_entries(tar.extractfile(MANIFEST_NAME).read().decode())
+        data = tar.extractfile(CONFIG_NAME).read()
+    if listed.get(CONFIG_NAME) != hashlib.sha256(data).hexdigest():
+        raise ValueError(f"{CONFIG_NAME} does not match the archive's {MANIFEST_NAME}")
+    config = yaml.safe_load(data)
+    if not isinstance(config, dict):
+        raise ValueError(f"{CONFIG_NAME} is not a config (a mapping of keys)")
+    return config
+
+
+def restore(
+    archive: str,
+    results: str,
+    experiment: str,
+    engine_records: dict[str, str],
+    models_dir: str,
+) -> list[str]:
+    """Copy the archived records of `experiment` to `results/<kind>/...`, every engine record
+    to the path the workflow expects for it now (by engine name), and every model manifest to
+    `models_dir/<model>/manifest.json`. Returns what was restored."""
+    restored = []
+    with tempfile.TemporaryDirectory(prefix="replay-") as tmp:
+        names = set(safe_extract(archive, tmp))
+        root = Path(tmp)
+        listed = manifest_entries((root / MANIFEST_NAME).read_text())
+        unlisted = sorted(n for n in names if n != MANIFEST_NAME and n not in listed)
+        if unlisted:
+            raise ValueError(f"{archive}: members not in {MANIFEST_NAME}: {unlisted[:5]}")
+        verify_manifest(root)
+        source = root / "results" / experiment
+        for kind in RECORDS:
+            if (source / kind).is_dir():
+                shutil.copytree(source / kind, Path(results) / kind, dirs_exist_ok=True)
+                restored.append(f"{results}/{kind}")
+        for index in sorted((source / "runs").rglob("*.json")):
+            for entry in read_json(index)["runs"]:
+                raw = PurePosixPath(entry["raw"])
+                if ".." in raw.parts or raw.parts[:3] != ("results", experiment, "raw"):
+                    raise ValueError(
+                        f"{index.relative_to(root)}: raw record {entry['raw']!r} is not inside "
+                        f"the archive's results/{experiment}/raw/"
+                    )
+        found = {}
+        for path in sorted((root / "results" / "engines").glob("*/*.json")):
+            record = read_json(path)
+            if path.name in ENGINE_RECORDS and record.get("engine") in engine_records:
+                found[record["engine"]] = path
+        missing = sorted(set(engine_records) - set(found))
+        if missing:
+            raise ValueError(f"{archive}: no archived record of engine(s) {missing}")
+        for name, dest in engine_records.items():
+            Path(dest).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(found[name], dest)
+            restored.append(dest)
+        for manifest in sorted((root / "results" / "models").glob("*/manifest.json")):
+            dest = Path(models_dir) / manifest.parent.name / "manifest.json"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(manifest, dest)
+            restored.append(str(dest))
+    return restored
+
+
+def raw_path_mapper(archived_root: str, restored_root: str):
+    """Raw paths in restored run indexes name the archived location; read them here."""
+
+    def resolve(raw: str) -> str:
+        return restored_root + raw.removeprefix(archived_root) if archived_root else raw
+
+    return resolve

@@ -1,0 +1,8 @@
+"""Build stage (rules in workflow/rules/build.smk and engines.smk): the pinned NDK, the MNN
+source (+ KleidiAI), CMake builds per platform (cmake), their SME2 kernels (kernels), the
+correctness gate's token-id tool (gate_tool, greedy_tool/), and engine keys and records
+(records)."""
+
+
+class BuildError(RuntimeError):
+    """A build that failed or does not hold what its config says, worded for the user."""

@@ -1,0 +1,246 @@
+"""Build MNN engines with CMake + Ninja (+ ccache), and describe what came out.
+
+* configure fails if CMake reports a -D flag as unused (a typo or a removed option would
+  silently build something else), or if MNN's KleidiAI download fell back to "Building
+  without KleidiAI" (the build would silently differ);
+* artifacts (llm_bench, llm_demo, every shared library beside them) are collected into one
+  engine directory and described in build.json (commit, toolchain, command line, the
+  CMakeCache values of every MNN_*/LLM_* option, sha256 of every file, wall time, and the
+  SME2 kernels found by build/kernels.py);
+* the CMake/Ninja output streams into the rule's log while it runs, with [n/N] progress on
+  the console.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from mnnrepro.build import BuildError
+from mnnrepro.build.kernels import check_expectation, disassembly_tools, sme2_kernels
+from mnnrepro.build.records import flag_text
+from mnnrepro.files import file_table
+
+UNUSED_MARKER = "Manually-specified variables were not used by the project:"
+
+
+KLEIDIAI_FALLBACK = "Building without KleidiAI"
+
+
+ENGINE_BINARIES = ("llm_bench", "llm_demo")
+
+
+def platform_args(platform: str, ndk: str | None = None, api_level: int = 21) -> list[str]:
+    """CMake arguments of a platform (android-arm64 as MNN's project/android/build_64.sh)."""
+    if platform == "host":
+        return []
+    if platform == "android-arm64":
+        if not ndk:
+            raise BuildError("platform android-arm64 needs the NDK")
+        page = "-Wl,-z,max-page-size=16384"  # 16 KB pages (Android 15+ devices)
+        return [
+            f"-DCMAKE_TOOLCHAIN_FILE={ndk}/build/cmake/android.toolchain.cmake",
+            "-DANDROID_ABI=arm64-v8a",
+            f"-DANDROID_PLATFORM=android-{api_level}",
+            "-DANDROID_STL=c++_static",
+            f"-DCMAKE_SHARED_LINKER_FLAGS={page}",
+            f"-DCMAKE_EXE_LINKER_FLAGS={page}",
+        ]
+    if platform == "linux-arm64":
+        # Debian's cross compiler (g++-aarch64-linux-gnu); the binaries run on an arm64 Linux
+        # board or on the emulated `qemu` device.
+        return [
+            "-DCMAKE_SYSTEM_NAME=Linux",
+            "-DCMAKE_SYSTEM_PROCESSOR=aarch64",
+            "-DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc",
+            "-DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++",
+        ]
+    raise BuildError(f"unknown platform {platform!r}; known: host, android-arm64, linux-arm64")
+
+
+def configure_command(
+    source: str, build_dir: str, flags: dict[str, str], extra: list[str]
+) -> list[str]:
+    cmd = [
+        "cmake",
+        "-S",
+        str(source),
+        "-B",
+        str(build_dir),
+        "-G",
+        "Ninja",
+        "-DCMAKE_BUILD_TYPE=Release",
+        # no RPATH into the build directory: engines run with LD_LIBRARY_PATH set to their
+        # own directory, and a rebuild elsewhere gives the same bytes (the same measurement)
+        "-DCMAKE_SKIP_BUILD_RPATH=ON",
+    ]
+    if shutil.which("ccache"):
+        cmd += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
+    return cmd + extra + [f"-D{k}={flag_text(v)}" for k, v in sorted(flags.items())]
+
+
+def unused_flags(cmake_output: str) -> list[str]:
+    if UNUSED_MARKER not in cmake_output:
+        return []
+    tail = cmake_output.split(UNUSED_MARKER, 1)[1].splitlines()
+    names = []
+    for line in tail[1:]:
+        if not line.strip():
+            if names:
+                break
+            continue
+        if not line.startswith((" ", "\t")):
+            break
+        names.append(line.strip())
+    return names
+
+
+NINJA_PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]")
+
+
+def run_logged(cmd: list[str], log_file, cwd=None, env=None, progress: str = "") -> str:
+    """Run cmd, streaming its output into log_file line by line as it comes (a user can tail
+    the rule's log during a long build); with `progress`, also print Ninja's [n/N] to the
+    console at every tenth of the way. Returns the whole output; raises on failure."""
+    log_file.write("$ " + " ".join(cmd) + "\n")
+    log_file.flush()
+    lines, shown = [], -1
+    with subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        bufsize=1,
+    ) as proc:
+        for line in proc.stdout:
+            lines.append(line)
+            log_file.write(line)
+            log_file.flush()
+            step = NINJA_PROGRESS.match(line)
+            if progress and step:
+                done, total = int(step.group(1)), int(step.group(2))
+                tenth = 10 * done // total
+                if tenth > shown or done == total:
+                    shown = tenth
+                    print(f"{progress}: [{done}/{total}]", flush=True)
+    if proc.returncode != 0:
+        raise BuildError(f"`{' '.join(cmd[:3])} ...` failed (exit {proc.returncode}); see the log")
+    return "".join(lines)
+
+
+def cmake_cache(build_dir: str | os.PathLike, prefixes=("MNN_", "LLM_", "KLEIDIAI")) -> dict:
+    values = {}
+    for line in Path(build_dir, "CMakeCache.txt").read_text(errors="replace").splitlines():
+        m = re.match(r"^([A-Za-z0-9_]+):[A-Z]+=(.*)$", line)
+        if m and m.group(1).startswith(prefixes):
+            values[m.group(1)] = m.group(2)
+    return values
+
+
+def compiler(build_dir: str | os.PathLike) -> dict:
+    cache = {}
+    for line in Path(build_dir, "CMakeCache.txt").read_text(errors="replace").splitlines():
+        m = re.match(r"^(CMAKE_(?:CXX|C)_COMPILER(?:_LAUNCHER)?):[A-Z]+=(.*)$", line)
+        if m:
+            cache[m.group(1)] = m.group(2)
+    path = cache.get("CMAKE_CXX_COMPILER") or cache.get("CMAKE_C_COMPILER", "")
+    version = ""
+    if path:
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
+        version = proc.stdout.splitlines()[0] if proc.stdout else ""
+    launcher = cache.get("CMAKE_CXX_COMPILER_LAUNCHER") or cache.get("CMAKE_C_COMPILER_LAUNCHER")
+    return {"path": path, "version": version, "launcher": launcher}
+
+
+def collect(build_dir: str | os.PathLike, engine_dir: str | os.PathLike) -> list[str]:
+    """Copy llm_bench, llm_demo and every shared library of the build into engine_dir."""
+    build_dir, engine_dir = Path(build_dir), Path(engine_dir)
+    engine_dir.mkdir(parents=True, exist_ok=True)
+    picked = []
+    for name in ENGINE_BINARIES:
+        found = sorted(p for p in build_dir.rglob(name) if p.is_file() and os.access(p, os.X_OK))
+        if not found:
+            raise BuildError(f"the build produced no {name}")
+        shutil.copy2(found[0], engine_dir / name)
+        picked.append(name)
+    for lib in sorted(p for p in build_dir.rglob("*.so") if p.is_file()):
+        if not (engine_dir / lib.name).exists():
+            shutil.copy2(lib, engine_dir / lib.name)
+            picked.append(lib.name)
+    return picked
+
+
+TARGET_ARCH = {"android-arm64": "aarch64", "linux-arm64": "aarch64"}
+
+
+def target_arch(platform_name: str) -> str:
+    """The CPU architecture an engine is built for (host: this machine's)."""
+    import platform
+
+    return TARGET_ARCH.get(platform_name) or platform.machine()
+
+
+def build_engine(
+    engine: str,
+    source: dict,
+    spec: dict,
+    build_dir: str,
+    engine_dir: str,
+    log_file,
+    ndk: dict | None = None,
+    jobs: int = 2,
+    extra_flags: dict | None = None,
+) -> dict:
+    """Configure, build, collect and check one engine; returns build.json's content."""
+    start = time.monotonic()
+    flags = {**spec.get("flags", {}), **(extra_flags or {})}
+    extra = platform_args(spec["platform"], ndk["path"] if ndk else None)
+    cmd = configure_command(source["path"], build_dir, flags, extra)
+    output = run_logged(cmd, log_file)
+    unused = unused_flags(output)
+    if unused:
+        raise BuildError(
+            f"config key `engines.{engine}.build.flags`: CMake did not use "
+            f"{unused} (removed or misspelled options build something else)"
+        )
+    if KLEIDIAI_FALLBACK in output:
+        raise BuildError(
+            "MNN's configure could not get KleidiAI and would build without it; "
+            "provide KLEIDIAI_SRC_DIR from the pinned fetch"
+        )
+    targets = spec.get("targets", list(ENGINE_BINARIES))
+    run_logged(
+        ["cmake", "--build", str(build_dir), "-j", str(jobs), "--target", *targets],
+        log_file,
+        progress=f"build {engine}",
+    )
+    Path(engine_dir).mkdir(parents=True, exist_ok=True)
+    for old in Path(engine_dir).iterdir():
+        old.unlink()
+    collect(build_dir, engine_dir)
+    kernels = sme2_kernels(engine_dir, **disassembly_tools(spec, ndk))
+    check_expectation(engine, kernels, spec.get("expect", {}))
+    return {
+        "engine": engine,
+        "kind": "build",
+        "platform": spec["platform"],
+        "target_arch": target_arch(spec["platform"]),
+        "version": source.get("commit") or "unknown",
+        "pin": f"{source['kind']}:{source.get('commit')}",
+        "source": source,
+        "ndk": ndk,
+        "compiler": compiler(build_dir),
+        "cmake_command": cmd,
+        "cmake_cache": cmake_cache(build_dir),
+        "flags": {k: flag_text(v) for k, v in sorted(flags.items())},
+        "sme2": kernels,
+        "files": file_table(engine_dir),
+        "build_wall_s": round(time.monotonic() - start, 1),
+    }

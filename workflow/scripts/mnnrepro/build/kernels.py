@@ -1,0 +1,108 @@
+"""What a built engine contains: MNN's own SME2 kernels, found by disassembly, and the check
+of an engine's declared expectation (`engines.<name>.build.expect.sme2_kernels`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from mnnrepro.build import BuildError
+
+SME2_SYMBOL = re.compile(r"\b\w*sme2\w*\b", re.I)
+
+
+SME_INSTRUCTIONS = re.compile(
+    r"\b(smstart|smstop|fmopa|bfmopa|smopa|umopa|sumopa|usmopa|fmops|smops|umops)\b|"
+    r"\bzero\s+\{za",
+    re.I,
+)
+
+
+SYMBOL_LABEL = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
+
+
+# The disassembler per platform: a host's own objdump cannot decode arm64.
+DISASSEMBLERS = {"linux-arm64": "aarch64-linux-gnu-objdump"}
+
+
+def sme_functions(disassembly: str) -> dict[str, int]:
+    """Symbol -> number of SME instructions in its body (`objdump -d`: a body runs from its
+    label to the next one)."""
+    functions, current = {}, None
+    for line in disassembly.splitlines():
+        label = SYMBOL_LABEL.match(line)
+        if label:
+            current = label.group(1)
+        elif current and SME_INSTRUCTIONS.search(line):
+            functions[current] = functions.get(current, 0) + 1
+    return functions
+
+
+def sme2_kernels(engine_dir: str | os.PathLike, nm: str = "nm", objdump: str = "objdump") -> dict:
+    """MNN's own SME2 kernels: functions named for SME2 whose bodies execute SME instructions.
+
+    The name alone is not enough: MNN 3.6.1 builds two NEON helpers named for the SME2 tile
+    layout (`MNNSumByAxisLForMatmul_A_SME2`, `..._Hp64`) into every arm64 build, SME2 OFF
+    included. KleidiAI's own SME micro-kernels (`kai_*`, which MNN_SME2=OFF does not remove)
+    are listed apart. Where symbols are stripped only the instruction sites can be counted.
+    """
+    symbols, functions, sites = set(), {}, 0
+    for path in sorted(Path(engine_dir).iterdir()):
+        if not path.is_file():
+            continue
+        out = subprocess.run(
+            [nm, "--defined-only", str(path)], capture_output=True, text=True, check=False
+        ).stdout
+        out += subprocess.run(
+            [nm, "-D", "--defined-only", str(path)], capture_output=True, text=True, check=False
+        ).stdout
+        symbols.update(SME2_SYMBOL.findall(out))
+        if shutil.which(objdump):
+            dis = subprocess.run(
+                [objdump, "-d", str(path)], capture_output=True, text=True, check=False
+            ).stdout
+            sites += len(SME_INSTRUCTIONS.findall(dis))
+            for name, count in sme_functions(dis).items():
+                functions[name] = functions.get(name, 0) + count
+    kernels = sorted(symbols & set(functions))
+    return {
+        "sme2_kernels": kernels,
+        "sme2_kernel_count": len(kernels),
+        "sme2_named_without_sme": sorted(symbols - set(functions)),
+        "kleidiai_sme_functions": sorted(f for f in functions if f.startswith("kai_")),
+        "sme_instruction_sites": sites,
+        "disassembler": objdump if shutil.which(objdump) else None,
+    }
+
+
+def disassembly_tools(spec: dict, ndk: dict | None) -> dict:
+    """nm/objdump able to read the platform's binaries (the NDK's llvm tools for Android)."""
+    tools = {}
+    if spec["platform"] in DISASSEMBLERS:
+        tools["objdump"] = DISASSEMBLERS[spec["platform"]]
+    if spec["platform"] == "android-arm64" and ndk:
+        bin_dir = Path(ndk["path"], "toolchains", "llvm", "prebuilt", "linux-x86_64", "bin")
+        tools = {"nm": str(bin_dir / "llvm-nm"), "objdump": str(bin_dir / "llvm-objdump")}
+    return {**tools, **spec.get("tools", {})}
+
+
+def check_expectation(engine: str, kernels: dict, expect: dict) -> None:
+    if "sme2_kernels" not in expect:
+        return
+    has = kernels["sme2_kernel_count"] > 0
+    if has != expect["sme2_kernels"]:
+        raise BuildError(
+            f"config key `engines.{engine}.build.expect.sme2_kernels` is "
+            f"{expect['sme2_kernels']}, but the build has {kernels['sme2_kernel_count']} SME2 "
+            f"kernels {kernels['sme2_kernels'][:5]} (functions named for SME2 that contain SME "
+            f"instructions; disassembler: {kernels['disassembler'] or 'none found'})"
+        )
+
+
+def can_have_sme2(record: dict) -> bool:
+    """SME2 exists on arm64 only: MNN_SME2=ON builds no SME2 kernel for another architecture."""
+    return record.get("target_arch", "aarch64") in ("aarch64", "arm64")

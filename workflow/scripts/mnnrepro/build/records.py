@@ -1,0 +1,123 @@
+"""MNN engines: what exactly runs, recorded as engine.json."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+from mnnrepro.files import sha256_file
+
+
+class EngineError(RuntimeError):
+    pass
+
+
+def describe_prebuilt(name: str, pin: str) -> dict:
+    """Check that the installed `mnn` wheel is the pinned one and hash its native libraries.
+
+    Nothing is installed at run time: a mismatch is an error telling how to fix the install.
+    """
+    wanted = pin.split("==", 1)[1]
+    try:
+        installed = metadata.version("mnn")
+    except metadata.PackageNotFoundError as err:
+        raise EngineError(
+            f"config key `engines.{name}.prebuilt.pypi` asks for {pin}, but `mnn` is not "
+            f"installed; install it with: pip install '{pin}'"
+        ) from err
+    if installed != wanted:
+        raise EngineError(
+            f"config key `engines.{name}.prebuilt.pypi` asks for {pin}, but mnn {installed} is "
+            f"installed; install the pinned version with: pip install '{pin}'"
+        )
+    dist = metadata.distribution("mnn")
+    natives = sorted(str(f) for f in dist.files or [] if str(f).endswith(".so") or ".so." in str(f))
+    return {
+        "engine": name,
+        "kind": "prebuilt",
+        "pin": pin,
+        "version": installed,
+        "files": [
+            {"path": rel, "sha256": sha256_file(Path(dist.locate_file(rel)))} for rel in natives
+        ],
+    }
+
+
+PLATFORM_COMPILERS = {"host": "c++", "linux-arm64": "aarch64-linux-gnu-g++"}
+
+
+def compiler_version(platform: str) -> str:
+    """First line of `<compiler> --version` for a platform built with the machine's compiler
+    (android-arm64 is defined by the pinned NDK instead); empty where there is none."""
+    compiler = PLATFORM_COMPILERS.get(platform)
+    if platform == "host":
+        compiler = os.environ.get("CXX") or compiler
+    if not compiler or not shutil.which(compiler):
+        return ""
+    proc = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=False)
+    return (proc.stdout.splitlines() or [""])[0].strip()
+
+
+def source_identity(source: dict, kleidiai: dict | None) -> dict:
+    """What defines the MNN tree a build uses: the pinned source, and for a local checkout the
+    commit it is at now (a checkout moved to another commit is another source)."""
+    identity = {"source": source, "kleidiai": kleidiai or {}}
+    if "path" in source:
+        proc = subprocess.run(
+            ["git", "-C", str(source["path"]), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        identity["commit"] = proc.stdout.strip() if proc.returncode == 0 else ""
+    return identity
+
+
+def short_digest(payload) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def engine_key(name: str, spec: dict, config: dict) -> str:
+    """`<name>-<digest>`: the directory name of an engine's outputs.
+
+    The digest covers what defines the engine: for a build its platform, -D flags, targets
+    and expectations, the source (commit), KleidiAI pin, and the toolchain (NDK pin, or the
+    compiler's version); for a prebuilt engine its pin. Two configs that build differently
+    (e.g. sme2-on for android-arm64 and for the host) never share, and never overwrite,
+    each other's outputs; the same definition always maps to the same directory.
+    """
+    if "build" not in spec:
+        return f"{name}-{short_digest(spec)}"
+    build = spec["build"]
+    mnn = config.get("mnn", {})
+    material = {
+        "build": {
+            "platform": build["platform"],
+            "flags": {k: flag_text(v) for k, v in sorted(build.get("flags", {}).items())},
+            "targets": build.get("targets"),
+            "expect": build.get("expect", {}),
+        },
+        "source": source_identity(mnn.get("source", {}), mnn.get("kleidiai")),
+        "toolchain": (
+            config.get("toolchains", {}).get("ndk", {})
+            if build["platform"] == "android-arm64"
+            else compiler_version(build["platform"])
+        ),
+    }
+    return f"{name}-{short_digest(material)}"
+
+
+def source_key(config: dict) -> str:
+    mnn = config.get("mnn", {})
+    return short_digest({"source": mnn.get("source", {}), "kleidiai": mnn.get("kleidiai", {})})
+
+
+def flag_text(value) -> str:
+    if isinstance(value, bool):
+        return "ON" if value else "OFF"
+    return str(value)

@@ -1,0 +1,97 @@
+"""MNN source at a pinned commit: a git URL + full commit, a local checkout, or an archive."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+import tarfile
+from pathlib import Path
+
+from mnnrepro.files import FetchError, download, publish_dir, safe_extract
+
+log = logging.getLogger(__name__)
+
+
+class SourceError(RuntimeError):
+    pass
+
+
+def git(*args: str, cwd: str | os.PathLike | None = None) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SourceError(f"git {' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc.stdout.strip()
+
+
+def checkout_git(url: str, commit: str, dest: str | os.PathLike) -> dict:
+    """Fetch exactly `commit` from url into dest (replaced); verify HEAD is that commit."""
+    if not re.fullmatch(r"[0-9a-f]{40}", commit):
+        raise SourceError(
+            f"config key `mnn.source.commit`: {commit!r} is not a full 40-hex "
+            "commit (tags and branches move; pin the commit)"
+        )
+    dest = Path(dest)
+    with publish_dir(dest) as staging:
+        git("init", "-q", str(staging))
+        git("fetch", "-q", "--depth", "1", url, commit, cwd=staging)
+        git("-c", "advice.detachedHead=false", "checkout", "-q", "FETCH_HEAD", cwd=staging)
+        head = git("rev-parse", "HEAD", cwd=staging)
+        if head != commit:
+            raise SourceError(f"{url}: fetched {head}, not the pinned {commit}")
+    return {"kind": "git", "url": url, "commit": head, "dirty": False, "path": str(dest)}
+
+
+def describe_local(path: str | os.PathLike, allow_dirty: bool) -> dict:
+    """A local checkout used in place: record its commit; refuse local changes unless allowed."""
+    path = Path(path).resolve()
+    if not path.is_dir():
+        raise SourceError(f"config key `mnn.source.path`: {path} is not a directory")
+    commit = git("rev-parse", "HEAD", cwd=path)
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no", cwd=path))
+    if dirty and not allow_dirty:
+        raise SourceError(
+            f"config key `mnn.source.path`: {path} has uncommitted changes; "
+            "commit them, or set `mnn.source.allow_dirty: true` to benchmark "
+            "them anyway (recorded as dirty)"
+        )
+    return {"kind": "path", "path": str(path), "commit": commit, "dirty": dirty}
+
+
+def unpack_archive(url: str, sha256: str, dest: str | os.PathLike) -> dict:
+    dest = Path(dest)
+    tarball = download(url, dest.with_name(dest.name + ".tar.gz"), sha256)
+    if not tarfile.is_tarfile(tarball):
+        raise FetchError(f"{url}: not a tar archive")
+    safe_extract(tarball, dest)
+    return {"kind": "archive", "url": url, "sha256": sha256, "commit": None, "path": str(dest)}
+
+
+def provide_source(source: dict, kleidiai: dict, cache: str | os.PathLike) -> dict:
+    """The MNN tree every build uses, plus CMake flags for pinned dependencies (KleidiAI)."""
+    cache = Path(cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    if "git" in source:
+        receipt = checkout_git(source["git"], source["commit"], cache / "src")
+    elif "path" in source:
+        receipt = describe_local(source["path"], source.get("allow_dirty", False))
+    else:
+        receipt = unpack_archive(source["archive"], source["sha256"], cache / "src")
+    receipt["cmake_flags"] = {}
+    if kleidiai:
+        # MNN downloads KleidiAI at configure time and silently builds without it on failure;
+        # we fetch the pinned tarball ourselves and point MNN at it.
+        dest = cache / f"kleidiai-{kleidiai['version']}"
+        tarball = download(
+            kleidiai["url"],
+            cache / f"kleidiai-{kleidiai['version']}.tar.gz",
+            kleidiai.get("sha256"),
+            md5=kleidiai.get("md5"),
+        )
+        if not dest.is_dir():
+            safe_extract(tarball, dest)
+        roots = [p for p in dest.iterdir() if p.is_dir()]
+        receipt["kleidiai"] = {**kleidiai, "path": str(roots[0] if len(roots) == 1 else dest)}
+        receipt["cmake_flags"]["KLEIDIAI_SRC_DIR"] = receipt["kleidiai"]["path"]
+    return receipt

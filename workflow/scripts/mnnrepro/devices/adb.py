@@ -1,0 +1,332 @@
+"""Android devices over adb (adbutils + the real `adb` server from its wheel).
+
+The only module that imports adbutils. Every command sent to the device is built from an
+argv list with shlex.quote, so names with spaces, quotes or `;` are passed, never executed."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shlex
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import adbutils
+
+from mnnrepro.devices.base import CommandResult, Device, cpuinfo_summary
+from mnnrepro.files import sha256_file
+
+log = logging.getLogger(__name__)
+
+
+PROPS = {
+    "manufacturer": "ro.product.manufacturer",
+    "model": "ro.product.model",
+    "soc_model": "ro.soc.model",
+    "soc_manufacturer": "ro.soc.manufacturer",
+    "fingerprint": "ro.build.fingerprint",
+    "android_release": "ro.build.version.release",
+    "sdk": "ro.build.version.sdk",
+    "abi": "ro.product.cpu.abi",
+}
+
+
+class AdbDeviceError(RuntimeError):
+    pass
+
+
+def adb_binary() -> str:
+    from adbutils import binaries
+
+    return str(Path(binaries.__file__).with_name("adb"))
+
+
+def server_listening(port: int) -> bool:
+    # A raw probe: adbutils itself would start a server on the default port 5037 on failure.
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def ensure_server(port: int) -> None:
+    """Start adbutils' bundled adb server on port unless one already listens there."""
+    if server_listening(port):
+        return
+    proc = subprocess.run(
+        [adb_binary(), "-P", str(port), "start-server"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    if proc.returncode != 0:
+        raise AdbDeviceError(f"could not start the adb server on port {port}: {proc.stderr}")
+
+
+def quote(argv: list[str]) -> str:
+    return " ".join(shlex.quote(str(a)) for a in argv)
+
+
+class AdbDevice(Device):
+    kind = "adb"
+
+    def __init__(self, name: str, spec: dict):
+        super().__init__(name)
+        self.spec = spec
+        self.workdir = spec.get("workdir", "/data/local/tmp/mnn-repro").rstrip("/")
+        self._python = spec.get("python", "")
+        port = int(spec.get("server_port", 5037))
+        ensure_server(port)
+        self.client = adbutils.AdbClient(host="127.0.0.1", port=port)
+        serial = spec.get("serial", "auto")
+        if spec.get("connect"):
+            answer = self.client.connect(serial, timeout=20)
+            if "connected" not in answer:
+                raise AdbDeviceError(
+                    f"config key `devices.{name}.adb.serial`: adb connect "
+                    f"{serial} answered {answer!r}"
+                )
+        self.serial = self._resolve(serial)
+        self.dev = self.client.device(self.serial)
+        made = self.dev.shell2(quote(["mkdir", "-p", self.workdir]), timeout=60, v2=True)
+        if made.returncode != 0:
+            raise AdbDeviceError(
+                f"config key `devices.{name}.adb.workdir`: cannot create "
+                f"{self.workdir} on the device: {made.stderr.strip()}"
+            )
+
+    def _resolve(self, serial: str, wait_s: float = 15.0) -> str:
+        deadline = time.monotonic() + wait_s
+        while True:  # a device just connected is `offline` until its handshake is done
+            attached = [(d.serial, d.state) for d in self.client.list()]
+            states = dict(attached)
+            settled = (
+                states.get(serial) == "device"
+                if serial != "auto"
+                else all(state != "offline" for state in states.values())
+            )
+            if settled or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        ready = [s for s, state in attached if state == "device"]
+        if serial == "auto":
+            if len(ready) != 1:
+                raise AdbDeviceError(
+                    f"config key `devices.{self.name}.adb.serial` is `auto`, which needs exactly "
+                    f"one attached device; attached: {attached or 'none'}. Name one serial."
+                )
+            return ready[0]
+        if serial not in ready:
+            raise AdbDeviceError(
+                f"config key `devices.{self.name}.adb.serial`: {serial!r} is "
+                f"not attached and ready; attached: {attached or 'none'}"
+            )
+        return serial
+
+    # ---- commands and files -----------------------------------------------------------
+
+    def run(self, argv, timeout, env: dict[str, str] | None = None) -> CommandResult:
+        # the assignments stand right before the command they are for (not before `cd`)
+        prefix = [f"{k}={shlex.quote(v)}" for k, v in sorted((env or {}).items())]
+        command = " ".join([f"cd {shlex.quote(self.workdir)} &&", *prefix, quote(argv)])
+        start = time.monotonic()
+        try:
+            result = self.dev.shell2(command, timeout=timeout, v2=True)
+        except adbutils.AdbTimeout:
+            return CommandResult(argv, None, "", "timed out", time.monotonic() - start)
+        except (adbutils.AdbError, OSError) as err:
+            raise AdbDeviceError(f"device {self.name} ({self.serial}) lost: {err}") from err
+        return CommandResult(
+            argv, result.returncode, result.stdout, result.stderr, time.monotonic() - start
+        )
+
+    def check(self, argv: list[str], timeout: float = 60) -> str:
+        result = self.run(argv, timeout)
+        if not result.ok:
+            raise AdbDeviceError(
+                f"on {self.name}: `{quote(argv)}` failed "
+                f"({result.returncode}): {result.stderr.strip()}"
+            )
+        return result.stdout
+
+    def device_hashes(self, paths: list[str]) -> dict[str, str]:
+        """sha256 of device files; files that do not exist are simply absent."""
+        if not paths:
+            return {}
+        out = self.run(["sha256sum", *paths], timeout=600).stdout
+        hashes = {}
+        for line in out.splitlines():
+            digest, _, path = line.partition("  ")
+            if re.fullmatch(r"[0-9a-f]{64}", digest):
+                hashes[path] = digest
+        return hashes
+
+    def push_files(self, pairs: list[tuple[Path, str]]) -> list[dict]:
+        """Push (local, device path) pairs, skipping files whose device sha256 matches."""
+        wanted = {remote: sha256_file(local) for local, remote in pairs}
+        present = self.device_hashes(list(wanted))
+        receipt = []
+        for local, remote in pairs:
+            digest = wanted[remote]
+            pushed = present.get(remote) != digest
+            if pushed:
+                self.check(["mkdir", "-p", os.path.dirname(remote)])
+                part = remote + ".part"
+                self.dev.sync.push(str(local), part)
+                self.check(["mv", "-f", part, remote])
+                self.bytes_pushed += local.stat().st_size
+            else:
+                self.files_skipped += 1
+            receipt.append(
+                {
+                    "device_path": remote,
+                    "sha256": digest,
+                    "size": local.stat().st_size,
+                    "pushed": pushed,
+                }
+            )
+        after = self.device_hashes([r["device_path"] for r in receipt if r["pushed"]])
+        for r in receipt:
+            if r["pushed"] and after.get(r["device_path"]) != r["sha256"]:
+                raise AdbDeviceError(f"push of {r['device_path']} did not verify on the device")
+        self.receipts.extend(receipt)
+        return receipt
+
+    def stage(self, local_path, dest: str) -> str:
+        local_path = Path(local_path)
+        base = f"{self.workdir}/{dest}"
+        if local_path.is_dir():
+            files = sorted(
+                p for p in local_path.rglob("*") if p.is_file() and not p.name.startswith(".")
+            )
+            self.push_files([(p, f"{base}/{p.relative_to(local_path).as_posix()}") for p in files])
+            return base
+        self.push_files([(local_path, f"{base}/{local_path.name}")])
+        return f"{base}/{local_path.name}"
+
+    def verify(self, expected: dict[str, str]) -> None:
+        actual = self.device_hashes(list(expected))
+        for path, digest in expected.items():
+            if actual.get(path) != digest:
+                raise AdbDeviceError(
+                    f"refusing to run on {self.name}: {path} does not match what was pushed "
+                    f"(expected sha256 {digest}, found {actual.get(path, 'no file')})"
+                )
+
+    def fetch(self, device_path, local_path):
+        self.dev.sync.pull(device_path, str(local_path))
+
+    def put_text(self, text: str, device_path: str) -> None:
+        self.dev.sync.push(text.encode("utf-8"), device_path)
+
+    def scratch(self, name: str) -> str:
+        self.check(["mkdir", "-p", f"{self.workdir}/scratch"])
+        return f"{self.workdir}/scratch/{name}"
+
+    def python(self):
+        if not self._python:
+            raise AdbDeviceError(
+                f"config key `devices.{self.name}.adb.python` is empty: the prebuilt (Python) "
+                "engine needs a Python with the `mnn` wheel on the device"
+            )
+        return self._python
+
+    def engine_log_supports(self) -> str:
+        # Android builds with MNN_USE_LOGCAT=ON print through logcat, tag MNNJNI.
+        out = self.run(["logcat", "-d", "-s", "MNNJNI:*"], timeout=30).stdout
+        lines = [ln for ln in out.splitlines() if "The device supports:" in ln]
+        return lines[-1][lines[-1].index("The device supports:") :].strip() if lines else ""
+
+    # ---- facts --------------------------------------------------------------------------
+
+    def getprop(self, key: str) -> str:
+        return self.run(["getprop", key], timeout=30).stdout.strip()
+
+    def thermal(self) -> dict:
+        out = self.run(
+            [
+                "sh",
+                "-c",
+                "for z in /sys/class/thermal/thermal_zone*; do "
+                'echo "$z $(cat $z/type) $(cat $z/temp)"; done',
+            ],
+            timeout=30,
+        ).stdout
+        temps = {}
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[2].lstrip("-").isdigit():
+                value = int(parts[2])
+                temps[f"{Path(parts[0]).name}:{parts[1]}"] = (
+                    value / 1000 if abs(value) > 200 else float(value)
+                )
+        return temps
+
+    def thermal_status(self) -> int | None:
+        out = self.run(["dumpsys", "thermalservice"], timeout=30).stdout
+        match = re.search(r"Thermal Status:\s*(\d+)", out)
+        return int(match.group(1)) if match else None
+
+    def battery(self) -> dict:
+        out = self.run(["dumpsys", "battery"], timeout=30).stdout
+        fields = dict(re.findall(r"^\s*([A-Za-z ]+):\s*(.+)$", out, re.M))
+        temp = fields.get("temperature", "")
+        return {
+            "level": int(fields["level"]) if fields.get("level", "").isdigit() else None,
+            "temperature_c": int(temp) / 10 if temp.lstrip("-").isdigit() else None,
+            "charging": any(
+                fields.get(k) == "true" for k in ("AC powered", "USB powered", "Wireless powered")
+            ),
+        }
+
+    def facts(self):
+        cpuinfo = self.run(["cat", "/proc/cpuinfo"], timeout=30).stdout
+        cpu = cpuinfo_summary(cpuinfo)
+        per_core = [
+            line.split(":", 1)[1].split()
+            for line in cpuinfo.splitlines()
+            if line.lower().startswith("features")
+        ]
+        freqs = self.run(
+            [
+                "sh",
+                "-c",
+                "for c in /sys/devices/system/cpu/cpu[0-9]*; do "
+                'echo "$(basename $c) $(cat $c/cpufreq/cpuinfo_max_freq 2>/dev/null)"'
+                "; done",
+            ],
+            timeout=30,
+        ).stdout
+        df = self.run(["df", "-k", self.workdir.rsplit("/", 1)[0] or "/"], timeout=30).stdout
+        free_kb = None
+        rows = [r.split() for r in df.splitlines()[1:] if len(r.split()) >= 4]
+        if rows and rows[-1][3].isdigit():
+            free_kb = int(rows[-1][3])
+        return {
+            "device": self.name,
+            "kind": self.kind,
+            "emulated": self.emulated,
+            "serial": self.serial,
+            **{key: self.getprop(prop) for key, prop in PROPS.items()},
+            "cpu_model": self.getprop("ro.soc.model") or cpu["model"],
+            "cpu_count": len(per_core) or cpu["processors"],
+            "cpu_features": cpu["features"],
+            "cpu_features_per_core": per_core,
+            "sme2": bool(per_core) and all("sme2" in f for f in per_core),
+            "cpu_max_freq_khz": {
+                p[0]: int(p[1])
+                for p in map(str.split, freqs.splitlines())
+                if len(p) == 2 and p[1].isdigit()
+            },
+            "thermal_status": self.thermal_status(),
+            "thermal_c": self.thermal(),
+            "battery": self.battery(),
+            "workdir": self.workdir,
+            "workdir_free_kb": free_kb,
+            "os": f"Android {self.getprop('ro.build.version.release')}",
+        }

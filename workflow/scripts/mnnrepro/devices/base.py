@@ -1,0 +1,179 @@
+"""Devices: where an engine runs. One class per device kind; the workflow talks to `Device`.
+
+A device stages files, runs a command with a timeout and reports facts. This module holds the
+interface, the host's process runner (with the other-load measurement) and /proc readers.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class CommandResult:
+    argv: list[str]
+    returncode: int | None  # None: killed by the timeout
+    stdout: str
+    stderr: str
+    seconds: float
+    # mean number of CPUs busy with other work while it ran (this host only; None elsewhere)
+    other_load: float | None = None
+    # CPU time the command itself used (this host only)
+    own_cpu_s: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+class Device:
+    kind = "abstract"
+    emulated = False
+
+    def __init__(self, name: str):
+        self.name = name
+        self.bytes_pushed = 0
+        self.files_skipped = 0
+        self.receipts: list[dict] = []  # one entry per file staged: path, sha256, pushed
+
+    def stage(self, local_path: str | os.PathLike, dest: str) -> str:
+        """Make a local file or directory available on the device under <workdir>/<dest>.
+
+        Returns its device path (for a file: the file's). Implementations skip files that are
+        already there with the same sha256.
+        """
+        raise NotImplementedError
+
+    def verify(self, expected: dict[str, str]) -> None:
+        """Raise unless every device path has the expected sha256 (checked on the device)."""
+        raise NotImplementedError
+
+    def scratch(self, name: str) -> str:
+        raise NotImplementedError
+
+    def run(self, argv: list[str], timeout: float, env: dict | None = None) -> CommandResult:
+        """Run argv (never through a shell string built by hand) with extra env variables."""
+        raise NotImplementedError
+
+    def engine_log_supports(self) -> str:
+        """MNN's `The device supports:` line where the engine logs elsewhere (Android logcat)."""
+        return ""
+
+    def fetch(self, device_path: str, local_path: str | os.PathLike) -> None:
+        raise NotImplementedError
+
+    def put_text(self, text: str, device_path: str) -> None:
+        """Write a small text file on the device."""
+        raise NotImplementedError
+
+    def python(self) -> str:
+        raise NotImplementedError
+
+    def facts(self) -> dict:
+        raise NotImplementedError
+
+    def thermal(self) -> dict:
+        """Current temperatures in °C by zone name (empty where the device has none)."""
+        return {}
+
+    def thermal_status(self) -> int | None:
+        """Android thermal status (0 = NONE ... 6 = SHUTDOWN), None where there is none."""
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def cpuinfo_summary(text: str) -> dict:
+    """Model name and ISA feature flags from /proc/cpuinfo text (x86 `flags`, arm `Features`)."""
+    model, features, processors = "", set(), 0
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if key == "processor":
+            processors += 1
+        elif key in ("model name", "hardware", "cpu model") and not model:
+            model = value.strip()
+        elif key in ("flags", "features"):
+            features.update(value.split())
+    return {"model": model, "processors": processors, "features": sorted(features)}
+
+
+def thermal_zones(root: str = "/sys/class/thermal") -> dict:
+    zones = {}
+    for zone in sorted(Path(root).glob("thermal_zone*")):
+        raw = _read(str(zone / "temp")).strip()
+        if raw.lstrip("-").isdigit():
+            name = _read(str(zone / "type")).strip() or zone.name
+            zones[f"{zone.name}:{name}"] = int(raw) / 1000.0
+    return zones
+
+
+def busy_cpu_seconds() -> float | None:
+    """CPU time this host spent not idle since boot, all CPUs (steal included); None off Linux."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = [int(x) for x in fh.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_process(
+    argv: list[str], command: list[str], timeout: float, cwd, env: dict | None
+) -> CommandResult:
+    """Run command (argv, possibly wrapped, e.g. by QEMU) on this host; never raises on exit.
+
+    Also measures the other work this host did meanwhile (busy CPU time not spent by the
+    command), so a benchmark can show which repetitions shared the CPUs with something else.
+    """
+    busy, own = busy_cpu_seconds(), children_cpu_seconds()
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            errors="replace",  # engines print bytes of random-weight models' text
+            timeout=timeout,
+            cwd=cwd,
+            check=False,
+            env=env,
+        )
+        code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as err:
+        code, stdout, stderr = None, _text(err.stdout), _text(err.stderr)
+    seconds = time.monotonic() - start
+    own_cpu = children_cpu_seconds() - own
+    other = None if busy is None else other_load(busy_cpu_seconds() - busy, own_cpu, seconds)
+    return CommandResult(argv, code, stdout, stderr, seconds, other, round(own_cpu, 3))
+
+
+def other_load(busy_cpu_s: float, own_cpu_s: float, seconds: float) -> float:
+    """Mean CPUs busy with other work: the host's busy CPU time minus the command's own."""
+    return round(max(0.0, busy_cpu_s - own_cpu_s) / max(seconds, 1e-9), 3)
+
+
+def _text(value) -> str:
+    if value is None:
+        return ""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value

@@ -1,0 +1,75 @@
+"""`local`: this machine. Files are used in place, commands run as child processes in a
+scratch work dir.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from mnnrepro.devices.base import Device, _read, cpuinfo_summary, run_process, thermal_zones
+from mnnrepro.files import sha256_file
+
+
+class LocalDevice(Device):
+    kind = "local"
+
+    def __init__(self, name: str, python: str = ""):
+        super().__init__(name)
+        self._python = python or sys.executable
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"mnnrepro-{name}-"))
+
+    def stage(self, local_path, dest):
+        return str(Path(local_path).resolve())  # same file system: used in place
+
+    def verify(self, expected):
+        for path, digest in expected.items():
+            if not Path(path).is_file() or sha256_file(path) != digest:
+                raise RuntimeError(f"refusing to run: {path} does not match what was staged")
+
+    def run(self, argv, timeout, env=None):
+        return run_process(
+            argv, argv, timeout, self.workdir, {**os.environ, **env} if env else None
+        )
+
+    def fetch(self, device_path, local_path):
+        shutil.copyfile(device_path, local_path)
+
+    def scratch(self, name: str) -> str:
+        return str(self.workdir / name)
+
+    def put_text(self, text, device_path):
+        Path(device_path).write_text(text, encoding="utf-8")
+
+    def python(self):
+        return self._python
+
+    def facts(self):
+        cpu = cpuinfo_summary(_read("/proc/cpuinfo"))
+        governor = _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").strip()
+        return {
+            "device": self.name,
+            "kind": self.kind,
+            "emulated": self.emulated,
+            "hostname": platform.node(),
+            "os": platform.platform(),
+            "machine": platform.machine(),
+            "cpu_model": cpu["model"] or platform.processor(),
+            "cpu_count": os.cpu_count(),
+            "cpu_features": cpu["features"],
+            "sme2": "sme2" in cpu["features"],
+            "cpufreq_governor": governor,
+            "loadavg": list(os.getloadavg()),
+            "thermal_c": self.thermal(),
+            "python_executable": self._python,
+        }
+
+    def thermal(self):
+        return thermal_zones()
+
+    def close(self):
+        shutil.rmtree(self.workdir, ignore_errors=True)

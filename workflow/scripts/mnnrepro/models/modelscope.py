@@ -1,0 +1,97 @@
+"""Models from ModelScope at a pinned revision, verified against pinned file hashes.
+
+Files are downloaded by the real `modelscope` client (snapshot_download: progress output,
+resumable) into a cache shared by all experiments (resources/modelscope/), then hard-linked
+into the model directory. With `files_sha256` pinned, a mismatch or a missing file is an
+error naming the file; without it the manifest records every hash (trust on first use) and
+can be copied into the config to pin them."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from mnnrepro.files import file_table
+
+log = logging.getLogger(__name__)
+
+
+CLIENT_FILES = (".msc", ".mv", "._____temp", ".mdl", ".lock")
+
+
+class ModelSourceError(RuntimeError):
+    pass
+
+
+def download(spec: dict, cache: str | os.PathLike, model: str) -> Path:
+    from modelscope import snapshot_download
+
+    kwargs = {"revision": spec["revision"], "cache_dir": str(cache)}
+    if spec.get("allow_patterns"):
+        kwargs["allow_patterns"] = spec["allow_patterns"]
+    if spec.get("endpoint"):
+        kwargs["endpoint"] = spec["endpoint"]
+    try:
+        return Path(snapshot_download(spec["id"], **kwargs))
+    except Exception as err:
+        raise ModelSourceError(
+            f"config key `models.{model}.modelscope`: could not download {spec['id']} at "
+            f"revision {spec['revision']!r}: {err}"
+        ) from err
+
+
+def verify(files: list[dict], pinned: dict[str, str], model: str) -> None:
+    have = {f["path"]: f["sha256"] for f in files}
+    for path, digest in sorted(pinned.items()):
+        if path not in have:
+            raise ModelSourceError(
+                f"config key `models.{model}.modelscope.files_sha256`: "
+                f"{path} is pinned but was not downloaded"
+            )
+        if have[path] != digest:
+            raise ModelSourceError(
+                f"config key `models.{model}.modelscope.files_sha256`: "
+                f"{path} has sha256 {have[path]}, pinned {digest}"
+            )
+
+
+def link_tree(src: Path, dst: Path) -> None:
+    """dst (replaced) mirrors src with hard links (a copy across file systems)."""
+    if dst.exists():
+        shutil.rmtree(dst)
+    for path in sorted(src.rglob("*")):
+        rel = path.relative_to(src)
+        if any(part.startswith(CLIENT_FILES) for part in rel.parts) or not path.is_file():
+            continue
+        target = dst / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, target)
+        except OSError:
+            shutil.copy2(path, target)
+
+
+def fetch_model(spec: dict, cache: str | os.PathLike, dst: str | os.PathLike, model: str) -> dict:
+    """Download (or reuse) the snapshot, verify it, link it into dst; returns the manifest."""
+    snapshot = download(spec, cache, model)
+    link_tree(snapshot, Path(dst))
+    files = file_table(dst)
+    verify(files, spec.get("files_sha256", {}), model)
+    pinned = bool(spec.get("files_sha256"))
+    if not pinned:
+        log.warning(
+            "model %s: no files_sha256 pinned; trusting this first download. Copy the "
+            "manifest's hashes into the config to pin them.",
+            model,
+        )
+    return {
+        "model": model,
+        "source": "modelscope",
+        "id": spec["id"],
+        "revision": spec["revision"],
+        "hashes": "pinned" if pinned else "trust on first use",
+        "exporter": {"package": "none (downloaded)", "version": "", "arguments": []},
+        "files": files,
+    }

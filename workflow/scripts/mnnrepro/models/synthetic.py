@@ -1,0 +1,191 @@
+"""Qwen3 and Qwen3-VL models with seeded random weights and a locally trained tokenizer.
+
+Nothing is downloaded: the tokenizer is trained here on a small built-in corpus and the
+weights are drawn from a seeded generator. The text such a model writes is gibberish by
+design; what matters is that its shapes, and so its compute and memory traffic, are real.
+
+A vision-language shape (VISION_SHAPES) is a Qwen3-VL: llmexport exports its vision
+encoder too (visual.mnn), so the correctness gate's image prompts run through it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# Named shapes. qwen3-0.6b is Qwen/Qwen3-0.6B's config.json (vocab 151936, 28 layers).
+SHAPES: dict[str, dict] = {
+    "tiny": {
+        "vocab_size": 1024,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "max_position_embeddings": 4096,
+        "rope_theta": 1000000.0,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": True,
+        # larger than the usual 0.02 so that greedy outputs of a 2-layer model vary
+        "initializer_range": 0.5,
+    },
+    "qwen3-0.6b": {
+        "vocab_size": 151936,
+        "hidden_size": 1024,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "max_position_embeddings": 40960,
+        "rope_theta": 1000000.0,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": True,
+        "initializer_range": 0.02,
+    },
+}
+
+
+# Qwen3-VL shapes: text decoder + vision encoder (Qwen/Qwen3-VL-*'s config.json layout).
+VISION_SHAPES: dict[str, dict] = {
+    "tiny-vl": {
+        "text": {
+            **{
+                k: v
+                for k, v in SHAPES["tiny"].items()
+                if k not in ("rope_theta", "tie_word_embeddings")
+            },
+            # Qwen3-VL's interleaved multimodal RoPE; the sections add up to head_dim / 2
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 5000000.0,
+                "mrope_section": [2, 3, 3],
+                "mrope_interleaved": True,
+            },
+        },
+        "vision": {
+            "depth": 2,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_heads": 2,
+            "patch_size": 16,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "out_hidden_size": 64,  # = the text hidden size
+            "num_position_embeddings": 256,
+            "deepstack_visual_indexes": [0, 1],
+            "initializer_range": 0.5,
+        },
+    },
+}
+
+
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+
+VISION_TOKENS = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
+
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+# A small bilingual corpus: enough for a byte-level BPE that covers any input.
+CORPUS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Briefly explain what a matrix multiplication is.",
+    "Large language models run on phones with quantized weights.",
+    "Prefill processes the prompt; decode writes one token at a time.",
+    "你好，世界。今天天气很好。",
+    "请简要解释矩阵乘法。",
+    "0123456789 + - * / = ( ) [ ] { } < > , . ; : ! ?",
+]
+
+
+def tokenizer_vocab_size(shape: dict) -> int:
+    return min(shape["vocab_size"], 1024)
+
+
+def train_tokenizer(vocab_size: int):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(CORPUS * 20, trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>"
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def make_model(shape_name: str, seed: int, out_dir: str | os.PathLike) -> dict:
+    """Write a transformers checkpoint + tokenizer to out_dir; returns the text config."""
+    import torch
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    if shape_name in SHAPES:
+        model, tokenizer = qwen3_model(SHAPES[shape_name])
+    elif shape_name in VISION_SHAPES:
+        model, tokenizer = qwen3_vl_model(VISION_SHAPES[shape_name], out_dir)
+    else:
+        known = sorted([*SHAPES, *VISION_SHAPES])
+        raise ValueError(f"unknown synthetic shape {shape_name!r}; known: {known}")
+    model.eval().save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return model.config.get_text_config().to_dict()
+
+
+def qwen3_model(shape: dict):
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    tokenizer = train_tokenizer(tokenizer_vocab_size(shape))
+    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    config = Qwen3Config(**shape, eos_token_id=eos, pad_token_id=eos, bos_token_id=None)
+    return Qwen3ForCausalLM(config), tokenizer
+
+
+def qwen3_vl_model(shape: dict, out_dir: Path):
+    from transformers import (
+        Qwen2VLImageProcessorPil,
+        Qwen3VLConfig,
+        Qwen3VLForConditionalGeneration,
+    )
+
+    text = shape["text"]
+    tokenizer = train_tokenizer(tokenizer_vocab_size(text))
+    tokenizer.add_special_tokens({"additional_special_tokens": VISION_TOKENS})
+    ids = dict(zip(VISION_TOKENS, tokenizer.convert_tokens_to_ids(VISION_TOKENS), strict=True))
+    if len(tokenizer) > text["vocab_size"]:
+        raise ValueError(f"tokenizer has {len(tokenizer)} tokens, vocab_size {text['vocab_size']}")
+    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    config = Qwen3VLConfig(
+        text_config={**text, "eos_token_id": eos, "pad_token_id": eos},
+        vision_config=shape["vision"],
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
+    vision = shape["vision"]
+    Qwen2VLImageProcessorPil(
+        patch_size=vision["patch_size"],
+        merge_size=vision["spatial_merge_size"],
+        temporal_patch_size=vision["temporal_patch_size"],
+        image_mean=[0.5, 0.5, 0.5],
+        image_std=[0.5, 0.5, 0.5],
+    ).save_pretrained(out_dir)
+    return Qwen3VLForConditionalGeneration(config), tokenizer

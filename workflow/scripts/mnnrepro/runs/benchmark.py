@@ -1,0 +1,230 @@
+"""Run a benchmark schedule on a device, resumably.
+
+Every finished invocation is written at once, atomically, to its own raw file
+(`<raw_dir>/<variant>/rep-<block>.json`). Raw files are not Snakemake outputs, so they
+survive a crash, a disconnect or Ctrl-C; a rerun keeps every raw file whose `plan_key`
+matches (same engine, model, runtime and bench settings) and runs only what is missing."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+from mnnrepro.config import with_runtime_defaults
+from mnnrepro.devices.base import Device
+from mnnrepro.files import read_json, sha256_file, sha256_text, write_json
+from mnnrepro.runs.engine_kinds import BenchError, engine_for
+from mnnrepro.runs.schedule import Invocation
+from mnnrepro.runs.staging import RUNNER, check_receipt, engine_files
+
+log = logging.getLogger(__name__)
+
+
+def plan_key(spec: dict) -> str:
+    """Identity of one variant's measurement: changes whenever what it measures changes."""
+    return sha256_text(json.dumps(spec, sort_keys=True))
+
+
+def engine_identity(record: dict) -> dict:
+    """What of an engine a measurement depends on: its kind, its pin or its build definition
+    (platform, flags, source commit), and the content of every file it runs. Not where it
+    was built, when, or how long it took: a rebuild of the same inputs keeps every
+    measurement, a changed artifact measures again."""
+    files = sorted((f["path"], f["sha256"]) for f in record["files"])
+    if record["kind"] != "build":
+        return {"kind": record["kind"], "pin": record.get("pin"), "files": files}
+    source = record.get("source", {})
+    return {
+        "kind": "build",
+        "platform": record["platform"],
+        "flags": record.get("flags", {}),
+        "commit": source.get("commit"),
+        "dirty": source.get("dirty", False),
+        "files": files,
+    }
+
+
+def measurement_key(spec: dict, measured: dict) -> str:
+    """The raw-record key: engine identity, runtime, env, model, runner, bench settings."""
+    return plan_key(
+        {
+            **{k: v for k, v in spec.items() if k != "engine"},
+            "engine": engine_identity(spec["engine"]),
+            "bench": measured,
+        }
+    )
+
+
+def raw_path(raw_dir: Path, inv: Invocation) -> Path:
+    return Path(raw_dir) / inv.variant / f"rep-{inv.block:03d}.json"
+
+
+def is_done(path: Path, key: str) -> bool:
+    try:
+        record = read_json(path)
+    except (OSError, ValueError):
+        return False
+    # a deterministic crash of an emulated device is a result too: not run again
+    done = record.get("status") == "ok" or (
+        record.get("status") == "failed" and record.get("emulated")
+    )
+    return record.get("plan_key") == key and done
+
+
+def run_one(device: Device, engine, argv: list[str], env: dict, out: str, bench: dict) -> dict:
+    """Run one invocation with retries; returns the engine's reading or raises BenchError."""
+    attempts = bench["retries"] + 1
+    failures = []
+    for attempt in range(1, attempts + 1):
+        result = device.run(argv, timeout=bench["timeout_s"], env=env)
+        if result.ok:
+            payload = engine.read_bench(device, result, out)
+            payload["attempts"] = attempt
+            payload["wall_s"] = result.seconds
+            payload["other_load"] = result.other_load
+            return payload
+        why = "timed out" if result.returncode is None else f"exit code {result.returncode}"
+        failures.append(f"attempt {attempt}: {why}\n{result.stderr[-4000:]}")
+        log.warning("invocation failed (%s), attempt %d of %d", why, attempt, attempts)
+    raise BenchError(
+        "benchmark invocation failed:\n$ " + " ".join(argv) + "\n" + "\n".join(failures)
+    )
+
+
+def thermal_gate(device: Device, bench: dict) -> dict:
+    """Wait until the device is cool (status NONE, hottest zone <= max_temp_c), bounded."""
+    limit = bench.get("max_temp_c")
+    start = time.monotonic()
+    deadline = start + bench.get("thermal_timeout_s", 0)
+    while True:
+        temps, status = device.thermal(), device.thermal_status()
+        hottest = max(temps.values()) if temps else None
+        cool = status in (None, 0) and (limit is None or hottest is None or hottest <= limit)
+        if cool or time.monotonic() >= deadline:
+            return {
+                "waited_s": round(time.monotonic() - start, 1),
+                "cool": cool,
+                "thermal_status": status,
+                "temps_c": temps,
+            }
+        log.info(
+            "waiting for %s to cool down: status %s, hottest %s C", device.name, status, hottest
+        )
+        time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
+
+
+def run_schedule(
+    device: Device,
+    plan: list[Invocation],
+    specs: dict[str, dict],
+    receipt: dict,
+    bench: dict,
+    raw_dir: str | Path,
+) -> list[dict]:
+    """Run every invocation of plan not already done; returns the index of all raw files.
+
+    specs: variant -> {"runtime": {...}, "engine": {...}, "model_manifest_sha256": ...}.
+    receipt: what push_receipt staged on this device (verified here, never re-pushed).
+    """
+    raw_dir = Path(raw_dir)
+    check_receipt(device, receipt)
+    measured = {k: bench[k] for k in ("prompt_tokens", "generate_tokens", "warmup")}
+    device_out = device.scratch("invocation.json")
+    index = []
+    done = 0
+    for number, inv in enumerate(plan, 1):
+        spec = specs[inv.variant]
+        key = measurement_key(spec, measured)
+        path = raw_path(raw_dir, inv)
+        progress = f"{device.name}: [{number}/{len(plan)}] {inv.variant} rep {inv.block}"
+        if is_done(path, key):
+            log.info("keep   %s (measured earlier)", path)
+            print(f"{progress}: kept (measured earlier)", flush=True)
+            done += 1
+        else:
+            if bench["cooldown_s"]:
+                time.sleep(bench["cooldown_s"])
+            gate = thermal_gate(device, bench)
+            device.verify(engine_files(spec["engine"], receipt))
+            started = time.time()
+            engine = engine_for(spec["engine"], receipt)
+            argv, env = engine.bench_command(
+                device, receipt["model_config"], spec["runtime"], bench, device_out
+            )
+            env = {**spec.get("env", {}), **env}  # the variant's env; the engine's own wins
+            try:
+                payload = run_one(device, engine, argv, env, device_out, bench)
+            except BenchError as err:
+                if not device.emulated:
+                    raise
+                payload = {"status": "failed", "error": str(err)[-2000:], "results": []}
+            record = {
+                "status": "ok",
+                "emulated": device.emulated,
+                "plan_key": key,
+                "invocation": inv.to_dict(),
+                "variant": inv.variant,
+                "device": device.name,
+                "started_unix": started,
+                "thermal_before_c": gate["temps_c"],
+                "thermal_gate": {k: gate[k] for k in ("waited_s", "cool", "thermal_status")},
+                "thermal_after_c": device.thermal(),
+                "bench": measured,
+                "spec": spec,
+                **payload,
+            }
+            write_json(path, record)
+            print(f"{progress}: measured", flush=True)
+            log.info(
+                "ran    %s: %s",
+                path,
+                ", ".join(f"{r['phase']} {r['tps']:.2f} tok/s" for r in payload["results"]),
+            )
+        index.append({"invocation": inv.to_dict(), "raw": str(path)})
+    log.info("%d invocations kept from earlier runs, %d run now", done, len(plan) - done)
+    return index
+
+
+def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str) -> dict:
+    """What identifies each variant's measurement: engine (with file hashes), runtime, model.
+
+    For the prebuilt engine the runner script is part of the measurement (it holds the
+    timing loop), so its hash is too: a changed runner measures everything again.
+    """
+    runner = {"runner_sha256": sha256_file(RUNNER)}
+    return {
+        name: {
+            "engine": engines[variant["engine"]],
+            "runtime": with_runtime_defaults(variant.get("runtime", {})),
+            "env": variant.get("env", {}),
+            "model_manifest_sha256": manifest_sha256,
+            **(runner if engines[variant["engine"]]["kind"] == "prebuilt" else {}),
+        }
+        for name, variant in variants.items()
+    }
+
+
+def run_plan_for_rule(
+    device_name: str,
+    device_spec: dict,
+    receipt: str,
+    manifest: str,
+    engine_records: list[str],
+    variants: dict,
+    bench: dict,
+    raw_dir: str,
+) -> dict:
+    from mnnrepro.devices.factory import make_device
+    from mnnrepro.runs.schedule import interleaved
+
+    engines = {e["engine"]: e for e in map(read_json, engine_records)}
+    specs = variant_specs(variants, engines, sha256_file(manifest))
+    plan = interleaved(sorted(variants), bench["repetitions"])
+    device = make_device(device_name, device_spec)
+    try:
+        runs = run_schedule(device, plan, specs, read_json(receipt), bench, raw_dir)
+    finally:
+        device.close()
+    return {"device": device_name, "emulated": device.emulated, "runs": runs}

@@ -1,0 +1,279 @@
+"""How one benchmark invocation is run and read, per engine kind.
+
+* `prebuilt`: the PyPI wheel through prebuilt_runner.py (needs a Python on the device);
+* `build`: MNN's own `llm_bench` from a build of ours, one configuration per invocation
+  (`-rep 1`; llm_bench drops its own first run), `-kv true` so prefill and decode are split
+  at release 3.6.1, `-j` JSON cross-checked against the Markdown table, run from a scratch
+  directory (it creates ./tmp) with LD_LIBRARY_PATH set to this engine's directory only;
+  its correctness gate runs `mnn_greedy`, a tool built against the same engine's libraries,
+  which writes token ids and top-k logits (llm_demo prints only text, which a model's tokens
+  may not even decode to)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+import tempfile
+from pathlib import Path
+
+from mnnrepro.config import with_runtime_defaults
+from mnnrepro.runs import llmbench
+
+LEVELS = {"normal": 0, "high": 1, "low": 2}  # llm_bench's -c, --memory and --power codes
+
+
+def llm_bench_config(runtime: dict, prompt_tokens: int) -> dict:
+    """Every config.json value llm_bench 3.6.1 sets on the engine (buildLLM in
+    transformers/llm/engine/tools/llm_bench.cpp) for this runtime, its other options at their
+    defaults. The gate's engine gets exactly these, so it runs the kernels that are timed."""
+    return {
+        **with_runtime_defaults(runtime),
+        "async": False,
+        "reuse_kv": False,
+        "dynamic_option": 0 if 0 < prompt_tokens <= 300 else 8,  # -dyo 0, by prompt length
+        "attention_mode": 8,  # -fa 1 (flash attention), -qatten 0
+        "use_mmap": False,
+        "tmp_path": "tmp",
+        "cpu_sme2_neon_division_ratio": 41,  # -mr 41
+        "cpu_sme_core_num": 2,  # -scn 2
+    }
+
+
+log = logging.getLogger(__name__)
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def crashed_answer(device, prompt: str, argv: list[str], result) -> dict:
+    """On an emulated device a crash is what the check found; elsewhere it is an error."""
+    last = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
+    if not device.emulated:
+        raise BenchError("greedy run failed:\n$ " + " ".join(argv) + "\n" + result.stderr[-4000:])
+    log.warning("%s crashed on prompt %r: %s", device.name, prompt, last)
+    return {"prompt": prompt, "tokens": [], "crashed": last}
+
+
+class PrebuiltEngine:
+    kind = "prebuilt"
+
+    def __init__(self, record: dict, receipt: dict):
+        self.record, self.runner = record, receipt["runner"]
+
+    def bench_command(
+        self, device, model_config: str, runtime: dict, bench: dict, out: str
+    ) -> tuple[list[str], dict]:
+        runtime = with_runtime_defaults(runtime)
+        argv = [
+            device.python(),
+            self.runner,
+            "bench",
+            "--config",
+            model_config,
+            "--runtime",
+            json.dumps(runtime, sort_keys=True),
+            "--out",
+            out,
+            "--prompt-tokens",
+            str(bench["prompt_tokens"]),
+            "--generate-tokens",
+            str(bench["generate_tokens"]),
+            "--warmup",
+            str(bench["warmup"]),
+        ]
+        return argv, {}
+
+    def read_bench(self, device, result, out: str) -> dict:
+        return json.loads(fetch_text(device, out))
+
+    def greedy(
+        self,
+        device,
+        receipt: dict,
+        runtime: dict,
+        prompts: list[str],
+        max_new_tokens: int,
+        timeout: float,
+        env: dict | None = None,
+        prompt_tokens: int = 512,
+    ) -> dict:
+        """The runner's greedy mode, one process per prompt, with the runtime its benchmark
+        mode applies (llm.set_config(runtime) in both)."""
+        runtime = with_runtime_defaults(runtime)
+        out = device.scratch("greedy.json")
+        payload, answers = None, []
+        for prompt in prompts:  # one process per prompt: a crash is attributed to its prompt
+            argv = [
+                device.python(),
+                self.runner,
+                "greedy",
+                "--config",
+                receipt["model_config"],
+                "--runtime",
+                json.dumps(runtime, sort_keys=True),
+                "--out",
+                out,
+                "--prompts",
+                json.dumps([prompt], ensure_ascii=False),
+                "--max-new-tokens",
+                str(max_new_tokens),
+            ]
+            result = device.run(argv, timeout=timeout, env=env or None)
+            if result.ok:
+                payload = json.loads(fetch_text(device, out))
+                answers += payload["answers"]
+            else:
+                answers.append(crashed_answer(device, prompt, argv, result))
+        payload = payload or {"kind": "greedy", "runtime": runtime, "engine": {}}
+        return {**payload, "env": env or {}, "answers": answers}
+
+
+class BuiltEngine:
+    kind = "build"
+
+    def __init__(self, record: dict, receipt: dict):
+        self.record = record
+        self.dir = receipt["engines"][record["engine"]]
+
+    def bench_command(
+        self, device, model_config: str, runtime: dict, bench: dict, out: str
+    ) -> tuple[list[str], dict]:
+        runtime = with_runtime_defaults(runtime)  # every key, translated once, here
+        argv = llmbench.build_args(
+            posixpath.join(self.dir, "llm_bench"),
+            model_config,
+            bench["prompt_tokens"],
+            bench["generate_tokens"],
+            runtime["thread_num"],
+            LEVELS[runtime["precision"]],
+            out,
+        )
+        argv += [
+            "--memory",
+            str(LEVELS[runtime["memory"]]),
+            "--power",
+            str(LEVELS[runtime["power"]]),
+        ]
+        argv += ["-a", runtime["backend_type"]]
+        return argv, self.library_env()
+
+    def greedy(
+        self,
+        device,
+        receipt: dict,
+        runtime: dict,
+        prompts: list[str],
+        max_new_tokens: int,
+        timeout: float,
+        env: dict | None = None,
+        prompt_tokens: int = 512,
+    ) -> dict:
+        """mnn_greedy (built against this engine's own libraries) per prompt, with a greedy
+        config written on the device (base_dir -> the model) that holds every setting
+        llm_bench applies for the benchmark of P = prompt_tokens: token ids, top-k logits."""
+        tool = posixpath.join(receipt["gate_tools"][self.record["engine"]], "mnn_greedy")
+        model_config = receipt["model_config"]
+        original = json.loads(fetch_text(device, model_config))
+        config_path = device.scratch("config.greedy.json")
+        device.put_text(
+            json.dumps(
+                greedy_config(
+                    original,
+                    posixpath.dirname(model_config),
+                    llm_bench_config(runtime, prompt_tokens),
+                    max_new_tokens,
+                )
+            ),
+            config_path,
+        )
+        answers, printed = [], ""
+        for i, prompt in enumerate(prompts):  # one process per prompt: a crash is its prompt's
+            prompt_path, out = device.scratch(f"prompt-{i}.txt"), device.scratch(f"greedy-{i}.json")
+            device.put_text(prompt + "\n", prompt_path)
+            argv = [tool, config_path, prompt_path, str(max_new_tokens), out]
+            result = device.run(argv, timeout=timeout, env={**(env or {}), **self.library_env()})
+            if not result.ok:
+                answers.append(crashed_answer(device, prompt, argv, result))
+                continue
+            answer = json.loads(fetch_text(device, out))["answers"][0]
+            answers.append(
+                {
+                    "prompt": prompt,
+                    "tokens": answer["tokens"],
+                    "steps": answer["steps"],
+                    "prompt_tokens": answer["prompt_tokens"],
+                }
+            )
+            printed = printed or result.stdout
+        return {
+            "kind": "greedy",
+            "unit": "token ids",
+            "runtime": runtime,
+            "env": env or {},
+            "answers": answers,
+            "engine": {**engine_lines(printed, device), "tool": "mnn_greedy"},
+        }
+
+    def library_env(self) -> dict:
+        return {"LD_LIBRARY_PATH": self.dir}
+
+    def read_bench(self, device, result, out: str) -> dict:
+        with_text = fetch_text(device, out)
+        table = llmbench.parse_table(result.stdout)
+        rows = llmbench.parse_json(with_text)
+        llmbench.cross_check(table, rows)
+        return {
+            "kind": "bench",
+            "warmup": 1,  # llm_bench runs rep + 1 times and drops the first
+            "results": [
+                {
+                    "phase": r["phase"],
+                    "tokens": r["tokens"],
+                    "seconds": r["tokens"] / r["tps"],
+                    "tps": r["tps"],
+                }
+                for r in rows
+            ],
+            "engine": {
+                **engine_lines(result.stdout, device),
+                "tool": "llm_bench",
+                "version": self.record.get("version"),
+            },
+            "llm_bench_stdout": result.stdout,
+        }
+
+
+def engine_lines(stdout: str, device) -> dict:
+    """What the engine printed about the CPU: MNN's feature line, and with MNN_CPU_TARGET set
+    (profiling builds) the features it left on, e.g. `... sme2=0` when SME2 is masked."""
+    return {
+        "device_supports": llmbench.supports_line(stdout) or device.engine_log_supports(),
+        "cpu_target": next(
+            (ln.strip() for ln in stdout.splitlines() if ln.startswith("MNN_CPU_TARGET=")), ""
+        ),
+    }
+
+
+def fetch_text(device, path: str) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(tmp) / "out"
+        device.fetch(path, local)
+        return local.read_text(encoding="utf-8")
+
+
+def engine_for(record: dict, receipt: dict):
+    kinds = {"prebuilt": PrebuiltEngine, "build": BuiltEngine}
+    return kinds[record["kind"]](record, receipt)
+
+
+def greedy_config(model_config: dict, model_dir: str, settings: dict, max_new_tokens: int) -> dict:
+    """The model's config.json (files found via base_dir), greedy, with the engine settings."""
+    return {
+        **model_config,
+        **settings,
+        "base_dir": model_dir.rstrip("/") + "/",
+        "sampler_type": "greedy",
+        "max_new_tokens": max_new_tokens,
+    }

@@ -1,0 +1,226 @@
+"""Device-side runner for the prebuilt (PyPI) MNN engine.
+
+This file is staged onto the device and run there with the device's Python, so it
+imports nothing from mnnrepro: only the standard library, numpy and MNN.
+
+It measures what MNN's ``llm_bench`` measures for one configuration and one
+repetition (``llm_bench -rep 1``):
+
+* prefill: P tokens (token 16 repeated, as llm_bench's synthetic prompt) from an
+  empty context; tok/s = P / prefill time;
+* decode: exactly N tokens from a 1-token context, each step feeding back the greedy
+  argmax; EOS never ends it; tok/s = N / decode time.
+
+``warmup`` unmeasured runs of both tests come first, in the same process (llm_bench
+drops its first run the same way). The model is loaded once per process, so one
+invocation of this script is one replicate, like one llm_bench launch.
+
+``greedy`` mode instead answers fixed prompts with greedy decoding and writes the
+token ids, with every step's top-k logits: the correctness gate compares them across
+variants and tells a near-tie flip (rounding) from a confident one (a wrong kernel).
+
+Output: one JSON object written to ``--out`` (atomically)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+
+SYNTHETIC_TOKEN = 16  # llm_bench's prompt token
+
+
+def _argmax(logits) -> int:
+    import numpy as np
+
+    values = np.asarray(logits.read())
+    return int(values.reshape(-1, values.shape[-1])[-1].argmax())
+
+
+def flush_c_stdio() -> None:
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):  # no C library: nothing to flush
+        ctypes.CDLL(None).fflush(None)
+
+
+@contextlib.contextmanager
+def captured_fd_stdout():
+    """Capture what C code prints on file descriptor 1 (MNN uses printf)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        os.dup2(sink.fileno(), 1)
+        box = []
+        try:
+            yield box
+        finally:
+            sys.stdout.flush()
+            flush_c_stdio()  # printf output is block-buffered when stdout is not a terminal
+            os.dup2(saved, 1)
+            os.close(saved)
+            sink.seek(0)
+            box.append(sink.read().decode("utf-8", "replace"))
+
+
+def load_llm(config_path: str, runtime: dict):
+    """Create and load an MNN LLM; returns (llm, what the engine printed while loading)."""
+    # MNN prints "The device supports: ..." on import; keep it as a fact.
+    with captured_fd_stdout() as printed:
+        import MNN.llm as mnn_llm
+
+        llm = mnn_llm.create(config_path)
+        llm.set_config(dict(runtime))
+        llm.load()
+    return llm, printed[0]
+
+
+def time_prefill(llm, prompt_tokens: int) -> float:
+    llm.reset()
+    ids = [SYNTHETIC_TOKEN] * prompt_tokens
+    start = time.perf_counter()
+    logits = llm.forward(ids)
+    _argmax(logits)  # forces the result, as the engine's own timer would
+    return time.perf_counter() - start
+
+
+def time_decode(llm, generate_tokens: int) -> tuple[float, list[int]]:
+    llm.reset()
+    token = _argmax(llm.forward([SYNTHETIC_TOKEN]))
+    produced = []
+    start = time.perf_counter()
+    for _ in range(generate_tokens):
+        token = _argmax(llm.forward([token]))
+        produced.append(token)
+    return time.perf_counter() - start, produced
+
+
+TOP_K = 8  # logits kept per step, as the built engines' mnn_greedy tool keeps them
+
+
+def greedy_step(logits) -> dict:
+    """The last position's top-k (token id, logit), best first (ties: lower id, as argmax),
+    and the mean and standard deviation of all its logits (the scale of a near-tie)."""
+    import numpy as np
+
+    values = np.asarray(logits.read(), dtype=np.float64)
+    row = values.reshape(-1, values.shape[-1])[-1]
+    top = np.lexsort((np.arange(row.size), -row))[:TOP_K]
+
+    def number(x):
+        return float(x) if np.isfinite(x) else None  # JSON has no NaN: a broken kernel -> null
+
+    return {
+        "mean": number(row.mean()),
+        "sd": number(row.std()),
+        "top": [[int(i), number(row[i])] for i in top],
+    }
+
+
+def greedy_answer(llm, prompt: str, max_new_tokens: int) -> dict:
+    llm.reset()
+    ids = list(llm.tokenizer_encode(llm.apply_chat_template(prompt)))
+    steps = [greedy_step(llm.forward(ids))]
+    while len(steps) < max_new_tokens:
+        steps.append(greedy_step(llm.forward([steps[-1]["top"][0][0]])))
+    return {"tokens": [s["top"][0][0] for s in steps], "steps": steps, "prompt_tokens": len(ids)}
+
+
+def engine_facts(supports_line: str) -> dict:
+    from importlib import metadata
+
+    try:
+        version = metadata.version("mnn")
+    except metadata.PackageNotFoundError:  # pragma: no cover - MNN built from source
+        version = ""
+    supports = ""
+    for line in supports_line.splitlines():
+        if line.startswith("The device supports:"):
+            supports = line.strip()
+    return {
+        "mnn_version": version,
+        "device_supports": supports,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }
+
+
+def run_bench(args) -> dict:
+    runtime = json.loads(args.runtime)
+    load_start = time.perf_counter()
+    llm, printed = load_llm(args.config, runtime)
+    load_s = time.perf_counter() - load_start
+    for _ in range(args.warmup):
+        time_prefill(llm, args.prompt_tokens)
+        time_decode(llm, args.generate_tokens)
+    prefill_s = time_prefill(llm, args.prompt_tokens)
+    decode_s, produced = time_decode(llm, args.generate_tokens)
+    return {
+        "kind": "bench",
+        "runtime": runtime,
+        "load_s": load_s,
+        "warmup": args.warmup,
+        "results": [
+            {
+                "phase": "prefill",
+                "tokens": args.prompt_tokens,
+                "seconds": prefill_s,
+                "tps": args.prompt_tokens / prefill_s,
+            },
+            {
+                "phase": "decode",
+                "tokens": len(produced),
+                "seconds": decode_s,
+                "tps": len(produced) / decode_s,
+            },
+        ],
+        "engine": engine_facts(printed),
+    }
+
+
+def run_greedy(args) -> dict:
+    runtime = json.loads(args.runtime)
+    llm, printed = load_llm(args.config, runtime)
+    prompts = json.loads(args.prompts)
+    answers = [{"prompt": p, **greedy_answer(llm, p, args.max_new_tokens)} for p in prompts]
+    return {
+        "kind": "greedy",
+        "runtime": runtime,
+        "answers": answers,
+        "engine": engine_facts(printed),
+    }
+
+
+def write_atomically(path: str, payload: dict) -> None:
+    tmp = f"{path}.part-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(payload, fh, indent=1, ensure_ascii=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=["bench", "greedy"])
+    parser.add_argument("--config", required=True, help="the model's MNN config.json")
+    parser.add_argument("--runtime", default="{}", help="JSON overrides of config.json")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--prompt-tokens", type=int, default=512)
+    parser.add_argument("--generate-tokens", type=int, default=128)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--prompts", default="[]", help="JSON list of prompts (greedy)")
+    parser.add_argument("--max-new-tokens", type=int, default=16)
+    args = parser.parse_args(argv)
+    payload = run_bench(args) if args.mode == "bench" else run_greedy(args)
+    write_atomically(args.out, payload)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""Staging on a device, by hash: the prebuilt runner, built engines with their gate tools, the
+model; and the receipt every run verifies before it runs anything.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from mnnrepro.devices.base import Device
+from mnnrepro.files import sha256_file
+
+log = logging.getLogger(__name__)
+
+
+RUNNER = Path(__file__).with_name("prebuilt_runner.py")
+
+
+def stage_inputs(
+    device: Device,
+    model_dir: str,
+    model: str,
+    engine_dirs: dict[str, str] | None = None,
+    tool_dirs: dict[str, str] | None = None,
+) -> dict:
+    """Stage the runner, built engines (each with its gate tool) and the model; returns where
+    each one is. A built engine is staged under its key (results/engines/<key>/bin), so two
+    definitions of one engine name never share a device directory."""
+
+    def staged(dirs: dict[str, str] | None, suffix: str) -> dict[str, str]:
+        return {
+            name: device.stage(path, f"engines/{Path(path).parent.name}{suffix}")
+            for name, path in sorted((dirs or {}).items())
+        }
+
+    return {
+        "runner": device.stage(RUNNER, "engines/prebuilt-runner"),
+        "engines": staged(engine_dirs, ""),
+        "gate_tools": staged(tool_dirs, "-gate-tool"),
+        "model_config": f"{device.stage(model_dir, f'models/{model}')}/config.json",
+    }
+
+
+def push_receipt(
+    device: Device,
+    model_dir: str,
+    model: str,
+    engine_dirs: dict[str, str] | None = None,
+    tool_dirs: dict[str, str] | None = None,
+) -> dict:
+    """Stage what the runs need and say what moved: a second push of unchanged files is 0 B."""
+    where = stage_inputs(device, model_dir, model, engine_dirs, tool_dirs)
+    log.info(
+        "pushed %d bytes to %s, %d files already there",
+        device.bytes_pushed,
+        device.name,
+        device.files_skipped,
+    )
+    return {
+        "device": device.name,
+        "kind": device.kind,
+        "model": model,
+        **where,
+        "bytes_pushed": device.bytes_pushed,
+        "files_skipped": device.files_skipped,
+        "files": device.receipts,
+    }
+
+
+def check_receipt(device: Device, receipt: dict) -> None:
+    """Verify every pushed file once per job. Runs never push: a file that changed on the
+    device since the push is refused by name (rerun the push rule to restore it)."""
+    if receipt["device"] != device.name:
+        raise ValueError(f"receipt is for device {receipt['device']}, not {device.name}")
+    device.verify({f["device_path"]: f["sha256"] for f in receipt["files"]})
+
+
+def engine_files(record: dict, receipt: dict) -> dict[str, str]:
+    """Device path -> sha256 of the files one engine runs from, re-verified before each run."""
+    if record["kind"] == "prebuilt":
+        return {receipt["runner"]: sha256_file(RUNNER)}
+    base = receipt["engines"][record["engine"]]
+    return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}

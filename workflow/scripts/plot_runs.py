@@ -1,7 +1,0 @@
-import pandas as pd
-
-from mnnrepro.logs import log_to
-from mnnrepro.plots import runs_chart, save
-
-log_to(snakemake.log[0])
-save(runs_chart(pd.read_csv(snakemake.input.table)), snakemake.output.html, snakemake.output.png)
