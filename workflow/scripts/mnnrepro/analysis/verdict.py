@@ -22,9 +22,10 @@ RULE = (
     "`reproduced`: the whole CI of the measured gain lies inside the band. "
     "`not reproduced`: the CI lies wholly outside the band (entirely below or above it). "
     "`inconclusive`: the CI overlaps the band and also reaches outside it. "
-    "`invalid`: a validity check failed (greedy outputs differ, SME2 kernels missing, or the "
-    "A/A control excludes 1), whatever the speed. Emulated devices' timings never enter a "
-    "speedup or a verdict."
+    "`invalid`: a validity check failed (the correctness gate found a wrong, empty or crashed "
+    "answer, SME2 kernels are missing, a run-time mask did not take, or the A/A control "
+    "excludes 1), whatever the speed. Emulated devices' timings never enter a speedup or a "
+    "verdict."
 )
 
 
