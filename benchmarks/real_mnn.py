@@ -278,6 +278,15 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def part(cache: Path, resume: bool, measure) -> dict:
+    """Measure one part and keep its result beside the runs (a later part may fail)."""
+    if resume and cache.is_file():
+        return json.loads(cache.read_text())
+    result = measure()
+    cache.write_text(json.dumps(result, indent=1, default=str))
+    return result
+
+
 def git_out(mnn: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-C", str(mnn), *args], capture_output=True, text=True, check=True
@@ -290,10 +299,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kleidiai", help="URL of the KleidiAI v1.16.0 tarball (a mirror)")
     parser.add_argument("--workdir", type=Path, help="run here (kept); default: a temp dir")
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument(
+        "--resume", action="store_true", help="reuse a part already measured in --workdir"
+    )
     args = parser.parse_args(argv)
     mnn = args.mnn.resolve()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="real-mnn-"))
     os.environ["CCACHE_DIR"] = str(workdir / "ccache")  # a fresh cache: the first builds are cold
+    host_mnn = {"source": {"path": str(mnn)}}
+    kleidiai = {"version": "v1.16.0", "url": args.kleidiai, "md5": KLEIDIAI_MD5}
+    emulated_mnn = {**host_mnn, **({"kleidiai": kleidiai} if args.kleidiai else {})}
     result = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": {
@@ -304,18 +319,15 @@ def main(argv: list[str] | None = None) -> int:
         "mnn_commit": git_out(mnn, "rev-parse", "HEAD"),
         "mnn_subject": git_out(mnn, "log", "-1", "--format=%s"),
         "command": f"python benchmarks/real_mnn.py --mnn <MNN 3.6.1> --cores {args.cores}",
-        "host": host_part(workdir / "host", {"source": {"path": str(mnn)}}, args.cores),
-        "emulated": emulated_part(
-            workdir / "emulated",
-            {
-                "source": {"path": str(mnn)},
-                **(
-                    {"kleidiai": {"version": "v1.16.0", "url": args.kleidiai, "md5": KLEIDIAI_MD5}}
-                    if args.kleidiai
-                    else {}
-                ),
-            },
-            args.cores,
+        "host": part(
+            workdir / "host.json",
+            args.resume,
+            lambda: host_part(workdir / "host", host_mnn, args.cores),
+        ),
+        "emulated": part(
+            workdir / "emulated.json",
+            args.resume,
+            lambda: emulated_part(workdir / "emulated", emulated_mnn, args.cores),
         ),
     }
     OUT.mkdir(parents=True, exist_ok=True)

@@ -92,6 +92,8 @@ def provide_source(source: dict, kleidiai: dict, cache: str | os.PathLike) -> di
         if not dest.is_dir():
             safe_extract(tarball, dest)
         roots = [p for p in dest.iterdir() if p.is_dir()]
-        receipt["kleidiai"] = {**kleidiai, "path": str(roots[0] if len(roots) == 1 else dest)}
+        # absolute: CMake resolves a relative KLEIDIAI_SRC_DIR against MNN's source tree
+        tree = (roots[0] if len(roots) == 1 else dest).resolve()
+        receipt["kleidiai"] = {**kleidiai, "path": str(tree)}
         receipt["cmake_flags"]["KLEIDIAI_SRC_DIR"] = receipt["kleidiai"]["path"]
     return receipt
