@@ -76,12 +76,13 @@ def test_sme2_kernels_are_sme2_named_functions_that_execute_sme_instructions(sou
         "MNNGemmInt8AddBiasScaleHp128_SME2_w4_Fp16",
         "MNNPackedMatMulRemainFP16_SME2",
     ]
-    assert on["sme2"]["sme_instruction_sites"] == 4  # smstart + smstop in each
+    assert on["sme2"]["sme_instruction_sites"] == 6  # smstart + smstop in each, KleidiAI's too
     off = build(
         source, tmp_path, "off", {**LLM, "MNN_SME2": False}, {"sme2_kernels": False}, "linux-arm64"
     )
     assert off["sme2"]["sme2_kernel_count"] == 0
     assert off["sme2"]["sme2_named_without_sme"] == ["MNNSumByAxisLForMatmul_A_SME2"]
+    assert off["sme2"]["kleidiai_sme_functions"] == ["kai_kernel_matmul_clamp_f32_sme2_mopa"]
 
 
 @needs_cross

@@ -68,12 +68,13 @@ def sme2_kernels(engine_dir: str | os.PathLike, nm: str = "nm", objdump: str = "
             sites += len(SME_INSTRUCTIONS.findall(dis))
             for name, count in sme_functions(dis).items():
                 functions[name] = functions.get(name, 0) + count
-    kernels = sorted(symbols & set(functions))
+    kleidiai = sorted(f for f in functions if f.startswith("kai_"))  # KleidiAI's, not MNN's
+    kernels = sorted(symbols & set(functions) - set(kleidiai))
     return {
         "sme2_kernels": kernels,
         "sme2_kernel_count": len(kernels),
         "sme2_named_without_sme": sorted(symbols - set(functions)),
-        "kleidiai_sme_functions": sorted(f for f in functions if f.startswith("kai_")),
+        "kleidiai_sme_functions": kleidiai,
         "sme_instruction_sites": sites,
         "disassembler": objdump if shutil.which(objdump) else None,
     }
