@@ -49,6 +49,7 @@ def agreement_table(
                         "first_divergence": judged["first_divergence"],
                         "identical": judged["first_divergence"] is None,
                         "judged": judged["kind"],
+                        "logit_drift_sd": judged["logit_drift_sd"],
                         "reason": judged["reason"],
                         "crashed": answer.get("crashed", ""),
                         "engine_line": payload["engine"].get("device_supports", ""),
