@@ -133,3 +133,11 @@ def test_an_empty_or_short_answer_fails_and_says_so(ref_tokens, other_tokens, sa
 def test_identical_answers_pass():
     ref = answer([1, 2], [SAME, SAME])
     assert compare_answer(ref, dict(ref), 0.25)["kind"] == IDENTICAL
+
+
+def test_the_near_tie_default_is_the_schemas():
+    from mnnrepro.analysis.correctness import NEAR_TIE_SD
+    from mnnrepro.config import load_schema
+
+    gate = load_schema()["properties"]["correctness"]["properties"]
+    assert gate["near_tie_sd"]["default"] == NEAR_TIE_SD

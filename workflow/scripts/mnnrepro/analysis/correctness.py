@@ -75,6 +75,7 @@ UNJUDGED = "differs (no logits to tell rounding from a wrong answer)"
 
 
 PASSING = (IDENTICAL, ROUNDING)
+NEAR_TIE_SD = 0.25  # the schema's default of `correctness.near_tie_sd`
 
 
 NEAR_TIE_RULE = (
@@ -185,7 +186,7 @@ def _divergence_text(first: int, judged: dict) -> str:
 
 
 def compare_answers(
-    baseline: dict, treatment: dict, min_agreement: float, near_tie_sd: float = 0.1
+    baseline: dict, treatment: dict, min_agreement: float, near_tie_sd: float = NEAR_TIE_SD
 ) -> dict:
     """baseline/treatment: greedy runner payloads. Returns per-prompt rows and pass/fail.
 

@@ -4,13 +4,15 @@ each divergence judged by the correctness gate's near-tie rule.
 
 from __future__ import annotations
 
+from mnnrepro.analysis.correctness import NEAR_TIE_SD, compare_answer
+
 
 def agreement_table(
     greedy: dict[str, dict],
     facts: dict[str, dict],
     reference: str,
     model: str,
-    near_tie_sd: float = 0.25,
+    near_tie_sd: float = NEAR_TIE_SD,
 ):
     """Greedy tokens of every device vs the reference device, per variant and prompt.
 
@@ -20,8 +22,6 @@ def agreement_table(
     gate's near-tie rule: rounding, or a wrong answer.
     """
     import pandas as pd
-
-    from mnnrepro.analysis.correctness import compare_answer
 
     rows = []
     for device in sorted(greedy):

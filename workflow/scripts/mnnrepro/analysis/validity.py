@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mnnrepro.analysis.correctness import compare_answers
+from mnnrepro.analysis.correctness import NEAR_TIE_SD, compare_answers
 from mnnrepro.build.kernels import can_have_sme2
 from mnnrepro.config import comparison_pairs
 
@@ -13,7 +13,7 @@ def correctness_check(greedy: dict, pair: tuple[str, str], correctness: dict) ->
         greedy[base],
         greedy[treat],
         correctness["min_agreement"],
-        correctness.get("near_tie_sd", 0.25),
+        correctness.get("near_tie_sd", NEAR_TIE_SD),
     )
     parts = []
     for row in result["prompts"]:
