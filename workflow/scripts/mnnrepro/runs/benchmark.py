@@ -3,7 +3,8 @@
 Every finished invocation is written at once, atomically, to its own raw file
 (`<raw_dir>/<variant>/rep-<block>.json`). Raw files are not Snakemake outputs, so they
 survive a crash, a disconnect or Ctrl-C; a rerun keeps every raw file whose `plan_key`
-matches (same engine, model, runtime and bench settings) and runs only what is missing."""
+matches `measurement_key` (the engine's identity, model, runtime, env and bench settings) and
+runs only what is missing."""
 
 from __future__ import annotations
 
