@@ -67,7 +67,7 @@ def measure(model_dir: str, base: dict, treat: dict, reps: int, seed: int):
         rows = []
         for entry in index:
             record = json.loads(Path(entry["raw"]).read_text())
-            rows += rows_from_record(record, "bench", "model", False, entry["raw"])
+            rows += rows_from_record(record, "bench", "model", False, entry["raw"], entry["sha256"])
     device.close()
     table = pd.DataFrame(rows)
     out = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import tarfile
 
@@ -73,7 +74,13 @@ RUN_INDEX = {
     "model": "m",
     "experiment": "e",
     "emulated": False,
-    "runs": [{"invocation": {}, "raw": "results/e/raw/host/m/a/rep-000.json"}],
+    "runs": [
+        {
+            "invocation": {},
+            "raw": "results/e/raw/host/m/a/rep-000.json",
+            "sha256": hashlib.sha256(b'{"status": "ok"}').hexdigest(),
+        }
+    ],
 }
 ENGINE = {"engine": "x", "kind": "prebuilt", "pin": "mnn==3.6.1", "files": []}
 
@@ -128,7 +135,8 @@ def test_restore_refuses_a_member_the_manifest_does_not_list(tmp_path):
 
 
 def test_restore_refuses_a_raw_record_path_outside_the_archive(tmp_path):
-    runs = {**RUN_INDEX, "runs": [{"invocation": {}, "raw": "results/e/raw/../../../../etc/x"}]}
+    outside = {**RUN_INDEX["runs"][0], "raw": "results/e/raw/../../../../etc/x"}
+    runs = {**RUN_INDEX, "runs": [outside]}
     write_archive(tmp_path / "a.tar.gz", members(runs))
     with pytest.raises(ValueError, match="is not inside the archive's results/e/raw/"):
         restore_to(tmp_path / "a.tar.gz", tmp_path)

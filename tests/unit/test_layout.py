@@ -50,7 +50,8 @@ def test_no_import_cycle():
 
 def test_every_module_belongs_to_a_stage_or_is_shared():
     top_level = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
-    assert top_level == {"config", "logs", "files"}  # used by every stage
+    # used by every stage: config, job logs, file I/O, error types, verified reading of records
+    assert top_level == {"config", "logs", "files", "errors", "records"}
     assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} == STAGES
     for stage in STAGES:
         assert (PACKAGE / stage / "__init__.py").read_text().startswith('"""'), stage

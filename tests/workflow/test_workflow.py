@@ -16,9 +16,19 @@ pytestmark = pytest.mark.slow
 TINY = "tests/workflow/config-tiny.yaml"
 
 
-def snakemake(root: Path, workdir: Path, *args: str) -> subprocess.CompletedProcess:
+def snakemake(
+    root: Path, workdir: Path, *args: str, check: bool = True
+) -> subprocess.CompletedProcess:
     return run_snakemake(
-        root, "--cores", "2", "--configfile", str(root / TINY), "--directory", str(workdir), *args
+        root,
+        "--cores",
+        "2",
+        "--configfile",
+        str(root / TINY),
+        "--directory",
+        str(workdir),
+        *args,
+        check=check,
     )
 
 
@@ -142,3 +152,67 @@ def test_archive_is_deterministic_and_replays_to_identical_tables(root, tiny_run
         original = (tiny_run / "results" / "tiny" / name).read_text()
         assert (replayed / name).read_text() == original, name
     assert "run_bench" not in proc.stdout + proc.stderr
+
+
+# ---- untrusted derived data: a real run's files, edited afterwards, are refused ------------
+
+
+@pytest.fixture
+def copied_run(tiny_run, tmp_path):
+    """A copy of the tiny run (results, logs, Snakemake's records), to edit."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(tiny_run, copy, symlinks=True)
+    return copy
+
+
+def refused(proc, log: Path) -> str:
+    """The one-line error a failed job printed (its log: no traceback)."""
+    assert proc.returncode != 0
+    text = log.read_text()
+    assert "Traceback" not in text, text[-2000:]
+    return next(line for line in text.splitlines() if line.startswith("error: "))
+
+
+def test_a_hand_edited_bench_table_is_refused_naming_the_cell(root, copied_run):
+    path = copied_run / "results/tiny/bench.csv"
+    bench = pd.read_csv(path)
+    bench.loc[0, "tps"] *= 4  # a tok/s "gain" typed in
+    bench.to_csv(path, index=False)
+    proc = snakemake(root, copied_run, check=False)
+    line = refused(proc, copied_run / "logs/compute_summary/tiny.log")
+    assert line.startswith("error: results/tiny/bench.csv: line 2, column `tps` is ")
+    assert "but the raw records give" in line and line.endswith("delete it to derive it again")
+    assert line in proc.stdout + proc.stderr  # shown by Snakemake too (show-failed-logs)
+
+
+def test_a_raw_record_edited_after_the_run_is_refused(root, copied_run):
+    raw = sorted((copied_run / "results/tiny/raw").rglob("rep-001.json"))[0]
+    raw.write_text(raw.read_text().replace('"status": "ok"', '"status":  "ok"'))
+    proc = snakemake(root, copied_run, "--forcerun", "collect_bench_table", check=False)
+    line = refused(proc, copied_run / "logs/collect_bench_table/tiny.log")
+    rel = raw.relative_to(copied_run)
+    assert line.startswith(f"error: {rel}: content changed since results/tiny/runs/host/")
+
+
+def test_a_truncated_raw_record_says_where_and_what_to_do(root, copied_run):
+    raw = sorted((copied_run / "results/tiny/raw").rglob("rep-002.json"))[0]
+    data = raw.read_bytes()
+    raw.write_bytes(data[:871])
+    proc = snakemake(root, copied_run, "--forcerun", "collect_bench_table", check=False)
+    line = refused(proc, copied_run / "logs/collect_bench_table/tiny.log")
+    assert line == (
+        f"error: {raw.relative_to(copied_run)}: not valid JSON (truncated at byte 871); "
+        "delete it to re-measure that repetition"
+    )
+
+
+def test_an_edited_summary_table_is_refused_by_its_readers(root, copied_run):
+    path = copied_run / "results/tiny/summary.csv"
+    path.write_text(path.read_text().replace("no claim", "reproduced"))
+    proc = snakemake(root, copied_run, "results/tiny/summary.md", check=False)
+    line = refused(proc, copied_run / "logs/write_summary_report/tiny.log")
+    assert line.startswith(
+        "error: results/tiny/summary.csv: content changed since results/tiny/summary.json"
+    )

@@ -39,8 +39,7 @@ rule collect_bench_table:
     conda:
         "../../envs/analysis.yaml"
     params:
-        # a replay's run indexes name the archived raw paths; the files are restored here
-        raw_roots=(f"results/{EXPERIMENT}/", f"results/{RESULTS_KEY}/") if REPLAY else ("", ""),
+        raw_roots=RAW_ROOTS,
         code=ANALYSIS_CODE,
     message:
         "Collecting every repetition into bench.csv"
@@ -51,6 +50,7 @@ rule collect_bench_table:
 rule compute_summary:
     input:
         table="results/{experiment}/bench.csv",
+        runs=get_run_indexes,
         validity=get_validity_files,
         facts=expand("results/{{experiment}}/devices/{device}.json", device=DEVICES),
         engines=get_engine_files,
@@ -69,6 +69,7 @@ rule compute_summary:
     params:
         # the slices of the config the statistics depend on (an edit elsewhere reruns nothing)
         experiment=EXPERIMENT,
+        raw_roots=RAW_ROOTS,
         comparison=config["comparison"],
         stats=config["stats"],
         bench=config["bench"],

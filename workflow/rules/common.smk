@@ -14,12 +14,14 @@ from mnnrepro.config import (  # noqa: E402
     ConfigError,
     use_this_package,
     check as check_config,
+    check_config_files,
     prompt_images,
     run_variants,
 )
 
 use_this_package(SCRIPTS)  # jobs import this workflow's package, whatever is installed
 try:
+    check_config_files(workflow.configfiles)  # a key given twice is an error, not the last
     check_config(config)  # clear errors that name the key, before any job runs
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
@@ -191,6 +193,10 @@ def get_ndk_receipt(wildcards):
     if get_build_spec(wildcards)["platform"] != "android-arm64":
         return []
     return [f"resources/ndk/{config['toolchains']['ndk']['version']}.json"]
+
+
+# a replay's run indexes name the archived raw paths; the files are restored here
+RAW_ROOTS = (f"results/{EXPERIMENT}/", f"results/{RESULTS_KEY}/") if REPLAY else ("", "")
 
 
 def get_run_indexes(wildcards):

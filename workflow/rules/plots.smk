@@ -11,6 +11,8 @@ PLOTS = {
 rule plot:
     input:
         table=lambda wildcards: f"results/{wildcards.experiment}/{PLOTS[wildcards.chart][0]}",
+        # holds the sha256 of both tables: a table edited after the summary is refused
+        document="results/{experiment}/summary.json",
     output:
         html=report(
             "results/{experiment}/plots/{chart}.html",

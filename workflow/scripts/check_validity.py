@@ -1,12 +1,13 @@
 from mnnrepro.analysis.validity import check
-from mnnrepro.files import read_json, write_json
+from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
+from mnnrepro.records import read_record
 
 log_to(snakemake.log[0])
-engines = {e["engine"]: e for e in map(read_json, snakemake.input.engines)}
+engines = {e["engine"]: e for e in (read_record(p, "engine") for p in snakemake.input.engines)}
 result = check(
-    read_json(snakemake.input.greedy),
-    read_json(snakemake.input.facts),
+    read_record(snakemake.input.greedy, "greedy"),
+    read_record(snakemake.input.facts, "device_facts"),
     snakemake.wildcards.model,
     snakemake.params.comparison,
     snakemake.params.correctness,

@@ -1,19 +1,22 @@
 from pathlib import Path
 
-import pandas as pd
-
 from mnnrepro.analysis.report import markdown
-from mnnrepro.files import read_json
 from mnnrepro.logs import log_to
+from mnnrepro.records import read_chained_table, read_record, read_table
 
 log_to(snakemake.log[0])
-facts = {d["device"]: d for d in map(read_json, snakemake.input.facts)}
-engines = {e["engine"]: e for e in map(read_json, snakemake.input.engines)}
-models = {m["model"]: m for m in map(read_json, snakemake.input.manifests)}
-emulation = [pd.read_csv(path) for path in snakemake.input.emulation]
+facts = {d["device"]: d for d in (read_record(p, "device_facts") for p in snakemake.input.facts)}
+engines = {e["engine"]: e for e in (read_record(p, "engine") for p in snakemake.input.engines)}
+models = {
+    m["model"]: m for m in (read_record(p, "model_manifest") for p in snakemake.input.manifests)
+}
+emulation = [
+    read_table(p, [], "delete it to check the emulated devices again")
+    for p in snakemake.input.emulation
+]
 text = markdown(
-    pd.read_csv(snakemake.input.table),
-    read_json(snakemake.input.document),
+    read_chained_table(snakemake.input.table, snakemake.input.document),
+    read_record(snakemake.input.document, "summary"),
     facts,
     engines,
     models,

@@ -8,10 +8,12 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from mnnrepro.errors import ReproError
+
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
 
 
-class ConfigError(ValueError):
+class ConfigError(ReproError, ValueError):
     """A config problem, worded for the user: it names the key and what is allowed."""
 
 
@@ -24,8 +26,48 @@ def use_this_package(scripts_dir: str | Path) -> None:
 
 
 def refuse(problems: list[str]) -> None:
-    """Raise one ConfigError listing every problem, one per line."""
-    raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+    """Raise one ConfigError listing every problem, one per line; the first line is the first
+    problem itself (it names its key)."""
+    more = f"\n  ({len(problems) - 1} more:)\n  " if len(problems) > 1 else ""
+    raise ConfigError(problems[0] + more + "\n  ".join(problems[1:]))
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                continue  # `<<: *anchor` merges may be overridden by explicit keys
+            key = key_node.value
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise ConfigError(
+                    f"{key_node.start_mark.name}, line {line}: key `{key}` given twice "
+                    f"(first on line {seen[key]}); YAML would silently keep the last"
+                )
+            seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+def load_yaml(text: str | bytes, name: str):
+    """Parse the YAML text of file `name`, refusing a duplicate key; errors name the file."""
+    loader = _UniqueKeyLoader(text)
+    loader.name = name  # marks (and so errors) name the file
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{name}: not valid YAML ({' '.join(str(err).split())})") from None
+    finally:
+        loader.dispose()
+
+
+def check_config_files(paths) -> None:
+    """Every config file given must be YAML without a duplicate key (Snakemake's own loader
+    keeps the last of two, silently)."""
+    for path in paths:
+        load_yaml(Path(path).read_text(encoding="utf-8"), str(path))
 
 
 def load_schema(path: Path = SCHEMA_PATH) -> dict:
@@ -57,7 +99,13 @@ def _explain(error: jsonschema.ValidationError) -> str:
     if validator == "oneOf":
         options = [sorted(s.get("required", [])) for s in error.validator_value]
         return f"config key `{where}`: give exactly one of {[o[0] for o in options]}"
+    if validator in BOUNDS and "x-bound" in error.schema:
+        return f"config key `{where}`: {error.message} ({error.schema['x-bound']})"
     return f"config key `{where}`: {error.message}"
+
+
+# plausibility bounds: the schema says why in `x-bound`, and the error repeats it
+BOUNDS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
 
 
 def check_schema(config: dict, schema: dict | None = None) -> None:
@@ -119,8 +167,33 @@ def check_references(config: dict) -> None:
             f"config key `emulation.reference`: {reference!r} is not a device; "
             f"defined devices: {sorted(config['devices'])}"
         )
+    problems += reserved_name_clashes(config)
     if problems:
         refuse(problems)
+
+
+# results/<name>/ the workflow itself uses; an experiment of that name would mix with them
+RESERVED_EXPERIMENTS = {"engines", "models", "replay"}
+
+
+def reserved_name_clashes(config: dict) -> list[str]:
+    """Names the workflow generates must not be names the user chose: the A/A control's copy
+    of the baseline (a variant) and the shared result directories (experiments)."""
+    problems = []
+    aa = aa_variant(config)
+    if aa in config["variants"]:
+        problems.append(
+            f"config key `variants.{aa}`: the name is taken by the A/A control "
+            f"(`comparison.aa_control` runs the baseline "
+            f"{config['comparison']['baseline']!r} again as {aa!r}); rename the variant "
+            "or turn the control off"
+        )
+    if config.get("experiment") in RESERVED_EXPERIMENTS:
+        problems.append(
+            f"config key `experiment`: {config['experiment']!r} is the workflow's own "
+            f"results/{config['experiment']}/ directory (reserved: {sorted(RESERVED_EXPERIMENTS)})"
+        )
+    return problems
 
 
 def runtime_defaults(schema: dict | None = None) -> dict:

@@ -22,6 +22,8 @@ import urllib.request
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from mnnrepro.errors import DataError, ReproError
+
 CHUNK = 1 << 20
 
 
@@ -74,8 +76,23 @@ def code_digest(package_dir: str | os.PathLike, patterns=("*.py",)) -> str:
     return digest.hexdigest()
 
 
-def read_json(path: str | os.PathLike):
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+def read_json(path: str | os.PathLike, hint: str = ""):
+    """Parse a JSON file; a missing, non-UTF-8 or damaged one is a DataError naming the file,
+    what is wrong (a truncated file says at which byte) and, with hint, what to do."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise DataError(path, "missing", hint) from None
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise DataError(path, f"not UTF-8 text (byte {err.start})", hint) from None
+    except json.JSONDecodeError as err:
+        if err.pos >= len(err.doc.rstrip()):
+            found = f"truncated at byte {len(data)}" if data.strip() else "empty"
+        else:
+            found = f"{err.msg} at line {err.lineno}, column {err.colno}"
+        raise DataError(path, f"not valid JSON ({found})", hint) from None
 
 
 log = logging.getLogger(__name__)
@@ -84,7 +101,7 @@ log = logging.getLogger(__name__)
 CHUNK = 1 << 20
 
 
-class FetchError(RuntimeError):
+class FetchError(ReproError, RuntimeError):
     pass
 
 
@@ -247,7 +264,7 @@ def read_properties(path: str | os.PathLike) -> dict[str, str]:
     return props
 
 
-class UnsafeArchiveError(ValueError):
+class UnsafeArchiveError(ReproError, ValueError):
     pass
 
 

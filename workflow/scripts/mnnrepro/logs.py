@@ -1,15 +1,28 @@
-"""Point a rule script's stderr and logging at its Snakemake log file."""
+"""Point a rule script's stderr and logging at its Snakemake log file, and show the project's
+own errors as the one line they are."""
 
 from __future__ import annotations
 
 import logging
 import sys
 
+from mnnrepro.errors import ReproError
+
+
+def one_line_errors(kind, error, trace) -> None:
+    """sys.excepthook: a ReproError (worded for the user, naming the file or key) is printed
+    as `error: <message>` without a traceback; anything else is a bug and keeps its traceback."""
+    if issubclass(kind, ReproError):
+        print(f"error: {error}", file=sys.stderr, flush=True)
+    else:
+        sys.__excepthook__(kind, error, trace)
+
 
 def log_to(path: str):
     """Send stderr and the logging module to path; returns the open log file."""
     handle = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the job
     sys.stderr = handle
+    sys.excepthook = one_line_errors
     logging.basicConfig(
         stream=handle,
         level=logging.INFO,

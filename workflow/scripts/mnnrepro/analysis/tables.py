@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mnnrepro.files import read_json
+from mnnrepro.errors import DataError
+from mnnrepro.records import HINTS, check_sha256, read_record
 
 # Columns that identify one measured configuration (compare-llama-bench's "key properties").
 KEY_COLUMNS = ["experiment", "device", "model", "variant", "phase"]
@@ -31,11 +32,28 @@ BENCH_COLUMNS = [
     "max_temp_before_c",
     "other_load",
     "raw_file",
+    "raw_sha256",
 ]
+
+# an engine's tok/s must be its tokens / seconds (llm_bench prints both from one timer)
+TPS_RELATIVE_TOLERANCE = 1e-3
+
+
+def check_speeds(record: dict, path: str) -> None:
+    """Each phase's tok/s must be its tokens / seconds: an edited speed is refused."""
+    for i, r in enumerate(record["results"]):
+        implied = r["tokens"] / r["seconds"]
+        if abs(r["tps"] - implied) > TPS_RELATIVE_TOLERANCE * implied:
+            raise DataError(
+                path,
+                f"field `results.{i}.tps` is {r['tps']:.6g} tok/s, but its tokens/seconds "
+                f"give {implied:.6g}",
+                HINTS["raw_record"],
+            )
 
 
 def rows_from_record(
-    record: dict, experiment: str, model: str, emulated: bool, raw_file: str
+    record: dict, experiment: str, model: str, emulated: bool, raw_file: str, raw_sha256: str
 ) -> list[dict]:
     inv = record["invocation"]
     spec = record["spec"]
@@ -61,6 +79,7 @@ def rows_from_record(
         "max_temp_before_c": max(temps.values()) if temps else None,
         "other_load": record.get("other_load"),
         "raw_file": raw_file,
+        "raw_sha256": raw_sha256,
     }
     return [
         {
@@ -74,22 +93,36 @@ def rows_from_record(
     ]
 
 
-def bench_table(indexes: list[dict], resolve=str) -> pd.DataFrame:
-    """indexes: parsed run indexes (see bench rules), each with experiment/model/device/runs.
+def bench_table(indexes: dict[str, dict], resolve=str) -> pd.DataFrame:
+    """indexes: run index path -> parsed run index (see bench rules), each with
+    experiment/model/device/runs; every raw file must still have the sha256 its index recorded.
 
     Raw paths in an index are relative to the working directory; `resolve` maps one to where
     the file is now (a replay restores them elsewhere); `raw_file` keeps the recorded path.
     """
     rows = []
-    for index in indexes:
+    for index_path, index in indexes.items():
         for entry in index["runs"]:
-            record = read_json(resolve(entry["raw"]))
+            path = resolve(entry["raw"])
+            record = read_record(path, "raw_record")
+            check_sha256(path, entry["sha256"], index_path, HINTS["raw_record"])
             if record.get("status") != "ok":
                 continue  # a failed invocation of an emulated device: kept raw, no speed
+            check_speeds(record, path)
             rows.extend(
                 rows_from_record(
-                    record, index["experiment"], index["model"], index["emulated"], entry["raw"]
+                    record,
+                    index["experiment"],
+                    index["model"],
+                    index["emulated"],
+                    entry["raw"],
+                    entry["sha256"],
                 )
             )
     table = pd.DataFrame(rows, columns=BENCH_COLUMNS)
     return table.sort_values(["device", "model", "run_order", "phase"]).reset_index(drop=True)
+
+
+def bench_table_from(index_paths: list[str], resolve=str) -> pd.DataFrame:
+    """bench.csv's content, derived from the run index files and the raw records they list."""
+    return bench_table({p: read_record(p, "run_index") for p in index_paths}, resolve)

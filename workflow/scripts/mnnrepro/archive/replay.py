@@ -14,10 +14,11 @@ import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
 
-import yaml
-
 from mnnrepro.archive.pack import verify_manifest
-from mnnrepro.files import check_member_name, read_json, safe_extract
+from mnnrepro.config import load_yaml
+from mnnrepro.errors import DataError
+from mnnrepro.files import check_member_name, safe_extract
+from mnnrepro.records import read_record
 
 CONFIG_NAME = "config.resolved.yaml"
 MANIFEST_NAME = "MANIFEST.sha256"
@@ -45,10 +46,10 @@ def archived_config(archive: str) -> dict:
         listed = manifest_entries(tar.extractfile(MANIFEST_NAME).read().decode())
         data = tar.extractfile(CONFIG_NAME).read()
     if listed.get(CONFIG_NAME) != hashlib.sha256(data).hexdigest():
-        raise ValueError(f"{CONFIG_NAME} does not match the archive's {MANIFEST_NAME}")
-    config = yaml.safe_load(data)
+        raise DataError(archive, f"{CONFIG_NAME} does not match the archive's {MANIFEST_NAME}")
+    config = load_yaml(data.decode("utf-8"), f"{archive}:{CONFIG_NAME}")
     if not isinstance(config, dict):
-        raise ValueError(f"{CONFIG_NAME} is not a config (a mapping of keys)")
+        raise DataError(archive, f"{CONFIG_NAME} is not a config (a mapping of keys)")
     return config
 
 
@@ -69,7 +70,7 @@ def restore(
         listed = manifest_entries((root / MANIFEST_NAME).read_text())
         unlisted = sorted(n for n in names if n != MANIFEST_NAME and n not in listed)
         if unlisted:
-            raise ValueError(f"{archive}: members not in {MANIFEST_NAME}: {unlisted[:5]}")
+            raise DataError(archive, f"members not in {MANIFEST_NAME}: {unlisted[:5]}")
         verify_manifest(root)
         source = root / "results" / experiment
         for kind in RECORDS:
@@ -77,21 +78,22 @@ def restore(
                 shutil.copytree(source / kind, Path(results) / kind, dirs_exist_ok=True)
                 restored.append(f"{results}/{kind}")
         for index in sorted((source / "runs").rglob("*.json")):
-            for entry in read_json(index)["runs"]:
+            for entry in read_record(index, "run_index")["runs"]:
                 raw = PurePosixPath(entry["raw"])
                 if ".." in raw.parts or raw.parts[:3] != ("results", experiment, "raw"):
-                    raise ValueError(
-                        f"{index.relative_to(root)}: raw record {entry['raw']!r} is not inside "
-                        f"the archive's results/{experiment}/raw/"
+                    raise DataError(
+                        archive,
+                        f"{index.relative_to(root)} names raw record {entry['raw']!r}, which "
+                        f"is not inside the archive's results/{experiment}/raw/",
                     )
         found = {}
         for path in sorted((root / "results" / "engines").glob("*/*.json")):
-            record = read_json(path)
+            record = read_record(path, "engine")
             if path.name in ENGINE_RECORDS and record.get("engine") in engine_records:
                 found[record["engine"]] = path
         missing = sorted(set(engine_records) - set(found))
         if missing:
-            raise ValueError(f"{archive}: no archived record of engine(s) {missing}")
+            raise DataError(archive, f"no archived record of engine(s) {missing}")
         for name, dest in engine_records.items():
             Path(dest).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(found[name], dest)

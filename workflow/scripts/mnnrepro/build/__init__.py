@@ -3,6 +3,8 @@ source (+ KleidiAI), CMake builds per platform (cmake), their SME2 kernels (kern
 correctness gate's token-id tool (gate_tool, greedy_tool/), and engine keys and records
 (records)."""
 
+from mnnrepro.errors import ReproError
 
-class BuildError(RuntimeError):
+
+class BuildError(ReproError, RuntimeError):
     """A build that failed or does not hold what its config says, worded for the user."""

@@ -10,10 +10,11 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
+from mnnrepro.errors import ReproError
 from mnnrepro.files import sha256_file
 
 
-class EngineError(RuntimeError):
+class EngineError(ReproError, RuntimeError):
     pass
 
 

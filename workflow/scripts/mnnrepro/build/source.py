@@ -9,12 +9,13 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+from mnnrepro.errors import ReproError
 from mnnrepro.files import FetchError, download, publish_dir, safe_extract
 
 log = logging.getLogger(__name__)
 
 
-class SourceError(RuntimeError):
+class SourceError(ReproError, RuntimeError):
     pass
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import adbutils
 
 from mnnrepro.devices.base import CommandResult, Device, cpuinfo_summary
+from mnnrepro.errors import ReproError
 from mnnrepro.files import sha256_file
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ PROPS = {
 }
 
 
-class AdbDeviceError(RuntimeError):
+class AdbDeviceError(ReproError, RuntimeError):
     pass
 
 

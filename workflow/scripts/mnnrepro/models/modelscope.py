@@ -13,6 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
+from mnnrepro.errors import ReproError
 from mnnrepro.files import file_table
 
 log = logging.getLogger(__name__)
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 CLIENT_FILES = (".msc", ".mv", "._____temp", ".mdl", ".lock")
 
 
-class ModelSourceError(RuntimeError):
+class ModelSourceError(ReproError, RuntimeError):
     pass
 
 

@@ -183,7 +183,7 @@ def run_schedule(
                 path,
                 ", ".join(f"{r['phase']} {r['tps']:.2f} tok/s" for r in payload["results"]),
             )
-        index.append({"invocation": inv.to_dict(), "raw": str(path)})
+        index.append({"invocation": inv.to_dict(), "raw": str(path), "sha256": sha256_file(path)})
     log.info("%d invocations kept from earlier runs, %d run now", done, len(plan) - done)
     return index
 

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from mnnrepro.config import with_runtime_defaults
+from mnnrepro.errors import ReproError
 from mnnrepro.runs import llmbench
 
 LEVELS = {"normal": 0, "high": 1, "low": 2}  # llm_bench's -c, --memory and --power codes
@@ -43,7 +44,7 @@ def llm_bench_config(runtime: dict, prompt_tokens: int) -> dict:
 log = logging.getLogger(__name__)
 
 
-class BenchError(RuntimeError):
+class BenchError(ReproError, RuntimeError):
     pass
 
 

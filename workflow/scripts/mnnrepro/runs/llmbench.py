@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import re
 
+from mnnrepro.errors import ReproError
+
 SUPPORTS_PREFIX = "The device supports:"
 
 
@@ -27,7 +29,7 @@ _SPEED = re.compile(r"^\s*([0-9.]+|nan|inf)\s*(?:±\s*([0-9.]+|nan|inf))?\s*$")
 _PRECISIONS = {0: "Normal", 1: "High", 2: "Low"}
 
 
-class LlmBenchParseError(ValueError):
+class LlmBenchParseError(ReproError, ValueError):
     pass
 
 
