@@ -167,3 +167,38 @@ def test_the_archived_config_must_match_the_manifest(tmp_path):
             new.addfile(info, io.BytesIO(data))
     with pytest.raises(ValueError, match=r"config\.resolved\.yaml does not match"):
         archived_config(str(tmp_path / "b.tar.gz"))
+
+
+def test_restore_refuses_an_absolute_member_before_writing_anything(tmp_path):
+    write_archive(tmp_path / "a.tar.gz", members())
+    with_extra_member(tmp_path / "a.tar.gz", tmp_path / "b.tar.gz", "/tmp/evil.json")
+    with pytest.raises(UnsafeArchiveError, match="unsafe archive member name '/tmp/evil.json'"):
+        restore_to(tmp_path / "b.tar.gz", tmp_path)
+    assert not (tmp_path / "replayed").exists()
+
+
+@pytest.mark.parametrize(
+    "config, key",
+    [
+        (b"experiment: /etc\n", "config key `experiment`"),  # would read another directory
+        (b"experiment: e\nexperiment: f\n", "key `experiment` given twice"),
+    ],
+    ids=["absolute-experiment", "duplicate-key"],
+)
+def test_a_replay_validates_the_archived_config_like_a_live_one(root, tmp_path, config, key):
+    """An archive whose manifest vouches for a config that a live run would refuse."""
+    from conftest import run_snakemake
+
+    write_archive(tmp_path / "a.tar.gz", {**members(), "config.resolved.yaml": config})
+    proc = run_snakemake(
+        root,
+        "-n",
+        "--directory",
+        str(tmp_path),
+        "--config",
+        f"replay={tmp_path / 'a.tar.gz'}",
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert f"--config replay={tmp_path / 'a.tar.gz'}: " in proc.stdout + proc.stderr
+    assert key in proc.stdout + proc.stderr
