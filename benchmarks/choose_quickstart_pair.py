@@ -16,7 +16,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +60,7 @@ def measure(model_dir: str, base: dict, treat: dict, reps: int, seed: int):
     device = LocalDevice("host")
     with tempfile.TemporaryDirectory() as raw:
         receipt = push_receipt(device, model_dir, "model")
-        index = run_schedule(
+        index, _ = run_schedule(
             device, interleaved(["base", "treat"], reps), specs, receipt, BENCH, raw
         )
         rows = []
@@ -74,7 +73,7 @@ def measure(model_dir: str, base: dict, treat: dict, reps: int, seed: int):
     for phase in ("prefill", "decode"):
         part = table[table["phase"] == phase]
         out[phase] = compare_phase(
-            part, "base", "treat", np.random.default_rng(seed), 10000, 0.95, 0.02
+            part, "base", "treat", {"ci_level": 0.95, "target_half_width": 0.02, "seed": seed}
         )
     return out, table
 

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.draws if n < total else 1):
                 pick = wide.sample(n=n, random_state=int(rng.integers(1 << 31)))
                 ci = paired_ratio(
-                    pick[args.baseline].to_numpy(), pick[args.treatment].to_numpy(), rng, 2000, 0.95
+                    pick[args.baseline].to_numpy(), pick[args.treatment].to_numpy(), 0.95
                 )
                 widths.append((ci["ci_high"] - ci["ci_low"]) / 2 / ci["ratio"])
             lines.append(

@@ -97,7 +97,7 @@ def test_greedy_and_interleaved_bench_on_the_phone(loopback_phone, tiny_model, t
         AdbDevice("phone", spec), receipt, ENGINE, {"runtime": {"thread_num": 1}}, ["hi"], 4, 60
     )
     assert len(greedy["answers"][0]["tokens"]) == 4
-    index = run_schedule(
+    index, _ = run_schedule(
         AdbDevice("phone", spec),
         interleaved(["a", "b"], 2),
         specs(),
@@ -121,7 +121,7 @@ def test_disconnect_mid_benchmark_loses_nothing(loopback_phone, tiny_model, tmp_
         run_schedule(device, plan, specs(), receipt, BENCH, tmp_path)
     done = sorted(p.name for p in tmp_path.rglob("rep-*.json"))
     assert 0 < len(done) < 6
-    index = run_schedule(AdbDevice("phone", spec), plan, specs(), receipt, BENCH, tmp_path)
+    index, _ = run_schedule(AdbDevice("phone", spec), plan, specs(), receipt, BENCH, tmp_path)
     pairs = sorted((e["invocation"]["variant"], e["invocation"]["block"]) for e in index)
     assert pairs == [(v, b) for v in "ab" for b in range(3)]
     assert all(read_json(e["raw"])["status"] == "ok" for e in index)

@@ -172,7 +172,7 @@ def test_the_archived_config_must_match_the_manifest(tmp_path):
 def test_restore_refuses_an_absolute_member_before_writing_anything(tmp_path):
     write_archive(tmp_path / "a.tar.gz", members())
     with_extra_member(tmp_path / "a.tar.gz", tmp_path / "b.tar.gz", "/tmp/evil.json")
-    with pytest.raises(UnsafeArchiveError, match="unsafe archive member name '/tmp/evil.json'"):
+    with pytest.raises(UnsafeArchiveError, match=r"unsafe archive member name '/tmp/evil\.json'"):
         restore_to(tmp_path / "b.tar.gz", tmp_path)
     assert not (tmp_path / "replayed").exists()
 

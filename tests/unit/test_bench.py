@@ -52,7 +52,7 @@ def test_interrupted_run_resumes_and_keeps_every_repetition_once(tiny_model, tmp
     assert not list(tmp_path.rglob("*.part-*"))
 
     second = CountingDevice()
-    index = run_schedule(second, plan, specs(), staged(second, tiny_model), BENCH, tmp_path)
+    index, _ = run_schedule(second, plan, specs(), staged(second, tiny_model), BENCH, tmp_path)
     second.close()
     assert second.runs == 2  # only the missing ones
     pairs = [(e["invocation"]["variant"], e["invocation"]["block"]) for e in index]

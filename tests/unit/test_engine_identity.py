@@ -20,7 +20,7 @@ from mnnrepro.build.records import engine_key
 from mnnrepro.config import ConfigError, check_references
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.files import read_json, write_json
-from mnnrepro.runs.benchmark import engine_identity, is_done, measurement_key, run_schedule
+from mnnrepro.runs.benchmark import done_record, engine_identity, measurement_key, run_schedule
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.runs.staging import push_receipt
 
@@ -83,12 +83,12 @@ def test_a_rebuild_of_identical_inputs_keeps_every_measurement(checkout, tmp_pat
     assert key(records[0]) == key(records[1])
     raw = tmp_path / "raw" / "rep-000.json"
     write_json(raw, {"status": "ok", "plan_key": key(records[0])})
-    assert is_done(raw, key(records[1]))
+    assert done_record(raw, key(records[1])) is not None
     # what was measured changed: another artifact, another env
     changed = {**records[0], "files": [{**records[0]["files"][0], "sha256": "0" * 64}]}
     assert engine_identity(changed) != engine_identity(records[0])
-    assert not is_done(raw, key(changed))
-    assert not is_done(raw, key(records[1], env={"MNN_CPU_TARGET": "2"}))
+    assert done_record(raw, key(changed)) is None
+    assert done_record(raw, key(records[1], env={"MNN_CPU_TARGET": "2"})) is None
 
 
 class EnvRecordingDevice(LocalDevice):

@@ -20,7 +20,7 @@ def test_ci_covers_true_ratio_in_at_least_93_of_100_simulations():
     for seed in range(100):
         rng = np.random.default_rng(seed)
         base, treat = simulate(rng, 20, true_ratio)
-        ci = paired_ratio(base, treat, np.random.default_rng(1000 + seed), 4000, 0.95)
+        ci = paired_ratio(base, treat, 0.95)
         covered += ci["ci_low"] <= true_ratio <= ci["ci_high"]
     assert covered >= 93
 
@@ -28,10 +28,10 @@ def test_ci_covers_true_ratio_in_at_least_93_of_100_simulations():
 def test_same_seed_same_ci_and_fewer_reps_wider_ci():
     rng = np.random.default_rng(7)
     base, treat = simulate(rng, 40, 1.13)
-    a = paired_ratio(base, treat, np.random.default_rng(3), 2000, 0.95)
-    b = paired_ratio(base, treat, np.random.default_rng(3), 2000, 0.95)
+    a = paired_ratio(base, treat, 0.95, "bootstrap", np.random.default_rng(3), 2000)
+    b = paired_ratio(base, treat, 0.95, "bootstrap", np.random.default_rng(3), 2000)
     assert a == b
-    few = paired_ratio(base[:5], treat[:5], np.random.default_rng(3), 2000, 0.95)
+    few = paired_ratio(base[:5], treat[:5], 0.95)
     assert few["ci_high"] - few["ci_low"] > a["ci_high"] - a["ci_low"]
 
 
@@ -39,7 +39,7 @@ def test_pairing_removes_shared_drift():
     """Strong drift common to both variants must not widen the paired CI."""
     rng = np.random.default_rng(11)
     base, treat = simulate(rng, 10, 1.5, cv=0.01, drift=0.5)
-    ci = paired_ratio(base, treat, np.random.default_rng(0), 4000, 0.95)
+    ci = paired_ratio(base, treat, 0.95)
     assert ci["ci_high"] - ci["ci_low"] < 0.05
 
 
@@ -49,12 +49,12 @@ def test_compare_phase_reports_companions():
     rows = [{"block": i, "variant": "off", "tps": b} for i, b in enumerate(base)]
     rows += [{"block": i, "variant": "on", "tps": t} for i, t in enumerate(treat)]
     result = compare_phase(
-        pd.DataFrame(rows), "off", "on", np.random.default_rng(0), 2000, 0.95, 0.02
+        pd.DataFrame(rows), "off", "on", {"ci_level": 0.95, "target_half_width": 0.02}
     )
     assert result["n_pairs"] == 12
     assert result["ci_low"] < result["ratio"] < result["ci_high"]
     assert result["median_treatment_tps"] > result["median_baseline_tps"]
-    assert result["p_mannwhitney"] < 0.05
+    assert result["p_wilcoxon"] < 0.05
     assert result["reps_for_target"] >= 2
 
 
@@ -67,4 +67,4 @@ def test_reps_for_half_width_scales_with_square():
 @pytest.mark.parametrize("bad", [([1.0], [1.0]), ([1.0, 2.0], [1.0]), ([1.0, 0.0], [1.0, 1.0])])
 def test_paired_ratio_rejects_bad_samples(bad):
     with pytest.raises(ValueError):
-        paired_ratio(np.array(bad[0]), np.array(bad[1]), np.random.default_rng(0), 100, 0.95)
+        paired_ratio(np.array(bad[0]), np.array(bad[1]), 0.95)

@@ -89,6 +89,8 @@ rule run_bench:
         device=get_device_spec,
         variants=get_variant_specs,
         bench=config["bench"],
+        pairs=JUDGED_PAIRS,
+        ci_level=config["stats"]["ci_level"],
     message:
         "Benchmark on device {wildcards.device}, model {wildcards.model}: "
         "variants interleaved, resumable"

@@ -15,6 +15,7 @@ from mnnrepro.config import (  # noqa: E402
     use_this_package,
     check as check_config,
     check_config_files,
+    judged_pairs,
     prompt_images,
     run_variants,
 )
@@ -161,6 +162,10 @@ def get_device_spec(wildcards):
 
 def get_variant_specs(wildcards):
     return run_variants(config)
+
+
+# the pairs whose CIs precision on demand watches: the compared ones and the A/A control
+JUDGED_PAIRS = judged_pairs(config)
 
 
 def engine_record(engine):

@@ -21,7 +21,9 @@ validity = {
 }
 facts = {f["device"]: f for f in (read_record(p, "device_facts") for p in snakemake.input.facts)}
 engines = {e["engine"]: e for e in (read_record(p, "engine") for p in snakemake.input.engines)}
-summary = summarize(table, validity, config, device_modes(facts, engines, config))
+indexes = [read_record(p, "run_index") for p in snakemake.input.runs]
+stopping = {(i["device"], i["model"]): i.get("stopping") for i in indexes}
+summary = summarize(table, validity, config, device_modes(facts, engines, config), stopping)
 summary.to_csv(snakemake.output.table, index=False)
 document = summary_document(summary, validity, config)
 document["chain"] = chain(

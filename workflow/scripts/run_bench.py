@@ -12,6 +12,8 @@ index = run_plan_for_rule(
     variants=snakemake.params.variants,
     bench=snakemake.params.bench,
     raw_dir=snakemake.params.raw_dir,
+    pairs=[tuple(p) for p in snakemake.params.pairs],
+    ci_level=snakemake.params.ci_level,
 )
 index.update(experiment=snakemake.wildcards.experiment, model=snakemake.wildcards.model)
 write_json(snakemake.output.runs, index)

@@ -98,7 +98,13 @@ def _explain(error: jsonschema.ValidationError) -> str:
         return f"config key `{where}`: names must be lower-case slugs ([a-z0-9][a-z0-9-]*)"
     if validator == "oneOf":
         options = [sorted(s.get("required", [])) for s in error.validator_value]
-        return f"config key `{where}`: give exactly one of {[o[0] for o in options]}"
+        if all(options):
+            return f"config key `{where}`: give exactly one of {[o[0] for o in options]}"
+        # branches by type (a number or a mapping): explain the branch of the instance's type
+        specific = [e for e in error.context if e.validator != "type"]
+        if specific:
+            return _explain(specific[0])
+        return f"config key `{where}`: {error.instance!r:.80} is neither a number nor a mapping"
     if validator in BOUNDS and "x-bound" in error.schema:
         return f"config key `{where}`: {error.message} ({error.schema['x-bound']})"
     return f"config key `{where}`: {error.message}"
@@ -167,6 +173,12 @@ def check_references(config: dict) -> None:
             f"config key `emulation.reference`: {reference!r} is not a device; "
             f"defined devices: {sorted(config['devices'])}"
         )
+    repetitions = config.get("bench", {}).get("repetitions")
+    if isinstance(repetitions, dict) and repetitions["min"] > repetitions["max"]:
+        problems.append(
+            f"config key `bench.repetitions.min`: {repetitions['min']} is more than "
+            f"`bench.repetitions.max` {repetitions['max']}"
+        )
     problems += reserved_name_clashes(config)
     if problems:
         refuse(problems)
@@ -225,6 +237,13 @@ def aa_variant(config: dict) -> str | None:
     """Name of the A/A control variant (the baseline once more), if the config asks for it."""
     comparison = config["comparison"]
     return f"{comparison['baseline']}-again" if comparison.get("aa_control") else None
+
+
+def judged_pairs(config: dict) -> list[tuple[str, str]]:
+    """Every pair a summary judges: the compared pairs, then the A/A control if asked."""
+    aa = aa_variant(config)
+    pairs = comparison_pairs(config["comparison"])
+    return pairs + ([(config["comparison"]["baseline"], aa)] if aa else [])
 
 
 def run_variants(config: dict) -> dict:

@@ -35,14 +35,17 @@ SUMMARY_COLUMNS = [
     "ci_level",
     "n_boot",
     "seed",
-    "p_mannwhitney",
+    "interval",
+    "p_wilcoxon",
     "half_width_rel",
     "reps_for_target",
+    "blocks_stop_reason",
     "max_other_load",
     "claim_gain",
     "tolerance",
     "aa_ci_low",
     "aa_ci_high",
+    "aa_margin",
     "expectation",
     "checks_passed",
     "verdict",
@@ -85,29 +88,45 @@ def speed_verdict(mode: str, gain_low: float, gain_high: float, claim, tolerance
     return vd.claim_verdict(gain_low, gain_high, claim, tolerance)
 
 
-def aa_controls(group: pd.DataFrame, config: dict, rng: np.random.Generator) -> dict:
-    """Per phase: the baseline's 'speedup' over its own second run (must contain 1)."""
+def aa_controls(group: pd.DataFrame, config: dict, rng: np.random.Generator, df) -> dict:
+    """Per phase: the baseline's 'speedup' over its own second run."""
     from mnnrepro.config import aa_variant
 
     again = aa_variant(config)
     if not again or again not in set(group["variant"]):
         return {}
-    stats_cfg, baseline = config["stats"], config["comparison"]["baseline"]
+    baseline = config["comparison"]["baseline"]
     return {
-        phase: paired
-        for phase in PHASES
-        if (
-            paired := compare_phase(
-                group[group["phase"] == phase],
-                baseline,
-                again,
-                rng,
-                stats_cfg["n_boot"],
-                stats_cfg["ci_level"],
-                stats_cfg["target_half_width"],
-            )
+        phase: compare_phase(
+            group[group["phase"] == phase], baseline, again, config["stats"], rng, df
         )
+        for phase in PHASES
     }
+
+
+def aa_problems(aa: dict, margin: float) -> list[str]:
+    """The A/A rule (equivalence): in each phase the CI of the baseline's ratio to its own
+    second run lies within [1/(1+margin), 1+margin]; else the run is invalid, saying whether
+    it drifted (CI wholly outside) or could not show stability (CI wider than the margin)."""
+    problems = []
+    for phase, r in aa.items():
+        if stable(r["ci_low"], r["ci_high"], margin):
+            continue
+        outside = r["ci_low"] > 1 + margin or r["ci_high"] < 1 / (1 + margin)
+        why = (
+            "drift, order or warm-up effect"
+            if outside
+            else "not shown stable: more repetitions or a quieter device needed"
+        )
+        problems.append(
+            f"A/A control ({phase}): baseline vs itself, CI [{r['ci_low']:.3f}, "
+            f"{r['ci_high']:.3f}] not within +-{margin:.0%} ({why})"
+        )
+    return problems
+
+
+def stable(low: float, high: float, margin: float) -> bool:
+    return low >= 1 / (1 + margin) and high <= 1 + margin
 
 
 def summarize(
@@ -115,35 +134,30 @@ def summarize(
     validity: dict[tuple[str, str], dict],
     config: dict,
     modes: dict[str, str] | None = None,
+    stopping: dict[tuple[str, str], dict] | None = None,
 ) -> pd.DataFrame:
+    """stopping: (device, model) -> why its benchmark stopped (from the run index)."""
+    from mnnrepro.runs.precision import ci_df
+
     comparison, stats_cfg = config["comparison"], config["stats"]
     rng = np.random.default_rng(stats_cfg["seed"])
+    df = ci_df(config["bench"]["repetitions"])
+    margin = comparison.get("aa_margin", 0.05)
     claims = comparison.get("claims", {})
     rows = []
     for (device, model), group in bench.groupby(["device", "model"], sort=True):
         if group["emulated"].any():  # recorded in bench.csv, never in a speedup or a verdict
             log.info("%s / %s: emulated device, timings not judged", device, model)
             continue
-        aa = aa_controls(group, config, rng)
-        drift = [
-            f"A/A control ({p}): baseline vs itself, CI [{r['ci_low']:.3f}, "
-            f"{r['ci_high']:.3f}] excludes 1 (drift or order effect)"
-            for p, r in aa.items()
-            if not r["ci_low"] <= 1 <= r["ci_high"]
-        ]
+        aa = aa_controls(group, config, rng, df)
+        drift = aa_problems(aa, margin)
+        stop = (stopping or {}).get((device, model)) or {}
         for pair in comparison_pairs(comparison):
             failed = failed_checks(validity[(device, model)], pair) + drift
             mode = (modes or {}).get((pair, device), "claim")
             for phase in PHASES:
                 part = group[group["phase"] == phase]
-                result = compare_phase(
-                    part,
-                    *pair,
-                    rng,
-                    stats_cfg["n_boot"],
-                    stats_cfg["ci_level"],
-                    stats_cfg["target_half_width"],
-                )
+                result = compare_phase(part, *pair, stats_cfg, rng, df)
                 claim = claims.get(phase) if mode == "claim" else None
                 speed = speed_verdict(
                     mode,
@@ -168,6 +182,8 @@ def summarize(
                         "ci_level": stats_cfg["ci_level"],
                         "n_boot": stats_cfg["n_boot"],
                         "seed": stats_cfg["seed"],
+                        "interval": interval_name(stats_cfg, df),
+                        "blocks_stop_reason": stop.get("reason", ""),
                         "max_other_load": (
                             part["other_load"].max() if "other_load" in part else None
                         ),
@@ -175,6 +191,7 @@ def summarize(
                         "tolerance": comparison["tolerance"],
                         "aa_ci_low": aa.get(phase, {}).get("ci_low"),
                         "aa_ci_high": aa.get(phase, {}).get("ci_high"),
+                        "aa_margin": margin if aa else None,
                         "expectation": EXPECTATIONS[mode],
                         "checks_passed": not failed,
                         "verdict": verdict,
@@ -182,6 +199,20 @@ def summarize(
                     }
                 )
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+SPEEDUP_METHOD = (
+    "geometric mean over interleaved blocks of treatment/baseline tok/s; CI: Student t on the "
+    "mean per-block log ratio (t quantile of min - 1 degrees of freedom after precision on "
+    "demand), or the paired percentile bootstrap with `stats.interval: bootstrap`; paired "
+    "Wilcoxon signed-rank two-sided p-value (exact at small n)"
+)
+
+
+def interval_name(stats_cfg: dict, df: int | None) -> str:
+    if stats_cfg.get("interval", "t") == "bootstrap":
+        return f"paired bootstrap ({stats_cfg['n_boot']} resamples)"
+    return "t on log ratios" + (f" (df {df}, after stopping)" if df is not None else "")
 
 
 def summary_document(
@@ -193,10 +224,7 @@ def summary_document(
         "stats": config["stats"],
         "bench": config["bench"],
         "verdict_rule": " ".join((vd.RULE, vd.FALLBACK_RULE, vd.EQUALITY_RULE)),
-        "speedup_method": (
-            "geometric mean over interleaved blocks of treatment/baseline tok/s; percentile "
-            "CI from a paired bootstrap over blocks; Mann-Whitney U two-sided p-value"
-        ),
+        "speedup_method": SPEEDUP_METHOD,
         "validity": [{"device": d, "model": m, **v} for (d, m), v in sorted(validity.items())],
         "rows": summary.replace({np.nan: None}).to_dict(orient="records"),
     }

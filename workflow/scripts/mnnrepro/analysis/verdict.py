@@ -24,8 +24,8 @@ RULE = (
     "`inconclusive`: the CI overlaps the band and also reaches outside it. "
     "`invalid`: a validity check failed (the correctness gate found a wrong, empty or crashed "
     "answer, SME2 kernels are missing, a run-time mask did not take, or the A/A control "
-    "excludes 1), whatever the speed. Emulated devices' timings never enter a speedup or a "
-    "verdict."
+    "is not within +-`comparison.aa_margin` in a phase), whatever the speed. Emulated "
+    "devices' timings never enter a speedup or a verdict."
 )
 
 

@@ -17,6 +17,7 @@ from mnnrepro.config import with_runtime_defaults
 from mnnrepro.devices.base import Device
 from mnnrepro.files import read_json, sha256_file, sha256_text, write_json
 from mnnrepro.runs.engine_kinds import BenchError, engine_for
+from mnnrepro.runs.precision import block_range, stopping_decision
 from mnnrepro.runs.schedule import Invocation
 from mnnrepro.runs.staging import RUNNER, check_receipt, engine_files
 
@@ -62,16 +63,17 @@ def raw_path(raw_dir: Path, inv: Invocation) -> Path:
     return Path(raw_dir) / inv.variant / f"rep-{inv.block:03d}.json"
 
 
-def is_done(path: Path, key: str) -> bool:
+def done_record(path: Path, key: str) -> dict | None:
+    """The raw record at path if it measured what key identifies, else None (run it)."""
     try:
         record = read_json(path)
     except (OSError, ValueError):
-        return False
+        return None
     # a deterministic crash of an emulated device is a result too: not run again
     done = record.get("status") == "ok" or (
         record.get("status") == "failed" and record.get("emulated")
     )
-    return record.get("plan_key") == key and done
+    return record if record.get("plan_key") == key and done else None
 
 
 def run_one(device: Device, engine, argv: list[str], env: dict, out: str, bench: dict) -> dict:
@@ -123,24 +125,30 @@ def run_schedule(
     receipt: dict,
     bench: dict,
     raw_dir: str | Path,
-) -> list[dict]:
-    """Run every invocation of plan not already done; returns the index of all raw files.
+    stop=None,
+) -> tuple[list[dict], dict | None]:
+    """Run the invocations of plan not already done, block by block; returns the index of all
+    raw files and why it stopped.
 
     specs: variant -> {"runtime": {...}, "engine": {...}, "model_manifest_sha256": ...}.
     receipt: what push_receipt staged on this device (verified here, never re-pushed).
+    stop: called with (records so far, complete blocks) after each block; a dict ends the run
+    there (precision on demand), None goes on. Without it the whole plan runs.
     """
     raw_dir = Path(raw_dir)
     check_receipt(device, receipt)
     measured = {k: bench[k] for k in ("prompt_tokens", "generate_tokens", "warmup")}
     device_out = device.scratch("invocation.json")
-    index = []
+    index, records, stopped = [], [], None
     done = 0
+    per_block = len({inv.variant for inv in plan})
     for number, inv in enumerate(plan, 1):
         spec = specs[inv.variant]
         key = measurement_key(spec, measured)
         path = raw_path(raw_dir, inv)
         progress = f"{device.name}: [{number}/{len(plan)}] {inv.variant} rep {inv.block}"
-        if is_done(path, key):
+        record = done_record(path, key)
+        if record is not None:
             log.info("keep   %s (measured earlier)", path)
             print(f"{progress}: kept (measured earlier)", flush=True)
             done += 1
@@ -183,9 +191,16 @@ def run_schedule(
                 path,
                 ", ".join(f"{r['phase']} {r['tps']:.2f} tok/s" for r in payload["results"]),
             )
+        records.append(record)
         index.append({"invocation": inv.to_dict(), "raw": str(path), "sha256": sha256_file(path)})
-    log.info("%d invocations kept from earlier runs, %d run now", done, len(plan) - done)
-    return index
+        if stop is not None and inv.position == per_block - 1:
+            stopped = stop(records, inv.block + 1)
+            if stopped is not None:
+                log.info("stopping after %d blocks: %s", inv.block + 1, stopped["reason"])
+                print(f"{device.name}: stopped after {inv.block + 1} blocks: {stopped['reason']}")
+                break
+    log.info("%d invocations kept from earlier runs, %d run now", done, len(index) - done)
+    return index, stopped
 
 
 def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str) -> dict:
@@ -216,16 +231,23 @@ def run_plan_for_rule(
     variants: dict,
     bench: dict,
     raw_dir: str,
+    pairs: list[tuple[str, str]] = (),
+    ci_level: float = 0.95,
 ) -> dict:
     from mnnrepro.devices.factory import make_device
     from mnnrepro.runs.schedule import interleaved
 
     engines = {e["engine"]: e for e in map(read_json, engine_records)}
     specs = variant_specs(variants, engines, sha256_file(manifest))
-    plan = interleaved(sorted(variants), bench["repetitions"])
+    repetitions = bench["repetitions"]
+    plan = interleaved(sorted(variants), block_range(repetitions)[1])
+
+    def stop(records, blocks):
+        return stopping_decision(records, blocks, repetitions, pairs, ci_level)
+
     device = make_device(device_name, device_spec)
     try:
-        runs = run_schedule(device, plan, specs, read_json(receipt), bench, raw_dir)
+        runs, stopping = run_schedule(device, plan, specs, read_json(receipt), bench, raw_dir, stop)
     finally:
         device.close()
-    return {"device": device_name, "emulated": device.emulated, "runs": runs}
+    return {"device": device_name, "emulated": device.emulated, "runs": runs, "stopping": stopping}

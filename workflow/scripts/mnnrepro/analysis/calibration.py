@@ -1,0 +1,120 @@
+"""How well the statistics keep their promises, by simulation: coverage of the speedup CI, the
+false-invalid and detection rates of the A/A rule, and coverage after precision-on-demand
+stopping. Used by benchmarks/ci_coverage.py (committed results) and by the fast tests.
+
+Noise models of one invocation's tok/s (its log, sd `cv`), on top of a per-block factor that
+both variants share (the machine's state):
+- `lognormal`: independent log-normal noise;
+- `t3`: heavy tails, Student t with 3 degrees of freedom scaled to sd `cv`;
+- `drift`: the machine drifts within the run (a 15 % trend over the schedule plus AR(1) noise,
+  phi 0.7, between consecutive invocations), with the A B / B A order of the real schedule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mnnrepro.analysis.stats import stopping_df, t_interval
+
+NOISE = ("lognormal", "t3", "drift")
+TRUE_RATIO = 1.3  # the simulated treatment's true speedup
+
+
+def simulate(
+    rng: np.random.Generator, sims: int, n: int, ratio: float, noise: str, cv: float = 0.05
+) -> tuple[np.ndarray, np.ndarray]:
+    """(baseline, treatment) tok/s, each (sims, n): n interleaved blocks per simulation."""
+    block = 100.0 * np.exp(rng.normal(0, 0.1, (sims, n, 1)))
+    if noise == "lognormal":
+        eps = rng.normal(0, cv, (sims, n, 2))
+    elif noise == "t3":
+        eps = rng.standard_t(3, (sims, n, 2)) * cv / math.sqrt(3)
+    elif noise == "drift":
+        steps = rng.normal(0, cv * math.sqrt(1 - 0.7**2), (sims, 2 * n))
+        ar = np.empty_like(steps)
+        ar[:, 0] = rng.normal(0, cv, sims)
+        for i in range(1, 2 * n):
+            ar[:, i] = 0.7 * ar[:, i - 1] + steps[:, i]
+        factor = ar + 0.15 * np.arange(2 * n) / (2 * n)
+        order = np.arange(n) % 2  # block b runs baseline first when b is even (A B, B A, ...)
+        first, second = factor[:, 0::2], factor[:, 1::2]
+        base_eps = np.where(order == 0, first, second)
+        treat_eps = np.where(order == 0, second, first)
+        eps = np.stack([base_eps, treat_eps], axis=-1)
+    else:
+        raise ValueError(f"noise must be one of {NOISE}")
+    tps = block * np.exp(eps)
+    return tps[..., 0], ratio * tps[..., 1]
+
+
+def bootstrap_intervals(log_ratios, ci_level, rng, n_boot=2000):
+    """The percentile bootstrap of stats.bootstrap_interval, for many simulations at once
+    (the same resamples for every simulation: each interval is still the bootstrap's)."""
+    n = log_ratios.shape[1]
+    counts = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(n_boot)])
+    boot = np.exp(log_ratios @ counts.T / n)
+    alpha = 1 - ci_level
+    return tuple(np.quantile(boot, [alpha / 2, 1 - alpha / 2], axis=1))
+
+
+def coverage(method: str, n: int, noise: str, sims: int, seed: int, ci_level=0.95) -> float:
+    """Share of simulated experiments whose CI holds the true ratio."""
+    rng = np.random.default_rng(seed)
+    base, treat = simulate(rng, sims, n, TRUE_RATIO, noise)
+    log_ratios = np.log(treat) - np.log(base)
+    if method == "t":
+        low, high = t_interval(log_ratios, ci_level)
+    else:
+        low, high = bootstrap_intervals(log_ratios, ci_level, rng)
+    return float(np.mean((low <= TRUE_RATIO) & (high >= TRUE_RATIO)))
+
+
+def aa_stable(low, high, margin: float):
+    """The A/A rule: the CI of the baseline's ratio to itself lies within +-margin."""
+    return (low >= 1 / (1 + margin)) & (high <= 1 + margin)
+
+
+def aa_invalid_rate(
+    n: int, drift: float, margin: float, sims: int, seed: int, cv: float = 0.02, noise="lognormal"
+) -> float:
+    """Share of runs the A/A rule marks invalid, judging both phases (independent noise), when
+    the second baseline run is really `drift` faster (0 = no drift)."""
+    rng = np.random.default_rng(seed)
+    stable = np.ones(sims, dtype=bool)
+    for _phase in ("prefill", "decode"):
+        base, again = simulate(rng, sims, n, 1 + drift, noise, cv)
+        low, high = t_interval(np.log(again) - np.log(base), 0.95)
+        stable &= aa_stable(low, high, margin)
+    return float(1 - stable.mean())
+
+
+def stopping_coverage(
+    n_min: int,
+    n_max: int,
+    target: float,
+    noise: str,
+    sims: int,
+    seed: int,
+    cv=0.05,
+    first_look_df: bool = True,
+) -> dict:
+    """Precision on demand: add blocks from n_min until the CI's relative half-width is at most
+    target or n_max is reached; coverage of the CI where it stopped, and the blocks used. The
+    CI is the one the summary reports for such a run (t quantile at stopping_df(n_min)), or
+    with first_look_df=False the usual one (n - 1), to show what that would cost."""
+    rng = np.random.default_rng(seed)
+    base, treat = simulate(rng, sims, n_max, TRUE_RATIO, noise, cv)
+    log_ratios = np.log(treat) - np.log(base)
+    covered = np.zeros(sims, dtype=bool)
+    stopped = np.full(sims, n_max)
+    open_ = np.ones(sims, dtype=bool)
+    for n in range(n_min, n_max + 1):
+        df = stopping_df(n_min) if first_look_df else None
+        low, high = t_interval(log_ratios[:, :n], 0.95, df)
+        ratio = np.exp(log_ratios[:, :n].mean(axis=1))
+        done = open_ & (((high - low) / 2 / ratio <= target) | (n == n_max))
+        covered[done] = ((low <= TRUE_RATIO) & (high >= TRUE_RATIO))[done]
+        stopped[done] = n
+        open_ &= ~done
+    return {"coverage": float(covered.mean()), "mean_blocks": float(stopped.mean())}
