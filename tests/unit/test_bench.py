@@ -109,3 +109,32 @@ def test_failed_invocation_is_retried_then_reported(tiny_model, tmp_path):
         )
     assert broken.runs == 3
     broken.close()
+
+
+def test_precision_on_demand_stops_where_the_records_say_and_resumes_the_same(tiny_model, tmp_path):
+    """Real invocations; the stopping rule decides from their raw records. A target no real
+    run reaches (1e-6) runs to max; a rerun keeps every record and stops at the same block."""
+    from mnnrepro.runs.precision import stopping_decision
+
+    def stop_at(target):
+        repetitions = {"min": 4, "max": 5, "target_half_width": target}
+        return lambda records, blocks: stopping_decision(
+            records, blocks, repetitions, [("a", "b")], 0.95
+        )
+
+    plan = interleaved(["a", "b"], 5)
+    device = CountingDevice()
+    receipt = staged(device, tiny_model)
+    index, stopped = run_schedule(device, plan, specs(), receipt, BENCH, tmp_path, stop_at(1e-6))
+    assert device.runs == 10 and len(index) == 10
+    assert stopped["reason"] == "max 5 blocks reached before the target half-width 0.0%"
+    assert set(stopped["half_widths"]) == {"a/b prefill", "a/b decode"}
+    again, stopped_again = run_schedule(
+        device, plan, specs(), receipt, BENCH, tmp_path, stop_at(1e-6)
+    )
+    assert device.runs == 10 and again == index and stopped_again == stopped
+    # a target every run reaches stops at min, keeping what was measured
+    index, stopped = run_schedule(device, plan, specs(), receipt, BENCH, tmp_path, stop_at(1e6))
+    assert device.runs == 10 and len(index) == 8
+    assert stopped["blocks"] == 4 and stopped["reason"].startswith("target half-width")
+    device.close()
