@@ -244,6 +244,8 @@ def bounded_keys(schema: dict) -> list[tuple[str, dict]]:
             node = {**defs[node["$ref"].split("/")[-1]], **node}
         if "x-bound" in node:
             found.append((key, node))
+        for branch in node.get("oneOf", []):  # e.g. repetitions: a number or {min, max, ...}
+            walk(branch, key)
         for name, child in node.get("properties", {}).items():
             walk(child, f"{key}.{name}" if key else name)
 
@@ -272,6 +274,8 @@ def test_the_schema_bounds_every_count_size_and_tolerance():
     keys = {k for k, _ in BOUNDED}
     for key in [
         "bench.repetitions",
+        "bench.repetitions.max",
+        "bench.max_other_load",
         "bench.prompt_tokens",
         "bench.generate_tokens",
         "bench.timeout_s",
@@ -288,6 +292,8 @@ def test_the_schema_bounds_every_count_size_and_tolerance():
 @pytest.mark.parametrize("key, spec", BOUNDED, ids=[k for k, _ in BOUNDED])
 def test_a_value_beyond_its_bound_is_refused_saying_why(key, spec):
     config = quickstart()
+    if key.startswith("bench.repetitions."):  # precision on demand
+        config["bench"]["repetitions"] = {"min": 5, "max": 10, "target_half_width": 0.02}
     too_big = spec["maximum"] * 10 if spec["maximum"] >= 1 else spec["maximum"] + 1
     set_key(config, key, int(too_big) if spec.get("type") == "integer" else too_big)
     with pytest.raises(ConfigError) as err:

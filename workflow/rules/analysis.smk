@@ -40,6 +40,7 @@ rule collect_bench_table:
         "../../envs/analysis.yaml"
     params:
         raw_roots=RAW_ROOTS,
+        max_other_load=config["bench"]["max_other_load"],
         code=ANALYSIS_CODE,
     message:
         "Collecting every repetition into bench.csv"
@@ -70,6 +71,7 @@ rule compute_summary:
         # the slices of the config the statistics depend on (an edit elsewhere reruns nothing)
         experiment=EXPERIMENT,
         raw_roots=RAW_ROOTS,
+        max_other_load=config["bench"]["max_other_load"],
         comparison=config["comparison"],
         stats=config["stats"],
         bench=config["bench"],

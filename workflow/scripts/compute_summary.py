@@ -11,7 +11,11 @@ config = {
     for key in ("experiment", "comparison", "stats", "bench", "variants")
 }
 # bench.csv must be exactly what the raw records (hash-checked against their index) give
-derived = bench_table_from(snakemake.input.runs, raw_path_mapper(*snakemake.params.raw_roots))
+derived = bench_table_from(
+    snakemake.input.runs,
+    raw_path_mapper(*snakemake.params.raw_roots),
+    snakemake.params.max_other_load,
+)
 hint = "delete it to derive it again"
 check_same_table(snakemake.input.table, derived, "the raw records", hint)
 table = read_table(snakemake.input.table, BENCH_COLUMNS, hint)

@@ -104,7 +104,10 @@ def _explain(error: jsonschema.ValidationError) -> str:
         specific = [e for e in error.context if e.validator != "type"]
         if specific:
             return _explain(specific[0])
-        return f"config key `{where}`: {error.instance!r:.80} is neither a number nor a mapping"
+        kinds = " nor ".join(
+            s.get("type") or s["$ref"].rsplit("/", 1)[-1] for s in error.validator_value
+        )
+        return f"config key `{where}`: {error.instance!r:.80} is not of type {kinds}"
     if validator in BOUNDS and "x-bound" in error.schema:
         return f"config key `{where}`: {error.message} ({error.schema['x-bound']})"
     return f"config key `{where}`: {error.message}"

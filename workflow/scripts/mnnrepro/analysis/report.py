@@ -79,13 +79,22 @@ def repetitions_text(repetitions) -> str:
     return f"{repetitions} interleaved repetitions"
 
 
+def conditions(row) -> str:
+    """'quiet', or 'under load (k/n blocks)': the quiet gate's and the run's own load."""
+    loaded = getattr(row, "blocks_under_load", 0)
+    if pd.isna(loaded) or not loaded:
+        return "quiet"
+    return f"**under load** ({int(loaded)}/{row.n_pairs} blocks)"
+
+
 def verdicts_section(summary: pd.DataFrame, document: dict) -> list[str]:
     out = [
         "",
         "## Verdicts",
         "",
-        "| device | model | treatment vs baseline | phase | gain | CI | expectation | verdict |",
-        "|---|---|---|---|---:|---|---|---|",
+        "| device | model | treatment vs baseline | phase | gain | CI | expectation | measured "
+        "| verdict |",
+        "|---|---|---|---|---:|---|---|---|---|",
     ]
     for row in summary.itertuples():
         ci = f"[{_pct(row.gain_ci_low)}, {_pct(row.gain_ci_high)}]"
@@ -98,7 +107,8 @@ def verdicts_section(summary: pd.DataFrame, document: dict) -> list[str]:
         reason = f" ({row.verdict_reason})" if has_reason else ""
         out.append(
             f"| {row.device} | {row.model} | {row.treatment} vs {row.baseline} | {row.phase} | "
-            f"{_pct(row.gain)} | {ci} | {expected} | **{row.verdict}**{reason} |"
+            f"{_pct(row.gain)} | {ci} | {expected} | {conditions(row)} | "
+            f"**{row.verdict}**{reason} |"
         )
     out += ["", f"Rule: {document.get('verdict_rule', vd.RULE)}"]
     if document["comparison"].get("source"):

@@ -41,6 +41,7 @@ SUMMARY_COLUMNS = [
     "reps_for_target",
     "blocks_stop_reason",
     "max_other_load",
+    "blocks_under_load",
     "claim_gain",
     "tolerance",
     "aa_ci_low",
@@ -125,6 +126,14 @@ def aa_problems(aa: dict, margin: float) -> list[str]:
     return problems
 
 
+def blocks_under_load(part: pd.DataFrame, pair: tuple[str, str]) -> int:
+    """Blocks of this pair in which either variant's invocation was measured under load."""
+    if "under_load" not in part:
+        return 0
+    rows = part[part["variant"].isin(pair)]
+    return int(rows.loc[rows["under_load"].astype(bool), "block"].nunique())
+
+
 def stable(low: float, high: float, margin: float) -> bool:
     return low >= 1 / (1 + margin) and high <= 1 + margin
 
@@ -141,7 +150,7 @@ def summarize(
 
     comparison, stats_cfg = config["comparison"], config["stats"]
     rng = np.random.default_rng(stats_cfg["seed"])
-    df = ci_df(config["bench"]["repetitions"])
+    df = ci_df(config.get("bench", {}).get("repetitions", 0))
     margin = comparison.get("aa_margin", 0.05)
     claims = comparison.get("claims", {})
     rows = []
@@ -167,6 +176,9 @@ def summarize(
                     comparison["tolerance"],
                 )
                 verdict, reason = vd.final_verdict(speed, failed)
+                loaded = blocks_under_load(part, pair)
+                if loaded and not failed:
+                    reason = f"measured under load in {loaded} of {result['n_pairs']} blocks"
                 rows.append(
                     {
                         "experiment": config["experiment"],
@@ -187,6 +199,7 @@ def summarize(
                         "max_other_load": (
                             part["other_load"].max() if "other_load" in part else None
                         ),
+                        "blocks_under_load": loaded,
                         "claim_gain": claim,
                         "tolerance": comparison["tolerance"],
                         "aa_ci_low": aa.get(phase, {}).get("ci_low"),

@@ -31,12 +31,25 @@ BENCH_COLUMNS = [
     "attempts",
     "max_temp_before_c",
     "other_load",
+    "load_before",
+    "quiet_wait_s",
+    "under_load",
     "raw_file",
     "raw_sha256",
 ]
 
 # an engine's tok/s must be its tokens / seconds (llm_bench prints both from one timer)
 TPS_RELATIVE_TOLERANCE = 1e-3
+
+
+def under_load(record: dict, limit: float | None) -> bool:
+    """Measured under load: the quiet gate timed out (bench.max_other_load), or other work
+    during the invocation kept more than the limit of CPUs busy."""
+    if limit is None:
+        return False
+    gate = record.get("quiet_gate") or {}
+    during = record.get("other_load")
+    return gate.get("quiet") is False or (during is not None and during > limit)
 
 
 def check_speeds(record: dict, path: str) -> None:
@@ -53,7 +66,13 @@ def check_speeds(record: dict, path: str) -> None:
 
 
 def rows_from_record(
-    record: dict, experiment: str, model: str, emulated: bool, raw_file: str, raw_sha256: str
+    record: dict,
+    experiment: str,
+    model: str,
+    emulated: bool,
+    raw_file: str,
+    raw_sha256: str,
+    max_other_load: float | None = None,
 ) -> list[dict]:
     inv = record["invocation"]
     spec = record["spec"]
@@ -78,6 +97,9 @@ def rows_from_record(
         "attempts": record.get("attempts", 1),
         "max_temp_before_c": max(temps.values()) if temps else None,
         "other_load": record.get("other_load"),
+        "load_before": (record.get("quiet_gate") or {}).get("load"),
+        "quiet_wait_s": (record.get("quiet_gate") or {}).get("waited_s"),
+        "under_load": under_load(record, max_other_load),
         "raw_file": raw_file,
         "raw_sha256": raw_sha256,
     }
@@ -93,7 +115,9 @@ def rows_from_record(
     ]
 
 
-def bench_table(indexes: dict[str, dict], resolve=str) -> pd.DataFrame:
+def bench_table(
+    indexes: dict[str, dict], resolve=str, max_other_load: float | None = None
+) -> pd.DataFrame:
     """indexes: run index path -> parsed run index (see bench rules), each with
     experiment/model/device/runs; every raw file must still have the sha256 its index recorded.
 
@@ -117,12 +141,16 @@ def bench_table(indexes: dict[str, dict], resolve=str) -> pd.DataFrame:
                     index["emulated"],
                     entry["raw"],
                     entry["sha256"],
+                    max_other_load,
                 )
             )
     table = pd.DataFrame(rows, columns=BENCH_COLUMNS)
     return table.sort_values(["device", "model", "run_order", "phase"]).reset_index(drop=True)
 
 
-def bench_table_from(index_paths: list[str], resolve=str) -> pd.DataFrame:
+def bench_table_from(
+    index_paths: list[str], resolve=str, max_other_load: float | None = None
+) -> pd.DataFrame:
     """bench.csv's content, derived from the run index files and the raw records they list."""
-    return bench_table({p: read_record(p, "run_index") for p in index_paths}, resolve)
+    indexes = {p: read_record(p, "run_index") for p in index_paths}
+    return bench_table(indexes, resolve, max_other_load)

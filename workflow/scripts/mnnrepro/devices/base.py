@@ -84,6 +84,11 @@ class Device:
         """Android thermal status (0 = NONE ... 6 = SHUTDOWN), None where there is none."""
         return None
 
+    def other_load_now(self, window_s: float) -> float | None:
+        """CPUs busy with other work over the next window_s seconds (nothing of ours runs
+        meanwhile); None where it cannot be measured (phones: the thermal gate guards them)."""
+        return None
+
     def close(self) -> None:
         pass
 
@@ -129,6 +134,18 @@ def busy_cpu_seconds() -> float | None:
         return None
     user, nice, system, _idle, _iowait, irq, softirq, steal = fields
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def idle_host_load(window_s: float) -> float | None:
+    """CPUs this host keeps busy over window_s while this process sleeps (its own CPU time,
+    if any, subtracted); None off Linux."""
+    busy, own = busy_cpu_seconds(), time.process_time()
+    if busy is None:
+        return None
+    start = time.monotonic()
+    time.sleep(window_s)
+    seconds = time.monotonic() - start
+    return other_load(busy_cpu_seconds() - busy, time.process_time() - own, seconds)
 
 
 def children_cpu_seconds() -> float:

@@ -11,7 +11,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mnnrepro.devices.base import Device, _read, cpuinfo_summary, run_process, thermal_zones
+from mnnrepro.devices.base import (
+    Device,
+    _read,
+    cpuinfo_summary,
+    idle_host_load,
+    run_process,
+    thermal_zones,
+)
 from mnnrepro.files import sha256_file
 
 
@@ -67,6 +74,9 @@ class LocalDevice(Device):
             "thermal_c": self.thermal(),
             "python_executable": self._python,
         }
+
+    def other_load_now(self, window_s):
+        return idle_host_load(window_s)
 
     def thermal(self):
         return thermal_zones()

@@ -118,6 +118,22 @@ def thermal_gate(device: Device, bench: dict) -> dict:
         time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
 
 
+def quiet_gate(device: Device, bench: dict) -> dict:
+    """Wait until other work keeps at most `max_other_load` CPUs busy, bounded by
+    `quiet_timeout_s`; the load is sampled over `quiet_window_s` while nothing of ours runs.
+    Devices that cannot measure it (phones) pass with quiet None."""
+    limit = bench.get("max_other_load")
+    start = time.monotonic()
+    deadline = start + bench.get("quiet_timeout_s", 0)
+    while True:
+        load = None if limit is None else device.other_load_now(bench.get("quiet_window_s", 0.5))
+        quiet = None if load is None else load <= limit
+        if quiet is not False or time.monotonic() >= deadline:
+            return {"waited_s": round(time.monotonic() - start, 1), "quiet": quiet, "load": load}
+        log.info("waiting for a quiet %s: other work keeps %.2f CPUs busy", device.name, load)
+        time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
+
+
 def run_schedule(
     device: Device,
     plan: list[Invocation],
@@ -156,6 +172,7 @@ def run_schedule(
             if bench["cooldown_s"]:
                 time.sleep(bench["cooldown_s"])
             gate = thermal_gate(device, bench)
+            quiet = quiet_gate(device, bench)
             device.verify(engine_files(spec["engine"], receipt))
             started = time.time()
             engine = engine_for(spec["engine"], receipt)
@@ -180,6 +197,7 @@ def run_schedule(
                 "thermal_before_c": gate["temps_c"],
                 "thermal_gate": {k: gate[k] for k in ("waited_s", "cool", "thermal_status")},
                 "thermal_after_c": device.thermal(),
+                "quiet_gate": quiet,
                 "bench": measured,
                 "spec": spec,
                 **payload,
