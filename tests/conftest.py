@@ -80,13 +80,13 @@ def adb_server_port():
     subprocess.run([adb_binary(), "-P", str(port), "kill-server"], capture_output=True, check=False)
 
 
-@pytest.fixture
-def loopback_phone(tmp_path, adb_server_port):
-    """A loopback ADB device with a Dimensity 9500's /proc/cpuinfo (sme2), connected."""
+def start_loopback_phone(root: Path, adb_server_port: int):
+    """A loopback ADB device with a Dimensity 9500's /proc/cpuinfo (sme2) in sandbox root;
+    returns (phone, its adb device spec). Stop it with stop_loopback_phone."""
     from loopback_adbd import LoopbackAdbDevice, make_sandbox
 
     cpuinfo = (ROOT / "tests" / "data" / "devices" / "dimensity9500.cpuinfo").read_text()
-    sandbox = make_sandbox(tmp_path / "phone", ILLUSTRATIVE_PROPS, cpuinfo, [38.5, 41.0])
+    sandbox = make_sandbox(root, ILLUSTRATIVE_PROPS, cpuinfo, [38.5, 41.0])
     phone = LoopbackAdbDevice(sandbox, ILLUSTRATIVE_PROPS)
     spec = {
         "serial": phone.serial,
@@ -95,11 +95,22 @@ def loopback_phone(tmp_path, adb_server_port):
         "workdir": str(sandbox / "data" / "local" / "tmp" / "mnn-repro"),
         "python": sys.executable,
     }
-    yield phone, spec
+    return phone, spec
+
+
+def stop_loopback_phone(phone, adb_server_port: int) -> None:
     import adbutils
 
     adbutils.AdbClient(host="127.0.0.1", port=adb_server_port).disconnect(phone.serial)
     phone.close()
+
+
+@pytest.fixture
+def loopback_phone(tmp_path, adb_server_port):
+    """A loopback ADB device with a Dimensity 9500's /proc/cpuinfo (sme2), connected."""
+    phone, spec = start_loopback_phone(tmp_path / "phone", adb_server_port)
+    yield phone, spec
+    stop_loopback_phone(phone, adb_server_port)
 
 
 def greedy_answers(model_dir: Path, prompts: list[str], out: Path) -> dict:

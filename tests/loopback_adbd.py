@@ -79,8 +79,11 @@ def make_sandbox(
     temps_c: list[float],
     battery_temp_c: float = 31.0,
     thermal_status: int = 0,
+    cpufreq_khz: tuple[int, ...] = (2_000_000, 3_200_000),
 ) -> Path:
-    """An Android-like userland in root (bin/, props, /proc/cpuinfo, thermal zones)."""
+    """An Android-like userland in root (bin/, props, /proc/cpuinfo, thermal zones, and per
+    core the cpufreq files a phone has: governor, current and maximum frequency; the values
+    are the test's own, illustrative)."""
     (root / "bin").mkdir(parents=True, exist_ok=True)
     for name, text in USERLAND.items():
         path = root / "bin" / name
@@ -94,6 +97,12 @@ def make_sandbox(
         zone.mkdir(parents=True, exist_ok=True)
         (zone / "type").write_text(f"cpu-{i}\n")
         (zone / "temp").write_text(f"{int(temp * 1000)}\n")
+    for i, khz in enumerate(cpufreq_khz):
+        freq = root / "sys" / "devices" / "system" / "cpu" / f"cpu{i}" / "cpufreq"
+        freq.mkdir(parents=True, exist_ok=True)
+        (freq / "scaling_governor").write_text("schedutil\n")
+        (freq / "scaling_cur_freq").write_text(f"{khz}\n")
+        (freq / "cpuinfo_max_freq").write_text(f"{khz}\n")
     (root / "dumpsys").mkdir(exist_ok=True)
     (root / "dumpsys" / "thermalservice.txt").write_text(
         f"IsStatusOverride: false\nThermal Status: {thermal_status}\n"

@@ -108,6 +108,13 @@ def test_greedy_and_interleaved_bench_on_the_phone(loopback_phone, tiny_model, t
     records = [read_json(e["raw"]) for e in index]
     assert [r["variant"] for r in records] == ["a", "b", "b", "a"]
     assert all(r["thermal_gate"]["cool"] for r in records)
+    # the phone's governor and frequency per core, before and after each invocation
+    for r in records:
+        for when in ("cpufreq_before", "cpufreq_after"):
+            assert r[when] == {
+                "cpu0": {"governor": "schedutil", "cur_khz": 2_000_000},
+                "cpu1": {"governor": "schedutil", "cur_khz": 3_200_000},
+            }
     assert all(r["results"][1]["tokens"] == 4 for r in records)
 
 

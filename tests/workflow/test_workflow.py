@@ -68,6 +68,9 @@ def test_bench_table_has_one_row_per_variant_phase_and_repetition(tiny_run):
     assert sorted(bench["block"].unique()) == [0, 1, 2]
     decode = bench[bench["phase"] == "decode"]
     assert (decode["tokens"] == 8).all()
+    assert (decode["context_start"] == 32).all()  # right after the 32-token prompt
+    assert (bench["settings_mismatch"].isna()).all() and bench["timing_plausible"].all()
+    assert (bench["ran_warmup"] == 1).all()
     assert bench["run_order"].nunique() == 6
     assert bench["other_load"].notna().all()  # measured for every invocation on this host
 

@@ -18,8 +18,6 @@ rule push_to_device:
     localrule: True
     conda:
         "../../envs/bench.yaml"
-    resources:
-        device=1,
     params:
         device=get_device_spec,
         engine_names=BUILT_ENGINES,
@@ -48,8 +46,6 @@ rule run_greedy:
     conda:
         "../../envs/bench.yaml"
     threads: get_bench_threads
-    resources:
-        device=1,
     params:
         device=get_device_spec,
         variants=get_variant_specs,
@@ -82,8 +78,6 @@ rule run_bench:
     conda:
         "../../envs/bench.yaml"
     threads: get_bench_threads
-    resources:
-        device=1,
     params:
         raw_dir="results/{experiment}/raw/{device}/{model}",
         device=get_device_spec,

@@ -11,8 +11,6 @@ rule collect_device_facts:
     localrule: True
     conda:
         "../../envs/bench.yaml"
-    resources:
-        device=1,
     params:
         spec=get_device_spec,
     message:

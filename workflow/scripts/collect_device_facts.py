@@ -1,10 +1,12 @@
 from mnnrepro.devices.factory import make_device
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
+from mnnrepro.runs.device_lock import holding
 
 log_to(snakemake.log[0])
 device = make_device(snakemake.wildcards.device, snakemake.params.spec)
 try:
-    write_json(snakemake.output.facts, device.facts())
+    with holding(device.lock_key, device.name):  # facts of an idle device
+        write_json(snakemake.output.facts, device.facts())
 finally:
     device.close()

@@ -7,6 +7,7 @@ from mnnrepro.devices.factory import make_device
 from mnnrepro.files import read_json, sha256_file, write_json
 from mnnrepro.logs import log_to
 from mnnrepro.models.export import is_vision_model
+from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.greedy import run_greedy
 
 log = log_to(snakemake.log[0])
@@ -22,8 +23,9 @@ for _, treatment_variant in comparison_pairs(comparison):  # before any run
         comparison.get("on_non_sme2_device", "fail"),
     )
 vision = is_vision_model(snakemake.input.model)
-device = make_device(snakemake.wildcards.device, snakemake.params.device)
-try:
+
+
+def gate_answers(device) -> dict:
     configured = zip(snakemake.params.image_names, snakemake.input.images, strict=True)
     images = (  # only a vision model reads images; staged like everything else (by hash)
         {
@@ -38,7 +40,7 @@ try:
     )
     prompts = gate_prompts(gate, images, vision)
     print(f"gate prompts: {[p['label'] for p in prompts]}", file=log)
-    answers = {
+    return {
         name: label_answers(
             run_greedy(
                 device,
@@ -55,6 +57,12 @@ try:
         )
         for name, variant in sorted(snakemake.params.variants.items())
     }
+
+
+device = make_device(snakemake.wildcards.device, snakemake.params.device)
+try:
+    with holding(device.lock_key, device.name):  # one job per device at a time
+        answers = gate_answers(device)
 finally:
     device.close()
 write_json(snakemake.output.greedy, answers)

@@ -126,6 +126,29 @@ def aa_problems(aa: dict, margin: float) -> list[str]:
     return problems
 
 
+def run_problems(group: pd.DataFrame, pair: tuple[str, str]) -> list[str]:
+    """What the invocations themselves say is wrong: settings that ran differ from the
+    config, or an engine-reported time the invocation's wall time cannot hold."""
+    rows = group[group["variant"].isin(pair)]
+    problems = []
+    if "settings_mismatch" in rows:
+        wrong = rows[rows["settings_mismatch"].fillna("").astype(str) != ""]
+        for variant, part in wrong.groupby("variant"):
+            problems.append(
+                f"settings that ran differ from the config ({variant}, "
+                f"{part['block'].nunique()} invocations): {part['settings_mismatch'].iloc[0]}"
+            )
+    if "timing_plausible" in rows:
+        bad = rows[rows["timing_plausible"].astype(str) == "False"]
+        if len(bad):
+            problems.append(
+                f"engine-reported time exceeds the invocation's wall time in "
+                f"{bad[['variant', 'block']].drop_duplicates().shape[0]} invocations "
+                f"({', '.join(sorted(set(bad['variant'])))}): speeds not explained by the run"
+            )
+    return problems
+
+
 def blocks_under_load(part: pd.DataFrame, pair: tuple[str, str]) -> int:
     """Blocks of this pair in which either variant's invocation was measured under load."""
     if "under_load" not in part:
@@ -162,7 +185,9 @@ def summarize(
         drift = aa_problems(aa, margin)
         stop = (stopping or {}).get((device, model)) or {}
         for pair in comparison_pairs(comparison):
-            failed = failed_checks(validity[(device, model)], pair) + drift
+            failed = (
+                failed_checks(validity[(device, model)], pair) + drift + run_problems(group, pair)
+            )
             mode = (modes or {}).get((pair, device), "claim")
             for phase in PHASES:
                 part = group[group["phase"] == phase]

@@ -25,6 +25,15 @@ BENCH_COLUMNS = [
     "prompt_tokens",
     "generate_tokens",
     "warmup",
+    "context_start",
+    "ran_settings",
+    "ran_warmup",
+    "settings_mismatch",
+    "wall_s",
+    "timing_plausible",
+    "governor",
+    "freq_before_mhz",
+    "freq_after_mhz",
     "device_supports",
     "emulated",
     "load_s",
@@ -50,6 +59,43 @@ def under_load(record: dict, limit: float | None) -> bool:
     gate = record.get("quiet_gate") or {}
     during = record.get("other_load")
     return gate.get("quiet") is False or (during is not None and during > limit)
+
+
+def settings_mismatch(asked: dict, ran: dict) -> str:
+    """Settings the engine says it ran that differ from the variant's runtime ('' if none)."""
+    return "; ".join(
+        f"{key}: asked {asked[key]}, ran {ran[key]}"
+        for key in sorted(asked)
+        if ran.get(key) is not None and str(ran[key]).lower() != str(asked[key]).lower()
+    )
+
+
+def timing_plausible(record: dict) -> bool | None:
+    """The engine's own times of the measured run must fit in the invocation's wall time
+    (which also holds the load and the warm-up): a speed the wall time cannot explain is not
+    trusted. None where the wall time was not recorded."""
+    wall = record.get("wall_s")
+    if wall is None:
+        return None
+    return sum(r["seconds"] for r in record["results"]) <= wall * 1.01
+
+
+def cpufreq_summary(record: dict) -> dict:
+    """Governors in use and the fastest core's current MHz, before and after the invocation."""
+    before, after = record.get("cpufreq_before") or {}, record.get("cpufreq_after") or {}
+
+    def fastest(cores):
+        return max((c["cur_khz"] for c in cores.values()), default=None)
+
+    mhz = {
+        k: (v // 1000 if v is not None else None)
+        for k, v in (("before", fastest(before)), ("after", fastest(after)))
+    }
+    return {
+        "governor": "/".join(sorted({c["governor"] for c in (*before.values(), *after.values())})),
+        "freq_before_mhz": mhz["before"],
+        "freq_after_mhz": mhz["after"],
+    }
 
 
 def check_speeds(record: dict, path: str) -> None:
@@ -91,6 +137,14 @@ def rows_from_record(
         "prompt_tokens": record["bench"]["prompt_tokens"],
         "generate_tokens": record["bench"]["generate_tokens"],
         "warmup": record["bench"]["warmup"],
+        "ran_settings": ";".join(
+            f"{k}={v}" for k, v in sorted((record.get("ran") or {}).items()) if k != "warmup"
+        ),
+        "ran_warmup": (record.get("ran") or {}).get("warmup", record.get("warmup")),
+        "settings_mismatch": settings_mismatch(spec["runtime"], record.get("ran") or {}),
+        "wall_s": record.get("wall_s"),
+        "timing_plausible": timing_plausible(record),
+        **cpufreq_summary(record),
         "device_supports": record["engine"].get("device_supports", ""),
         "emulated": emulated,
         "load_s": record.get("load_s"),
@@ -110,6 +164,7 @@ def rows_from_record(
             "tokens": r["tokens"],
             "seconds": r["seconds"],
             "tps": r["tps"],
+            "context_start": r.get("context_start"),
         }
         for r in record["results"]
     ]

@@ -16,7 +16,13 @@ from pathlib import Path
 
 import adbutils
 
-from mnnrepro.devices.base import CommandResult, Device, cpuinfo_summary
+from mnnrepro.devices.base import (
+    CPUFREQ_SCRIPT,
+    CommandResult,
+    Device,
+    cpuinfo_summary,
+    parse_cpufreq,
+)
 from mnnrepro.errors import ReproError
 from mnnrepro.files import sha256_file
 
@@ -267,6 +273,13 @@ class AdbDevice(Device):
                     value / 1000 if abs(value) > 200 else float(value)
                 )
         return temps
+
+    @property
+    def lock_key(self) -> str:
+        return f"adb-{self.serial}"  # the phone, whatever the config calls it
+
+    def cpufreq(self) -> dict:
+        return parse_cpufreq(self.run(["sh", "-c", CPUFREQ_SCRIPT], timeout=30).stdout)
 
     def thermal_status(self) -> int | None:
         out = self.run(["dumpsys", "thermalservice"], timeout=30).stdout

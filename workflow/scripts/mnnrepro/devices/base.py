@@ -84,6 +84,17 @@ class Device:
         """Android thermal status (0 = NONE ... 6 = SHUTDOWN), None where there is none."""
         return None
 
+    @property
+    def lock_key(self) -> str:
+        """What is locked while a job runs on this device (runs/device_lock.py): the device
+        itself, so different devices run in parallel and one device runs one job."""
+        return f"device-{self.name}"
+
+    def cpufreq(self) -> dict:
+        """Per core: its cpufreq governor and current frequency (kHz); empty where the
+        device has no cpufreq (e.g. a VM)."""
+        return {}
+
     def other_load_now(self, window_s: float) -> float | None:
         """CPUs busy with other work over the next window_s seconds (nothing of ours runs
         meanwhile); None where it cannot be measured (phones: the thermal gate guards them)."""
@@ -113,6 +124,23 @@ def cpuinfo_summary(text: str) -> dict:
         elif key in ("flags", "features"):
             features.update(value.split())
     return {"model": model, "processors": processors, "features": sorted(features)}
+
+
+CPUFREQ_SCRIPT = (
+    "for c in /sys/devices/system/cpu/cpu[0-9]*; do "
+    'echo "$(basename $c) $(cat $c/cpufreq/scaling_governor 2>/dev/null) '
+    '$(cat $c/cpufreq/scaling_cur_freq 2>/dev/null)"; done'
+)
+
+
+def parse_cpufreq(text: str) -> dict:
+    """CPUFREQ_SCRIPT's output -> {cpuN: {governor, cur_khz}} (cores without cpufreq left out)."""
+    cores = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2].isdigit():
+            cores[parts[0]] = {"governor": parts[1], "cur_khz": int(parts[2])}
+    return cores
 
 
 def thermal_zones(root: str = "/sys/class/thermal") -> dict:

@@ -12,10 +12,12 @@ import tempfile
 from pathlib import Path
 
 from mnnrepro.devices.base import (
+    CPUFREQ_SCRIPT,
     Device,
     _read,
     cpuinfo_summary,
     idle_host_load,
+    parse_cpufreq,
     run_process,
     thermal_zones,
 )
@@ -74,6 +76,15 @@ class LocalDevice(Device):
             "thermal_c": self.thermal(),
             "python_executable": self._python,
         }
+
+    @property
+    def lock_key(self):
+        # the host's CPUs: its local and QEMU devices share them, so they take turns
+        return f"host-{platform.node()}"
+
+    def cpufreq(self):
+        result = run_process(["sh"], ["sh", "-c", CPUFREQ_SCRIPT], 30, None, None)
+        return parse_cpufreq(result.stdout) if result.ok else {}
 
     def other_load_now(self, window_s):
         return idle_host_load(window_s)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mnnrepro.devices.base import run_process
 from mnnrepro.devices.local import LocalDevice
+from mnnrepro.errors import DataError
 
 AT_HWCAP2 = 26
 
@@ -36,11 +37,12 @@ class QemuDevice(LocalDevice):
         receipt_path = spec.get("userland", "resources/emulation/userland.json")
         try:
             self.userland = json.loads(Path(receipt_path).read_text())
-        except OSError as err:
-            raise RuntimeError(
-                f"device {name}: no emulated userland at {receipt_path}; it is "
-                "made by the rule fetch_emulation_userland"
-            ) from err
+        except OSError:
+            raise DataError(
+                receipt_path,
+                f"missing: device {name} runs in the emulated userland it describes",
+                "it is made by the rule fetch_emulation_userland",
+            ) from None
         super().__init__(name, python=self.userland["python"])
         self.cpu = spec.get("cpu", "max")
 

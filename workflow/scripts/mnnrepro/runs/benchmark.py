@@ -16,6 +16,7 @@ from pathlib import Path
 from mnnrepro.config import with_runtime_defaults
 from mnnrepro.devices.base import Device
 from mnnrepro.files import read_json, sha256_file, sha256_text, write_json
+from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.engine_kinds import BenchError, engine_for
 from mnnrepro.runs.precision import block_range, stopping_decision
 from mnnrepro.runs.schedule import Invocation
@@ -174,6 +175,7 @@ def run_schedule(
             gate = thermal_gate(device, bench)
             quiet = quiet_gate(device, bench)
             device.verify(engine_files(spec["engine"], receipt))
+            cpufreq_before = device.cpufreq()
             started = time.time()
             engine = engine_for(spec["engine"], receipt)
             argv, env = engine.bench_command(
@@ -198,6 +200,8 @@ def run_schedule(
                 "thermal_gate": {k: gate[k] for k in ("waited_s", "cool", "thermal_status")},
                 "thermal_after_c": device.thermal(),
                 "quiet_gate": quiet,
+                "cpufreq_before": cpufreq_before,
+                "cpufreq_after": device.cpufreq(),
                 "bench": measured,
                 "spec": spec,
                 **payload,
@@ -265,7 +269,10 @@ def run_plan_for_rule(
 
     device = make_device(device_name, device_spec)
     try:
-        runs, stopping = run_schedule(device, plan, specs, read_json(receipt), bench, raw_dir, stop)
+        with holding(device.lock_key, device.name):  # one job per device at a time
+            runs, stopping = run_schedule(
+                device, plan, specs, read_json(receipt), bench, raw_dir, stop
+            )
     finally:
         device.close()
     return {"device": device_name, "emulated": device.emulated, "runs": runs, "stopping": stopping}

@@ -228,12 +228,16 @@ class BuiltEngine:
         return {
             "kind": "bench",
             "warmup": 1,  # llm_bench runs rep + 1 times and drops the first
+            # what llm_bench says it ran (its table and JSON header), not what was asked
+            "ran": llmbench.settings_ran(with_text),
             "results": [
                 {
                     "phase": r["phase"],
                     "tokens": r["tokens"],
                     "seconds": r["tokens"] / r["tps"],
                     "tps": r["tps"],
+                    # -kv true: decode runs right after the P-token prompt
+                    "context_start": r["prompt_len"] if r["phase"] == "decode" else 0,
                 }
                 for r in rows
             ],

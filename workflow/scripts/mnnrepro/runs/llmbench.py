@@ -150,6 +150,21 @@ def parse_table(text: str) -> list[dict]:
     return rows
 
 
+def settings_ran(json_text: str) -> dict:
+    """What llm_bench says it ran (its JSON header: threads, precision, memory, power, backend),
+    with its fixed warm-up (it runs rep + 1 times and drops the first)."""
+    doc = json.loads(json_text)
+    levels = {code: name.lower() for code, name in _PRECISIONS.items()}
+    return {
+        "thread_num": doc.get("threads"),
+        "precision": levels.get(doc.get("precision")),
+        "memory": levels.get(doc.get("memory")),
+        "power": levels.get(doc.get("power")),
+        "backend_type": str(doc.get("backend", "")).lower(),
+        "warmup": 1,
+    }
+
+
 def parse_json(text: str) -> list[dict]:
     doc = json.loads(text)
     base = {

@@ -3,17 +3,25 @@
 This file is staged onto the device and run there with the device's Python, so it
 imports nothing from mnnrepro: only the standard library, numpy and MNN.
 
-It measures what MNN's ``llm_bench`` measures for one configuration and one
-repetition (``llm_bench -rep 1``):
+It measures what MNN's ``llm_bench -kv true`` measures at 3.6.1 (the paper path) for one
+configuration and one repetition (``-rep 1``), in one context:
 
-* prefill: P tokens (token 16 repeated, as llm_bench's synthetic prompt) from an
-  empty context; tok/s = P / prefill time;
-* decode: exactly N tokens from a 1-token context, each step feeding back the greedy
-  argmax; EOS never ends it; tok/s = N / decode time.
+* prefill: P tokens (token 16 repeated, as llm_bench's synthetic prompt) into an empty
+  context; tok/s = P / prefill time;
+* decode: then exactly N tokens right after them (context P .. P + N, as llm_bench's
+  ``response(P tokens, N)``), each step feeding back the greedy token; EOS never ends it
+  (llm_bench stops at EOS and counts the tokens it made; the synthetic prompt makes EOS
+  rare); tok/s = N / decode time.
 
-``warmup`` unmeasured runs of both tests come first, in the same process (llm_bench
-drops its first run the same way). The model is loaded once per process, so one
-invocation of this script is one replicate, like one llm_bench launch.
+Timers: the bindings fill MNN's own ``context.prefill_us`` / ``decode_us`` only inside
+``generate()``, which in the 3.6.1 wheel ends the process silently (exit code 0, no output)
+in most of our tries on this host; so each phase is timed here around ``forward()`` calls,
+which include picking the greedy token (MNN's sampler does the same inside its timer). The
+context length MNN reports after each phase is recorded as a cross-check.
+
+``warmup`` unmeasured runs come first, in the same process (llm_bench drops its first run
+the same way). The model is loaded once per process, so one invocation of this script is
+one replicate, like one llm_bench launch.
 
 ``greedy`` mode instead answers fixed prompts with greedy decoding and writes the
 token ids, with every step's top-k logits: the correctness gate compares them across
@@ -80,24 +88,34 @@ def load_llm(config_path: str, runtime: dict):
     return llm, printed[0]
 
 
-def time_prefill(llm, prompt_tokens: int) -> float:
+def context_length(llm) -> int | None:
+    try:
+        return int(llm.context.all_seq_len)
+    except (AttributeError, TypeError, ValueError):  # bindings without the context object
+        return None
+
+
+def time_phases(llm, prompt_tokens: int, generate_tokens: int) -> dict:
+    """One llm_bench -kv true repetition: P prompt tokens into an empty context, then N
+    decode tokens in the same context. Seconds per phase, tokens made, context lengths."""
     llm.reset()
     ids = [SYNTHETIC_TOKEN] * prompt_tokens
     start = time.perf_counter()
-    logits = llm.forward(ids)
-    _argmax(logits)  # forces the result, as the engine's own timer would
-    return time.perf_counter() - start
-
-
-def time_decode(llm, generate_tokens: int) -> tuple[float, list[int]]:
-    llm.reset()
-    token = _argmax(llm.forward([SYNTHETIC_TOKEN]))
+    token = _argmax(llm.forward(ids))  # forces the result, as the engine's own timer would
+    prefill_s = time.perf_counter() - start
+    after_prefill = context_length(llm)
     produced = []
     start = time.perf_counter()
     for _ in range(generate_tokens):
         token = _argmax(llm.forward([token]))
         produced.append(token)
-    return time.perf_counter() - start, produced
+    return {
+        "prefill_s": prefill_s,
+        "decode_s": time.perf_counter() - start,
+        "produced": produced,
+        "context_after_prefill": after_prefill,
+        "context_after_decode": context_length(llm),
+    }
 
 
 TOP_K = 8  # logits kept per step, as the built engines' mnn_greedy tool keeps them
@@ -155,28 +173,36 @@ def run_bench(args) -> dict:
     load_start = time.perf_counter()
     llm, printed = load_llm(args.config, runtime)
     load_s = time.perf_counter() - load_start
+    warmups = 0
     for _ in range(args.warmup):
-        time_prefill(llm, args.prompt_tokens)
-        time_decode(llm, args.generate_tokens)
-    prefill_s = time_prefill(llm, args.prompt_tokens)
-    decode_s, produced = time_decode(llm, args.generate_tokens)
+        time_phases(llm, args.prompt_tokens, args.generate_tokens)
+        warmups += 1
+    run = time_phases(llm, args.prompt_tokens, args.generate_tokens)
+    produced = run["produced"]
     return {
         "kind": "bench",
         "runtime": runtime,
         "load_s": load_s,
-        "warmup": args.warmup,
+        "warmup": warmups,  # counted as run, not as asked
+        "ran": {**runtime, "warmup": warmups},
+        "context": {
+            "after_prefill": run["context_after_prefill"],
+            "after_decode": run["context_after_decode"],
+        },
         "results": [
             {
                 "phase": "prefill",
                 "tokens": args.prompt_tokens,
-                "seconds": prefill_s,
-                "tps": args.prompt_tokens / prefill_s,
+                "seconds": run["prefill_s"],
+                "tps": args.prompt_tokens / run["prefill_s"],
+                "context_start": 0,
             },
             {
                 "phase": "decode",
                 "tokens": len(produced),
-                "seconds": decode_s,
-                "tps": len(produced) / decode_s,
+                "seconds": run["decode_s"],
+                "tps": len(produced) / run["decode_s"],
+                "context_start": args.prompt_tokens,
             },
         ],
         "engine": engine_facts(printed),

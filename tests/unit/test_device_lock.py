@@ -1,0 +1,78 @@
+"""One job per device at a time, different devices in parallel: the device lock, with two
+loopback phones (and the host). No timing is asserted: a blocked lock is seen as blocked (a
+non-blocking attempt fails), a free one is entered while the other is held."""
+
+from __future__ import annotations
+
+import fcntl
+
+import pytest
+from conftest import SHORT_BENCH, start_loopback_phone, stop_loopback_phone, two_variant_specs
+
+from mnnrepro.devices.adb import AdbDevice
+from mnnrepro.devices.local import LocalDevice
+from mnnrepro.devices.qemu import QemuDevice
+from mnnrepro.runs.benchmark import run_schedule
+from mnnrepro.runs.device_lock import holding, lock_path
+from mnnrepro.runs.schedule import interleaved
+from mnnrepro.runs.staging import push_receipt
+
+
+def is_locked(key: str) -> bool:
+    with open(lock_path(key), "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+@pytest.fixture
+def two_phones(tmp_path, adb_server_port):
+    phones = [start_loopback_phone(tmp_path / f"phone{i}", adb_server_port) for i in (1, 2)]
+    yield phones
+    for phone, _ in phones:
+        stop_loopback_phone(phone, adb_server_port)
+
+
+def test_two_phones_run_in_parallel_and_one_phone_runs_one_job(two_phones, tiny_model, tmp_path):
+    (_, spec1), (_, spec2) = two_phones
+    first, second = AdbDevice("phone-a", spec1), AdbDevice("phone-b", spec2)
+    same_as_first = AdbDevice("another-name-for-phone-a", spec1)
+    assert first.lock_key != second.lock_key
+    assert same_as_first.lock_key == first.lock_key  # the phone, not what the config calls it
+    receipt = push_receipt(second, str(tiny_model), "tiny")
+    with holding(first.lock_key, first.name):
+        assert is_locked(first.lock_key)  # a second job on phone-a would wait here
+        # ... while a whole benchmark runs on phone-b meanwhile (it would block if it waited
+        # for phone-a's lock), holding phone-b's lock
+        with holding(second.lock_key, second.name):
+            index, _ = run_schedule(
+                second,
+                interleaved(["a", "b"], 1),
+                two_variant_specs(),
+                receipt,
+                SHORT_BENCH,
+                tmp_path / "raw",
+            )
+            assert is_locked(second.lock_key)
+    assert len(index) == 2
+    assert not is_locked(first.lock_key) and not is_locked(second.lock_key)
+    for device in (first, second, same_as_first):
+        device.close()
+
+
+def test_the_host_and_its_emulated_devices_share_one_lock(tmp_path):
+    """They share the host's CPUs: an emulated run beside a host benchmark would disturb it."""
+    receipt = tmp_path / "userland.json"  # what fetch_emulation_userland writes (paths only)
+    receipt.write_text('{"python": "/usr/bin/python3", "qemu": "qemu-aarch64", "sysroot": "/"}')
+    qemu = QemuDevice("qemu-x", {"cpu": "max", "userland": str(receipt)})
+    assert LocalDevice("host").lock_key == qemu.lock_key
+
+
+def test_the_lock_is_released_when_the_job_fails():
+    with pytest.raises(RuntimeError), holding("test-release", "x"):
+        assert is_locked("test-release")
+        raise RuntimeError("the job failed")
+    assert not is_locked("test-release")
