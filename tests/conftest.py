@@ -106,6 +106,15 @@ def stop_loopback_phone(phone, adb_server_port: int) -> None:
 
 
 @pytest.fixture
+def two_phones(tmp_path, adb_server_port):
+    """Two loopback phones on the same adb server: [(phone, spec), (phone, spec)]."""
+    phones = [start_loopback_phone(tmp_path / f"phone{i}", adb_server_port) for i in (1, 2)]
+    yield phones
+    for phone, _ in phones:
+        stop_loopback_phone(phone, adb_server_port)
+
+
+@pytest.fixture
 def loopback_phone(tmp_path, adb_server_port):
     """A loopback ADB device with a Dimensity 9500's /proc/cpuinfo (sme2), connected."""
     phone, spec = start_loopback_phone(tmp_path / "phone", adb_server_port)

@@ -154,3 +154,51 @@ def test_thermal_gate_waits_for_the_phone_to_cool_and_is_bounded(loopback_phone)
     zone.write_text("52000\n")  # stays hot: the gate gives up at its timeout and says so
     gate = thermal_gate(device, {"max_temp_c": 45, "thermal_timeout_s": 1})
     assert not gate["cool"] and gate["waited_s"] >= 1
+
+
+# ---- Android conventions: ANDROID_SERIAL, the adb server's host and port, adb itself ---------
+
+
+def test_serial_auto_takes_android_serial_when_several_phones_are_attached(two_phones, monkeypatch):
+    (_, first), (second_phone, second) = two_phones
+    for spec in (first, second):  # both attached to the same server
+        AdbDevice("x", spec).close()
+    auto = {**second, "serial": "auto", "connect": False}
+    with pytest.raises(AdbDeviceError, match="needs exactly one attached device"):
+        AdbDevice("phone", auto)
+    monkeypatch.setenv("ANDROID_SERIAL", second_phone.serial)
+    device = AdbDevice("phone", auto)
+    assert device.serial == second_phone.serial
+    device.close()
+
+
+def test_the_adb_server_port_comes_from_the_environment_when_unset(
+    loopback_phone, adb_server_port, monkeypatch
+):
+    _, spec = loopback_phone
+    monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(adb_server_port))
+    unset = {k: v for k, v in spec.items() if k != "server_port"}
+    device = AdbDevice("phone", unset)  # reaches the phone through the private server
+    assert device.client.port == adb_server_port
+    device.close()
+
+
+def test_server_address_order_and_a_remote_server_is_never_started():
+    from mnnrepro.devices.adb import ensure_server, server_address
+
+    env = {"ANDROID_ADB_SERVER_HOST": "lab-host", "ANDROID_ADB_SERVER_PORT": "5039"}
+    assert server_address({}, {}) == ("127.0.0.1", 5037)
+    assert server_address({}, env) == ("lab-host", 5039)
+    assert server_address({"server_host": "h", "server_port": 6000}, env) == ("h", 6000)
+    with pytest.raises(AdbDeviceError, match=r"no adb server answers at 127\.0\.0\.2:"):
+        ensure_server(1, "127.0.0.2")  # another host (here a second loopback address)
+
+
+def test_adb_is_found_as_adbutils_finds_it(monkeypatch, tmp_path):
+    from mnnrepro.devices.adb import adb_binary
+
+    mine = tmp_path / "adb"
+    mine.write_text("#!/bin/sh\n")
+    mine.chmod(0o755)
+    monkeypatch.setenv("ADBUTILS_ADB_PATH", str(mine))
+    assert adb_binary() == str(mine)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import fcntl
 
 import pytest
-from conftest import SHORT_BENCH, start_loopback_phone, stop_loopback_phone, two_variant_specs
+from conftest import SHORT_BENCH, two_variant_specs
 
 from mnnrepro.devices.adb import AdbDevice
 from mnnrepro.devices.local import LocalDevice
@@ -26,14 +26,6 @@ def is_locked(key: str) -> bool:
             return True
         fcntl.flock(handle, fcntl.LOCK_UN)
         return False
-
-
-@pytest.fixture
-def two_phones(tmp_path, adb_server_port):
-    phones = [start_loopback_phone(tmp_path / f"phone{i}", adb_server_port) for i in (1, 2)]
-    yield phones
-    for phone, _ in phones:
-        stop_loopback_phone(phone, adb_server_port)
 
 
 def test_two_phones_run_in_parallel_and_one_phone_runs_one_job(two_phones, tiny_model, tmp_path):

@@ -163,3 +163,87 @@ def test_md5_only_pin_as_mnn_checks_kleidiai(server, tmp_path):
         download(url, tmp_path / "other.tgz", None, md5="0" * 32)
     with pytest.raises(FetchError, match="no checksum pinned"):
         download(url, tmp_path / "third.tgz", None)
+
+
+def fake_ndk(path, revision=REVISION):
+    path.mkdir(parents=True)
+    (path / "source.properties").write_text(f"Pkg.Revision = {revision}\n")
+    return str(path)
+
+
+def test_installed_ndks_are_found_where_android_tools_look_in_order(server, tmp_path):
+    """$ANDROID_NDK_ROOT, $ANDROID_NDK_HOME, $ANDROID_NDK, then an SDK's side-by-side
+    ndk/<revision> ($ANDROID_HOME, $ANDROID_SDK_ROOT); the first with the pinned revision wins,
+    a wrong revision is passed over, and nothing is downloaded."""
+    pin = pin_for(server, ndk_zip())
+    sdk = tmp_path / "sdk"
+    fake_ndk(sdk / "ndk" / REVISION)
+    fake_ndk(sdk / "ndk" / "26.1.10909125", "26.1.10909125")
+    env = {
+        "ANDROID_NDK_ROOT": fake_ndk(tmp_path / "old", "25.1.8937393"),
+        "ANDROID_NDK": str(tmp_path / "missing"),
+        "ANDROID_SDK_ROOT": str(sdk),
+    }
+    ndk = provide_ndk(pin, tmp_path / "cache", environ=env)
+    assert ndk["source"] == f"$ANDROID_SDK_ROOT/ndk/{REVISION}"
+    assert ndk["path"] == str((sdk / "ndk" / REVISION).resolve())
+    env["ANDROID_HOME"] = str(sdk)  # before $ANDROID_SDK_ROOT
+    env["ANDROID_NDK_HOME"] = fake_ndk(tmp_path / "home")  # before both SDKs
+    assert provide_ndk(pin, tmp_path / "cache", environ=env)["source"] == "$ANDROID_NDK_HOME"
+    del env["ANDROID_NDK_HOME"]
+    assert provide_ndk(pin, tmp_path / "cache", environ=env)["source"] == (
+        f"$ANDROID_HOME/ndk/{REVISION}"
+    )
+    assert server.requests == []
+
+
+# ---- mirrors: an ordered list of addresses, one checksum -----------------------------------
+
+
+@pytest.fixture
+def second_server():
+    s = Server()
+    yield s
+    s.httpd.shutdown()
+
+
+def test_a_404_moves_to_the_next_mirror(server, second_server, tmp_path):
+    """Debian's pool drops a superseded package; its permanent address still has it."""
+    body = b"a superseded package"
+    second_server.files["/file/permanent"] = body
+    pool, permanent = server.url("/pool/gone.deb"), second_server.url("/file/permanent")
+    got = download([pool, permanent], tmp_path / "gone.deb", hashlib.sha256(body).hexdigest())
+    assert got.read_bytes() == body
+    assert server.requests == ["/pool/gone.deb"] and second_server.requests == ["/file/permanent"]
+
+
+def test_a_checksum_mismatch_on_any_mirror_is_fatal(server, second_server, tmp_path):
+    good = b"the pinned file"
+    server.files["/x.deb"] = b"another file under the same name"
+    second_server.files["/x.deb"] = good
+    urls = [server.url("/x.deb"), second_server.url("/x.deb")]
+    with pytest.raises(FetchError, match="does not match the pinned"):
+        download(urls, tmp_path / "x.deb", hashlib.sha256(good).hexdigest())
+    assert second_server.requests == []  # never falls through to a file that happens to match
+    assert not list(tmp_path.iterdir())  # nothing half-written under any name
+
+
+def test_when_every_mirror_fails_the_error_names_the_pin_and_how_to_update_it(
+    server, second_server, tmp_path
+):
+    urls = [server.url("/a.deb"), second_server.url("/b.deb"), "http://127.0.0.1:9/closed.deb"]
+    with pytest.raises(FetchError) as err:
+        download(urls, tmp_path / "a.deb", "ab" * 32)
+    message = str(err.value)
+    assert message.startswith(f"a.deb: no mirror has the pinned file (sha256 {'ab' * 32})")
+    assert "HTTP 404" in message and "unreachable" in message
+    assert "snapshot.debian.org/file/<sha1>" in message and "`mirrors`" in message
+
+
+def test_the_shipped_debian_pins_have_a_permanent_mirror(root):
+    import yaml
+
+    for name in ("emulated-sme2.yaml", "emulated-paper.yaml"):
+        pins = yaml.safe_load((root / "config" / name).read_text())["toolchains"]["emulation"]
+        for pkg in [pins["qemu"], *pins["arm64_packages"]]:
+            assert any(m.startswith("https://snapshot.debian.org/file/") for m in pkg["mirrors"])

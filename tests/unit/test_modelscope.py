@@ -67,3 +67,22 @@ def test_interrupted_download_resumes(hub, tmp_path):
 def test_unknown_revision_is_a_clear_error(hub, tmp_path):
     with pytest.raises(ModelSourceError, match=r"`models.tiny.modelscope`.*revision 'v9'"):
         fetch_model(spec_for(hub, revision="v9"), tmp_path / "c", tmp_path / "m", "tiny")
+
+
+def test_the_manifest_records_the_commit_a_branch_resolved_to(hub, tmp_path):
+    """`master` moves; the manifest says which commit this download was."""
+    commit = hub.add("MNN/Tiny-MNN", "master", FILES)
+    manifest = fetch_model(spec_for(hub, revision="master"), tmp_path / "c", tmp_path / "m", "t")
+    assert manifest["revision"] == "master" and manifest["resolved_commit"] == commit
+    assert set(manifest["file_revisions"]) == set(FILES)
+
+
+def test_an_existing_modelscope_cache_is_used(hub, tmp_path, monkeypatch):
+    shared = tmp_path / "my-modelscope-cache"
+    monkeypatch.setenv("MODELSCOPE_CACHE", str(shared))
+    manifest = fetch_model(spec_for(hub), tmp_path / "unused", tmp_path / "m", "tiny")
+    assert manifest["cache"] == str(shared) and not (tmp_path / "unused").exists()
+    assert any(p.name == "llm.mnn.weight" for p in shared.rglob("*"))
+    served = hub.bytes_served
+    fetch_model(spec_for(hub), tmp_path / "unused", tmp_path / "m2", "tiny")
+    assert hub.bytes_served == served  # a second experiment reuses the user's cache

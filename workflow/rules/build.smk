@@ -12,7 +12,7 @@ rule fetch_ndk:
     params:
         pin=config["toolchains"].get("ndk", {}),
     message:
-        "Providing Android NDK {wildcards.version} (a matching $ANDROID_NDK, else the pinned download)"
+        "Providing Android NDK {wildcards.version} (an installed NDK of the pinned revision, else the pinned download)"
     script:
         "../scripts/fetch_ndk.py"
 

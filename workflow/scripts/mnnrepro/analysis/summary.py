@@ -149,6 +149,19 @@ def run_problems(group: pd.DataFrame, pair: tuple[str, str]) -> list[str]:
     return problems
 
 
+def stop_reason(stop: dict, result: dict, stats_cfg: dict) -> str:
+    """Why the run has this many blocks, and for a fixed number whether the target CI
+    half-width (`stats.target_half_width`) was reached or how many blocks it would take."""
+    reason = stop.get("reason", "")
+    if reason and reason != "fixed repetitions":
+        return reason  # precision on demand says it itself
+    target = stats_cfg["target_half_width"]
+    reached = result["half_width_rel"] <= target
+    return f"fixed {result['n_pairs']} repetitions; target half-width {target:.1%} " + (
+        "reached" if reached else f"not reached (~{result['reps_for_target']} needed)"
+    )
+
+
 def blocks_under_load(part: pd.DataFrame, pair: tuple[str, str]) -> int:
     """Blocks of this pair in which either variant's invocation was measured under load."""
     if "under_load" not in part:
@@ -220,7 +233,7 @@ def summarize(
                         "n_boot": stats_cfg["n_boot"],
                         "seed": stats_cfg["seed"],
                         "interval": interval_name(stats_cfg, df),
-                        "blocks_stop_reason": stop.get("reason", ""),
+                        "blocks_stop_reason": stop_reason(stop, result, stats_cfg),
                         "max_other_load": (
                             part["other_load"].max() if "other_load" in part else None
                         ),

@@ -1,4 +1,7 @@
-"""The Android NDK: a matching local one ($ANDROID_NDK / $ANDROID_NDK_HOME), else the pin."""
+"""The Android NDK: an installed one whose revision matches the pin, found where Android
+tools look (in this order: $ANDROID_NDK_ROOT, $ANDROID_NDK_HOME, $ANDROID_NDK, then the SDK's
+side-by-side NDKs $ANDROID_HOME/ndk/<revision> and $ANDROID_SDK_ROOT/ndk/<revision>), else the
+pinned download."""
 
 from __future__ import annotations
 
@@ -6,12 +9,13 @@ import logging
 import os
 from pathlib import Path
 
-from mnnrepro.files import FetchError, download, read_properties, safe_extract_zip
+from mnnrepro.files import FetchError, download, pin_urls, read_properties, safe_extract_zip
 
 log = logging.getLogger(__name__)
 
 
-ENV_VARS = ("ANDROID_NDK", "ANDROID_NDK_HOME")
+NDK_VARS = ("ANDROID_NDK_ROOT", "ANDROID_NDK_HOME", "ANDROID_NDK")  # an NDK itself
+SDK_VARS = ("ANDROID_HOME", "ANDROID_SDK_ROOT")  # an SDK, with ndk/<revision>/ inside
 
 
 def revision(ndk_root: str | os.PathLike) -> str | None:
@@ -19,18 +23,28 @@ def revision(ndk_root: str | os.PathLike) -> str | None:
     return read_properties(props).get("Pkg.Revision") if props.is_file() else None
 
 
+def candidates(pin: dict, environ) -> list[tuple[str, str]]:
+    """(where it came from, path) of every installed NDK to try, in discovery order."""
+    found = [(f"${var}", environ[var]) for var in NDK_VARS if environ.get(var)]
+    found += [
+        (f"${var}/ndk/{pin['revision']}", str(Path(environ[var]) / "ndk" / pin["revision"]))
+        for var in SDK_VARS
+        if environ.get(var)
+    ]
+    return found
+
+
 def local_ndk(pin: dict, environ: dict | None = None) -> dict | None:
+    """The first installed NDK whose source.properties revision is the pin's; each one
+    passed over is logged with its revision."""
     environ = os.environ if environ is None else environ
-    for var in ENV_VARS:
-        root = environ.get(var)
-        if not root:
-            continue
+    for source, root in candidates(pin, environ):
         found = revision(root)
         if found == pin["revision"]:
-            log.info("using the NDK in $%s=%s (revision %s matches the pin)", var, root, found)
-            return {"path": str(Path(root).resolve()), "revision": found, "source": f"${var}"}
+            log.info("using the NDK at %s=%s (revision %s matches the pin)", source, root, found)
+            return {"path": str(Path(root).resolve()), "revision": found, "source": source}
         log.warning(
-            "$%s=%s has revision %s, the pin is %s: not used", var, root, found, pin["revision"]
+            "%s=%s: revision %s, the pin is %s: not used", source, root, found, pin["revision"]
         )
     return None
 
@@ -44,7 +58,7 @@ def provide_ndk(pin: dict, cache: str | os.PathLike, environ: dict | None = None
     final = cache / pin["version"]
     if not (final.is_dir() and _ndk_root(final) and revision(_ndk_root(final)) == pin["revision"]):
         archive = download(
-            pin["url"],
+            pin_urls(pin),
             cache / f"{pin['version']}.zip",
             pin["sha256"],
             pin.get("size"),

@@ -10,7 +10,7 @@ import tarfile
 from pathlib import Path
 
 from mnnrepro.errors import ReproError
-from mnnrepro.files import FetchError, download, publish_dir, safe_extract
+from mnnrepro.files import FetchError, download, pin_urls, publish_dir, safe_extract
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def provide_source(source: dict, kleidiai: dict, cache: str | os.PathLike) -> di
         # we fetch the pinned tarball ourselves and point MNN at it.
         dest = cache / f"kleidiai-{kleidiai['version']}"
         tarball = download(
-            kleidiai["url"],
+            pin_urls(kleidiai),
             cache / f"kleidiai-{kleidiai['version']}.tar.gz",
             kleidiai.get("sha256"),
             md5=kleidiai.get("md5"),

@@ -46,24 +46,50 @@ class AdbDeviceError(ReproError, RuntimeError):
 
 
 def adb_binary() -> str:
-    from adbutils import binaries
+    """The adb program as adbutils finds it: $ADBUTILS_ADB_PATH, then `adb` on $PATH, then the
+    one in its wheel (which has none for Linux aarch64 or Apple Silicon)."""
+    try:
+        return adbutils.adb_path()
+    except adbutils.AdbError as err:
+        raise AdbDeviceError(
+            f"no adb program: {err}; install Android's platform-tools or set $ADBUTILS_ADB_PATH"
+        ) from None
 
-    return str(Path(binaries.__file__).with_name("adb"))
+
+def server_address(spec: dict, environ=None) -> tuple[str, int]:
+    """The adb server to use, as adb itself chooses it: the config's `server_host` /
+    `server_port`, else $ANDROID_ADB_SERVER_HOST / $ANDROID_ADB_SERVER_PORT, else
+    127.0.0.1:5037. A remote server is how artifact committees lend rare phones."""
+    environ = os.environ if environ is None else environ
+    host = spec.get("server_host") or environ.get("ANDROID_ADB_SERVER_HOST") or "127.0.0.1"
+    port = spec.get("server_port") or environ.get("ANDROID_ADB_SERVER_PORT") or 5037
+    return host, int(port)
 
 
-def server_listening(port: int) -> bool:
+def wanted_serial(spec: dict, environ=None) -> str:
+    """The config's `serial`; `auto` means $ANDROID_SERIAL if set (as adb), else the only
+    attached device."""
+    environ = os.environ if environ is None else environ
+    serial = spec.get("serial", "auto")
+    return environ.get("ANDROID_SERIAL") or serial if serial == "auto" else serial
+
+
+def server_listening(port: int, host: str = "127.0.0.1") -> bool:
     # A raw probe: adbutils itself would start a server on the default port 5037 on failure.
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=2):
+        with socket.create_connection((host, port), timeout=2):
             return True
     except OSError:
         return False
 
 
-def ensure_server(port: int) -> None:
-    """Start adbutils' bundled adb server on port unless one already listens there."""
-    if server_listening(port):
+def ensure_server(port: int, host: str = "127.0.0.1") -> None:
+    """Start an adb server on this host's port unless one already listens there; a server on
+    another host must already run (we cannot start it)."""
+    if server_listening(port, host):
         return
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise AdbDeviceError(f"no adb server answers at {host}:{port}")
     proc = subprocess.run(
         [adb_binary(), "-P", str(port), "start-server"],
         capture_output=True,
@@ -87,10 +113,10 @@ class AdbDevice(Device):
         self.spec = spec
         self.workdir = spec.get("workdir", "/data/local/tmp/mnn-repro").rstrip("/")
         self._python = spec.get("python", "")
-        port = int(spec.get("server_port", 5037))
-        ensure_server(port)
-        self.client = adbutils.AdbClient(host="127.0.0.1", port=port)
-        serial = spec.get("serial", "auto")
+        host, port = server_address(spec)
+        ensure_server(port, host)
+        self.client = adbutils.AdbClient(host=host, port=port)
+        serial = wanted_serial(spec)
         if spec.get("connect"):
             answer = self.client.connect(serial, timeout=20)
             if "connected" not in answer:

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mnnrepro.files import FetchError, download, extract_deb, extract_zip_into
+from mnnrepro.files import FetchError, download, extract_deb, extract_zip_into, pin_urls
 
 
 def pip_download_wheels(wheels: list[dict], dest: Path) -> list[Path]:
@@ -73,8 +73,8 @@ def provide_userland(pins: dict, root: str | os.PathLike) -> dict:
     try:
         debs = []
         for pkg in [pins["qemu"], *pins["arm64_packages"]]:
-            url = pkg["url"].replace("+", "%2B")  # the archive refuses a literal '+'
-            debs.append(download(url, downloads / Path(pkg["url"]).name, pkg["sha256"]))
+            urls = [u.replace("+", "%2B") for u in pin_urls(pkg)]  # the pool refuses '+'
+            debs.append(download(urls, downloads / Path(pkg["url"]).name, pkg["sha256"]))
         extract_deb(debs[0], staging / "qemu")
         for deb in debs[1:]:
             extract_deb(deb, staging / "sysroot")

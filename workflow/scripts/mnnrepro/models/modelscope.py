@@ -43,6 +43,40 @@ def download(spec: dict, cache: str | os.PathLike, model: str) -> Path:
         ) from err
 
 
+DEFAULT_ENDPOINT = "https://modelscope.cn"
+
+
+def resolved_revisions(spec: dict, timeout: float = 60) -> dict[str, str]:
+    """path -> the commit the hub lists each file at, for the requested revision (a branch
+    or tag such as `master` moves; a commit does not). The same listing the client asks for
+    (`/api/v1/models/<id>/repo/files`), read directly: the client keeps only path and size."""
+    import json
+    import urllib.parse
+    import urllib.request
+
+    endpoint = spec.get("endpoint") or os.environ.get("MODELSCOPE_DOMAIN") or DEFAULT_ENDPOINT
+    if "://" not in endpoint:
+        endpoint = f"https://{endpoint}"
+    query = urllib.parse.urlencode({"Revision": spec["revision"], "Recursive": "True"})
+    url = f"{endpoint.rstrip('/')}/api/v1/models/{spec['id']}/repo/files?{query}"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            listing = json.load(resp)["Data"]["Files"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        log.warning("could not list %s at %s to record its commit: %s", spec["id"], url, err)
+        return {}
+    return {
+        f["Path"]: f["Revision"] for f in listing if f.get("Type") != "tree" and f.get("Revision")
+    }
+
+
+def cache_dir(configured: str | os.PathLike, environ=None) -> str:
+    """Where snapshots are kept: an existing ModelScope cache ($MODELSCOPE_CACHE, the client's
+    own variable) if set, else the workflow's resources/modelscope/."""
+    environ = os.environ if environ is None else environ
+    return environ.get("MODELSCOPE_CACHE") or str(configured)
+
+
 def verify(files: list[dict], pinned: dict[str, str], model: str) -> None:
     have = {f["path"]: f["sha256"] for f in files}
     for path, digest in sorted(pinned.items()):
@@ -76,7 +110,9 @@ def link_tree(src: Path, dst: Path) -> None:
 
 def fetch_model(spec: dict, cache: str | os.PathLike, dst: str | os.PathLike, model: str) -> dict:
     """Download (or reuse) the snapshot, verify it, link it into dst; returns the manifest."""
+    cache = cache_dir(cache)
     snapshot = download(spec, cache, model)
+    revisions = resolved_revisions(spec)
     link_tree(snapshot, Path(dst))
     files = file_table(dst)
     verify(files, spec.get("files_sha256", {}), model)
@@ -92,6 +128,12 @@ def fetch_model(spec: dict, cache: str | os.PathLike, dst: str | os.PathLike, mo
         "source": "modelscope",
         "id": spec["id"],
         "revision": spec["revision"],
+        # what the requested revision resolved to: one commit, or each file's if they differ
+        "resolved_commit": (
+            next(iter(set(revisions.values()))) if len(set(revisions.values())) == 1 else None
+        ),
+        "file_revisions": revisions,
+        "cache": cache,
         "hashes": "pinned" if pinned else "trust on first use",
         "exporter": {"package": "none (downloaded)", "version": "", "arguments": []},
         "files": files,

@@ -1,0 +1,96 @@
+"""Install from the lock and run the unit tests on each supported Python.
+
+Usage: python benchmarks/python_versions.py [PYTHON ...]   (default: pyenv's 3.12 and 3.13)
+
+For each interpreter: a fresh venv, `PYTHON=<venv python> bash install.sh` (the README's install
+command: the hash-checked lock of that Python, then the package), then `python -m pytest
+tests/unit -q` with that venv's Python. Run it from a clean clone (it installs the clone).
+Writes results/python_versions.{md,json}: exit codes, install and test times, venv sizes,
+and the pytest summary line.
+"""
+
+from __future__ import annotations
+
+import datetime
+import glob
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def timed(argv, **kw) -> tuple[int, float, str]:
+    start = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, **kw)
+    return proc.returncode, round(time.monotonic() - start, 1), proc.stdout + proc.stderr
+
+
+def du_mb(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) >> 20
+
+
+def check(python: str, work: Path) -> dict:
+    venv = work / f"venv-{Path(python).parent.parent.name}"
+    subprocess.run([python, "-m", "venv", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    version = subprocess.run([py, "-V"], capture_output=True, text=True).stdout.strip()
+    code, install_s, out = timed(["bash", "install.sh"], cwd=ROOT, env={**os.environ, "PYTHON": py})
+    row = {"python": version, "install_rc": code, "install_s": install_s, "venv_mb": du_mb(venv)}
+    if code != 0:
+        row["install_tail"] = out[-2000:]
+        return row
+    code, test_s, out = timed(
+        [py, "-m", "pytest", "tests/unit", "-q", "-p", "no:cacheprovider"], cwd=ROOT
+    )
+    summary = [line for line in out.splitlines() if " passed" in line or " failed" in line]
+    row.update(tests_rc=code, tests_s=test_s, tests_summary=summary[-1] if summary else out[-500:])
+    return row
+
+
+def main(argv: list[str]) -> int:
+    pythons = argv or sorted(glob.glob("/root/.pyenv/versions/3.1[23].*/bin/python3"))
+    work = Path(tempfile.mkdtemp(prefix="pyversions-"))
+    try:
+        rows = [check(python, work) for python in pythons]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    result = {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {platform.system()} {platform.release()}",
+        "commit": subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip(),
+        "rows": rows,
+    }
+    out = ROOT / "benchmarks" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "python_versions.json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = [
+        "# Install from the lock and unit tests per Python (benchmarks/python_versions.py)",
+        "",
+        f"{result['date']}, {result['machine']}, commit {result['commit'][:10]}, in a clean "
+        "clone: a fresh venv per Python, `PYTHON=<venv python> bash install.sh`, then "
+        "`python -m pytest tests/unit -q`.",
+        "",
+        "| Python | install | install time | venv | unit tests | test time |",
+        "|---|---|---:|---:|---|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['python']} | {'ok' if r['install_rc'] == 0 else 'FAILED'} | {r['install_s']} s "
+            f"| {r['venv_mb']} MB | {r.get('tests_summary', '-')} | {r.get('tests_s', '-')} s |"
+        )
+    (out / "python_versions.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0 if all(r["install_rc"] == 0 and r.get("tests_rc") == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
