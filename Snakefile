@@ -5,11 +5,10 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-# The default experiment, unless the user names another with --configfile (Snakemake would
-# otherwise deep-merge the two, mixing their models and devices).
-if not workflow.overwrite_configfiles:
-
-    configfile: f"{workflow.basedir}/config/config.yaml"
+# The default experiment. Another one given with --configfile replaces it instead of being
+# deep-merged into it (`replace-workflow-config` in profiles/default), so models and devices
+# of two experiments never mix; --config overrides alone apply to this default (common.smk).
+configfile: f"{workflow.current_basedir}/config/config.yaml"
 
 
 report: "workflow/report/workflow.rst"

@@ -138,3 +138,26 @@ def test_precision_on_demand_stops_where_the_records_say_and_resumes_the_same(ti
     assert device.runs == 10 and len(index) == 8
     assert stopped["blocks"] == 4 and stopped["reason"].startswith("target half-width")
     device.close()
+
+
+def test_remeasure_measures_again_keeps_the_old_files_and_resumes(tiny_model, tmp_path):
+    """`--config remeasure=<label>`: everything not measured under the label runs again; the
+    replaced raw files are kept beside them; an interrupted re-measurement resumes; a later
+    run without the label keeps the new measurements."""
+    plan = interleaved(["a", "b"], 2)
+    device = CountingDevice()
+    receipt = staged(device, tiny_model)
+    run_schedule(device, plan, specs(), receipt, BENCH, tmp_path)
+    assert device.runs == 4
+    interrupted = CountingDevice(interrupt_after=1)
+    with pytest.raises(KeyboardInterrupt):
+        run_schedule(interrupted, plan, specs(), receipt, BENCH, tmp_path, remeasure="r1")
+    run_schedule(device, plan, specs(), receipt, BENCH, tmp_path, remeasure="r1")
+    assert device.runs == 4 + 3  # one was re-measured before the interruption
+    index, _ = run_schedule(device, plan, specs(), receipt, BENCH, tmp_path, remeasure="r1")
+    index, _ = run_schedule(device, plan, specs(), receipt, BENCH, tmp_path)
+    assert device.runs == 7  # resumed, then kept
+    assert all(read_json(e["raw"])["remeasure"] == "r1" for e in index)
+    assert len(list(tmp_path.rglob("rep-*.json.superseded-*"))) == 4  # the first measurements
+    interrupted.close()
+    device.close()

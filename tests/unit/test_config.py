@@ -18,6 +18,9 @@ CONFIGS = [
 ]
 
 
+TINY = "tests/workflow/config-tiny.yaml"
+
+
 def load(root, rel):
     return yaml.safe_load((root / rel).read_text())
 
@@ -162,3 +165,52 @@ def test_build_engines_need_a_source_and_android_needs_the_ndk(root):
         check(cfg)
     assert "config key `mnn.source`" in str(err.value)
     assert "config key `toolchains.ndk`" in str(err.value)
+
+
+def test_a_configfile_replaces_the_default_and_config_overrides_adjust_it(root, tmp_path):
+    """replace-workflow-config (profiles/default): --configfile X is X alone, never X merged
+    into the default; --config key=value alone adjusts the default experiment."""
+    default_model = next(iter(load(root, "config/config.yaml")["models"]))
+    tiny = run_snakemake(
+        root, "-n", "--configfile", str(root / TINY), "--directory", str(tmp_path)
+    ).stdout
+    assert "results/tiny/" in tiny and default_model not in tiny
+    renamed = run_snakemake(
+        root, "-n", "--config", "experiment=renamed", "--directory", str(tmp_path)
+    ).stdout
+    assert "results/renamed/" in renamed and default_model in renamed
+
+
+def test_the_workflow_works_as_a_snakemake_module(root, tmp_path):
+    """Another workflow includes this one with `module` (paths come from the rule files'
+    own location, not from the including workflow's directory)."""
+    (tmp_path / "Snakefile").write_text(
+        f'configfile: "{root / TINY}"\n\n\n'
+        f'module repro:\n    snakefile:\n        "{root / "Snakefile"}"\n'
+        "    config:\n        config\n\n\n"
+        "use rule * from repro as repro_*\n\n\n"
+        "rule everything:\n    default_target: True\n    input:\n        rules.repro_all.input,\n"
+    )
+    import subprocess
+
+    from conftest import snakemake_argv
+
+    proc = subprocess.run(
+        snakemake_argv("-n", "-s", tmp_path / "Snakefile", "--cores", "1"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "repro_run_bench" in proc.stdout and "repro_compute_summary" in proc.stdout
+
+
+def test_the_config_catalog_is_generated_from_the_schema(root):
+    from mnnrepro.config import SCHEMA_PATH, catalog, load_schema
+
+    expected = catalog(load_schema(), root / "config")
+    assert root / "workflow" / "schemas" / "config.schema.yaml" == SCHEMA_PATH
+    assert (root / "config" / "README.md").read_text() == expected, (
+        "regenerate: PYTHONPATH=workflow/scripts python -m mnnrepro.config > config/README.md"
+    )

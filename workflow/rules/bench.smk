@@ -85,6 +85,8 @@ rule run_bench:
         bench=config["bench"],
         pairs=JUDGED_PAIRS,
         ci_level=config["stats"]["ci_level"],
+        # `--config remeasure=<label>`: measure again what was not measured under that label
+        remeasure=str(config.get("remeasure", "")),
     message:
         "Benchmark on device {wildcards.device}, model {wildcards.model}: "
         "variants interleaved, resumable"

@@ -3,9 +3,13 @@ import re
 import sys
 from pathlib import Path
 
-from snakemake.utils import validate
+import yaml
+from snakemake.utils import update_config, validate
 
-SCRIPTS = Path(workflow.basedir) / "workflow" / "scripts"
+# This workflow's own files, found from this file (not workflow.basedir, which is the
+# including workflow's when this one is used as a Snakemake `module`).
+WORKFLOW_ROOT = Path(workflow.current_basedir).resolve().parents[1]
+SCRIPTS = WORKFLOW_ROOT / "workflow" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
 from mnnrepro.files import code_digest  # noqa: E402
@@ -21,12 +25,24 @@ from mnnrepro.config import (  # noqa: E402
 )
 
 use_this_package(SCRIPTS)  # jobs import this workflow's package, whatever is installed
+DEFAULT_CONFIG = WORKFLOW_ROOT / "config" / "config.yaml"
+GIVEN_CONFIGFILES = [f for f in workflow.configfiles if Path(f).resolve() != DEFAULT_CONFIG]
+if not GIVEN_CONFIGFILES and "replay" not in config:
+    # no --configfile: --config overrides (if any) adjust the default experiment, which
+    # replace-workflow-config would otherwise have dropped
+    _overrides = dict(config)
+    config.clear()
+    config.update(yaml.safe_load(DEFAULT_CONFIG.read_text(encoding="utf-8")))
+    update_config(config, _overrides)
+LIVE = "experiment" in config or "replay" not in config  # a replay brings its own config
 try:
     check_config_files(workflow.configfiles)  # a key given twice is an error, not the last
-    check_config(config)  # clear errors that name the key, before any job runs
+    if LIVE:
+        check_config(config)  # clear errors that name the key, before any job runs
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
-validate(config, "../schemas/config.schema.yaml")  # fills the schema's defaults
+if LIVE:
+    validate(config, "../schemas/config.schema.yaml")  # fills the schema's defaults
 
 REPLAY = config.get("replay", "")  # an archive to re-derive results from (no device needed)
 if REPLAY:
@@ -49,12 +65,12 @@ RESULTS_KEY = f"replay/{replay_name(REPLAY)}" if REPLAY else EXPERIMENT
 ENGINES_DIR = f"results/{RESULTS_KEY}/engines" if REPLAY else "results/engines"
 MODELS_DIR = f"results/{RESULTS_KEY}/models" if REPLAY else "results/models"
 # The prebuilt engine's device-side runner holds the timing loop: an input of every device run.
-ENGINE_RUNNER = str(Path(workflow.basedir) / "workflow/scripts/mnnrepro/runs/prebuilt_runner.py")
+ENGINE_RUNNER = str(SCRIPTS / "mnnrepro/runs/prebuilt_runner.py")
 # Analysis rules rerun when the package's code changes (Snakemake tracks only the script
 # files themselves); measurements do not: they rerun when what they measure changes.
-ANALYSIS_CODE = code_digest(Path(workflow.basedir) / "workflow" / "scripts" / "mnnrepro")
+ANALYSIS_CODE = code_digest(SCRIPTS / "mnnrepro")
 try:  # configured image -> its file (a replay re-derives from the archive: no images needed)
-    PROMPT_IMAGES = {} if REPLAY else prompt_images(config, workflow.basedir)
+    PROMPT_IMAGES = {} if REPLAY else prompt_images(config, WORKFLOW_ROOT)
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
 ENGINES = sorted(config["engines"])
@@ -73,7 +89,7 @@ MNN_SOURCE_RECEIPT = f"resources/mnn/{source_key(config)}/source.json"
 # The correctness gate's token-id tool, built per engine: its sources are a parameter of
 # its rule, so an edit rebuilds the tool (not MNN).
 GATE_TOOL_CODE = code_digest(
-    Path(workflow.basedir) / "workflow/scripts/mnnrepro/build/greedy_tool", ("*.cpp", "*.txt")
+    SCRIPTS / "mnnrepro/build/greedy_tool", ("*.cpp", "*.txt")
 )
 
 

@@ -14,6 +14,7 @@ index = run_plan_for_rule(
     raw_dir=snakemake.params.raw_dir,
     pairs=[tuple(p) for p in snakemake.params.pairs],
     ci_level=snakemake.params.ci_level,
+    remeasure=snakemake.params.remeasure,
 )
 index.update(experiment=snakemake.wildcards.experiment, model=snakemake.wildcards.model)
 write_json(snakemake.output.runs, index)

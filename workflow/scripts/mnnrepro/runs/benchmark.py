@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -64,11 +65,28 @@ def raw_path(raw_dir: Path, inv: Invocation) -> Path:
     return Path(raw_dir) / inv.variant / f"rep-{inv.block:03d}.json"
 
 
-def done_record(path: Path, key: str) -> dict | None:
-    """The raw record at path if it measured what key identifies, else None (run it)."""
+def set_aside(path: Path) -> Path | None:
+    """Keep a raw file that is about to be measured again (settings changed, damaged, or a
+    re-measure) beside it as `rep-NNN.json.superseded-<UTC time>`: nothing measured is lost."""
+    if not path.exists():
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    kept = path.with_name(f"{path.name}.superseded-{stamp}")
+    os.replace(path, kept)
+    log.info("set aside %s (measured again)", kept)
+    return kept
+
+
+def done_record(path: Path, key: str, remeasure: str = "") -> dict | None:
+    """The raw record at path if it measured what key identifies, else None (run it).
+
+    remeasure: a label (`--config remeasure=<label>`): a record not measured under that same
+    label is measured again, so a re-measurement that was interrupted resumes with its label."""
     try:
         record = read_json(path)
     except (OSError, ValueError):
+        return None
+    if remeasure and record.get("remeasure") != remeasure:
         return None
     # a deterministic crash of an emulated device is a result too: not run again
     done = record.get("status") == "ok" or (
@@ -143,6 +161,7 @@ def run_schedule(
     bench: dict,
     raw_dir: str | Path,
     stop=None,
+    remeasure: str = "",
 ) -> tuple[list[dict], dict | None]:
     """Run the invocations of plan not already done, block by block; returns the index of all
     raw files and why it stopped.
@@ -164,7 +183,7 @@ def run_schedule(
         key = measurement_key(spec, measured)
         path = raw_path(raw_dir, inv)
         progress = f"{device.name}: [{number}/{len(plan)}] {inv.variant} rep {inv.block}"
-        record = done_record(path, key)
+        record = done_record(path, key, remeasure)
         if record is not None:
             log.info("keep   %s (measured earlier)", path)
             print(f"{progress}: kept (measured earlier)", flush=True)
@@ -206,6 +225,9 @@ def run_schedule(
                 "spec": spec,
                 **payload,
             }
+            if remeasure:
+                record["remeasure"] = remeasure
+            set_aside(path)
             write_json(path, record)
             print(f"{progress}: measured", flush=True)
             log.info(
@@ -255,6 +277,7 @@ def run_plan_for_rule(
     raw_dir: str,
     pairs: list[tuple[str, str]] = (),
     ci_level: float = 0.95,
+    remeasure: str = "",
 ) -> dict:
     from mnnrepro.devices.factory import make_device
     from mnnrepro.runs.schedule import interleaved
@@ -271,7 +294,7 @@ def run_plan_for_rule(
     try:
         with holding(device.lock_key, device.name):  # one job per device at a time
             runs, stopping = run_schedule(
-                device, plan, specs, read_json(receipt), bench, raw_dir, stop
+                device, plan, specs, read_json(receipt), bench, raw_dir, stop, remeasure
             )
     finally:
         device.close()
