@@ -20,6 +20,9 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from provenance import stamped  # noqa: E402
 
 from mnnrepro.analysis.stats import compare_phase  # noqa: E402
 from mnnrepro.analysis.tables import rows_from_record  # noqa: E402
@@ -123,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         gains = g["ratio"] - 1
         sd = f" ± {gains.std(ddof=1):.1%}" if len(gains) > 1 else ""
         lines.append(f"- {pair}, {phase}: {gains.mean():+.1%}{sd} ({len(gains)} rounds)")
-    (OUT / "quickstart_pair.md").write_text("\n".join(lines) + "\n")
+    (OUT / "quickstart_pair.md").write_text(stamped("\n".join(lines) + "\n"))
     print("\n".join(lines))
     return 0
 

@@ -19,6 +19,9 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from provenance import stamped  # noqa: E402
 
 from mnnrepro.analysis.stats import paired_ratio  # noqa: E402
 
@@ -67,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             )
     out = ROOT / "benchmarks" / "results" / "ci_halfwidth.md"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n")
+    out.write_text(stamped("\n".join(lines) + "\n"))
     print("\n".join(lines))
     return 0
 

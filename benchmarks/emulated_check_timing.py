@@ -16,6 +16,10 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from provenance import stamped  # noqa: E402
+
 OUT = ROOT / "benchmarks" / "results"
 KEEP = ["host", "qemu-no-sme", "qemu-sme2-vl256", "qemu-sme2-vl512"]  # as the CI test
 
@@ -56,11 +60,13 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "emulated_check_timing.json").write_text(json.dumps(result, indent=2) + "\n")
     (OUT / "emulated_check_timing.md").write_text(
-        "# Emulated SME2 check (the CI-sized run)\n\n"
-        f"Devices: {', '.join(KEEP)}; tiny synthetic model; 2 cores.\n\n"
-        f"| step | seconds |\n|---|---:|\n| pinned fetch of QEMU + arm64 userland "
-        f"(~110 MB) | {result['fetch_s']} |\n"
-        f"| the workflow (all rules) | {result['workflow_s']} |\n"
+        stamped(
+            "# Emulated SME2 check (the CI-sized run)\n\n"
+            f"Devices: {', '.join(KEEP)}; tiny synthetic model; 2 cores.\n\n"
+            f"| step | seconds |\n|---|---:|\n| pinned fetch of QEMU + arm64 userland "
+            f"(~110 MB) | {result['fetch_s']} |\n"
+            f"| the workflow (all rules) | {result['workflow_s']} |\n"
+        )
     )
     print(json.dumps(result))
     return 0

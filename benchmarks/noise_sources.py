@@ -27,6 +27,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from provenance import stamped  # noqa: E402
+
 RUNNER_DIR = ROOT / "workflow" / "scripts" / "mnnrepro" / "runs"
 OUT = ROOT / "benchmarks" / "results"
 
@@ -36,9 +40,10 @@ sys.path.insert(0, sys.argv[1])
 import prebuilt_runner as r
 config, threads, k, p, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), 256, 32
 llm, _ = r.load_llm(config, {"thread_num": threads})
-r.time_prefill(llm, p), r.time_decode(llm, n)
-prefill = [p / r.time_prefill(llm, p) for _ in range(k)]
-decode = [n / r.time_decode(llm, n)[0] for _ in range(k)]
+r.time_phases(llm, p, n)
+runs = [r.time_phases(llm, p, n) for _ in range(k)]
+prefill = [p / run["prefill_s"] for run in runs]
+decode = [n / run["decode_s"] for run in runs]
 print(json.dumps({"prefill": prefill, "decode": decode}))
 """
 
@@ -130,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         "Reading: if the CV of per-process medians stays near the between-process CV, more "
         "measurements per process do not help; the noise is between processes or over time.",
     ]
-    (OUT / "noise_sources.md").write_text("\n".join(lines) + "\n")
+    (OUT / "noise_sources.md").write_text(stamped("\n".join(lines) + "\n"))
     print("\n".join(lines))
     return 0
 

@@ -16,6 +16,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from provenance import stamped  # noqa: E402
+
 OUT = ROOT / "benchmarks" / "results"
 
 
@@ -62,14 +66,16 @@ def main(argv: list[str] | None = None) -> int:
     (OUT / "quickstart_timing.json").write_text(json.dumps(result, indent=2) + "\n")
     downstream = ", ".join(result["after_deleting_summary_jobs"])
     (OUT / "quickstart_timing.md").write_text(
-        "# Quickstart timing\n\n"
-        f"Machine: {result['machine']['cpus']} CPUs, {result['machine']['platform']}.\n\n"
-        "| step | goal | measured |\n|---|---|---|\n"
-        f"| cold `snakemake --cores 4` | ≤ 300 s | {result['cold_s']} s |\n"
-        f"| no-op rerun | ≤ 3 s, nothing runs | {result['noop_s']} s, "
-        f"nothing to be done: {result['noop_says_nothing_to_do']} |\n"
-        f"| rerun after deleting summary.csv | only downstream jobs | "
-        f"{result['after_deleting_summary_s']} s: {downstream} |\n"
+        stamped(
+            "# Quickstart timing\n\n"
+            f"Machine: {result['machine']['cpus']} CPUs, {result['machine']['platform']}.\n\n"
+            "| step | goal | measured |\n|---|---|---|\n"
+            f"| cold `snakemake --cores 4` | ≤ 300 s | {result['cold_s']} s |\n"
+            f"| no-op rerun | ≤ 3 s, nothing runs | {result['noop_s']} s, "
+            f"nothing to be done: {result['noop_says_nothing_to_do']} |\n"
+            f"| rerun after deleting summary.csv | only downstream jobs | "
+            f"{result['after_deleting_summary_s']} s: {downstream} |\n"
+        )
     )
     print(json.dumps(result, indent=2))
     return 0

@@ -253,4 +253,4 @@ def get_validity_files(wildcards):
 
 def get_bench_threads(wildcards):
     # A local device is this machine: the benchmark takes every core so nothing else runs.
-    return workflow.cores if "local" in config["devices"][wildcards.device] else 1
+    return max(1, workflow.cores or 1) if "local" in config["devices"][wildcards.device] else 1
