@@ -61,6 +61,13 @@ def main(argv: list[str]) -> int:
         rows = [check(python, work) for python in pythons]
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    earlier = ROOT / "benchmarks" / "results" / "python_versions.json"
+    if earlier.is_file():  # rows of other Pythons measured earlier are kept, with their date
+        done = {r["python"] for r in rows}
+        rows += [r for r in json.loads(earlier.read_text())["rows"] if r["python"] not in done]
+    rows.sort(key=lambda r: r["python"])
+    for r in rows:
+        r.setdefault("measured", datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"))
     result = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()}, {platform.system()} {platform.release()}",
