@@ -219,3 +219,20 @@ def test_an_edited_summary_table_is_refused_by_its_readers(root, copied_run):
     assert line.startswith(
         "error: results/tiny/summary.csv: content changed since results/tiny/summary.json"
     )
+
+
+def test_the_shipped_archive_of_real_mnn_builds_replays_to_its_own_summary(root, tmp_path):
+    """benchmarks/results/host-sme2-archive.tar.gz: the host run of the paper's two MNN 3.6.1
+    builds (real records). It replays here, with no engine, model or device, to the summary
+    it holds."""
+    import tarfile
+
+    archive = root / "benchmarks" / "results" / "host-sme2-archive.tar.gz"
+    run_snakemake(
+        root, "--cores", "1", "--directory", str(tmp_path), "--config", f"replay={archive}"
+    )
+    with tarfile.open(archive) as tar:
+        shipped = tar.extractfile("results/host-sme2/bench.csv").read().decode()
+    replayed = tmp_path / "results" / "replay" / "host-sme2-archive"
+    assert (replayed / "bench.csv").read_text() == shipped
+    assert "no difference" in (replayed / "summary.md").read_text()
