@@ -50,7 +50,13 @@ def check(python: str, work: Path) -> dict:
         [py, "-m", "pytest", "tests/unit", "-q", "-p", "no:cacheprovider"], cwd=ROOT
     )
     summary = [line for line in out.splitlines() if " passed" in line or " failed" in line]
-    row.update(tests_rc=code, tests_s=test_s, tests_summary=summary[-1] if summary else out[-500:])
+    failed = [line.split()[1] for line in out.splitlines() if line.startswith("FAILED ")]
+    row.update(
+        tests_rc=code,
+        tests_s=test_s,
+        tests_summary=summary[-1] if summary else out[-500:],
+        tests_failed=failed,
+    )
     return row
 
 
