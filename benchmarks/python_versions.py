@@ -47,7 +47,7 @@ def check(python: str, work: Path) -> dict:
         row["install_tail"] = out[-2000:]
         return row
     code, test_s, out = timed(
-        [py, "-m", "pytest", "tests/unit", "-q", "-p", "no:cacheprovider"], cwd=ROOT
+        [py, "-m", "pytest", "tests/unit", "-q", "-rf", "-p", "no:cacheprovider"], cwd=ROOT
     )
     summary = [line for line in out.splitlines() if " passed" in line or " failed" in line]
     failed = [line.split()[1] for line in out.splitlines() if line.startswith("FAILED ")]
