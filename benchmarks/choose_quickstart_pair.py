@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Prefill {BENCH['prompt_tokens']} tokens, decode {BENCH['generate_tokens']} tokens, "
         f"{args.reps} interleaved repetitions per variant and round; gain = speedup - 1 "
-        "(geometric mean of paired ratios, 95 % paired bootstrap CI).",
+        "(geometric mean of paired ratios, 95 % Student t CI on the log ratios).",
         "",
         "| pair | round | phase | gain | CI | CV base | CV treat |",
         "|---|---:|---|---:|---|---:|---:|",

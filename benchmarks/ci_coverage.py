@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import platform
 import sys
 import time
@@ -19,6 +18,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from provenance import write_results  # noqa: E402
 
 from mnnrepro.analysis.calibration import (  # noqa: E402
     NOISE,
@@ -70,9 +72,6 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     result["seconds"] = round(time.monotonic() - started, 1)
-    out = ROOT / "benchmarks" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "ci_coverage.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
         "# Calibration of the statistics (simulation)",
         "",
@@ -120,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{cells[n]['coverage']:.3f} ({cells[n]['mean_blocks']:.1f})" for n in NOISE
             )
             lines.append(f"| {key} | {row} |")
-    (out / "ci_coverage.md").write_text("\n".join(lines) + "\n")
+    write_results("ci_coverage", result, lines)
     print("\n".join(lines))
     return 0
 

@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         "# CI half-width per number of repetitions",
         "",
         f"Source: `{args.bench_csv}`; {args.draws} random subsets of n blocks per cell; "
-        "median relative half-width of the 95 % paired bootstrap CI (2000 resamples).",
+        "median relative half-width of the 95 % Student t CI on the log ratios.",
         "",
         "| phase | n | median half-width | 90th percentile |",
         "|---|---:|---:|---:|",

@@ -29,10 +29,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from provenance import stamped  # noqa: E402
+from provenance import write_results  # noqa: E402
 
 RUNNER_DIR = ROOT / "workflow" / "scripts" / "mnnrepro" / "runs"
-OUT = ROOT / "benchmarks" / "results"
 
 CHILD = """
 import json, sys
@@ -109,8 +108,6 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
         "runs": runs,
     }
-    OUT.mkdir(exist_ok=True)
-    (OUT / "noise_sources.json").write_text(json.dumps(result, indent=1) + "\n")
     lines = [
         "# Noise sources of the quickstart measurement",
         "",
@@ -135,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         "Reading: if the CV of per-process medians stays near the between-process CV, more "
         "measurements per process do not help; the noise is between processes or over time.",
     ]
-    (OUT / "noise_sources.md").write_text(stamped("\n".join(lines) + "\n"))
+    write_results("noise_sources", result, lines)
     print("\n".join(lines))
     return 0
 

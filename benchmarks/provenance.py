@@ -15,8 +15,11 @@ def measured_on() -> str:
     commit = subprocess.run(
         ["git", "rev-parse", "--short=10", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True
+    dirty = subprocess.run(  # a benchmark's own outputs do not make the tree dirty
+        ["git", "status", "--porcelain", "--", ".", ":(exclude)benchmarks/results"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (
@@ -29,3 +32,14 @@ def stamped(markdown: str) -> str:
     """markdown with the measured-on line after its title."""
     title, _, rest = markdown.partition("\n")
     return f"{title}\n\n{measured_on()}\n{rest}"
+
+
+def write_results(name: str, result: dict, markdown_lines: list[str]) -> None:
+    """benchmarks/results/<name>.json (the numbers) and <name>.md (stamped with when, where
+    and at which commit)."""
+    import json
+
+    out = ROOT / "benchmarks" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / f"{name}.md").write_text(stamped("\n".join(markdown_lines) + "\n"))

@@ -24,6 +24,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from provenance import write_results  # noqa: E402
 
 
 def timed(argv, **kw) -> tuple[int, float, str]:
@@ -82,9 +85,6 @@ def main(argv: list[str]) -> int:
         ).stdout.strip(),
         "rows": rows,
     }
-    out = ROOT / "benchmarks" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "python_versions.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
         "# Install from the lock and unit tests per Python (benchmarks/python_versions.py)",
         "",
@@ -100,7 +100,7 @@ def main(argv: list[str]) -> int:
             f"| {r['python']} | {'ok' if r['install_rc'] == 0 else 'FAILED'} | {r['install_s']} s "
             f"| {r['venv_mb']} MB | {r.get('tests_summary', '-')} | {r.get('tests_s', '-')} s |"
         )
-    (out / "python_versions.md").write_text("\n".join(lines) + "\n")
+    write_results("python_versions", result, lines)
     print("\n".join(lines))
     return 0 if all(r["install_rc"] == 0 and r.get("tests_rc") == 0 for r in rows) else 1
 
