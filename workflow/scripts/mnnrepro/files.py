@@ -148,8 +148,9 @@ def download(
     )
 
 
-class MirrorMissing(Exception):
-    """This address does not have the file (not found, gone, or unreachable)."""
+class MirrorMissing(FetchError):
+    """This address does not have the file (not found, gone, or unreachable): the next
+    mirror is tried (download() never lets it escape)."""
 
 
 def _download_one(url, dest: Path, sha256, size, sha1, timeout, md5) -> Path:
