@@ -88,9 +88,7 @@ ENGINE_OF_KEY = {key: name for name, key in ENGINE_KEYS.items()}
 MNN_SOURCE_RECEIPT = f"resources/mnn/{source_key(config)}/source.json"
 # The correctness gate's token-id tool, built per engine: its sources are a parameter of
 # its rule, so an edit rebuilds the tool (not MNN).
-GATE_TOOL_CODE = code_digest(
-    SCRIPTS / "mnnrepro/build/greedy_tool", ("*.cpp", "*.txt")
-)
+GATE_TOOL_CODE = code_digest(SCRIPTS / "mnnrepro/build/greedy_tool", ("*.cpp", "*.txt"))
 
 
 def _alternatives(names):
