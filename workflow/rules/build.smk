@@ -46,7 +46,7 @@ rule build_engine:
         "logs/build_engine/{engine}.benchmark.tsv"
     conda:
         "../../envs/build.yaml"
-    threads: max(1, workflow.cores or 1)
+    threads: all_cores()
     params:
         name=engine_name,
         spec=get_build_spec,

@@ -249,6 +249,15 @@ def get_validity_files(wildcards):
     )
 
 
+def all_cores():
+    """--cores N, or 1 where no job runs and none is given (--report, --lint, -n):
+    Snakemake's workflow.cores raises there."""
+    try:
+        return max(1, workflow.cores)
+    except WorkflowError:
+        return 1
+
+
 def get_bench_threads(wildcards):
     # A local device is this machine: the benchmark takes every core so nothing else runs.
-    return max(1, workflow.cores or 1) if "local" in config["devices"][wildcards.device] else 1
+    return all_cores() if "local" in config["devices"][wildcards.device] else 1
