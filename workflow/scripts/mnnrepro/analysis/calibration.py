@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from mnnrepro.analysis.stats import stopping_df, t_interval
+from mnnrepro.analysis.stats import aa_stable, stopping_df, t_interval
 
 NOISE = ("lognormal", "t3", "drift")
 TRUE_RATIO = 1.3  # the simulated treatment's true speedup
@@ -68,11 +68,6 @@ def coverage(method: str, n: int, noise: str, sims: int, seed: int, ci_level=0.9
     else:
         low, high = bootstrap_intervals(log_ratios, ci_level, rng)
     return float(np.mean((low <= TRUE_RATIO) & (high >= TRUE_RATIO)))
-
-
-def aa_stable(low, high, margin: float):
-    """The A/A rule: the CI of the baseline's ratio to itself lies within +-margin."""
-    return (low >= 1 / (1 + margin)) & (high <= 1 + margin)
 
 
 def aa_invalid_rate(

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from mnnrepro.analysis import verdict as vd
-from mnnrepro.analysis.stats import compare_phase
+from mnnrepro.analysis.stats import aa_stable, compare_phase
 from mnnrepro.config import comparison_pairs
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ def aa_problems(aa: dict, margin: float) -> list[str]:
     it drifted (CI wholly outside) or could not show stability (CI wider than the margin)."""
     problems = []
     for phase, r in aa.items():
-        if stable(r["ci_low"], r["ci_high"], margin):
+        if aa_stable(r["ci_low"], r["ci_high"], margin):
             continue
         outside = r["ci_low"] > 1 + margin or r["ci_high"] < 1 / (1 + margin)
         why = (
@@ -168,10 +168,6 @@ def blocks_under_load(part: pd.DataFrame, pair: tuple[str, str]) -> int:
         return 0
     rows = part[part["variant"].isin(pair)]
     return int(rows.loc[rows["under_load"].astype(bool), "block"].nunique())
-
-
-def stable(low: float, high: float, margin: float) -> bool:
-    return low >= 1 / (1 + margin) and high <= 1 + margin
 
 
 def summarize(
