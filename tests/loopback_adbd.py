@@ -80,10 +80,13 @@ def make_sandbox(
     battery_temp_c: float = 31.0,
     thermal_status: int = 0,
     cpufreq_khz: tuple[int, ...] = (2_000_000, 3_200_000),
+    battery_ua_uv: tuple[int, int] | None = (-850_000, 4_012_000),
 ) -> Path:
-    """An Android-like userland in root (bin/, props, /proc/cpuinfo, thermal zones, and per
-    core the cpufreq files a phone has: governor, current and maximum frequency; the values
-    are the test's own, illustrative)."""
+    """An Android-like userland in root (bin/, props, /proc/cpuinfo, thermal zones, per core
+    the cpufreq files a phone has: governor, current and maximum frequency, and the battery's
+    power-supply files a phone has: current_now in µA, negative while discharging as on Pixel
+    phones, voltage_now in µV; None leaves them out, as on phones that hide them). The values
+    are the test's own, illustrative: a test double of the layout, not a measurement."""
     (root / "bin").mkdir(parents=True, exist_ok=True)
     for name, text in USERLAND.items():
         path = root / "bin" / name
@@ -103,6 +106,12 @@ def make_sandbox(
         (freq / "scaling_governor").write_text("schedutil\n")
         (freq / "scaling_cur_freq").write_text(f"{khz}\n")
         (freq / "cpuinfo_max_freq").write_text(f"{khz}\n")
+    if battery_ua_uv is not None:
+        supply = root / "sys" / "class" / "power_supply" / "battery"
+        supply.mkdir(parents=True, exist_ok=True)
+        (supply / "current_now").write_text(f"{battery_ua_uv[0]}\n")
+        (supply / "voltage_now").write_text(f"{battery_ua_uv[1]}\n")
+        (supply / "type").write_text("Battery\n")
     (root / "dumpsys").mkdir(exist_ok=True)
     (root / "dumpsys" / "thermalservice.txt").write_text(
         f"IsStatusOverride: false\nThermal Status: {thermal_status}\n"

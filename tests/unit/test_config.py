@@ -15,6 +15,7 @@ CONFIGS = [
     "config/paper.yaml",
     "config/host-sme2.yaml",
     "tests/workflow/config-tiny.yaml",
+    "tests/workflow/config-sweep.yaml",
 ]
 
 

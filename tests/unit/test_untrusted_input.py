@@ -248,6 +248,8 @@ def bounded_keys(schema: dict) -> list[tuple[str, dict]]:
             walk(branch, key)
         for name, child in node.get("properties", {}).items():
             walk(child, f"{key}.{name}" if key else name)
+        if "items" in node:  # a list's values, e.g. bench.sweep.prompt_tokens.0
+            walk(node["items"], f"{key}.0")
 
     walk(schema, "")
     variant_runtime = defs["runtime"]["properties"]
@@ -294,8 +296,14 @@ def test_a_value_beyond_its_bound_is_refused_saying_why(key, spec):
     config = quickstart()
     if key.startswith("bench.repetitions."):  # precision on demand
         config["bench"]["repetitions"] = {"min": 5, "max": 10, "target_half_width": 0.02}
-    too_big = spec["maximum"] * 10 if spec["maximum"] >= 1 else spec["maximum"] + 1
-    set_key(config, key, int(too_big) if spec.get("type") == "integer" else too_big)
+    if spec.get("type") == "array":  # a list longer than its bound
+        set_key(config, key, list(range(1, spec["maxItems"] + 2)))
+    elif key.endswith(".0"):  # a list's value beyond its bound
+        too_big = spec["maximum"] * 10
+        set_key(config, key.removesuffix(".0"), [int(too_big)])
+    else:
+        too_big = spec["maximum"] * 10 if spec["maximum"] >= 1 else spec["maximum"] + 1
+        set_key(config, key, int(too_big) if spec.get("type") == "integer" else too_big)
     with pytest.raises(ConfigError) as err:
         check(config)
     first = str(err.value).splitlines()[0]

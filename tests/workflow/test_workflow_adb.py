@@ -48,6 +48,18 @@ def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, tmp_path):
     assert facts["sme2"] is True and facts["kind"] == "adb"
     for chart in ("runs", "speedup"):
         assert (out / "plots" / f"{chart}.png").stat().st_size > 0
+    # the bandwidth probe ran on the phone through adb (built for the engine's platform;
+    # the loopback phone runs host binaries), every sample kept
+    bandwidth = yaml.safe_load((out / "bandwidth" / "phone.json").read_text())
+    (measured,) = bandwidth["measurements"].values()
+    assert len(measured["samples"]) == 10 and all(s["gb_per_s"] > 0 for s in measured["samples"])
+    assert measured["argv"][0].startswith(spec["workdir"])
+    # energy: the battery's power-supply files, sampled through adb during every invocation
+    assert bench["power_source"].str.contains("power_supply/battery/current_now").all()
+    assert (bench["joules_per_token"] > 0).all()
+    mechanism = yaml.safe_load((out / "mechanism.json").read_text())
+    assert {e["phase"] for e in mechanism["energy"]} == {"prefill", "decode"}
+    assert "Energy per token" in (out / "summary.md").read_text()
     first = yaml.safe_load((out / "pushed" / "phone" / "synth-tiny-vl.json").read_text())
     assert first["bytes_pushed"] > 0
 

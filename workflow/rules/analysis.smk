@@ -83,6 +83,91 @@ rule compute_summary:
         "../scripts/compute_summary.py"
 
 
+# `bench.sweep`: every point's runs in one table, and the gain at every point.
+rule collect_sweep_table:
+    input:
+        runs=get_sweep_indexes,
+    output:
+        table="results/{experiment}/sweep/bench.csv",
+    log:
+        "logs/collect_sweep_table/{experiment}.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        raw_roots=RAW_ROOTS,
+        max_other_load=config["bench"]["max_other_load"],
+        code=ANALYSIS_CODE,
+    message:
+        "Collecting the sweep's repetitions into sweep/bench.csv"
+    script:
+        "../scripts/collect_sweep_table.py"
+
+
+rule compute_sweep_summary:
+    input:
+        table="results/{experiment}/sweep/bench.csv",
+        runs=get_sweep_indexes,
+        main="results/{experiment}/bench.csv",
+        document="results/{experiment}/summary.json",
+    output:
+        table=report(
+            "results/{experiment}/sweep/summary.csv",
+            caption="../report/sweep.rst",
+            category="Explaining the gain",
+        ),
+        document="results/{experiment}/sweep/summary.json",
+    log:
+        "logs/compute_sweep_summary/{experiment}.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        experiment=EXPERIMENT,
+        raw_roots=RAW_ROOTS,
+        max_other_load=config["bench"]["max_other_load"],
+        comparison=config["comparison"],
+        stats=config["stats"],
+        bench=config["bench"],
+        code=ANALYSIS_CODE,
+    message:
+        "Gains at every sweep point (sweep/summary.csv)"
+    script:
+        "../scripts/compute_sweep_summary.py"
+
+
+# Explaining the gain: decode ceiling, prefill arithmetic, energy per token, mechanism checks.
+rule explain_gain:
+    input:
+        bench="results/{experiment}/bench.csv",
+        summary="results/{experiment}/summary.csv",
+        document="results/{experiment}/summary.json",
+        bandwidth=get_bandwidth_files,
+        layouts=get_model_layouts,
+    output:
+        table=report(
+            "results/{experiment}/mechanism.csv",
+            caption="../report/mechanism.rst",
+            category="Explaining the gain",
+        ),
+        document="results/{experiment}/mechanism.json",
+    log:
+        "logs/explain_gain/{experiment}.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        experiment=EXPERIMENT,
+        comparison=config["comparison"],
+        stats=config["stats"],
+        variants=config["variants"],
+        code=ANALYSIS_CODE,
+    message:
+        "Decode ceiling, prefill arithmetic and energy per token (mechanism.csv)"
+    script:
+        "../scripts/explain_gain.py"
+
+
 # `snakemake analysis_all`: tables, statistics, verdicts and the summary (no plots).
 rule analysis_all:
     input:

@@ -11,6 +11,9 @@ rule archive_results:
         facts=expand("results/{{experiment}}/devices/{device}.json", device=DEVICES),
         engines=get_engine_files,
         manifests=get_model_manifests,
+        layouts=get_model_layouts,
+        bandwidth=get_bandwidth_files,
+        sweep=get_sweep_indexes,
     output:
         archive="results/{experiment}/{experiment}-archive.tar.gz",
     log:

@@ -70,6 +70,7 @@ rule run_bench:
         greedy="results/{experiment}/greedy/{device}/{model}.json",
         receipt="results/{experiment}/pushed/{device}/{model}.json",
         runner=ENGINE_RUNNER,
+        bandwidth=get_bandwidth,  # the probe runs first, on a device not yet warm
     output:
         runs="results/{experiment}/runs/{device}/{model}.json",
     log:
@@ -82,7 +83,7 @@ rule run_bench:
         raw_dir="results/{experiment}/raw/{device}/{model}",
         device=get_device_spec,
         variants=get_variant_specs,
-        bench=config["bench"],
+        bench=MAIN_BENCH,
         pairs=JUDGED_PAIRS,
         ci_level=config["stats"]["ci_level"],
         # `--config remeasure=<label>`: measure again what was not measured under that label
@@ -94,9 +95,71 @@ rule run_bench:
         "../scripts/run_bench.py"
 
 
-# `snakemake runs_all`: every device run (gate and benchmark), no analysis.
+# `bench.sweep`: one job per point, each its own interleaved, resumable comparison (after the
+# main point's benchmark on that device).
+rule run_sweep:
+    input:
+        model="results/models/{model}/mnn",
+        manifest="results/models/{model}/manifest.json",
+        engines=get_engine_files,
+        facts="results/{experiment}/devices/{device}.json",
+        userland=get_userland,
+        greedy="results/{experiment}/greedy/{device}/{model}.json",
+        receipt="results/{experiment}/pushed/{device}/{model}.json",
+        runner=ENGINE_RUNNER,
+        main="results/{experiment}/runs/{device}/{model}.json",
+    output:
+        runs="results/{experiment}/sweep/runs/{device}/{model}/{point}.json",
+    log:
+        "logs/run_sweep/{experiment}/{device}/{model}/{point}.log",
+    localrule: True
+    conda:
+        "../../envs/bench.yaml"
+    threads: get_bench_threads
+    params:
+        raw_dir="results/{experiment}/sweep/raw/{device}/{model}/{point}",
+        device=get_device_spec,
+        variants=get_point_variants,
+        bench=get_point_bench,
+        pairs=JUDGED_PAIRS,
+        ci_level=config["stats"]["ci_level"],
+        remeasure=str(config.get("remeasure", "")),
+    message:
+        "Sweep point {wildcards.point} on device {wildcards.device}, model {wildcards.model}"
+    script:
+        "../scripts/run_bench.py"
+
+
+# The decode ceiling's read bandwidth, measured on the device before its benchmark.
+rule measure_bandwidth:
+    input:
+        records=get_probe_records,
+        probes=get_probe_dirs,
+        facts="results/{experiment}/devices/{device}.json",
+    output:
+        bandwidth="results/{experiment}/bandwidth/{device}.json",
+    log:
+        "logs/measure_bandwidth/{experiment}/{device}.log",
+    localrule: True
+    conda:
+        "../../envs/bench.yaml"
+    threads: get_bench_threads
+    params:
+        device=get_device_spec,
+        engine_names=probed_engines,
+        bandwidth=config["bandwidth"],
+        bench=MAIN_BENCH,  # its quiet gate
+    message:
+        "Memory read bandwidth of device {wildcards.device} (bandwidth_probe)"
+    script:
+        "../scripts/measure_bandwidth.py"
+
+
+# `snakemake runs_all`: every device run (gate, bandwidth, benchmark, sweep), no analysis.
 rule runs_all:
     input:
         get_greedy_files,
         get_run_indexes,
+        get_bandwidth_files,
+        get_sweep_indexes,
     localrule: True

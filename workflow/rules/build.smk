@@ -78,6 +78,27 @@ rule build_gate_tool:
         "../scripts/build_gate_tool.py"
 
 
+# The decode ceiling's bandwidth probe, built with the engine's toolchain (the prebuilt
+# engine's: this host's compiler).
+rule build_bandwidth_probe:
+    input:
+        engine=lambda wildcards: engine_record(ENGINE_OF_KEY[wildcards.engine]),
+    output:
+        record="results/engines/{engine}/bandwidth-probe.json",
+        probe=directory("results/engines/{engine}/bandwidth-probe"),
+    log:
+        "logs/build_bandwidth_probe/{engine}.log",
+    conda:
+        "../../envs/build.yaml"
+    params:
+        build_dir="resources/build/{engine}-bandwidth-probe",
+        code=PROBE_CODE,
+    message:
+        "Building the bandwidth probe with the toolchain of engine {wildcards.engine}"
+    script:
+        "../scripts/build_bandwidth_probe.py"
+
+
 # `snakemake build_all`: every engine of the experiment (and its gate tool), nothing else.
 rule build_all:
     input:

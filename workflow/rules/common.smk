@@ -20,8 +20,11 @@ from mnnrepro.config import (  # noqa: E402
     check as check_config,
     check_config_files,
     judged_pairs,
+    point_bench,
+    point_variants,
     prompt_images,
     run_variants,
+    sweep_points,
 )
 
 use_this_package(SCRIPTS)  # jobs import this workflow's package, whatever is installed
@@ -91,6 +94,23 @@ MNN_SOURCE_RECEIPT = f"resources/mnn/{source_key(config)}/source.json"
 GATE_TOOL_CODE = code_digest(SCRIPTS / "mnnrepro/build/greedy_tool", ("*.cpp", "*.txt"))
 
 
+# The bandwidth probe's sources, a parameter of its rule: an edit rebuilds the probe.
+PROBE_CODE = code_digest(SCRIPTS / "mnnrepro/build/bandwidth_probe", ("*.c", "*.txt"))
+# `bench.sweep`: point label -> its settings (results/<experiment>/sweep/, one job per point)
+SWEEP = sweep_points(config)
+# What a benchmark measures at the main point (the sweep's lists are not part of it).
+MAIN_BENCH = {k: v for k, v in config["bench"].items() if k != "sweep"}
+if REPLAY:  # what explains the gain is re-derived where the archive holds its records
+    from mnnrepro.archive.replay import archived_names  # noqa: E402
+
+    ARCHIVED = archived_names(REPLAY)
+    MEASURES_BANDWIDTH = any(n.startswith(f"results/{EXPERIMENT}/bandwidth/") for n in ARCHIVED)
+    EXPLAINS = all(f"results/models/{m}/layout.json" in ARCHIVED for m in config["models"])
+else:
+    MEASURES_BANDWIDTH = config["bandwidth"]["enabled"]
+    EXPLAINS = True
+
+
 def _alternatives(names):
     return "|".join(names) or "(?!)"  # (?!) matches nothing: no model of that source
 
@@ -113,6 +133,7 @@ wildcard_constraints:
     engine=_alternatives(sorted(ENGINE_OF_KEY)),
     model=_alternatives(MODELS),
     device=_alternatives(DEVICES),
+    point=_alternatives([re.escape(p) for p in SWEEP]),
 
 
 def get_userland(wildcards):
@@ -144,6 +165,28 @@ def get_final_output(wildcards):
             ext=["html", "png"],
         ),
         *get_emulation_tables(wildcards),
+        *get_mechanism_outputs(wildcards),
+    ]
+
+
+def get_mechanism_outputs(wildcards):
+    """What explains the gain: the ceiling analysis, the sweep and their plots."""
+    if not EXPLAINS:
+        return []
+    sweep = ["sweep/bench.csv", "sweep/summary.csv"] if SWEEP else []
+    charts = ["sweep"] if SWEEP else []
+    return [
+        *expand(
+            "results/{experiment}/{table}",
+            experiment=RESULTS_KEY,
+            table=["mechanism.csv", "mechanism.json", *sweep],
+        ),
+        *expand(
+            "results/{experiment}/plots/{chart}.{ext}",
+            experiment=RESULTS_KEY,
+            chart=charts,
+            ext=["html", "png"],
+        ),
     ]
 
 
@@ -261,3 +304,70 @@ def all_cores():
 def get_bench_threads(wildcards):
     # A local device is this machine: the benchmark takes every core so nothing else runs.
     return all_cores() if "local" in config["devices"][wildcards.device] else 1
+
+
+def probed_engines(wildcards):
+    """Engines whose bandwidth probe runs on this device (none on an emulated one: its memory
+    is the host's, seen through QEMU)."""
+    if not MEASURES_BANDWIDTH or "qemu" in config["devices"][wildcards.device]:
+        return []
+    return sorted({config["variants"][v]["engine"] for v in VARIANTS})
+
+
+def get_probe_records(wildcards):
+    return [
+        f"results/engines/{ENGINE_KEYS[e]}/bandwidth-probe.json" for e in probed_engines(wildcards)
+    ]
+
+
+def get_probe_dirs(wildcards):
+    return [f"results/engines/{ENGINE_KEYS[e]}/bandwidth-probe" for e in probed_engines(wildcards)]
+
+
+def get_bandwidth(wildcards):
+    """The device's bandwidth record, measured before its benchmark (if asked for)."""
+    if not MEASURES_BANDWIDTH:
+        return []
+    return [f"results/{wildcards.experiment}/bandwidth/{wildcards.device}.json"]
+
+
+def get_model_layouts(wildcards):
+    if not EXPLAINS:
+        return []
+    return expand("{root}/{model}/layout.json", root=MODELS_DIR, model=MODELS)
+
+
+def get_bandwidth_files(wildcards):
+    if not MEASURES_BANDWIDTH:
+        return []
+    return expand(
+        "results/{experiment}/bandwidth/{device}.json", experiment=RESULTS_KEY, device=DEVICES
+    )
+
+
+def get_point_bench(wildcards):
+    return point_bench(MAIN_BENCH, SWEEP[wildcards.point])
+
+
+def get_point_variants(wildcards):
+    return point_variants(run_variants(config), SWEEP[wildcards.point])
+
+
+def get_sweep_indexes(wildcards):
+    return expand(
+        "results/{experiment}/sweep/runs/{device}/{model}/{point}.json",
+        experiment=RESULTS_KEY,
+        device=DEVICES,
+        model=MODELS,
+        point=sorted(SWEEP),
+    )
+
+
+def get_mechanism_report(wildcards):
+    return [f"results/{wildcards.experiment}/mechanism.json"] if EXPLAINS else []
+
+
+def get_sweep_report(wildcards):
+    if not (SWEEP and EXPLAINS):
+        return []
+    return [f"results/{wildcards.experiment}/sweep/{f}" for f in ("summary.csv", "summary.json")]

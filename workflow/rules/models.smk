@@ -82,6 +82,26 @@ rule export_mnn_model:
 
 
 # `snakemake models_all`: every model of the experiment, nothing else.
+# What a decode step reads and a prefill token computes, from the model's files (the decode
+# ceiling's denominator; a replay restores it from the archive).
+rule describe_model_layout:
+    input:
+        model="results/models/{model}/mnn",
+    output:
+        layout="results/models/{model}/layout.json",
+    log:
+        "logs/describe_model_layout/{model}.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        code=ANALYSIS_CODE,
+    message:
+        "Bytes per decode token and operations per prefill token of model {wildcards.model}"
+    script:
+        "../scripts/describe_model_layout.py"
+
+
 rule models_all:
     input:
         expand("results/models/{model}/manifest.json", model=MODELS),

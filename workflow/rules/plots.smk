@@ -1,10 +1,17 @@
 # Plots: altair charts as self-contained HTML and PNG (vl-convert, no browser).
 
-# chart -> the table it is drawn from, its report category, its report label
+# chart -> the table it is drawn from, the summary holding that table's sha256, its report
+# category, its report label
 PLOTS = {
-    "runs": ("bench.csv", "Raw runs", "throughput per repetition"),
-    "speedup": ("summary.csv", "Speedups", "speedup with CI"),
-    "temperature": ("bench.csv", "Devices", "temperature over the run"),
+    "runs": ("bench.csv", "summary.json", "Raw runs", "throughput per repetition"),
+    "speedup": ("summary.csv", "summary.json", "Speedups", "speedup with CI"),
+    "temperature": ("bench.csv", "summary.json", "Devices", "temperature over the run"),
+    "sweep": (
+        "sweep/summary.csv",
+        "sweep/summary.json",
+        "Explaining the gain",
+        "gain vs prompt length and threads",
+    ),
 }
 
 
@@ -12,13 +19,13 @@ rule plot:
     input:
         table=lambda wildcards: f"results/{wildcards.experiment}/{PLOTS[wildcards.chart][0]}",
         # holds the sha256 of both tables: a table edited after the summary is refused
-        document="results/{experiment}/summary.json",
+        document=lambda wildcards: f"results/{wildcards.experiment}/{PLOTS[wildcards.chart][1]}",
     output:
         html=report(
             "results/{experiment}/plots/{chart}.html",
             caption="../report/plot.rst",
-            category=lambda wildcards: PLOTS[wildcards.chart][1],
-            labels=lambda wildcards: {"chart": PLOTS[wildcards.chart][2]},
+            category=lambda wildcards: PLOTS[wildcards.chart][2],
+            labels=lambda wildcards: {"chart": PLOTS[wildcards.chart][3]},
         ),
         png="results/{experiment}/plots/{chart}.png",
     log:

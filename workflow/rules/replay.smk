@@ -17,7 +17,11 @@ rule restore_archive:
         ),
         engines=get_engine_files(None),
         manifests=get_model_manifests(None),
+        layouts=get_model_layouts(None),
+        bandwidth=get_bandwidth_files(None),
+        sweep=get_sweep_indexes(None),
         raw=directory(f"results/{RESULTS_KEY}/raw"),
+        sweep_raw=[directory(f"results/{RESULTS_KEY}/sweep/raw")] if SWEEP else [],
     log:
         f"logs/restore_archive/{RESULTS_KEY}.log",
     localrule: True

@@ -9,6 +9,8 @@ rule write_summary_report:
         engines=get_engine_files,
         manifests=get_model_manifests,
         emulation=get_emulation_tables,
+        mechanism=get_mechanism_report,
+        sweep=get_sweep_report,
     output:
         markdown=report(
             "results/{experiment}/summary.md",

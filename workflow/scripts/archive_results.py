@@ -11,10 +11,13 @@ from mnnrepro.logs import log_to
 log_to(snakemake.log[0])
 files = {
     path: path
-    for key in ("final", "runs", "validity", "greedy", "facts", "engines", "manifests")
+    for key in (
+        *("final", "runs", "validity", "greedy", "facts", "engines", "manifests"),
+        *("layouts", "bandwidth", "sweep"),
+    )
     for path in snakemake.input[key]
 }
-for index in map(read_json, snakemake.input.runs):
+for index in map(read_json, [*snakemake.input.runs, *snakemake.input.sweep]):
     files.update({entry["raw"]: entry["raw"] for entry in index["runs"]})
 provenance = {
     "workflow": git_state(str(Path(snakemake.scriptdir).parents[1])),

@@ -1,4 +1,4 @@
-from mnnrepro.build.gate_tool import build_gate_tool
+from mnnrepro.build.tools import build_gate_tool
 from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
 

@@ -17,4 +17,6 @@ index = run_plan_for_rule(
     remeasure=snakemake.params.remeasure,
 )
 index.update(experiment=snakemake.wildcards.experiment, model=snakemake.wildcards.model)
+if hasattr(snakemake.wildcards, "point"):  # a sweep point (rule run_sweep)
+    index.update(point=snakemake.wildcards.point, bench=snakemake.params.bench)
 write_json(snakemake.output.runs, index)

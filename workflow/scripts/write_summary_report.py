@@ -1,6 +1,7 @@
 from pathlib import Path
 
 from mnnrepro.analysis.report import markdown
+from mnnrepro.files import read_json
 from mnnrepro.logs import log_to
 from mnnrepro.records import read_chained_table, read_record, read_table
 
@@ -21,5 +22,11 @@ text = markdown(
     engines,
     models,
     emulation,
+    read_json(snakemake.input.mechanism[0]) if snakemake.input.mechanism else None,
+    (
+        read_chained_table(snakemake.input.sweep[0], snakemake.input.sweep[1])
+        if snakemake.input.sweep
+        else None
+    ),
 )
 Path(snakemake.output.markdown).write_text(text, encoding="utf-8")

@@ -33,6 +33,8 @@ HINTS = {
     "engine": "delete it to describe or build the engine again",
     "model_manifest": "delete it to prepare the model again",
     "summary": "delete it to compute the summary again",
+    "model_layout": "delete it to describe the model's files again",
+    "bandwidth": "delete it to measure the bandwidth again (rule measure_bandwidth)",
 }
 
 

@@ -127,3 +127,82 @@ def temperature_chart(bench: pd.DataFrame) -> alt.Chart:
         .facet(row=alt.Row("device:N", title=None))
         .properties(title="Temperature over the run")
     )
+
+
+def _gain_vs(data: pd.DataFrame, x: str, title: str, series: str, log_x: bool) -> alt.Chart:
+    """Gain with its CI against one swept value, a line per phase and value of `series`;
+    the claim band (claim ± tolerance) is drawn at the main point. CIs reaching beyond three
+    times the largest gain are cut at the chart's edge (their numbers are in the table)."""
+    base = alt.Chart(data).mark_point(clip=True)
+    scale = alt.Scale(type="log", base=2) if log_x else alt.Scale(zero=False)
+    ticks = sorted(data[x].dropna().astype(int).unique().tolist())
+    x_enc = alt.X(f"{x}:Q", title=title, scale=scale, axis=alt.Axis(values=ticks, format="d"))
+    color = alt.Color("phase:N", sort=PHASE_ORDER)
+    band = (
+        base.transform_filter("isValid(datum.claim_gain)")
+        .mark_bar(opacity=0.25, color="green", size=14)
+        .encode(x=x_enc, y="band_low:Q", y2="band_high:Q")
+    )
+    bars = base.mark_rule(strokeWidth=1.5, clip=True).encode(
+        x=x_enc, y="gain_ci_low:Q", y2="gain_ci_high:Q", color=color
+    )
+    reach = max(abs(data["gain"]).max() * 3, 0.5)
+    domain = [max(-1.0, -reach, data["gain_ci_low"].min()), min(reach, data["gain_ci_high"].max())]
+    line = base.mark_line(point=True, clip=True).encode(
+        x=x_enc,
+        y=alt.Y(
+            "gain:Q",
+            title="gain (speedup - 1)",
+            axis=alt.Axis(format="+%"),
+            scale=alt.Scale(domain=domain),
+        ),
+        color=color,
+        strokeDash=alt.StrokeDash(f"{series}:N"),
+        tooltip=[
+            "device",
+            "model",
+            "point",
+            "phase",
+            "prompt_tokens",
+            "generate_tokens",
+            "thread_num",
+            alt.Tooltip("gain:Q", format="+.1%"),
+            alt.Tooltip("gain_ci_low:Q", format="+.1%"),
+            alt.Tooltip("gain_ci_high:Q", format="+.1%"),
+        ],
+    )
+    zero = base.mark_rule(strokeDash=[4, 4], color="gray").encode(y=alt.datum(0.0))
+    return alt.layer(band, bars, line, zero).properties(width=260, height=200)
+
+
+def sweep_chart(summary: pd.DataFrame) -> alt.Chart:
+    """sweep/summary.csv: gain vs prompt length and gain vs threads, per phase, with CIs."""
+    data = summary.dropna(subset=["gain"]).copy()
+    if data.empty:
+        return note_chart("no sweep points measured on a real device", "Gain across the sweep")
+    data["thread_num"] = data["thread_num"].astype("Int64").astype(str)
+    data["band_low"] = data["claim_gain"] - data["tolerance"]
+    data["band_high"] = data["claim_gain"] + data["tolerance"]
+    label = data["device"] + " / " + data["model"] + ": " + data["baseline"] + " → "
+    data["pair"] = label + data["treatment"]
+    # each chart holds the points that vary its own value around the main point
+    main = data[data["point"] == "main"].iloc[0]
+    same = {k: data[k] == main[k] for k in ("prompt_tokens", "generate_tokens", "thread_num")}
+    charts = []
+    by_prompt = data[same["generate_tokens"] & same["thread_num"]]
+    if by_prompt["prompt_tokens"].nunique() > 1:
+        charts.append(_gain_vs(by_prompt, "prompt_tokens", "prompt tokens P", "thread_num", True))
+    by_threads = data[same["prompt_tokens"] & same["generate_tokens"]]
+    if by_threads["thread_num"].nunique() > 1:
+        by_threads = by_threads.assign(threads=pd.to_numeric(by_threads["thread_num"]))
+        charts.append(_gain_vs(by_threads, "threads", "threads", "prompt_tokens", False))
+    by_decode = data[same["prompt_tokens"] & same["thread_num"]]
+    if by_decode["generate_tokens"].nunique() > 1:
+        charts.append(_gain_vs(by_decode, "generate_tokens", "decode tokens N", "thread_num", True))
+    if not charts:
+        return note_chart("the sweep has no point beside the main one", "Gain across the sweep")
+    return (
+        alt.hconcat(*charts)
+        .resolve_scale(strokeDash="independent")
+        .properties(title=f"Gain across the sweep ({'; '.join(sorted(data['pair'].unique()))})")
+    )

@@ -206,6 +206,101 @@ def provenance_section(facts: dict, engines: dict, models: dict) -> list[str]:
     return out
 
 
+def _num(x, fmt: str) -> str:
+    return "n/a" if x is None or pd.isna(x) else format(x, fmt)
+
+
+def mechanism_section(mechanism: dict, sweep: pd.DataFrame | None) -> list[str]:
+    """Explaining the gain: the mechanism checks with their evidence, each variant against
+    its decode ceiling, prefill arithmetic, energy per token, and the sweep."""
+    out = [
+        "",
+        "## Explaining the gain",
+        "",
+        "The seed's mechanism, stated as checks: prefill (compute-bound: matrix x matrix) gains "
+        "more than decode (memory-bound: matrix x vector), and decode runs near the speed the "
+        "measured memory bandwidth allows (its ceiling; at least "
+        f"{mechanism['rules']['near_ceiling']:.0%} counts as near). Rules: "
+        "`mechanism.json` (`rules`).",
+        "",
+        "| device | model | treatment vs baseline | check | status | evidence |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in mechanism["checks"]:
+        out.append(
+            f"| {c['device']} | {c['model']} | {c['treatment']} vs {c['baseline']} | "
+            f"{c['check']} | **{c['status']}** | {c['evidence']} |"
+        )
+    out += [
+        "",
+        "### Decode ceiling and prefill arithmetic",
+        "",
+        "Ceiling = median read bandwidth (bandwidth_probe, every sample in "
+        "`bandwidth/<device>.json`) / bytes a decode step reads (weights and quantization "
+        "scales of the language model, one embedding row; KV cache not counted, so the "
+        "ceiling is an upper bound). Prefill GOPS = 2 x decoder matrix weights x prefill tok/s.",
+        "",
+        "| device | model | variant | decode tok/s | MB / token | GB/s (samples) | ceiling "
+        "tok/s | share | prefill tok/s | prefill GOPS | J / prefill token | J / decode token |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in mechanism["variants"]:
+        mb = None if r["decode_bytes_per_token"] is None else r["decode_bytes_per_token"] / 1e6
+        bandwidth = _num(r["bandwidth_gb_per_s"], ".1f")
+        if r["bandwidth_samples"]:
+            bandwidth += f" ({r['bandwidth_samples']})"
+        out.append(
+            f"| {r['device']} | {r['model']} | {r['variant']} | {_num(r['decode_tps'], '.2f')} "
+            f"| {_num(mb, '.0f')} | {bandwidth} | {_num(r['decode_ceiling_tps'], '.1f')} | "
+            f"{_num(r['decode_ceiling_share'], '.0%')} | {_num(r['prefill_tps'], '.2f')} | "
+            f"{_num(r['prefill_gops'], '.1f')} | {_num(r['prefill_joules_per_token'], '.3g')} "
+            f"| {_num(r['decode_joules_per_token'], '.3g')} |"
+        )
+    sources = sorted({r["power_source"] for r in mechanism["variants"] if r["power_source"]})
+    out += ["", "### Energy per token", ""]
+    if mechanism["energy"]:
+        out += [
+            "Tokens per joule, treatment / baseline, with the speedup's paired statistics "
+            "(power sampled during each invocation; a phase's joules are its mean power x its "
+            "seconds).",
+            "",
+            "| device | model | treatment vs baseline | phase | J/token baseline | "
+            "J/token treatment | tokens/J ratio | CI |",
+            "|---|---|---|---|---:|---:|---:|---|",
+        ]
+        for e in mechanism["energy"]:
+            out.append(
+                f"| {e['device']} | {e['model']} | {e['treatment']} vs {e['baseline']} | "
+                f"{e['phase']} | {e['baseline_joules_per_token']:.3g} | "
+                f"{e['treatment_joules_per_token']:.3g} | {e['tokens_per_joule_ratio']:.3f} | "
+                f"[{e['ci_low']:.3f}, {e['ci_high']:.3f}] |"
+            )
+        out += ["", f"Power source: {'; '.join(sources)}."]
+    else:
+        out.append(
+            "Not available: " + ("; ".join(sources) or "no power readings were recorded") + "."
+        )
+    if sweep is not None and len(sweep):
+        out += [
+            "",
+            "### Sweep",
+            "",
+            "Every point is its own interleaved comparison (`sweep/summary.csv`, plot "
+            "`plots/sweep.png`); `main` is the judged point.",
+            "",
+            "| device | model | point | P | N | threads | phase | gain | CI |",
+            "|---|---|---|---:|---:|---:|---|---:|---|",
+        ]
+        for r in sweep.to_dict("records"):
+            threads = "-" if pd.isna(r["thread_num"]) else int(r["thread_num"])
+            out.append(
+                f"| {r['device']} | {r['model']} | {r['point']} | {r['prompt_tokens']} | "
+                f"{r['generate_tokens']} | {threads} | {r['phase']} | {_pct(r['gain'])} | "
+                f"[{_pct(r['gain_ci_low'])}, {_pct(r['gain_ci_high'])}] |"
+            )
+    return out
+
+
 def markdown(
     summary: pd.DataFrame,
     document: dict,
@@ -213,6 +308,8 @@ def markdown(
     engines: dict[str, dict],
     models: dict[str, dict],
     emulation: list[pd.DataFrame] = (),
+    mechanism: dict | None = None,
+    sweep: pd.DataFrame | None = None,
 ) -> str:
     """summary.md: one function per section."""
     return "\n".join(
@@ -222,6 +319,7 @@ def markdown(
             *validity_section(document),
             *(emulation_section(list(emulation)) if len(emulation) else []),
             *statistics_section(summary, document, facts),
+            *(mechanism_section(mechanism, sweep) if mechanism else []),
             *provenance_section(facts, engines, models),
         ]
     )

@@ -6,6 +6,7 @@ import pandas as pd
 
 from mnnrepro.errors import DataError
 from mnnrepro.records import HINTS, check_sha256, read_record
+from mnnrepro.runs.power import phase_joules
 
 # Columns that identify one measured configuration (compare-llama-bench's "key properties").
 KEY_COLUMNS = ["experiment", "device", "model", "variant", "phase"]
@@ -43,6 +44,10 @@ BENCH_COLUMNS = [
     "load_before",
     "quiet_wait_s",
     "under_load",
+    "power_source",
+    "power_w",
+    "power_window",
+    "joules_per_token",
     "raw_file",
     "raw_sha256",
 ]
@@ -157,9 +162,16 @@ def rows_from_record(
         "raw_file": raw_file,
         "raw_sha256": raw_sha256,
     }
+    power = record.get("power") or {}
+    energy = phase_joules(power, record["results"], record.get("wall_s"))
+    base["power_source"] = power.get("source") or power.get("unavailable")
     return [
         {
             **base,
+            **{
+                key: energy.get(r["phase"], {}).get(key)
+                for key in ("power_w", "power_window", "joules_per_token")
+            },
             "phase": r["phase"],
             "tokens": r["tokens"],
             "seconds": r["seconds"],

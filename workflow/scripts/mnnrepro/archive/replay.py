@@ -22,7 +22,9 @@ from mnnrepro.records import read_record
 
 CONFIG_NAME = "config.resolved.yaml"
 MANIFEST_NAME = "MANIFEST.sha256"
-RECORDS = ("runs", "greedy", "validity", "devices", "raw")  # results/<experiment>/<kind>/...
+# results/<experiment>/<kind>/... (the sweep's run indexes and raw records included)
+RECORDS = ("runs", "greedy", "validity", "devices", "raw", "bandwidth", "sweep/runs", "sweep/raw")
+RAW_DIRS = {"runs": "raw", "sweep/runs": "sweep/raw"}  # where each kind of index's raw files are
 ENGINE_RECORDS = ("build.json", "engine.json")
 
 
@@ -37,6 +39,12 @@ def manifest_entries(text: str) -> dict[str, str]:
         check_member_name(name)
         entries[name] = digest
     return entries
+
+
+def archived_names(archive: str) -> set[str]:
+    """The member names MANIFEST.sha256 lists (read without extracting anything)."""
+    with tarfile.open(archive) as tar:
+        return set(manifest_entries(tar.extractfile(MANIFEST_NAME).read().decode()))
 
 
 def archived_config(archive: str) -> dict:
@@ -61,8 +69,8 @@ def restore(
     models_dir: str,
 ) -> list[str]:
     """Copy the archived records of `experiment` to `results/<kind>/...`, every engine record
-    to the path the workflow expects for it now (by engine name), and every model manifest to
-    `models_dir/<model>/manifest.json`. Returns what was restored."""
+    to the path the workflow expects for it now (by engine name), and every model manifest
+    and layout to `models_dir/<model>/`. Returns what was restored."""
     restored = []
     with tempfile.TemporaryDirectory(prefix="replay-") as tmp:
         names = set(safe_extract(archive, tmp))
@@ -77,15 +85,17 @@ def restore(
             if (source / kind).is_dir():
                 shutil.copytree(source / kind, Path(results) / kind, dirs_exist_ok=True)
                 restored.append(f"{results}/{kind}")
-        for index in sorted((source / "runs").rglob("*.json")):
-            for entry in read_record(index, "run_index")["runs"]:
-                raw = PurePosixPath(entry["raw"])
-                if ".." in raw.parts or raw.parts[:3] != ("results", experiment, "raw"):
-                    raise DataError(
-                        archive,
-                        f"{index.relative_to(root)} names raw record {entry['raw']!r}, which "
-                        f"is not inside the archive's results/{experiment}/raw/",
-                    )
+        for kind, raw_dir in RAW_DIRS.items():
+            inside = ("results", experiment, *raw_dir.split("/"))
+            for index in sorted((source / kind).rglob("*.json")):
+                for entry in read_record(index, "run_index")["runs"]:
+                    raw = PurePosixPath(entry["raw"])
+                    if ".." in raw.parts or raw.parts[: len(inside)] != inside:
+                        raise DataError(
+                            archive,
+                            f"{index.relative_to(root)} names raw record {entry['raw']!r}, "
+                            f"which is not inside the archive's results/{experiment}/{raw_dir}/",
+                        )
         found = {}
         for path in sorted((root / "results" / "engines").glob("*/*.json")):
             record = read_record(path, "engine")
@@ -98,11 +108,12 @@ def restore(
             Path(dest).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(found[name], dest)
             restored.append(dest)
-        for manifest in sorted((root / "results" / "models").glob("*/manifest.json")):
-            dest = Path(models_dir) / manifest.parent.name / "manifest.json"
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(manifest, dest)
-            restored.append(str(dest))
+        for name in ("manifest.json", "layout.json"):
+            for record in sorted((root / "results" / "models").glob(f"*/{name}")):
+                dest = Path(models_dir) / record.parent.name / name
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(record, dest)
+                restored.append(str(dest))
     return restored
 
 

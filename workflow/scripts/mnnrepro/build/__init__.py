@@ -1,7 +1,7 @@
 """Build stage (rules in workflow/rules/build.smk and engines.smk): the pinned NDK, the MNN
 source (+ KleidiAI), CMake builds per platform (cmake), their SME2 kernels (kernels), the
-correctness gate's token-id tool (gate_tool, greedy_tool/), and engine keys and records
-(records)."""
+correctness gate's token-id tool and the memory-bandwidth probe, built with an engine's
+toolchain (tools, greedy_tool/, bandwidth_probe/), and engine keys and records (records)."""
 
 from mnnrepro.errors import ReproError
 

@@ -144,18 +144,20 @@ def cmake_cache(build_dir: str | os.PathLike, prefixes=("MNN_", "LLM_", "KLEIDIA
     return values
 
 
-def compiler(build_dir: str | os.PathLike) -> dict:
+def compiler(build_dir: str | os.PathLike, language: str = "CXX") -> dict:
+    """The compiler (path, --version's first line, launcher) CMake chose for language."""
     cache = {}
     for line in Path(build_dir, "CMakeCache.txt").read_text(errors="replace").splitlines():
         m = re.match(r"^(CMAKE_(?:CXX|C)_COMPILER(?:_LAUNCHER)?):[A-Z]+=(.*)$", line)
         if m:
             cache[m.group(1)] = m.group(2)
-    path = cache.get("CMAKE_CXX_COMPILER") or cache.get("CMAKE_C_COMPILER", "")
+    other = "C" if language == "CXX" else "CXX"
+    path = cache.get(f"CMAKE_{language}_COMPILER") or cache.get(f"CMAKE_{other}_COMPILER", "")
     version = ""
     if path:
         proc = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
         version = proc.stdout.splitlines()[0] if proc.stdout else ""
-    launcher = cache.get("CMAKE_CXX_COMPILER_LAUNCHER") or cache.get("CMAKE_C_COMPILER_LAUNCHER")
+    launcher = cache.get(f"CMAKE_{language}_COMPILER_LAUNCHER")
     return {"path": path, "version": version, "launcher": launcher}
 
 

@@ -307,6 +307,23 @@ class AdbDevice(Device):
     def cpufreq(self) -> dict:
         return parse_cpufreq(self.run(["sh", "-c", CPUFREQ_SCRIPT], timeout=30).stdout)
 
+    POWER_SUPPLY = "/sys/class/power_supply/battery"
+
+    def power_reader(self):
+        """Battery current x voltage from the phone's power-supply sysfs, read through adb."""
+        from mnnrepro.runs.power import PowerReader, battery_watts
+
+        files = [f"{self.POWER_SUPPLY}/current_now", f"{self.POWER_SUPPLY}/voltage_now"]
+
+        def read():
+            result = self.run(["cat", *files], timeout=10)
+            lines = result.stdout.split() if result.ok else []
+            return battery_watts(*lines) if len(lines) == 2 else None
+
+        if read() is None:
+            return f"{' and '.join(files)} not readable on {self.name}"
+        return PowerReader(f"sysfs {files[0]} x {files[1]} (adb)", read)
+
     def thermal_status(self) -> int | None:
         out = self.run(["dumpsys", "thermalservice"], timeout=30).stdout
         match = re.search(r"Thermal Status:\s*(\d+)", out)

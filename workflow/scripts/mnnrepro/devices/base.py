@@ -100,6 +100,10 @@ class Device:
         meanwhile); None where it cannot be measured (phones: the thermal gate guards them)."""
         return None
 
+    def power_reader(self):
+        """A runs.power.PowerReader for energy per token, or a sentence saying why none."""
+        return f"a {self.kind} device has no power readings"
+
     def close(self) -> None:
         pass
 

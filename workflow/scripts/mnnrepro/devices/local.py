@@ -89,6 +89,11 @@ class LocalDevice(Device):
     def other_load_now(self, window_s):
         return idle_host_load(window_s)
 
+    def power_reader(self):
+        from mnnrepro.runs.power import rapl_reader
+
+        return rapl_reader()
+
     def thermal(self):
         return thermal_zones()
 

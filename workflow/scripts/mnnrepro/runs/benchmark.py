@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from mnnrepro.config import with_runtime_defaults
@@ -19,6 +20,7 @@ from mnnrepro.devices.base import Device
 from mnnrepro.files import read_json, sha256_file, sha256_text, write_json
 from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.engine_kinds import BenchError, engine_for
+from mnnrepro.runs.power import PowerReader, PowerSampler, unavailable
 from mnnrepro.runs.precision import block_range, stopping_decision
 from mnnrepro.runs.schedule import Invocation
 from mnnrepro.runs.staging import RUNNER, check_receipt, engine_files
@@ -153,6 +155,16 @@ def quiet_gate(device: Device, bench: dict) -> dict:
         time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
 
 
+@contextmanager
+def sampling(reader, bench: dict):
+    """Sample power while the invocation runs (None where the device has no reader)."""
+    if not isinstance(reader, PowerReader):
+        yield None
+        return
+    with PowerSampler(reader, bench["power_sample_s"]) as sampler:
+        yield sampler
+
+
 def run_schedule(
     device: Device,
     plan: list[Invocation],
@@ -175,6 +187,7 @@ def run_schedule(
     check_receipt(device, receipt)
     measured = {k: bench[k] for k in ("prompt_tokens", "generate_tokens", "warmup")}
     device_out = device.scratch("invocation.json")
+    power_reader = device.power_reader() if bench.get("power_sample_s") else "not asked for"
     index, records, stopped = [], [], None
     done = 0
     per_block = len({inv.variant for inv in plan})
@@ -202,11 +215,13 @@ def run_schedule(
             )
             env = {**spec.get("env", {}), **env}  # the variant's env; the engine's own wins
             try:
-                payload = run_one(device, engine, argv, env, device_out, bench)
+                with sampling(power_reader, bench) as sampler:
+                    payload = run_one(device, engine, argv, env, device_out, bench)
             except BenchError as err:
                 if not device.emulated:
                     raise
                 payload = {"status": "failed", "error": str(err)[-2000:], "results": []}
+            payload["power"] = sampler.record() if sampler else unavailable(power_reader)
             record = {
                 "status": "ok",
                 "emulated": device.emulated,

@@ -1,0 +1,98 @@
+"""The decode ceiling's bandwidth probe: built for real with the engine's toolchain (CMake and
+this host's compiler for the prebuilt engine; the cross compiler for a linux-arm64 build) and
+run for real on the host as a `local` device. No number is asserted beyond being a positive
+measurement: the host is shared."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+
+import pytest
+
+from mnnrepro.build.tools import build_bandwidth_probe
+from mnnrepro.devices.local import LocalDevice
+from mnnrepro.runs.bandwidth import (
+    ProbeError,
+    measure_bandwidth,
+    parse_probe_output,
+    probe_threads,
+)
+
+SETTINGS = {"buffer_mib": 32, "threads": 0, "repetitions": 4, "timeout_s": 60}
+QUIET = {"max_other_load": None}
+
+
+@pytest.fixture(scope="module")
+def host_probe(tmp_path_factory):
+    work = tmp_path_factory.mktemp("probe")
+    record = build_bandwidth_probe(
+        {"engine": "mnn-pypi", "kind": "prebuilt"},
+        str(work / "build"),
+        str(work / "out"),
+        io.StringIO(),
+    )
+    (work / "record.json").write_text(__import__("json").dumps(record))
+    return work, record
+
+
+def test_probe_is_built_with_the_hosts_compiler_for_the_prebuilt_engine(host_probe):
+    _, record = host_probe
+    assert record["platform"] == "host" and record["tool"] == "bandwidth_probe"
+    assert record["compiler"]["path"] and record["files"][0]["path"] == "bandwidth_probe"
+    assert set(record["source_sha256"]) == {"CMakeLists.txt", "bandwidth_probe.c"}
+
+
+def test_probe_runs_on_the_host_and_every_sample_is_kept(host_probe):
+    work, _ = host_probe
+    device = LocalDevice("host")
+    try:
+        facts = {"cpu_count": 2}
+        probes = {"mnn-pypi": {"record": str(work / "record.json"), "dir": str(work / "out")}}
+        result = measure_bandwidth(device, facts, probes, SETTINGS, QUIET)
+    finally:
+        device.close()
+    (measured,) = result["measurements"].values()
+    assert result["threads"] == 2 and result["engines"] == {"mnn-pypi": measured["probe_sha256"]}
+    samples = measured["samples"]
+    assert len(samples) == SETTINGS["repetitions"]
+    assert all(s["gb_per_s"] > 0 and s["bytes"] == 32 * 2**20 for s in samples)
+    assert measured["stdout"].count("\n") == SETTINGS["repetitions"]  # its own output, kept
+    assert measured["median_gb_per_s"] > 0
+
+
+def test_probe_refuses_bad_arguments(host_probe):
+    work, _ = host_probe
+    proc = subprocess.run(
+        [str(work / "out" / "bandwidth_probe"), "0", "1", "1"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "need buffer MiB >= 1" in proc.stderr
+
+
+@pytest.mark.skipif(
+    not shutil.which("aarch64-linux-gnu-gcc"),
+    reason="Debian's aarch64 cross compiler (installed by .ci/run) is missing",
+)
+def test_probe_for_a_linux_arm64_engine_is_cross_compiled(tmp_path):
+    record = build_bandwidth_probe(
+        {"engine": "sme2-on", "kind": "build", "platform": "linux-arm64"},
+        str(tmp_path / "build"),
+        str(tmp_path / "out"),
+        io.StringIO(),
+    )
+    assert "aarch64-linux-gnu-gcc" in record["compiler"]["path"]
+    assert (tmp_path / "out" / "bandwidth_probe").read_bytes()[18] == 0xB7  # EM_AARCH64
+
+
+def test_probe_output_that_is_not_a_sample_is_refused():
+    good = '{"rep": 0, "bytes": 1024, "seconds": 0.5, "gb_per_s": 2e-06, "checksum": 1}\n'
+    assert parse_probe_output(good)[0]["gb_per_s"] == 2e-06
+    for bad in ("Segmentation fault", '{"rep": 0, "bytes": 1024, "seconds": 0, "gb_per_s": 1}'):
+        with pytest.raises(ProbeError, match="line 1 is not a sample"):
+            parse_probe_output(bad)
+
+
+def test_zero_threads_means_every_core_of_the_device():
+    assert probe_threads(0, {"cpu_count": 8}) == 8
+    assert probe_threads(3, {"cpu_count": 8}) == 3

@@ -1,0 +1,32 @@
+"""The mechanism checks' rules (their evidence strings carry the numbers they were given)."""
+
+from __future__ import annotations
+
+from mnnrepro.analysis.mechanism import NEAR_CEILING, ceiling_check, gain_order_check
+
+
+def row(gain, low, high):
+    return {"gain": gain, "gain_ci_low": low, "gain_ci_high": high}
+
+
+def test_prefill_gain_over_decode_gain_is_shown_only_with_separate_intervals():
+    assert gain_order_check(row(0.8, 0.7, 0.9), row(0.1, 0.05, 0.2))["status"] == "shown"
+    assert gain_order_check(row(0.3, 0.1, 0.5), row(0.2, 0.0, 0.4))["status"] == "consistent"
+    check = gain_order_check(row(0.1, 0.0, 0.2), row(0.3, 0.2, 0.4))
+    assert check["status"] == "contradicted" and "prefill +10.0%" in check["evidence"]
+
+
+def test_decode_near_its_ceiling_needs_the_share():
+    base = {
+        "variant": "on",
+        "decode_tps": 30.0,
+        "decode_ceiling_tps": 40.0,
+        "bandwidth_gb_per_s": 80.0,
+        "decode_bytes_per_token": 2e9,
+    }
+    near = ceiling_check({**base, "decode_ceiling_share": 0.75})
+    assert near["status"] == "shown" and "75% of a 40.0 tok/s ceiling" in near["evidence"]
+    far = ceiling_check({**base, "decode_ceiling_share": NEAR_CEILING / 2})
+    assert far["status"] == "not shown"
+    assert ceiling_check(None)["status"] == "unavailable"
+    assert ceiling_check({**base, "decode_ceiling_share": None})["status"] == "unavailable"

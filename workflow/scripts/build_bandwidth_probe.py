@@ -1,0 +1,12 @@
+from mnnrepro.build.tools import build_bandwidth_probe
+from mnnrepro.files import read_json, write_json
+from mnnrepro.logs import log_to
+
+log = log_to(snakemake.log[0])
+record = build_bandwidth_probe(
+    read_json(snakemake.input.engine),
+    snakemake.params.build_dir,
+    snakemake.output.probe,
+    log,
+)
+write_json(snakemake.output.record, record)

@@ -1,0 +1,97 @@
+"""What the hardware allows: the decode ceiling and the prefill's arithmetic, from the model's
+files (the rule below) and the measured read bandwidth.
+
+Bytes a decode step reads (`decode_bytes_per_token`):
+* counted: the language model's weight file (`llm_weight` of config.json, default
+  llm.mnn.weight) and its graph (`llm_model`, llm.mnn) - every decoder layer's weights with
+  their quantization scales, and the output head, are read once per generated token; with tied
+  embeddings (llm_config.json `tie_embeddings`) the table *is* the output head, read whole;
+* one row of a separate embedding table (`embeddings_bf16.bin` or config.json
+  `embedding_file`): hidden_size x 2 bytes (bf16) - a token looks up its own row only;
+* not counted: the rest of that table, vision/audio encoders (visual.mnn*, audio.mnn*; they
+  run in prefill), tokenizer and configs, and the KV cache (it grows with the context; for
+  Qwen3-0.6B at 300 tokens ~10 % of the weights). Counting less than is read makes the
+  ceiling an upper bound: `bandwidth / bytes per token` is a speed decode cannot exceed.
+
+Prefill arithmetic (`prefill_ops_per_token`): 2 operations (multiply + add) per weight of the
+decoder's matrix products, weights counted from the weight file's bytes and the quantization
+(bits/8 + 8 bytes of scale and zero point per block, MNN's asymmetric layout) minus the output
+head (computed for the last prompt token only); attention's own products are not counted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+EMBEDDING_BYTES_PER_VALUE = 2  # bf16
+SCALE_BYTES_PER_BLOCK = 8  # fp32 scale + fp32 zero point per block (asymmetric)
+GB = 1e9
+
+
+def _json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def model_layout(model_dir: str | Path) -> dict:
+    """The files and settings of an exported MNN LLM that the arithmetic needs."""
+    model_dir = Path(model_dir)
+    config = _json(model_dir / "config.json")
+    llm_config = _json(model_dir / "llm_config.json")
+    export = _json(model_dir / "export_args.json")
+    weight = model_dir / config.get("llm_weight", "llm.mnn.weight")
+    graph = model_dir / config.get("llm_model", "llm.mnn")
+    embedding = model_dir / config.get("embedding_file", "embeddings_bf16.bin")
+    tied = llm_config.get("tie_embeddings") or []
+    bits = export.get("quant_bit") or (tied[3] if len(tied) > 3 else None)
+    block = export.get("quant_block") or (tied[4] if len(tied) > 4 else None)
+    return {
+        "weight_file": weight.name,
+        "weight_bytes": weight.stat().st_size if weight.is_file() else None,
+        "graph_bytes": graph.stat().st_size if graph.is_file() else 0,
+        "embedding_file": embedding.name if embedding.is_file() else None,
+        "hidden_size": llm_config.get("hidden_size"),
+        # tie_embeddings = [start of the head's weights, their end, bytes of its scales, ...]
+        "head_bytes": (tied[1] - tied[0] + tied[2]) if len(tied) >= 3 else None,
+        "quant_bit": bits,
+        "quant_block": block,
+    }
+
+
+def decode_bytes_per_token(layout: dict) -> int | None:
+    """Bytes one decode step reads (the rule in this module's docstring); None if unknown."""
+    if not layout.get("weight_bytes"):
+        return None
+    row = 0
+    if layout.get("embedding_file"):
+        if not layout.get("hidden_size"):
+            return None
+        row = layout["hidden_size"] * EMBEDDING_BYTES_PER_VALUE
+    return layout["weight_bytes"] + layout["graph_bytes"] + row
+
+
+def prefill_ops_per_token(layout: dict) -> float | None:
+    """Operations per prompt token of the decoder's matrix products; None if unknown."""
+    if not (layout.get("weight_bytes") and layout.get("quant_bit") and layout.get("quant_block")):
+        return None
+    per_weight = layout["quant_bit"] / 8 + SCALE_BYTES_PER_BLOCK / layout["quant_block"]
+    decoder_bytes = layout["weight_bytes"] - (layout.get("head_bytes") or 0)
+    return 2 * decoder_bytes / per_weight
+
+
+def ceiling_tps(bandwidth_gb_per_s: float, bytes_per_token: int) -> float:
+    """The decode speed the measured read bandwidth allows (an upper bound)."""
+    return bandwidth_gb_per_s * GB / bytes_per_token
+
+
+def describe_model(model_dir: str | Path) -> dict:
+    """layout.json of a model: what the arithmetic read from its files, and the results."""
+    layout = model_layout(model_dir)
+    return {
+        **layout,
+        "decode_bytes_per_token": decode_bytes_per_token(layout),
+        "prefill_ops_per_token": prefill_ops_per_token(layout),
+    }

@@ -1,0 +1,225 @@
+"""Why the gain is what it is: each variant's distance from what the hardware allows, energy
+per token, and the mechanism stated as checks.
+
+mechanism.csv, one row per device x model x variant: median decode tok/s against the decode
+ceiling (measured read bandwidth / bytes per decode token, analysis/ceiling.py), median
+prefill tok/s as arithmetic throughput (GOPS), and median joules per token of both phases.
+mechanism.json adds the bandwidth samples' summary, the energy comparison of every compared
+pair (tokens per joule, treatment / baseline, with the speedup's paired statistics) and the
+checks:
+* `prefill gain > decode gain` (the compute-bound phase gains more): `shown` when the prefill
+  gain's CI lies wholly above the decode gain's, `consistent` when the point estimates are in
+  that order but the CIs overlap, else `contradicted`;
+* `decode near its ceiling` (the memory-bound phase is limited by bandwidth): `shown` when the
+  treatment's median decode speed reaches at least `NEAR_CEILING` of its ceiling, else
+  `not shown` with the share; `unavailable` without a bandwidth measurement or a byte count.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+import pandas as pd
+
+from mnnrepro.analysis.ceiling import GB, ceiling_tps
+from mnnrepro.analysis.stats import compare_phase
+from mnnrepro.config import comparison_pairs
+
+NEAR_CEILING = 0.5  # share of the decode ceiling that counts as bandwidth-bound
+
+MECHANISM_COLUMNS = [
+    "experiment",
+    "device",
+    "model",
+    "variant",
+    "engine",
+    "decode_tps",
+    "decode_bytes_per_token",
+    "bandwidth_gb_per_s",
+    "bandwidth_samples",
+    "decode_ceiling_tps",
+    "decode_ceiling_share",
+    "prefill_tps",
+    "prefill_ops_per_token",
+    "prefill_gops",
+    "prefill_joules_per_token",
+    "decode_joules_per_token",
+    "power_source",
+]
+
+
+def bandwidth_of(records: list[dict]) -> dict[tuple[str, str], dict]:
+    """(device, engine) -> the read bandwidth its probe measured (median of the samples)."""
+    out = {}
+    for record in records:
+        for engine, digest in record["engines"].items():
+            m = record["measurements"][digest]
+            rates = [s["gb_per_s"] for s in m["samples"]]
+            out[(record["device"], engine)] = {
+                "median_gb_per_s": statistics.median(rates),
+                "samples": len(rates),
+                "min_gb_per_s": min(rates),
+                "max_gb_per_s": max(rates),
+                "threads": record["threads"],
+                "buffer_mib": record["buffer_mib"],
+            }
+    return out
+
+
+def _median(rows: pd.DataFrame, column: str):
+    values = pd.to_numeric(rows[column], errors="coerce").dropna() if column in rows else []
+    return float(np.median(values)) if len(values) else None
+
+
+def mechanism_table(
+    bench: pd.DataFrame, layouts: dict[str, dict], bandwidth: dict, config: dict
+) -> pd.DataFrame:
+    """layouts: model -> its layout.json (ceiling.describe_model); bandwidth: bandwidth_of."""
+    rows = []
+    live = bench[~bench["emulated"].astype(bool)]
+    for (device, model, variant), group in live.groupby(["device", "model", "variant"]):
+        layout = layouts.get(model, {})
+        engine = config["variants"].get(variant, {}).get("engine") or group["engine"].iloc[0]
+        decode, prefill = group[group["phase"] == "decode"], group[group["phase"] == "prefill"]
+        decode_tps, prefill_tps = _median(decode, "tps"), _median(prefill, "tps")
+        per_token = layout.get("decode_bytes_per_token")
+        ops = layout.get("prefill_ops_per_token")
+        bw = bandwidth.get((device, engine), {})
+        ceiling = ceiling_tps(bw["median_gb_per_s"], per_token) if bw and per_token else None
+        sources = sorted(set(group["power_source"].dropna().astype(str)))
+        rows.append(
+            {
+                "experiment": config["experiment"],
+                "device": device,
+                "model": model,
+                "variant": variant,
+                "engine": engine,
+                "decode_tps": decode_tps,
+                "decode_bytes_per_token": per_token,
+                "bandwidth_gb_per_s": bw.get("median_gb_per_s"),
+                "bandwidth_samples": bw.get("samples"),
+                "decode_ceiling_tps": ceiling,
+                "decode_ceiling_share": decode_tps / ceiling if ceiling and decode_tps else None,
+                "prefill_tps": prefill_tps,
+                "prefill_ops_per_token": ops,
+                "prefill_gops": ops * prefill_tps / GB if ops and prefill_tps else None,
+                "prefill_joules_per_token": _median(prefill, "joules_per_token"),
+                "decode_joules_per_token": _median(decode, "joules_per_token"),
+                "power_source": "; ".join(sources),
+            }
+        )
+    return pd.DataFrame(rows, columns=MECHANISM_COLUMNS)
+
+
+def energy_comparison(bench: pd.DataFrame, config: dict) -> list[dict]:
+    """Per device x model x pair x phase: tokens per joule, treatment / baseline, with the
+    speedup's paired statistics (where both variants have energy readings)."""
+    stats_cfg = config["stats"]
+    rng = np.random.default_rng(stats_cfg["seed"])
+    out = []
+    if "joules_per_token" not in bench:
+        return out
+    live = bench[~bench["emulated"].astype(bool)].copy()
+    live["joules_per_token"] = pd.to_numeric(live["joules_per_token"], errors="coerce")
+    live = live[live["joules_per_token"] > 0]
+    live["tps"] = 1.0 / live["joules_per_token"]  # tokens per joule, compared like tok/s
+    for (device, model), group in live.groupby(["device", "model"]):
+        for pair in comparison_pairs(config["comparison"]):
+            for phase in ("prefill", "decode"):
+                part = group[(group["phase"] == phase) & group["variant"].isin(pair)]
+                if set(part["variant"]) != set(pair):
+                    continue
+                r = compare_phase(part, *pair, stats_cfg, rng)
+                if r["n_pairs"] < 2:
+                    continue
+                out.append(
+                    {
+                        "device": device,
+                        "model": model,
+                        "baseline": pair[0],
+                        "treatment": pair[1],
+                        "phase": phase,
+                        "n_pairs": r["n_pairs"],
+                        "baseline_joules_per_token": 1 / r["median_baseline_tps"],
+                        "treatment_joules_per_token": 1 / r["median_treatment_tps"],
+                        "tokens_per_joule_ratio": r["ratio"],
+                        "ci_low": r["ci_low"],
+                        "ci_high": r["ci_high"],
+                    }
+                )
+    return out
+
+
+def gain_order_check(prefill: dict, decode: dict) -> dict:
+    """`prefill gain > decode gain`, from two summary rows of one pair."""
+    evidence = (
+        f"prefill {prefill['gain']:+.1%} [{prefill['gain_ci_low']:+.1%}, "
+        f"{prefill['gain_ci_high']:+.1%}], decode {decode['gain']:+.1%} "
+        f"[{decode['gain_ci_low']:+.1%}, {decode['gain_ci_high']:+.1%}]"
+    )
+    if prefill["gain_ci_low"] > decode["gain_ci_high"]:
+        status = "shown"
+    elif prefill["gain"] > decode["gain"]:
+        status = "consistent"
+    else:
+        status = "contradicted"
+    return {"check": "prefill gain > decode gain", "status": status, "evidence": evidence}
+
+
+def ceiling_check(row: dict | None) -> dict:
+    """`decode near its ceiling` for the treatment's row of mechanism.csv."""
+    name = "decode near its ceiling"
+    if not row or row.get("decode_ceiling_share") is None:
+        return {
+            "check": name,
+            "status": "unavailable",
+            "evidence": "no bandwidth measurement or no byte count for this model",
+        }
+    share = row["decode_ceiling_share"]
+    evidence = (
+        f"{row['variant']}: decode {row['decode_tps']:.1f} tok/s = {share:.0%} of a "
+        f"{row['decode_ceiling_tps']:.1f} tok/s ceiling ({row['bandwidth_gb_per_s']:.1f} GB/s "
+        f"/ {row['decode_bytes_per_token'] / 1e6:.0f} MB per token)"
+    )
+    status = "shown" if share >= NEAR_CEILING else "not shown"
+    return {"check": name, "status": status, "evidence": evidence}
+
+
+def mechanism_checks(summary: pd.DataFrame, table: pd.DataFrame) -> list[dict]:
+    checks = []
+    by_variant = {(r["device"], r["model"], r["variant"]): r for r in table.to_dict("records")}
+    for (device, model, baseline, treatment), rows in summary.groupby(
+        ["device", "model", "baseline", "treatment"]
+    ):
+        phases = {r["phase"]: r for r in rows.to_dict("records")}
+        where = {"device": device, "model": model, "baseline": baseline, "treatment": treatment}
+        if {"prefill", "decode"} <= set(phases):
+            checks.append({**where, **gain_order_check(phases["prefill"], phases["decode"])})
+        checks.append({**where, **ceiling_check(by_variant.get((device, model, treatment)))})
+    return checks
+
+
+def mechanism_document(
+    table: pd.DataFrame,
+    summary: pd.DataFrame,
+    bench: pd.DataFrame,
+    bandwidth: dict,
+    layouts: dict[str, dict],
+    config: dict,
+) -> dict:
+    from mnnrepro.analysis import ceiling
+
+    return {
+        "experiment": config["experiment"],
+        "rules": {
+            "ceiling": ceiling.__doc__.strip(),
+            "checks": __doc__.strip(),
+            "near_ceiling": NEAR_CEILING,
+        },
+        "bandwidth": [{"device": d, "engine": e, **v} for (d, e), v in sorted(bandwidth.items())],
+        "models": layouts,
+        "variants": table.replace({np.nan: None}).to_dict(orient="records"),
+        "energy": energy_comparison(bench, config),
+        "checks": mechanism_checks(summary, table),
+    }

@@ -1,0 +1,108 @@
+"""`bench.sweep`: every point's runs -> sweep/bench.csv, and its comparisons -> sweep/summary.csv
+(one row per device x model x point x pair x phase, keyed by the swept values; the main point
+is included from bench.csv as point `main`, with the claim it is judged against)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from mnnrepro.analysis.stats import compare_phase
+from mnnrepro.analysis.tables import bench_table
+from mnnrepro.config import comparison_pairs
+from mnnrepro.records import read_record
+from mnnrepro.runs.precision import ci_df
+
+MAIN = "main"
+POINT_COLUMNS = ["point", "prompt_tokens", "generate_tokens", "thread_num"]
+SWEEP_SUMMARY_COLUMNS = [
+    "experiment",
+    "device",
+    "model",
+    *POINT_COLUMNS,
+    "phase",
+    "baseline",
+    "treatment",
+    "n_pairs",
+    "median_baseline_tps",
+    "median_treatment_tps",
+    "gain",
+    "gain_ci_low",
+    "gain_ci_high",
+    "p_wilcoxon",
+    "half_width_rel",
+    "claim_gain",
+    "tolerance",
+]
+
+
+def thread_num(runtime_text: str) -> int | None:
+    """thread_num from bench.csv's `runtime` column (`k=v;k=v`)."""
+    for item in str(runtime_text).split(";"):
+        key, _, value = item.partition("=")
+        if key == "thread_num" and value.isdigit():
+            return int(value)
+    return None
+
+
+def with_point(table: pd.DataFrame, point: str) -> pd.DataFrame:
+    table = table.copy()
+    table.insert(3, "point", point)
+    table["thread_num"] = table["runtime"].map(thread_num)
+    return table
+
+
+def sweep_table(index_paths: list[str], resolve=str, max_other_load=None) -> pd.DataFrame:
+    """sweep/bench.csv: bench.csv's columns for every sweep point's runs, with its point."""
+    parts = []
+    for path in index_paths:
+        index = read_record(path, "run_index")
+        parts.append(
+            with_point(bench_table({path: index}, resolve, max_other_load), index["point"])
+        )
+    table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return table.sort_values(["device", "model", "point", "run_order", "phase"]).reset_index(
+        drop=True
+    )
+
+
+def sweep_summary(sweep: pd.DataFrame, main: pd.DataFrame, config: dict) -> pd.DataFrame:
+    """The gain of every compared pair at every point (sweep points and the main one)."""
+    stats_cfg, comparison = config["stats"], config["comparison"]
+    rng = np.random.default_rng(stats_cfg["seed"])
+    df = ci_df(config["bench"]["repetitions"])
+    table = pd.concat([with_point(main, MAIN), sweep], ignore_index=True)
+    rows = []
+    for (device, model, point), group in table.groupby(["device", "model", "point"], sort=True):
+        if group["emulated"].astype(bool).any():
+            continue  # emulated timings are recorded, never compared
+        for pair in comparison_pairs(comparison):
+            rows_of_pair = group[group["variant"].isin(pair)]
+            threads = rows_of_pair["thread_num"].dropna().unique()
+            for phase in ("prefill", "decode"):
+                part = group[group["phase"] == phase]
+                r = compare_phase(part, *pair, stats_cfg, rng, df)
+                claim = comparison.get("claims", {}).get(phase) if point == MAIN else None
+                rows.append(
+                    {
+                        "experiment": config["experiment"],
+                        "device": device,
+                        "model": model,
+                        "point": point,
+                        "prompt_tokens": int(part["prompt_tokens"].iloc[0]),
+                        "generate_tokens": int(part["generate_tokens"].iloc[0]),
+                        "thread_num": int(threads[0]) if len(threads) == 1 else None,
+                        "phase": phase,
+                        "baseline": pair[0],
+                        "treatment": pair[1],
+                        **{k: r[k] for k in ("n_pairs", "p_wilcoxon", "half_width_rel")},
+                        "median_baseline_tps": r["median_baseline_tps"],
+                        "median_treatment_tps": r["median_treatment_tps"],
+                        "gain": r["ratio"] - 1,
+                        "gain_ci_low": r["ci_low"] - 1,
+                        "gain_ci_high": r["ci_high"] - 1,
+                        "claim_gain": claim,
+                        "tolerance": comparison["tolerance"] if claim is not None else None,
+                    }
+                )
+    return pd.DataFrame(rows, columns=SWEEP_SUMMARY_COLUMNS)

@@ -1,0 +1,118 @@
+"""The decode ceiling's memory read bandwidth, measured on a device with bandwidth_probe.
+
+The probe (build/bandwidth_probe/) is built with the toolchain of each engine that runs on the
+device, staged there by hash, and run once after the quiet gate with `bandwidth.repetitions`
+reads of a `bandwidth.buffer_mib` buffer (much larger than any last-level cache) on
+`bandwidth.threads` threads (0: every core of the device). Every sample is kept, with the
+probe's own output, so the ceiling can be recomputed from the record alone."""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+import time
+from pathlib import Path
+
+from mnnrepro.devices.base import Device
+from mnnrepro.errors import ReproError
+from mnnrepro.files import read_json, sha256_file
+
+log = logging.getLogger(__name__)
+
+PROBE = "bandwidth_probe"
+
+
+class ProbeError(ReproError, RuntimeError):
+    pass
+
+
+def parse_probe_output(text: str) -> list[dict]:
+    """The probe's JSON lines -> samples; anything else in its output is an error."""
+    samples = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            sample = json.loads(line)
+            valid = sample["seconds"] > 0 and sample["bytes"] > 0 and sample["gb_per_s"] > 0
+        except (ValueError, KeyError, TypeError):
+            valid = False
+        if not valid:
+            raise ProbeError(f"bandwidth probe output line {number} is not a sample: {line!r}")
+        samples.append(sample)
+    return samples
+
+
+def probe_threads(setting: int, facts: dict) -> int:
+    """`bandwidth.threads`, where 0 means every core the device facts list."""
+    return setting or int(facts.get("cpu_count") or 1)
+
+
+def measure_probe(device: Device, probe_dir: str, settings: dict, threads: int) -> dict:
+    """Stage one built probe on the device, run it, and return its samples."""
+    binary = Path(probe_dir) / PROBE
+    digest = sha256_file(binary)
+    staged = device.stage(probe_dir, f"tools/bandwidth-probe-{digest[:12]}")
+    remote = f"{staged}/{PROBE}"
+    device.verify({remote: digest})
+    argv = [remote, str(settings["buffer_mib"]), str(threads), str(settings["repetitions"])]
+    started = time.time()
+    result = device.run(argv, timeout=settings["timeout_s"])
+    if not result.ok:
+        why = "timed out" if result.returncode is None else f"exit code {result.returncode}"
+        raise ProbeError(
+            f"bandwidth probe on {device.name} failed ({why}): {result.stderr.strip()[-2000:]}"
+        )
+    samples = parse_probe_output(result.stdout)
+    if len(samples) != settings["repetitions"]:
+        raise ProbeError(
+            f"bandwidth probe on {device.name} gave {len(samples)} samples, "
+            f"asked for {settings['repetitions']}"
+        )
+    rates = [s["gb_per_s"] for s in samples]
+    log.info("%s: read bandwidth %s GB/s", device.name, ", ".join(f"{r:.2f}" for r in rates))
+    return {
+        "probe_sha256": digest,
+        "argv": argv,
+        "started_unix": started,
+        "wall_s": result.seconds,
+        "other_load": result.other_load,
+        "samples": samples,
+        "stdout": result.stdout,
+        "median_gb_per_s": statistics.median(rates),
+        "max_gb_per_s": max(rates),
+    }
+
+
+def measure_bandwidth(
+    device: Device, facts: dict, probes: dict[str, dict], settings: dict, bench: dict
+) -> dict:
+    """probes: engine name -> {"record": path of its build record, "dir": its directory}.
+    One measurement per distinct probe binary (engines of one platform share it)."""
+    from mnnrepro.runs.benchmark import quiet_gate
+
+    threads = probe_threads(settings["threads"], facts)
+    by_digest: dict[str, dict] = {}
+    engines = {}
+    for engine, probe in sorted(probes.items()):
+        record = read_json(probe["record"])
+        digest = sha256_file(Path(probe["dir"]) / PROBE)
+        if digest not in by_digest:
+            gate = quiet_gate(device, bench)
+            by_digest[digest] = {
+                **measure_probe(device, probe["dir"], settings, threads),
+                "platform": record["platform"],
+                "compiler": record["compiler"],
+                "quiet_gate": gate,
+            }
+        engines[engine] = digest
+    return {
+        "device": device.name,
+        "emulated": device.emulated,
+        "buffer_mib": settings["buffer_mib"],
+        "threads": threads,
+        "repetitions": settings["repetitions"],
+        "measurements": by_digest,
+        "engines": engines,
+    }

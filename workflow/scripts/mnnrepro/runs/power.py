@@ -1,0 +1,135 @@
+"""Energy per token: power sampled while an invocation runs.
+
+A device gives a power reader (devices/*.py `power_reader`): a phone's battery current x
+voltage from its power-supply sysfs, read through adb; the host's RAPL package energy counter
+(/sys/class/powercap). A `PowerSampler` thread calls it every `bench.power_sample_s` seconds
+while the invocation runs and keeps every sample. Each phase's joules are its mean power times
+its seconds, the mean taken over the samples inside the phase's window: the phases of one
+invocation run last and back to back (load, warm-up, prefill, decode, exit), so decode is taken
+as the last `decode seconds` of the invocation and prefill as the stretch before it; a window
+without a sample uses the invocation's mean and says so. On a phone, measure on battery (adb
+over Wi-Fi, or charging disabled): on USB power the battery current is the charger's balance,
+not what the SoC draws; the record keeps the charging state."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+MICRO = 1e-6
+
+
+@dataclass
+class PowerReader:
+    source: str  # what is read, e.g. "sysfs battery current_now x voltage_now"
+    read: Callable[[], float | None]  # watts now (None: no reading this time)
+
+
+@dataclass
+class PowerSampler:
+    reader: PowerReader
+    interval_s: float
+    samples: list[list[float]] = field(default_factory=list)  # [seconds since start, watts]
+
+    def __enter__(self) -> PowerSampler:
+        self._stop = threading.Event()
+        self._start = time.monotonic()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            watts = self.reader.read()
+            if watts is not None:
+                self.samples.append([round(time.monotonic() - self._start, 4), round(watts, 4)])
+            self._stop.wait(self.interval_s)
+
+    def __exit__(self, *exc) -> None:
+        self.seconds = time.monotonic() - self._start
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def record(self) -> dict:
+        watts = [w for _, w in self.samples]
+        return {
+            "source": self.reader.source,
+            "interval_s": self.interval_s,
+            "seconds": round(self.seconds, 4),
+            "samples": self.samples,
+            "mean_w": sum(watts) / len(watts) if watts else None,
+        }
+
+
+def unavailable(reason: str) -> dict:
+    return {"source": None, "unavailable": reason, "samples": [], "mean_w": None}
+
+
+def battery_watts(current_text: str, voltage_text: str) -> float | None:
+    """Power from power-supply sysfs `current_now` (µA; the sign says the direction and
+    differs between vendors) and `voltage_now` (µV)."""
+    try:
+        current, voltage = int(current_text.strip()), int(voltage_text.strip())
+    except ValueError:
+        return None
+    return abs(current) * MICRO * voltage * MICRO if voltage > 0 else None
+
+
+class RaplReader:
+    """Package power from a RAPL energy counter (µJ, wrapping at max_energy_range_uj)."""
+
+    def __init__(self, energy_file: str, range_uj: int):
+        self.energy_file, self.range_uj = energy_file, range_uj
+        self.last: tuple[float, int] | None = None
+
+    def __call__(self) -> float | None:
+        try:
+            with open(self.energy_file, encoding="ascii") as fh:
+                uj = int(fh.read())
+        except (OSError, ValueError):
+            return None
+        now = time.monotonic()
+        last, self.last = self.last, (now, uj)
+        if last is None or now <= last[0]:
+            return None
+        delta = (uj - last[1]) % self.range_uj if self.range_uj else uj - last[1]
+        return delta * MICRO / (now - last[0])
+
+
+def rapl_reader(root: str = "/sys/class/powercap") -> PowerReader | str:
+    """The host's RAPL package-0 reader, or why there is none."""
+    from pathlib import Path
+
+    zone = Path(root) / "intel-rapl:0"
+    energy = zone / "energy_uj"
+    if not energy.exists():
+        return f"no RAPL energy counter ({energy} does not exist)"
+    try:
+        energy.read_text(encoding="ascii")
+        range_uj = int((zone / "max_energy_range_uj").read_text(encoding="ascii"))
+    except (OSError, ValueError) as err:
+        return f"RAPL energy counter {energy} not readable ({err.__class__.__name__})"
+    return PowerReader(f"RAPL {energy}", RaplReader(str(energy), range_uj))
+
+
+def phase_joules(power: dict, results: list[dict], wall_s: float | None) -> dict[str, dict]:
+    """Per phase: joules, joules per token, and which samples the mean power came from."""
+    if not power or power.get("mean_w") is None:
+        return {}
+    end = power.get("seconds") or wall_s or 0.0
+    out, window_end = {}, end
+    for r in sorted(results, key=lambda r: r["phase"] != "decode"):  # decode first: it ends last
+        start = window_end - r["seconds"]
+        inside = [w for t, w in power["samples"] if start <= t <= window_end]
+        watts = sum(inside) / len(inside) if inside else power["mean_w"]
+        joules = watts * r["seconds"]
+        out[r["phase"]] = {
+            "power_w": watts,
+            "joules": joules,
+            "joules_per_token": joules / r["tokens"],
+            "power_window": "phase" if inside else "invocation",
+        }
+        window_end = start
+    return out
