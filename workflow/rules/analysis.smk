@@ -1,5 +1,16 @@
 # Analysis: validity checks, the tidy table, statistics and verdicts.
 
+# The slices of the config the statistics depend on (an edit elsewhere reruns nothing).
+STATISTICS_PARAMS = dict(
+    experiment=EXPERIMENT,
+    raw_roots=RAW_ROOTS,
+    max_other_load=config["bench"]["max_other_load"],
+    comparison=config["comparison"],
+    stats=config["stats"],
+    bench=config["bench"],
+    code=ANALYSIS_CODE,
+)
+
 
 rule check_validity:
     input:
@@ -68,15 +79,8 @@ rule compute_summary:
     conda:
         "../../envs/analysis.yaml"
     params:
-        # the slices of the config the statistics depend on (an edit elsewhere reruns nothing)
-        experiment=EXPERIMENT,
-        raw_roots=RAW_ROOTS,
-        max_other_load=config["bench"]["max_other_load"],
-        comparison=config["comparison"],
-        stats=config["stats"],
-        bench=config["bench"],
+        **STATISTICS_PARAMS,
         variants=config["variants"],
-        code=ANALYSIS_CODE,
     message:
         "Speedups with paired bootstrap CIs and claim verdicts"
     script:
@@ -123,13 +127,7 @@ rule compute_sweep_summary:
     conda:
         "../../envs/analysis.yaml"
     params:
-        experiment=EXPERIMENT,
-        raw_roots=RAW_ROOTS,
-        max_other_load=config["bench"]["max_other_load"],
-        comparison=config["comparison"],
-        stats=config["stats"],
-        bench=config["bench"],
-        code=ANALYSIS_CODE,
+        **STATISTICS_PARAMS,
     message:
         "Gains at every sweep point (sweep/summary.csv)"
     script:

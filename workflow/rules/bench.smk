@@ -60,16 +60,22 @@ rule run_greedy:
         "../scripts/run_greedy.py"
 
 
+# What a benchmark (the main point's or a sweep point's) runs from.
+BENCH_INPUTS = dict(
+    model="results/models/{model}/mnn",
+    manifest="results/models/{model}/manifest.json",
+    engines=get_engine_files,
+    facts="results/{experiment}/devices/{device}.json",
+    userland=get_userland,
+    greedy="results/{experiment}/greedy/{device}/{model}.json",
+    receipt="results/{experiment}/pushed/{device}/{model}.json",
+    runner=ENGINE_RUNNER,
+)
+
+
 rule run_bench:
     input:
-        model="results/models/{model}/mnn",
-        manifest="results/models/{model}/manifest.json",
-        engines=get_engine_files,
-        facts="results/{experiment}/devices/{device}.json",
-        userland=get_userland,
-        greedy="results/{experiment}/greedy/{device}/{model}.json",
-        receipt="results/{experiment}/pushed/{device}/{model}.json",
-        runner=ENGINE_RUNNER,
+        **BENCH_INPUTS,
         bandwidth=get_bandwidth,  # the probe runs first, on a device not yet warm
     output:
         runs="results/{experiment}/runs/{device}/{model}.json",
@@ -99,14 +105,7 @@ rule run_bench:
 # main point's benchmark on that device).
 rule run_sweep:
     input:
-        model="results/models/{model}/mnn",
-        manifest="results/models/{model}/manifest.json",
-        engines=get_engine_files,
-        facts="results/{experiment}/devices/{device}.json",
-        userland=get_userland,
-        greedy="results/{experiment}/greedy/{device}/{model}.json",
-        receipt="results/{experiment}/pushed/{device}/{model}.json",
-        runner=ENGINE_RUNNER,
+        **BENCH_INPUTS,
         main="results/{experiment}/runs/{device}/{model}.json",
     output:
         runs="results/{experiment}/sweep/runs/{device}/{model}/{point}.json",

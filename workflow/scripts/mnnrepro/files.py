@@ -89,7 +89,8 @@ def read_json(path: str | os.PathLike, hint: str = ""):
     except UnicodeDecodeError as err:
         raise DataError(path, f"not UTF-8 text (byte {err.start})", hint) from None
     except json.JSONDecodeError as err:
-        if err.pos >= len(err.doc.rstrip()):
+        # cut off between values, or inside a string that runs to the end of the file
+        if err.pos >= len(err.doc.rstrip()) or err.msg.startswith("Unterminated string"):
             found = f"truncated at byte {len(data)}" if data.strip() else "empty"
         else:
             found = f"{err.msg} at line {err.lineno}, column {err.colno}"

@@ -40,6 +40,12 @@ def runs_chart(bench: pd.DataFrame) -> alt.Chart:
     )
 
 
+def gain_tooltip(*fields: str) -> list:
+    """Device, model, the given fields, and the gain with its CI as percentages."""
+    gains = [alt.Tooltip(f"{g}:Q", format="+.1%") for g in ("gain", "gain_ci_low", "gain_ci_high")]
+    return ["device", "model", *fields, *gains]
+
+
 def speedup_chart(summary: pd.DataFrame) -> alt.Chart:
     """Gain (speedup - 1) with its CI, and the claim band where a claim is configured."""
     if summary.empty:
@@ -64,15 +70,7 @@ def speedup_chart(summary: pd.DataFrame) -> alt.Chart:
         x="gain:Q",
         y=y,
         color=alt.Color("verdict:N"),
-        tooltip=[
-            "device",
-            "model",
-            "phase",
-            "verdict",
-            alt.Tooltip("gain:Q", format="+.1%"),
-            alt.Tooltip("gain_ci_low:Q", format="+.1%"),
-            alt.Tooltip("gain_ci_high:Q", format="+.1%"),
-        ],
+        tooltip=gain_tooltip("phase", "verdict"),
     )
     zero = base.mark_rule(strokeDash=[4, 4], color="gray").encode(x=alt.datum(0.0))
     return (
@@ -158,18 +156,7 @@ def _gain_vs(data: pd.DataFrame, x: str, title: str, series: str, log_x: bool) -
         ),
         color=color,
         strokeDash=alt.StrokeDash(f"{series}:N"),
-        tooltip=[
-            "device",
-            "model",
-            "point",
-            "phase",
-            "prompt_tokens",
-            "generate_tokens",
-            "thread_num",
-            alt.Tooltip("gain:Q", format="+.1%"),
-            alt.Tooltip("gain_ci_low:Q", format="+.1%"),
-            alt.Tooltip("gain_ci_high:Q", format="+.1%"),
-        ],
+        tooltip=gain_tooltip("point", "phase", "prompt_tokens", "generate_tokens", "thread_num"),
     )
     zero = base.mark_rule(strokeDash=[4, 4], color="gray").encode(y=alt.datum(0.0))
     return alt.layer(band, bars, line, zero).properties(width=260, height=200)
