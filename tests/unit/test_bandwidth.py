@@ -50,16 +50,20 @@ def test_probe_runs_on_the_host_and_every_sample_is_kept(host_probe):
     try:
         facts = {"cpu_count": 2}
         probes = {"mnn-pypi": {"record": str(work / "record.json"), "dir": str(work / "out")}}
-        result = measure_bandwidth(device, facts, probes, SETTINGS, QUIET)
+        result = measure_bandwidth(device, facts, probes, SETTINGS, QUIET, variant_threads=[1])
     finally:
         device.close()
-    (measured,) = result["measurements"].values()
-    assert result["threads"] == 2 and result["engines"] == {"mnn-pypi": measured["probe_sha256"]}
-    samples = measured["samples"]
-    assert len(samples) == SETTINGS["repetitions"]
-    assert all(s["gb_per_s"] > 0 and s["bytes"] == 32 * 2**20 for s in samples)
-    assert measured["stdout"].count("\n") == SETTINGS["repetitions"]  # its own output, kept
-    assert measured["median_gb_per_s"] > 0
+    # at the variants' thread count (1) and on every core (2), one probe binary
+    assert [m["threads"] for m in result["measurements"]] == [1, 2]
+    assert result["all_cores_threads"] == 2
+    digests = {m["probe_sha256"] for m in result["measurements"]}
+    assert result["engines"] == {"mnn-pypi": digests.pop()} and not digests
+    for measured in result["measurements"]:
+        samples = measured["samples"]
+        assert len(samples) == SETTINGS["repetitions"]
+        assert all(s["gb_per_s"] > 0 and s["bytes"] == 32 * 2**20 for s in samples)
+        assert measured["stdout"].count("\n") == SETTINGS["repetitions"]  # its own output
+        assert measured["median_gb_per_s"] > 0
 
 
 def test_probe_refuses_bad_arguments(host_probe):

@@ -281,9 +281,13 @@ def test_a_sweep_runs_every_point_and_explains_the_gain(root, tmp_path):
     for chart in ("sweep.png", "sweep.html"):
         assert (out / "plots" / chart).stat().st_size > 0
     bandwidth = json.loads((out / "bandwidth" / "host.json").read_text())
-    (measured,) = bandwidth["measurements"].values()
-    assert len(measured["samples"]) == 5 and all(s["gb_per_s"] > 0 for s in measured["samples"])
+    # at the variants' 1 thread and on both cores
+    assert [m["threads"] for m in bandwidth["measurements"]] == [1, 2]
+    for measured in bandwidth["measurements"]:
+        assert len(measured["samples"]) == 5
+        assert all(s["gb_per_s"] > 0 for s in measured["samples"])
     mechanism = pd.read_csv(out / "mechanism.csv")
+    assert (mechanism["bandwidth_threads"] == 1).all()
     assert (mechanism["decode_ceiling_share"] > 0).all()
     assert (mechanism["decode_bytes_per_token"] > 0).all()
     report = (out / "summary.md").read_text()

@@ -51,9 +51,12 @@ def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, tmp_path):
     # the bandwidth probe ran on the phone through adb (built for the engine's platform;
     # the loopback phone runs host binaries), every sample kept
     bandwidth = yaml.safe_load((out / "bandwidth" / "phone.json").read_text())
-    (measured,) = bandwidth["measurements"].values()
-    assert len(measured["samples"]) == 10 and all(s["gb_per_s"] > 0 for s in measured["samples"])
-    assert measured["argv"][0].startswith(spec["workdir"])
+    for measured in bandwidth["measurements"]:
+        assert len(measured["samples"]) == 10
+        assert all(s["gb_per_s"] > 0 for s in measured["samples"])
+        assert measured["argv"][0].startswith(spec["workdir"])
+    # the variants' 1 and 2 threads, and every core the phone's /proc/cpuinfo lists
+    assert [m["threads"] for m in bandwidth["measurements"]] == sorted({1, 2, facts["cpu_count"]})
     # energy: the battery's power-supply files, sampled through adb during every invocation
     assert bench["power_source"].str.contains("power_supply/battery/current_now").all()
     assert (bench["joules_per_token"] > 0).all()

@@ -147,6 +147,7 @@ rule measure_bandwidth:
         device=get_device_spec,
         engine_names=probed_engines,
         bandwidth=config["bandwidth"],
+        variant_threads=VARIANT_THREADS,
         bench=MAIN_BENCH,  # its quiet gate
     message:
         "Memory read bandwidth of device {wildcards.device} (bandwidth_probe)"

@@ -19,7 +19,7 @@ if not probes:  # an emulated device: its memory is the host's, seen through QEM
         "device": snakemake.wildcards.device,
         "emulated": True,
         "skipped": "emulated device: no bandwidth measured",
-        "measurements": {},
+        "measurements": [],
         "engines": {},
     }
 else:
@@ -32,6 +32,7 @@ else:
                 probes,
                 snakemake.params.bandwidth,
                 snakemake.params.bench,
+                snakemake.params.variant_threads,
             )
     finally:
         device.close()

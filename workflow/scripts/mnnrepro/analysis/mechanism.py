@@ -13,6 +13,8 @@ checks:
 * `decode near its ceiling` (the memory-bound phase is limited by bandwidth): `shown` when the
   treatment's median decode speed reaches at least `NEAR_CEILING` of its ceiling, else
   `not shown` with the share; `unavailable` without a bandwidth measurement or a byte count.
+  A variant's ceiling uses the bandwidth measured at its own thread count (one core cannot
+  draw what all of them can), or every core's where that was not measured.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pandas as pd
 
 from mnnrepro.analysis.ceiling import GB, ceiling_tps
 from mnnrepro.analysis.stats import compare_phase
+from mnnrepro.analysis.tables import thread_num
 from mnnrepro.config import comparison_pairs
 
 NEAR_CEILING = 0.5  # share of the decode ceiling that counts as bandwidth-bound
@@ -37,6 +40,7 @@ MECHANISM_COLUMNS = [
     "decode_tps",
     "decode_bytes_per_token",
     "bandwidth_gb_per_s",
+    "bandwidth_threads",
     "bandwidth_samples",
     "decode_ceiling_tps",
     "decode_ceiling_share",
@@ -49,21 +53,27 @@ MECHANISM_COLUMNS = [
 ]
 
 
-def bandwidth_of(records: list[dict]) -> dict[tuple[str, str], dict]:
-    """(device, engine) -> the read bandwidth its probe measured (median of the samples)."""
+def bandwidth_of(records: list[dict]) -> dict[tuple[str, str, int], dict]:
+    """(device, engine, threads) -> the read bandwidth its probe measured at that thread count
+    (median of the samples); threads 0 stands for every core."""
     out = {}
     for record in records:
         for engine, digest in record["engines"].items():
-            m = record["measurements"][digest]
-            rates = [s["gb_per_s"] for s in m["samples"]]
-            out[(record["device"], engine)] = {
-                "median_gb_per_s": statistics.median(rates),
-                "samples": len(rates),
-                "min_gb_per_s": min(rates),
-                "max_gb_per_s": max(rates),
-                "threads": record["threads"],
-                "buffer_mib": record["buffer_mib"],
-            }
+            for m in record["measurements"]:
+                if m["probe_sha256"] != digest:
+                    continue
+                rates = [s["gb_per_s"] for s in m["samples"]]
+                summary = {
+                    "median_gb_per_s": statistics.median(rates),
+                    "samples": len(rates),
+                    "min_gb_per_s": min(rates),
+                    "max_gb_per_s": max(rates),
+                    "threads": m["threads"],
+                    "buffer_mib": record["buffer_mib"],
+                }
+                out[(record["device"], engine, m["threads"])] = summary
+                if m["threads"] == record["all_cores_threads"]:
+                    out[(record["device"], engine, 0)] = summary
     return out
 
 
@@ -85,7 +95,9 @@ def mechanism_table(
         decode_tps, prefill_tps = _median(decode, "tps"), _median(prefill, "tps")
         per_token = layout.get("decode_bytes_per_token")
         ops = layout.get("prefill_ops_per_token")
-        bw = bandwidth.get((device, engine), {})
+        # the bandwidth its own thread count can draw on (else every core's)
+        threads = thread_num(group["runtime"].iloc[0])
+        bw = bandwidth.get((device, engine, threads)) or bandwidth.get((device, engine, 0), {})
         ceiling = ceiling_tps(bw["median_gb_per_s"], per_token) if bw and per_token else None
         sources = sorted(set(group["power_source"].dropna().astype(str)))
         rows.append(
@@ -98,6 +110,7 @@ def mechanism_table(
                 "decode_tps": decode_tps,
                 "decode_bytes_per_token": per_token,
                 "bandwidth_gb_per_s": bw.get("median_gb_per_s"),
+                "bandwidth_threads": bw.get("threads"),
                 "bandwidth_samples": bw.get("samples"),
                 "decode_ceiling_tps": ceiling,
                 "decode_ceiling_share": decode_tps / ceiling if ceiling and decode_tps else None,
@@ -217,7 +230,9 @@ def mechanism_document(
             "checks": __doc__.strip(),
             "near_ceiling": NEAR_CEILING,
         },
-        "bandwidth": [{"device": d, "engine": e, **v} for (d, e), v in sorted(bandwidth.items())],
+        "bandwidth": [
+            {"device": d, "engine": e, **v} for (d, e, t), v in sorted(bandwidth.items()) if t
+        ],
         "models": layouts,
         "variants": table.replace({np.nan: None}).to_dict(orient="records"),
         "energy": energy_comparison(bench, config),

@@ -235,12 +235,14 @@ def mechanism_section(mechanism: dict, sweep: pd.DataFrame | None) -> list[str]:
         "",
         "### Decode ceiling and prefill arithmetic",
         "",
-        "Ceiling = median read bandwidth (bandwidth_probe, every sample in "
-        "`bandwidth/<device>.json`) / bytes a decode step reads (weights and quantization "
+        "Ceiling = median read bandwidth at the variant's thread count (bandwidth_probe, every "
+        "sample in `bandwidth/<device>.json`) / bytes a decode step reads (weights and "
+        "quantization "
         "scales of the language model, one embedding row; KV cache not counted, so the "
         "ceiling is an upper bound). Prefill GOPS = 2 x decoder matrix weights x prefill tok/s.",
         "",
-        "| device | model | variant | decode tok/s | MB / token | GB/s (samples) | ceiling "
+        "| device | model | variant | decode tok/s | MB / token | GB/s (threads, samples) | "
+        "ceiling "
         "tok/s | share | prefill tok/s | prefill GOPS | J / prefill token | J / decode token |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -248,7 +250,7 @@ def mechanism_section(mechanism: dict, sweep: pd.DataFrame | None) -> list[str]:
         mb = None if r["decode_bytes_per_token"] is None else r["decode_bytes_per_token"] / 1e6
         bandwidth = _num(r["bandwidth_gb_per_s"], ".1f")
         if r["bandwidth_samples"]:
-            bandwidth += f" ({r['bandwidth_samples']})"
+            bandwidth += f" ({r['bandwidth_threads']} thr, {r['bandwidth_samples']})"
         out.append(
             f"| {r['device']} | {r['model']} | {r['variant']} | {_num(r['decode_tps'], '.2f')} "
             f"| {_num(mb, '.0f')} | {bandwidth} | {_num(r['decode_ceiling_tps'], '.1f')} | "

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from mnnrepro.analysis.stats import compare_phase
-from mnnrepro.analysis.tables import bench_table
+from mnnrepro.analysis.tables import bench_table, thread_num
 from mnnrepro.config import comparison_pairs
 from mnnrepro.records import read_record
 from mnnrepro.runs.precision import ci_df
@@ -34,15 +34,6 @@ SWEEP_SUMMARY_COLUMNS = [
     "claim_gain",
     "tolerance",
 ]
-
-
-def thread_num(runtime_text: str) -> int | None:
-    """thread_num from bench.csv's `runtime` column (`k=v;k=v`)."""
-    for item in str(runtime_text).split(";"):
-        key, _, value = item.partition("=")
-        if key == "thread_num" and value.isdigit():
-            return int(value)
-    return None
 
 
 def with_point(table: pd.DataFrame, point: str) -> pd.DataFrame:

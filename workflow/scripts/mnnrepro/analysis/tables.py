@@ -56,6 +56,15 @@ BENCH_COLUMNS = [
 TPS_RELATIVE_TOLERANCE = 1e-3
 
 
+def thread_num(runtime_text: str) -> int | None:
+    """thread_num from bench.csv's `runtime` column (`k=v;k=v`)."""
+    for item in str(runtime_text).split(";"):
+        key, _, value = item.partition("=")
+        if key == "thread_num" and value.isdigit():
+            return int(value)
+    return None
+
+
 def under_load(record: dict, limit: float | None) -> bool:
     """Measured under load: the quiet gate timed out (bench.max_other_load), or other work
     during the invocation kept more than the limit of CPUs busy."""

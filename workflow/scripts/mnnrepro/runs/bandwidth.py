@@ -3,8 +3,9 @@
 The probe (build/bandwidth_probe/) is built with the toolchain of each engine that runs on the
 device, staged there by hash, and run once after the quiet gate with `bandwidth.repetitions`
 reads of a `bandwidth.buffer_mib` buffer (much larger than any last-level cache) on
-`bandwidth.threads` threads (0: every core of the device). Every sample is kept, with the
-probe's own output, so the ceiling can be recomputed from the record alone."""
+every thread count a variant uses and on `bandwidth.threads` threads (0: every core of the
+device). Every sample is kept, with the probe's own output, so the ceiling can be recomputed
+from the record alone."""
 
 from __future__ import annotations
 
@@ -86,33 +87,44 @@ def measure_probe(device: Device, probe_dir: str, settings: dict, threads: int) 
 
 
 def measure_bandwidth(
-    device: Device, facts: dict, probes: dict[str, dict], settings: dict, bench: dict
+    device: Device,
+    facts: dict,
+    probes: dict[str, dict],
+    settings: dict,
+    bench: dict,
+    variant_threads: list[int] = (),
 ) -> dict:
     """probes: engine name -> {"record": path of its build record, "dir": its directory}.
-    One measurement per distinct probe binary (engines of one platform share it)."""
+    Each distinct probe binary (engines of one platform share it) runs at every thread count a
+    variant uses (the bandwidth its decode can draw on) and at `bandwidth.threads` (0: every
+    core, what the device allows)."""
     from mnnrepro.runs.benchmark import quiet_gate
 
-    threads = probe_threads(settings["threads"], facts)
-    by_digest: dict[str, dict] = {}
-    engines = {}
+    counts = sorted({*variant_threads, probe_threads(settings["threads"], facts)})
+    measurements, engines = [], {}
     for engine, probe in sorted(probes.items()):
         record = read_json(probe["record"])
         digest = sha256_file(Path(probe["dir"]) / PROBE)
-        if digest not in by_digest:
-            gate = quiet_gate(device, bench)
-            by_digest[digest] = {
-                **measure_probe(device, probe["dir"], settings, threads),
-                "platform": record["platform"],
-                "compiler": record["compiler"],
-                "quiet_gate": gate,
-            }
         engines[engine] = digest
+        if any(m["probe_sha256"] == digest for m in measurements):
+            continue
+        for threads in counts:
+            gate = quiet_gate(device, bench)
+            measurements.append(
+                {
+                    **measure_probe(device, probe["dir"], settings, threads),
+                    "threads": threads,
+                    "platform": record["platform"],
+                    "compiler": record["compiler"],
+                    "quiet_gate": gate,
+                }
+            )
     return {
         "device": device.name,
         "emulated": device.emulated,
         "buffer_mib": settings["buffer_mib"],
-        "threads": threads,
+        "all_cores_threads": probe_threads(settings["threads"], facts),
         "repetitions": settings["repetitions"],
-        "measurements": by_digest,
+        "measurements": measurements,
         "engines": engines,
     }
