@@ -261,23 +261,25 @@ SWEEP = "tests/workflow/config-sweep.yaml"
 
 
 def test_a_sweep_runs_every_point_and_explains_the_gain(root, tmp_path):
-    """config-sweep.yaml: P in {16, 64} and threads in {1, 2} around the main point (P 32,
-    1 thread), each its own comparison; the bandwidth probe, the ceiling and the sweep's plot
-    and tables reach the report."""
+    """config-sweep.yaml: the quickstart's model (Qwen3-0.6B dimensions), P in {64, 256} and
+    threads in {1, 2}: around the main point (P 64, 1 thread) that is two more comparisons,
+    each its own; the bandwidth probe, the ceiling and the sweep's plot and tables reach the
+    report."""
     run_snakemake(
         root, "--cores", "2", "--configfile", str(root / SWEEP), "--directory", str(tmp_path)
     )
     out = tmp_path / "results" / "sweep"
     summary = pd.read_csv(out / "sweep" / "summary.csv")
-    assert sorted(set(summary["point"])) == ["main", "p16-n8-t-", "p32-n8-t2", "p64-n8-t-"]
+    assert sorted(set(summary["point"])) == ["main", "p256-n8-t-", "p64-n8-t2"]
     keyed = summary.set_index(["point", "phase"])
-    assert keyed.loc[("p32-n8-t2", "decode"), "thread_num"] == 2
-    assert keyed.loc[("p64-n8-t-", "prefill"), "prompt_tokens"] == 64
+    assert keyed.loc[("p64-n8-t2", "decode"), "thread_num"] == 2
+    assert keyed.loc[("p256-n8-t-", "prefill"), "prompt_tokens"] == 256
+    assert keyed.loc[("main", "prefill"), "thread_num"] == 1
     assert (summary["n_pairs"] == 2).all()  # every point ran its own interleaved blocks
-    raw = out / "sweep" / "raw" / "host" / "synth-tiny"
-    assert sorted(p.name for p in raw.iterdir()) == ["p16-n8-t-", "p32-n8-t2", "p64-n8-t-"]
+    raw = out / "sweep" / "raw" / "host" / "synth-qwen3-06b"
+    assert sorted(p.name for p in raw.iterdir()) == ["p256-n8-t-", "p64-n8-t2"]
     sweep_bench = pd.read_csv(out / "sweep" / "bench.csv")
-    assert set(sweep_bench[sweep_bench["point"] == "p32-n8-t2"]["thread_num"]) == {2}
+    assert set(sweep_bench[sweep_bench["point"] == "p64-n8-t2"]["thread_num"]) == {2}
     for chart in ("sweep.png", "sweep.html"):
         assert (out / "plots" / chart).stat().st_size > 0
     bandwidth = json.loads((out / "bandwidth" / "host.json").read_text())
