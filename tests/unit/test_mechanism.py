@@ -30,3 +30,43 @@ def test_decode_near_its_ceiling_needs_the_share():
     assert far["status"] == "not shown"
     assert ceiling_check(None)["status"] == "unavailable"
     assert ceiling_check({**base, "decode_ceiling_share": None})["status"] == "unavailable"
+
+
+def test_without_a_bandwidth_measurement_the_ceiling_is_unavailable_not_guessed():
+    import pandas as pd
+
+    from mnnrepro.analysis.mechanism import mechanism_table
+
+    bench = pd.DataFrame(
+        {
+            "device": "host",
+            "model": "m",
+            "variant": ["a", "a"],
+            "phase": ["prefill", "decode"],
+            "tps": [100.0, 20.0],
+            "engine": "e",
+            "runtime": "thread_num=2",
+            "emulated": False,
+            "power_source": None,
+            "joules_per_token": None,
+        }
+    )
+    layouts = {"m": {"decode_bytes_per_token": 10**9, "prefill_ops_per_token": 2e9}}
+    config = {"experiment": "x", "variants": {"a": {"engine": "e"}}}
+    (row,) = mechanism_table(bench, layouts, {}, config).to_dict("records")
+    assert row["decode_ceiling_tps"] is None and row["prefill_gops"] == 200.0
+    assert ceiling_check(row)["status"] == "unavailable"
+
+
+def test_bandwidth_off_takes_the_probe_out_of_the_workflow(root, tmp_path):
+    import yaml
+    from conftest import run_snakemake
+
+    config = yaml.safe_load((root / "tests/workflow/config-tiny.yaml").read_text())
+    config["bandwidth"] = {"enabled": False}
+    path = tmp_path / "no-probe.yaml"
+    path.write_text(yaml.safe_dump(config))
+    args = ("-n", "--configfile", str(path), "--directory", str(tmp_path))
+    dry = run_snakemake(root, *args).stdout
+    assert "explain_gain" in dry
+    assert "measure_bandwidth" not in dry and "build_bandwidth_probe" not in dry

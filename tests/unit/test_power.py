@@ -89,3 +89,18 @@ def test_a_phase_without_a_sample_uses_the_invocation_mean_and_says_so():
     assert energy["decode"]["power_window"] == "invocation"
     assert energy["decode"]["joules_per_token"] == pytest.approx(0.3)
     assert phase_joules({"mean_w": None, "samples": []}, results, 10.0) == {}
+
+
+def test_a_reading_that_raises_is_counted_not_fatal():
+    calls = iter(range(1000))
+
+    def flaky():
+        if next(calls) % 2:
+            raise OSError("device lost")
+        return 1.5
+
+    with PowerSampler(PowerReader("test", flaky), 0.01) as sampler:
+        time.sleep(0.1)
+    record = sampler.record()
+    assert record["samples"] and record["mean_w"] == 1.5
+    assert record["failed_readings"] and "OSError: device lost" in record["failed_readings"][0]

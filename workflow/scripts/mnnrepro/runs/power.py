@@ -32,6 +32,7 @@ class PowerSampler:
     reader: PowerReader
     interval_s: float
     samples: list[list[float]] = field(default_factory=list)  # [seconds since start, watts]
+    failed: list[str] = field(default_factory=list)  # readings that raised (e.g. adb lost)
 
     def __enter__(self) -> PowerSampler:
         self._stop = threading.Event()
@@ -42,7 +43,11 @@ class PowerSampler:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            watts = self.reader.read()
+            try:
+                watts = self.reader.read()
+            except Exception as err:  # a lost reading must not end the run
+                self.failed.append(f"{type(err).__name__}: {err}"[:200])
+                watts = None
             if watts is not None:
                 self.samples.append([round(time.monotonic() - self._start, 4), round(watts, 4)])
             self._stop.wait(self.interval_s)
@@ -60,6 +65,8 @@ class PowerSampler:
             "seconds": round(self.seconds, 4),
             "samples": self.samples,
             "mean_w": sum(watts) / len(watts) if watts else None,
+            "failed_readings": self.failed[:5]
+            + ([f"... {len(self.failed)} in all"] * (len(self.failed) > 5)),
         }
 
 
