@@ -18,6 +18,7 @@ from pathlib import Path
 from mnnrepro.devices.base import Device
 from mnnrepro.errors import ReproError
 from mnnrepro.files import read_json, sha256_file
+from mnnrepro.runs.benchmark import quiet_gate
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +51,17 @@ def probe_threads(setting: int, facts: dict) -> int:
     return setting or int(facts.get("cpu_count") or 1)
 
 
-def measure_probe(device: Device, probe_dir: str, settings: dict, threads: int) -> dict:
-    """Stage one built probe on the device, run it, and return its samples."""
-    binary = Path(probe_dir) / PROBE
-    digest = sha256_file(binary)
+def stage_probe(device: Device, probe_dir: str, digest: str) -> str:
+    """Stage one built probe (sha256 digest) on the device by hash and verify it there;
+    returns its device path."""
     staged = device.stage(probe_dir, f"tools/bandwidth-probe-{digest[:12]}")
     remote = f"{staged}/{PROBE}"
     device.verify({remote: digest})
+    return remote
+
+
+def measure_probe(device: Device, remote: str, settings: dict, threads: int) -> dict:
+    """Run the staged probe at one thread count and return its samples."""
     argv = [remote, str(settings["buffer_mib"]), str(threads), str(settings["repetitions"])]
     started = time.time()
     result = device.run(argv, timeout=settings["timeout_s"])
@@ -74,7 +79,6 @@ def measure_probe(device: Device, probe_dir: str, settings: dict, threads: int) 
     rates = [s["gb_per_s"] for s in samples]
     log.info("%s: read bandwidth %s GB/s", device.name, ", ".join(f"{r:.2f}" for r in rates))
     return {
-        "probe_sha256": digest,
         "argv": argv,
         "started_unix": started,
         "wall_s": result.seconds,
@@ -95,24 +99,25 @@ def measure_bandwidth(
     variant_threads: list[int] = (),
 ) -> dict:
     """probes: engine name -> {"record": path of its build record, "dir": its directory}.
-    Each distinct probe binary (engines of one platform share it) runs at every thread count a
-    variant uses (the bandwidth its decode can draw on) and at `bandwidth.threads` (0: every
-    core, what the device allows)."""
-    from mnnrepro.runs.benchmark import quiet_gate
-
-    counts = sorted({*variant_threads, probe_threads(settings["threads"], facts)})
+    Each distinct probe binary (engines of one platform share it) is staged once and runs at
+    every thread count a variant uses (the bandwidth its decode can draw on) and at
+    `bandwidth.threads` (0: every core, what the device allows)."""
+    all_cores = probe_threads(settings["threads"], facts)
+    counts = sorted({*variant_threads, all_cores})
     measurements, engines = [], {}
     for engine, probe in sorted(probes.items()):
-        record = read_json(probe["record"])
         digest = sha256_file(Path(probe["dir"]) / PROBE)
         engines[engine] = digest
         if any(m["probe_sha256"] == digest for m in measurements):
-            continue
+            continue  # the same binary as another engine's: measured once
+        record = read_json(probe["record"])
+        remote = stage_probe(device, probe["dir"], digest)
         for threads in counts:
             gate = quiet_gate(device, bench)
             measurements.append(
                 {
-                    **measure_probe(device, probe["dir"], settings, threads),
+                    "probe_sha256": digest,
+                    **measure_probe(device, remote, settings, threads),
                     "threads": threads,
                     "platform": record["platform"],
                     "compiler": record["compiler"],
@@ -123,7 +128,7 @@ def measure_bandwidth(
         "device": device.name,
         "emulated": device.emulated,
         "buffer_mib": settings["buffer_mib"],
-        "all_cores_threads": probe_threads(settings["threads"], facts),
+        "all_cores_threads": all_cores,
         "repetitions": settings["repetitions"],
         "measurements": measurements,
         "engines": engines,
