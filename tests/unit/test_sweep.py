@@ -62,3 +62,12 @@ def test_a_thread_sweep_of_a_pair_that_differs_in_threads_is_refused(base_config
     with pytest.raises(ConfigError, match=r"bench.sweep.thread_num.*differs in thread_num"):
         check(config_with(base_config, thread_num=[1, 2]))
     check(config_with(base_config, prompt_tokens=[64, 128]))  # a prompt sweep is fine
+
+
+def test_a_variant_without_thread_num_runs_llm_benchs_default(base_config):
+    """Unset thread_num is llm_bench's default (4): a pair of unset and 4 does not differ."""
+    cfg = copy.deepcopy(base_config)
+    del cfg["variants"]["one-thread"]["runtime"]["thread_num"]
+    cfg["variants"]["two-threads"]["runtime"]["thread_num"] = 4
+    check(config_with(cfg, thread_num=[1, 2]))
+    assert sorted(sweep_points(config_with(cfg, thread_num=[1, 4]))) == ["p32-n8-t1"]

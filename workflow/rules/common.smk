@@ -25,7 +25,7 @@ from mnnrepro.config import (  # noqa: E402
     prompt_images,
     run_variants,
     sweep_points,
-    with_runtime_defaults,
+    thread_nums,
 )
 
 use_this_package(SCRIPTS)  # jobs import this workflow's package, whatever is installed
@@ -100,9 +100,7 @@ PROBE_CODE = code_digest(SCRIPTS / "mnnrepro/build/bandwidth_probe", ("*.c", "*.
 # `bench.sweep`: point label -> its settings (results/<experiment>/sweep/, one job per point)
 SWEEP = sweep_points(config)
 # Every thread count a variant runs with: the bandwidth probe runs at each (and on every core).
-VARIANT_THREADS = sorted(
-    {with_runtime_defaults(v.get("runtime", {}))["thread_num"] for v in config["variants"].values()}
-)
+VARIANT_THREADS = sorted(set(thread_nums(config["variants"]).values()))
 # What a benchmark measures at the main point (the sweep's lists are not part of it).
 MAIN_BENCH = {k: v for k, v in config["bench"].items() if k != "sweep"}
 if REPLAY:  # what explains the gain is re-derived where the archive holds its records

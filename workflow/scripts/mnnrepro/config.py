@@ -215,6 +215,14 @@ def reserved_name_clashes(config: dict) -> list[str]:
 SWEEP_KEYS = ("prompt_tokens", "generate_tokens", "thread_num")
 
 
+def thread_nums(variants: dict) -> dict[str, int]:
+    """Variant -> the thread count it runs with (llm_bench's default where it sets none)."""
+    return {
+        name: with_runtime_defaults(v.get("runtime", {}))["thread_num"]
+        for name, v in variants.items()
+    }
+
+
 def sweep_problems(config: dict) -> list[str]:
     """A thread sweep sets every variant's thread_num: it cannot sweep a pair that differs in
     it (both sides would become the same)."""
@@ -222,11 +230,9 @@ def sweep_problems(config: dict) -> list[str]:
     if not threads:
         return []
     problems = []
+    threads_of = thread_nums(config["variants"])
     for key, pair in comparison_keys(config["comparison"]):
-        values = {
-            name: config["variants"].get(name, {}).get("runtime", {}).get("thread_num")
-            for name in (pair["baseline"], pair["treatment"])
-        }
+        values = {name: threads_of.get(name) for name in (pair["baseline"], pair["treatment"])}
         if len(set(values.values())) > 1:
             problems.append(
                 f"config key `bench.sweep.thread_num`: the pair `{key}` differs in thread_num "
@@ -248,10 +254,7 @@ def sweep_points(config: dict) -> dict[str, dict]:
         "generate_tokens": bench["generate_tokens"],
         "thread_num": None,
     }
-    common_threads = {
-        with_runtime_defaults(v.get("runtime", {}))["thread_num"]
-        for v in config["variants"].values()
-    }
+    common_threads = set(thread_nums(config["variants"]).values())
     points = {}
     for key in SWEEP_KEYS:
         for value in sweep.get(key) or []:
