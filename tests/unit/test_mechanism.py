@@ -52,7 +52,7 @@ def test_without_a_bandwidth_measurement_the_ceiling_is_unavailable_not_guessed(
         }
     )
     layouts = {"m": {"decode_bytes_per_token": 10**9, "prefill_ops_per_token": 2e9}}
-    config = {"experiment": "x", "variants": {"a": {"engine": "e"}}}
+    config = {"experiment": "x"}
     (row,) = mechanism_table(bench, layouts, {}, config).to_dict("records")
     assert row["decode_ceiling_tps"] is None and row["prefill_gops"] == 200.0
     assert ceiling_check(row)["status"] == "unavailable"

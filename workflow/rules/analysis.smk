@@ -158,7 +158,6 @@ rule explain_gain:
         experiment=EXPERIMENT,
         comparison=config["comparison"],
         stats=config["stats"],
-        variants=config["variants"],
         code=ANALYSIS_CODE,
     message:
         "Decode ceiling, prefill arithmetic and energy per token (mechanism.csv)"

@@ -5,7 +5,6 @@ from mnnrepro.records import read_chained_table, read_record
 
 log_to(snakemake.log[0])
 config = {key: getattr(snakemake.params, key) for key in ("experiment", "comparison", "stats")}
-config["variants"] = snakemake.params.variants
 bench = read_chained_table(snakemake.input.bench, snakemake.input.document)
 summary = read_chained_table(snakemake.input.summary, snakemake.input.document)
 bandwidth = bandwidth_of([read_record(p, "bandwidth") for p in snakemake.input.bandwidth])
