@@ -203,7 +203,7 @@ def _download_one(url, dest: Path, sha256, size, sha1, timeout, md5) -> Path:
         os.replace(tmp, dest)
     except Exception as err:
         tmp.unlink(missing_ok=True)
-        if isinstance(err, (FetchError, MirrorMissing)):
+        if isinstance(err, FetchError):  # MirrorMissing included: the caller moves on
             raise
         raise FetchError(f"{url}: download failed: {err}") from err
     return dest
