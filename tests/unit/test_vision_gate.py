@@ -12,7 +12,8 @@ from PIL import Image, ImageOps
 
 from mnnrepro.analysis.correctness import gate_prompts, label_answers
 from mnnrepro.config import ConfigError, prompt_images
-from mnnrepro.models.export import export_model, is_vision_model, missing_files
+from mnnrepro.models.export import export_model
+from mnnrepro.models.mnn_files import is_vision_model, missing_files
 
 GATE = {
     "prompts": ["hello world"],

@@ -2,7 +2,7 @@ from pathlib import Path
 
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
-from mnnrepro.models.export import missing_files
+from mnnrepro.models.mnn_files import missing_files
 from mnnrepro.models.modelscope import fetch_model
 
 log_to(snakemake.log[0])

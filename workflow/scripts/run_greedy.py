@@ -6,7 +6,7 @@ from mnnrepro.config import comparison_pairs
 from mnnrepro.devices.factory import make_device
 from mnnrepro.files import read_json, sha256_file, write_json
 from mnnrepro.logs import log_to
-from mnnrepro.models.export import is_vision_model
+from mnnrepro.models.mnn_files import is_vision_model
 from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.greedy import run_greedy
 

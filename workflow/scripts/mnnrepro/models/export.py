@@ -14,17 +14,10 @@ import uuid
 from importlib import metadata
 from pathlib import Path
 
-from mnnrepro.files import file_table, read_json, sha256_file
+from mnnrepro.files import file_table, sha256_file
+from mnnrepro.models.mnn_files import missing_files
 
 RUNNER = Path(__file__).with_name("llmexport_main.py")
-
-
-# Files an MNN LLM directory must hold for llm_demo / llm_bench / MNN.llm to load it.
-REQUIRED_FILES = ("config.json", "llm.mnn", "llm.mnn.weight", "llm_config.json", "tokenizer.mtok")
-
-
-# ... and a vision model (llm_config.json `is_visual`) its vision encoder too.
-VISION_FILES = ("visual.mnn",)
 
 
 # Exporter by-products that are not part of the model.
@@ -81,17 +74,6 @@ def run_llmexport(args: list[str], log, cwd: str) -> None:
         )
     if result.returncode != 0:
         raise RuntimeError(f"llmexport failed with exit code {result.returncode}; see the log")
-
-
-def is_vision_model(model_dir: str | os.PathLike) -> bool:
-    """Whether MNN treats the model as multimodal (it then loads visual.mnn for images)."""
-    llm_config = Path(model_dir, "llm_config.json")
-    return llm_config.is_file() and bool(read_json(llm_config).get("is_visual"))
-
-
-def missing_files(model_dir: Path) -> list[str]:
-    required = REQUIRED_FILES + (VISION_FILES if is_vision_model(model_dir) else ())
-    return [f for f in required if not (model_dir / f).is_file()]
 
 
 def normalize_export_args(path: Path, src: Path, dst: Path) -> None:
