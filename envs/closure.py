@@ -22,6 +22,7 @@ import ast
 import importlib.metadata as metadata
 import re
 import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -238,7 +239,11 @@ def light_closure() -> Closure:
     replay (restore_archive and the analysis env's rules: tables, statistics, plots, report)."""
     scripts = [rule.script for rule in env_rules()["analysis.yaml"]]
     needed = closure_of(scripts, workflow_imports())
-    needed.distributions = requirement_closure(needed.distributions | {"snakemake"})
+    # the workflow's own package is installed editable, without build isolation: its build
+    # backend (pyproject's build-system) must be in the lock too
+    build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    backend = {normal(Requirement(r).name) for r in build}
+    needed.distributions = requirement_closure(needed.distributions | {"snakemake"} | backend)
     return needed
 
 
