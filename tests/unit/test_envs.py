@@ -66,7 +66,7 @@ def test_every_rule_running_software_has_an_env(root):
 def test_env_pins_are_exact_hashed_and_agree_with_pyproject(root, env):
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
     pinned = {}
-    for dep in project["dependencies"]:
+    for dep in [*project["dependencies"], *project["optional-dependencies"]["engine"]]:
         name, _, version = dep.partition("==")
         pinned[closure.normal(name)] = version
     pins = env_pins(root / "envs" / env)

@@ -17,7 +17,8 @@ def normal(name: str) -> str:
 def direct_pins(root) -> dict[str, str]:
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
     pins = {}
-    for req in [*project["dependencies"], *project["optional-dependencies"]["test"]]:
+    extras = project["optional-dependencies"]
+    for req in [*project["dependencies"], *extras["engine"], *extras["test"]]:
         name, _, version = req.partition("==")
         pins[normal(name)] = version
     return pins
