@@ -316,6 +316,19 @@ def check_member_name(name: str) -> None:
         raise UnsafeArchiveError(f"unsafe archive member name {name!r}")
 
 
+def extract_members(tar: tarfile.TarFile, dest: Path, members: list, filter_name: str) -> None:
+    """tar.extractall of members already checked by the caller, with tarfile's extraction
+    filter as a second line of defence. Pythons before 3.11.4 (Debian 12's 3.11.2) have no
+    filters; there the permission part of both filters is applied by hand: no set-uid,
+    set-gid or sticky bit, and no write bit for group or others."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(dest, members=members, filter=filter_name)
+        return
+    for member in members:
+        member.mode &= 0o755
+    tar.extractall(dest, members=members)
+
+
 def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike) -> list[str]:
     """Extract regular files and directories only; refuse links, devices and escaping paths.
 
@@ -332,7 +345,7 @@ def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike) -> list[st
             if dest != target and dest not in target.parents:
                 raise UnsafeArchiveError(f"archive member {m.name!r} escapes {dest}")
         dest.mkdir(parents=True, exist_ok=True)
-        tar.extractall(dest, members=members, filter="data")
+        extract_members(tar, dest, members, "data")
     return [m.name for m in members if m.isfile()]
 
 
@@ -382,5 +395,5 @@ def extract_deb(deb: str | os.PathLike, dest: str | os.PathLike) -> list[str]:
             elif not (info.isfile() or info.isdir()):
                 raise FetchError(f"{deb}: {info.name!r} is not a file, directory or link")
         dest.mkdir(parents=True, exist_ok=True)
-        tar.extractall(dest, members=infos, filter="tar")
+        extract_members(tar, dest, infos, "tar")
     return [i.name for i in infos if i.isfile()]
