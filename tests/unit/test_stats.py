@@ -68,3 +68,43 @@ def test_reps_for_half_width_scales_with_square():
 def test_paired_ratio_rejects_bad_samples(bad):
     with pytest.raises(ValueError):
         paired_ratio(np.array(bad[0]), np.array(bad[1]), 0.95)
+
+
+def test_extreme_but_legal_results_are_reported_and_plotted_bounded(tmp_path):
+    """Two blocks whose ratios differ 1000-fold (a machine busy in one of them): the t interval
+    with one degree of freedom spans many orders of magnitude. The estimate of repetitions
+    needed stays a bounded number, the report says "more than", and the speedup chart renders
+    (vl-convert refused a 32-digit integer before)."""
+    from mnnrepro.analysis.plots import save, speedup_chart
+    from mnnrepro.analysis.stats import REPS_CAP, reps_text
+    from mnnrepro.analysis.summary import stop_reason
+
+    rows = [{"block": 0, "variant": "off", "tps": 10.0}, {"block": 0, "variant": "on", "tps": 10.0}]
+    rows += [{"block": 1, "variant": "off", "tps": 10.0}, {"block": 1, "variant": "on", "tps": 1e4}]
+    stats_cfg = {"ci_level": 0.95, "target_half_width": 0.02}
+    result = compare_phase(pd.DataFrame(rows), "off", "on", stats_cfg)
+    assert result["ci_high"] / result["ci_low"] > 1e12  # the interval is as wide as in the field
+    assert result["reps_for_target"] == REPS_CAP + 1
+    assert reps_text(result["reps_for_target"]) == f"more than {REPS_CAP}"
+    assert f"more than {REPS_CAP} needed" in stop_reason({}, result, stats_cfg)
+    summary = pd.DataFrame(
+        [
+            {
+                "device": "host",
+                "model": "m",
+                "phase": phase,
+                "verdict": "inconclusive",
+                "gain": result["ratio"] - 1,
+                "gain_ci_low": result["ci_low"] - 1,
+                "gain_ci_high": result["ci_high"] - 1,
+                "claim_gain": 0.81,
+                "tolerance": 0.1,
+                "reps_for_target": result["reps_for_target"],
+            }
+            for phase in ("prefill", "decode")
+        ]
+    )
+    chart = speedup_chart(summary)
+    save(chart, str(tmp_path / "s.html"), str(tmp_path / "s.png"))
+    assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "CIs cut at the frame" in (tmp_path / "s.html").read_text()

@@ -86,6 +86,9 @@ def test_ctrl_c_mid_benchmark_then_rerun_finishes_only_the_rest(root, loopback_p
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # its own process group, like a shell job
+        # Ctrl-C must reach it however pytest was started: a shell's background job inherits
+        # SIGINT as ignored, and so would Snakemake (then the run would finish, exit 0)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 300
     while len(list(raw.rglob("rep-*.json"))) < 3:

@@ -46,6 +46,16 @@ def gain_tooltip(*fields: str) -> list:
     return ["device", "model", *fields, *gains]
 
 
+# The gain axis of the speedup chart: from -100 % (infinitely slower) to +400 % (5x); a CI that
+# reaches beyond is drawn to the frame and the axis title says so (the table has the numbers).
+GAIN_AXIS = (-1.0, 4.0)
+
+
+def gain_title(domain: list[float], ends: pd.Series) -> str:
+    clipped = ends.min() < domain[0] or ends.max() > domain[1]
+    return "gain (speedup - 1)" + (", CIs cut at the frame: see summary.csv" if clipped else "")
+
+
 def speedup_chart(summary: pd.DataFrame) -> alt.Chart:
     """Gain (speedup - 1) with its CI, and the claim band where a claim is configured."""
     if summary.empty:
@@ -55,18 +65,23 @@ def speedup_chart(summary: pd.DataFrame) -> alt.Chart:
     data["band_low"] = data["claim_gain"] - data["tolerance"]
     data["band_high"] = data["claim_gain"] + data["tolerance"]
     y = alt.Y("label:N", title=None, sort=sorted(data["label"].unique()))
+    ends = data[["gain_ci_low", "gain_ci_high", "band_low", "band_high"]].stack()
+    domain = [max(GAIN_AXIS[0], min(ends.min(), 0.0)), min(GAIN_AXIS[1], max(ends.max(), 0.0))]
+    scale = alt.Scale(domain=domain, clamp=True)  # a CI of two noisy blocks can span 1e12
     base = alt.Chart()
     band = (
         base.transform_filter("isValid(datum.claim_gain)")
-        .mark_bar(opacity=0.2, color="green", height=18)
-        .encode(x="band_low:Q", x2="band_high:Q", y=y)
+        .mark_bar(opacity=0.2, color="green", height=18, clip=True)
+        .encode(x=alt.X("band_low:Q", scale=scale), x2="band_high:Q", y=y)
     )
-    rule = base.mark_rule(strokeWidth=2).encode(
-        x=alt.X("gain_ci_low:Q", title="gain (speedup - 1)", axis=alt.Axis(format="+%")),
+    rule = base.mark_rule(strokeWidth=2, clip=True).encode(
+        x=alt.X(
+            "gain_ci_low:Q", title=gain_title(domain, ends), axis=alt.Axis(format="+%"), scale=scale
+        ),
         x2="gain_ci_high:Q",
         y=y,
     )
-    point = base.mark_point(filled=True, size=70).encode(
+    point = base.mark_point(filled=True, size=70, clip=True).encode(
         x="gain:Q",
         y=y,
         color=alt.Color("verdict:N"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from mnnrepro.analysis import verdict as vd
+from mnnrepro.analysis.stats import reps_text
 
 OTHER_LOAD_WARNING = 0.25  # CPUs busy with other work during an invocation
 
@@ -150,7 +151,7 @@ def statistics_section(summary: pd.DataFrame, document: dict, facts: dict) -> li
             f"| {row.device} | {row.model} | {row.treatment} vs {row.baseline} | {row.phase} | "
             f"{row.n_pairs} | {row.median_baseline_tps:.2f} | {row.median_treatment_tps:.2f} | "
             f"{row.cv_baseline:.1%} | {row.cv_treatment:.1%} | {row.ratio:.3f} | "
-            f"{row.p_wilcoxon:.2g} | {row.half_width_rel:.1%} | {row.reps_for_target} | "
+            f"{row.p_wilcoxon:.2g} | {row.half_width_rel:.1%} | {reps_text(row.reps_for_target)} | "
             f"{other} | {stop_text(row.blocks_stop_reason)} |"
         )
     busy = summary[summary["max_other_load"].fillna(0) >= OTHER_LOAD_WARNING]

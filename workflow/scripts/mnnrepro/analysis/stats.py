@@ -113,12 +113,28 @@ def half_width(result: dict) -> float:
     return (result["ci_high"] - result["ci_low"]) / 2 / result["ratio"]
 
 
+# The most repetitions a config may ask for (bench.repetitions' bound in the schema). An estimate
+# beyond it is reported as "more than REPS_CAP": with two blocks under heavy load the CI can
+# span twelve orders of magnitude and the estimate runs to 30 digits, which no table, JSON
+# reader or plot should have to hold.
+REPS_CAP = 1000
+
+
 def reps_for_half_width(n: int, ratio: float, ci_low: float, ci_high: float, target: float) -> int:
-    """Repetitions per variant for a relative CI half-width <= target (CI width ~ 1/sqrt(n))."""
+    """Repetitions per variant for a relative CI half-width <= target (CI width ~ 1/sqrt(n)),
+    at most REPS_CAP + 1 (meaning: more than REPS_CAP)."""
     half = (ci_high - ci_low) / 2 / ratio
     if half <= 0:
         return n
-    return max(2, math.ceil(n * (half / target) ** 2 - 1e-9))  # tolerate float noise
+    estimate = n * (half / target) ** 2 - 1e-9  # tolerate float noise
+    if not math.isfinite(estimate) or estimate > REPS_CAP:
+        return REPS_CAP + 1
+    return max(2, math.ceil(estimate))
+
+
+def reps_text(reps: int) -> str:
+    """How a table says a reps_for_half_width result."""
+    return f"more than {REPS_CAP}" if reps > REPS_CAP else str(reps)
 
 
 def paired_blocks(table: pd.DataFrame, baseline: str, treatment: str) -> pd.DataFrame:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from mnnrepro.analysis import verdict as vd
-from mnnrepro.analysis.stats import aa_stable, compare_phase
+from mnnrepro.analysis.stats import aa_stable, compare_phase, reps_text
 from mnnrepro.config import comparison_pairs
 
 log = logging.getLogger(__name__)
@@ -158,7 +158,7 @@ def stop_reason(stop: dict, result: dict, stats_cfg: dict) -> str:
     target = stats_cfg["target_half_width"]
     reached = result["half_width_rel"] <= target
     return f"fixed {result['n_pairs']} repetitions; target half-width {target:.1%} " + (
-        "reached" if reached else f"not reached (~{result['reps_for_target']} needed)"
+        "reached" if reached else f"not reached (~{reps_text(result['reps_for_target'])} needed)"
     )
 
 
