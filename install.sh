@@ -50,13 +50,14 @@ else
 fi
 vpy="$venv/bin/python"
 echo "install.sh: Python $version in $venv, $lock"
+"$vpy" -m pip install -q --require-hashes --no-deps -r locks/bootstrap.txt
 # Packages that live on another index than PyPI (locks/<lock>-<index>.txt) go first, alone:
 # the main lock then finds them installed and asks PyPI for the rest.
 for extra in "${lock%.txt}"-*.txt; do
   [ -f "$extra" ] || continue
   "$vpy" -m pip install --require-hashes --no-deps -r "$extra"
 done
-"$vpy" -m pip install --require-hashes -r "$lock"
-"$vpy" -m pip install --no-deps --no-build-isolation -e .
+"$vpy" -m pip install --require-hashes --no-build-isolation -r "$lock"
+"$vpy" -m pip install --no-deps --no-build-isolation --use-pep517 -e .
 "$vpy" -m pip check  # the lock is complete: every requirement of every package is in it
 echo "install.sh: done. Use it in this shell with: . $venv/bin/activate"

@@ -27,6 +27,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def pypi_reachable() -> bool:
+    """Whether PyPI answers (tests that install packages need it; they skip, saying so)."""
+    import socket
+
+    try:
+        socket.create_connection(("pypi.org", 443), timeout=5).close()
+        return True
+    except OSError:
+        return False
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tomllib
 
 import pytest
 import yaml
-from conftest import ROOT, run_snakemake, snakemake_rules
+from conftest import ROOT, pypi_reachable, run_snakemake, snakemake_rules
 
 sys.path.insert(0, str(ROOT / "envs"))
 import closure
@@ -126,14 +125,6 @@ def test_a_missing_package_is_reported_with_the_rules_that_need_it(tmp_path, mon
 
 
 PIP = [sys.executable, "-m", "pip"]
-
-
-def pypi_reachable() -> bool:
-    try:
-        socket.create_connection(("pypi.org", 443), timeout=5).close()
-        return True
-    except OSError:
-        return False
 
 
 @pytest.mark.network
