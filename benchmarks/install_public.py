@@ -32,12 +32,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from loopback_index import torch_wheel, wheel_index  # noqa: E402
 from provenance import write_results  # noqa: E402
+from python_versions import du_mb  # noqa: E402
 
 ARCHIVE = "benchmarks/results/host-sme2-archive.tar.gz"
-
-
-def du_mb(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink()) >> 20
 
 
 def public_env(extra_index: str) -> dict:
@@ -94,8 +91,11 @@ def case(python: str, light: bool, work: Path, env: dict) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    python = argv[0] if argv else ("/usr/bin/python3.11" if Path("/usr/bin/python3.11").exists()
-                                   else "python3.11")
+    python = (
+        argv[0]
+        if argv
+        else ("/usr/bin/python3.11" if Path("/usr/bin/python3.11").exists() else "python3.11")
+    )
     work = Path(tempfile.mkdtemp(prefix="install-public-"))
     try:
         with wheel_index(torch_wheel(work / "wheel")) as url:

@@ -2,9 +2,12 @@
 
 Usage: python benchmarks/python_versions.py [PYTHON ...]   (default: pyenv's 3.12 and 3.13)
 
-For each interpreter: a fresh venv, `PYTHON=<venv python> bash install.sh` (the README's install
-command: the hash-checked lock of that Python, then the package), then `python -m pytest
-tests/unit -q` with that venv's Python. Run it from a clean clone (it installs the clone).
+For each interpreter: `PYTHON=<python> VENV=<fresh dir> bash install.sh` (the README's install
+command: a venv, the hash-checked lock of that Python, then the package), then `python -m
+pytest tests/unit -q` with that venv's Python. pip uses this machine's own configuration (on
+the reference machine: local mirrors of PyPI); the indexes pip printed are recorded. For an
+install from public indexes only, see install_public.py. Run it from a clean clone (it
+installs the clone).
 Writes results/python_versions.{md,json}: exit codes, install and test times, venv sizes,
 and the pytest summary line.
 """
@@ -16,6 +19,7 @@ import glob
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -36,16 +40,20 @@ def timed(argv, **kw) -> tuple[int, float, str]:
 
 
 def du_mb(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) >> 20
+    """Size of a tree in MB (files, not the links a venv has to its Python)."""
+    return (
+        sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink()) >> 20
+    )
 
 
 def check(python: str, work: Path) -> dict:
     venv = work / f"venv-{Path(python).parent.parent.name}"
-    subprocess.run([python, "-m", "venv", str(venv)], check=True)
     py = str(venv / "bin" / "python")
-    version = subprocess.run([py, "-V"], capture_output=True, text=True).stdout.strip()
-    code, install_s, out = timed(["bash", "install.sh"], cwd=ROOT, env={**os.environ, "PYTHON": py})
+    version = subprocess.run([python, "-V"], capture_output=True, text=True).stdout.strip()
+    env = {**os.environ, "PYTHON": python, "VENV": str(venv)}
+    code, install_s, out = timed(["bash", "install.sh"], cwd=ROOT, env=env)
     row = {"python": version, "install_rc": code, "install_s": install_s, "venv_mb": du_mb(venv)}
+    row["indexes"] = sorted(set(re.findall(r"Looking in indexes: (.+)", out))) or ["PyPI"]
     if code != 0:
         row["install_tail"] = out[-2000:]
         return row

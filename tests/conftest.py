@@ -27,15 +27,24 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-def pypi_reachable() -> bool:
-    """Whether PyPI answers (tests that install packages need it; they skip, saying so)."""
+def reachable(host: str, port: int) -> bool:
     import socket
 
     try:
-        socket.create_connection(("pypi.org", 443), timeout=5).close()
+        socket.create_connection((host, port), timeout=5).close()
         return True
     except OSError:
         return False
+
+
+def pypi_reachable() -> bool:
+    """Whether PyPI answers (tests that install packages need it; they skip, saying so)."""
+    return reachable("pypi.org", 443)
+
+
+def debian_archive_reachable() -> bool:
+    """Whether Debian's archive answers (the emulated device's pinned packages come from it)."""
+    return reachable("deb.debian.org", 80)
 
 
 @pytest.fixture(scope="session")
@@ -57,6 +66,51 @@ def tiny_model(tmp_path_factory) -> Path:
     (base / "export.log").write_text(log.getvalue())
     (base / "manifest.json").write_text(__import__("json").dumps(manifest))
     return base / "mnn"
+
+
+# ---- the quickstart, run once per test session in a copy of the repository ----------------
+
+
+def tracked_files(root: Path) -> list[str]:
+    import subprocess
+
+    out = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True).stdout
+    return out.split()
+
+
+def copy_repository(root: Path, dest: Path) -> Path:
+    """The committed files of the repository (and the ones git is told about), as a user's
+    clone has them."""
+    for name in tracked_files(root):
+        src = root / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def quickstart_repo(tmp_path_factory) -> Path:
+    """A copy of the repository in which the README's `snakemake --cores 4` has run.
+
+    Shared by every test that needs the quickstart's results or its exported model (the
+    README commands, the sweep): the Qwen3-0.6B export and the default experiment run once.
+    The copy's default experiment measures the load before each invocation but does not wait
+    for a quiet machine: tests must pass on a busy one (the quiet gate is tested apart).
+    """
+    import subprocess
+
+    import yaml
+
+    repo = copy_repository(ROOT, tmp_path_factory.mktemp("quickstart") / "repo")
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config["bench"]["quiet_timeout_s"] = 0
+    (repo / "config" / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True))
+    proc = subprocess.run(
+        snakemake_argv("--cores", "4"), cwd=repo, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return repo
 
 
 # ---- adb: the real adb server from the adbutils wheel, and a loopback phone ---------------

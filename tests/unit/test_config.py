@@ -215,3 +215,17 @@ def test_the_config_catalog_is_generated_from_the_schema(root):
     assert (root / "config" / "README.md").read_text() == expected, (
         "regenerate: PYTHONPATH=workflow/scripts python -m mnnrepro.config > config/README.md"
     )
+
+
+def test_params_from_the_config_do_not_depend_on_the_yamls_key_order():
+    """Snakemake reruns a rule whose param prints differently; a model spec written in another
+    key order must not export the model again (it did: tests/workflow's sweep beside the
+    quickstart)."""
+    from mnnrepro.config import canonical
+
+    one = yaml.safe_load("m: {synthetic: {shape: qwen3-0.6b, seed: 0, quant_bit: 4}}")
+    two = yaml.safe_load("m: {synthetic: {quant_bit: 4, seed: 0, shape: qwen3-0.6b}}")
+    assert repr(one) != repr(two)  # what Snakemake compared
+    assert repr(canonical(one)) == repr(canonical(two))
+    assert canonical({"l": [{"b": 1, "a": 2}]}) == {"l": [{"a": 2, "b": 1}]}
+    assert list(canonical({"l": [{"b": 1, "a": 2}]})["l"][0]) == ["a", "b"]

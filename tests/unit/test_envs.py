@@ -127,28 +127,47 @@ def test_a_missing_package_is_reported_with_the_rules_that_need_it(tmp_path, mon
 PIP = [sys.executable, "-m", "pip"]
 
 
-@pytest.mark.network
-@pytest.mark.parametrize("env", ENVS)
-def test_env_installs_alone_and_imports_its_rules(root, env, tmp_path):
-    """The env's pip part, hash-checked, into a venv without the host's packages, then every
-    module its rules reach (our package's modules and the third-party ones they import, lazily
-    imported ones included) imported there with `python -I` (no PYTHONPATH, no user site)."""
+@pytest.fixture(scope="module")
+def env_venvs(root, tmp_path_factory) -> dict:
+    """env -> (a fresh venv with the env's pip part installed, pip's exit code and stderr).
+
+    The four installs run at once (they wait mostly on downloads and unpacking)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     if not pypi_reachable():
         pytest.skip("needs the network (PyPI) to install the env's packages")
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    reqs = tmp_path / "requirements.txt"
-    reqs.write_text("\n".join(closure.env_pip_part((root / "envs" / env).read_text())))
-    if reqs.read_text().strip():
+    base = tmp_path_factory.mktemp("env-venvs")
+
+    def install(env: str):
+        venv = base / env.removesuffix(".yaml")
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        reqs = base / f"{env}.txt"
+        reqs.write_text("\n".join(closure.env_pip_part((root / "envs" / env).read_text())))
+        if not reqs.read_text().strip():
+            return venv, 0, ""
+        target = ["--python", str(venv / "bin" / "python")]
         proc = subprocess.run(
-            [*PIP, "--python", str(python), "install", "-q", "--require-hashes", "-r", reqs],
+            [*PIP, *target, "install", "-q", "--require-hashes", "-r", str(reqs)],
             capture_output=True,
             text=True,
             check=False,
             env={**os.environ, "PIP_RETRIES": "0"},  # an index that is not reachable, once
         )
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        return venv, proc.returncode, proc.stderr
+
+    with ThreadPoolExecutor(len(ENVS)) as pool:
+        return dict(zip(ENVS, pool.map(install, ENVS), strict=True))
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("env", ENVS)
+def test_env_installs_alone_and_imports_its_rules(root, env, env_venvs, tmp_path):
+    """The env's pip part, hash-checked, into a venv without the host's packages, then every
+    module its rules reach (our package's modules and the third-party ones they import, lazily
+    imported ones included) imported there with `python -I` (no PYTHONPATH, no user site)."""
+    venv, code, stderr = env_venvs[env]
+    assert code == 0, stderr[-3000:]
+    python = venv / "bin" / "python"
     needed = closure.env_closure(env)
     modules = sorted(needed.modules) + sorted(needed.third_party)
     probe = (

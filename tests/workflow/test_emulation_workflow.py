@@ -7,9 +7,17 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import yaml
-from conftest import run_snakemake
+from conftest import debian_archive_reachable, pypi_reachable, run_snakemake
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.network,
+    pytest.mark.skipif(
+        not (debian_archive_reachable() and pypi_reachable()),
+        reason="needs the network: the emulated device's pinned packages come from Debian's "
+        "archive and PyPI",
+    ),
+]
 KEEP = ["host", "qemu-no-sme", "qemu-sme2-vl256", "qemu-sme2-vl512"]
 
 

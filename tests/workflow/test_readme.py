@@ -1,26 +1,41 @@
-"""README as a user reads it: every link and every repository path it names is a committed
-file, and every command it shows for the default experiment runs exactly as written after the
-quickstart (in a copy of the repository, so nothing here is touched; the copy's default config
-does not wait for a quiet machine, see below)."""
+"""README and docs/ as a user reads them: every link and every repository path they name is a
+committed file, and every `snakemake` command they show runs as written after the quickstart
+(in the session's copy of the repository, `quickstart_repo`, so nothing here is touched).
+
+Commands that need what a test machine lacks run as a dry run (`-n` added: the phone, the
+network fetches of the emulated check, a Slurm cluster) or are skipped, saying why (conda, a
+local MNN checkout, a placeholder such as `<archive>`). A command that measures again
+(`--config remeasure=...`) also runs as a dry run: measuring twice proves nothing the unit test
+of re-measurement (tests/unit/test_bench.py) does not, and would double the test time."""
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-import yaml
+from conftest import tracked_files
 
-DOCS = ["README.md", "benchmarks/README.md", "locks/README.md", "config/README.md"]
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [
+    "README.md",
+    "benchmarks/README.md",
+    "locks/README.md",
+    "config/README.md",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),
+]
 TOP = ("benchmarks/", "config/", "workflow/", "tests/", "locks/", "envs/", "profiles/", ".ci/")
+TOP += ("docs/",)
 
 
 def tracked(root) -> set[str]:
-    out = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True).stdout
-    files = set(out.split())
+    files = set(tracked_files(root))
     dirs = {str(p) for f in files for p in __import__("pathlib").PurePosixPath(f).parents}
     return files | dirs
 
@@ -41,57 +56,87 @@ def test_every_link_and_path_in_the_docs_is_a_committed_file(root, doc):
     base = (root / doc).parent.relative_to(root)
     missing = []
     # beside a doc in a sub-directory, `results/...` is that directory's (benchmarks/results/)
-    prefixes = TOP if str(base) == "." else (*TOP, "results/")
+    prefixes = TOP if str(base) in (".", "docs") else (*TOP, "results/")
     for name in sorted(named_paths((root / doc).read_text(), prefixes)):
-        candidates = {name, str((base / name).as_posix()).removeprefix("./")}
+        candidates = {name, posixpath.normpath((base / name).as_posix())}
         if not candidates & files:
             missing.append(name)
     assert missing == [], f"{doc} names files that are not committed: {missing}"
 
 
-def readme_commands(root) -> list[str]:
-    """The snakemake commands of README's 'Useful commands' table, in order."""
-    text = (root / "README.md").read_text()
-    table = text.split("## Useful commands", 1)[1].split("\n\n", 2)[1]
-    return [c for c in re.findall(r"`([^`]+)`", table) if c.startswith("snakemake")]
+def documented_commands(root) -> list[str]:
+    """Every `snakemake` command of README.md and docs/*.md (code spans and code-block lines,
+    comments cut), in order, each once."""
+    commands = []
+    for doc in ["README.md", *sorted(str(p) for p in (root / "docs").glob("*.md"))]:
+        text = (root / doc).read_text()
+        spans = re.findall(r"`(snakemake[^`]*)`", text)
+        blocks = re.findall(r"(?m)^(snakemake .*?)(?:\s+#.*)?$", text)
+        for command in [*spans, *blocks]:
+            command = command.strip()
+            if command not in commands:
+                commands.append(command)
+    return commands
+
+
+def how_to_run(command: str) -> str:
+    """'run', 'dry-run', or 'skip: <why>'."""
+    if re.search(r"<[^>]+>|my\.yaml", command):
+        return "skip: a placeholder the reader fills in"
+    if "/path/to/MNN" in command:
+        return "skip: needs a local MNN checkout (benchmarks/real_mnn.py runs these configs)"
+    if "--sdm conda" in command and shutil.which("conda") is None:
+        return "skip: needs conda"
+    if " -n" in f" {command}" or command.startswith("snakemake --lint"):
+        return "run"
+    dry = ("config/paper.yaml", "config/emulated-", "profiles/slurm", "remeasure=", "--sdm conda")
+    if any(marker in command for marker in dry):
+        return "dry-run"
+    return "run"
+
+
+def test_commands_are_classified_as_intended():
+    assert how_to_run("snakemake --cores 4") == "run"
+    assert how_to_run("snakemake --cores 4 --configfile config/paper.yaml") == "dry-run"
+    assert how_to_run("snakemake --cores 1 --config replay=<archive>").startswith("skip")
+    assert how_to_run("snakemake --cores 4 --config remeasure=2026-11-30") == "dry-run"
 
 
 @pytest.mark.slow
-def test_every_readme_command_runs_as_written_after_the_quickstart(root, tmp_path):
-    repo = tmp_path / "repo"
-    for name in tracked(root):
-        src = root / name
-        if src.is_file():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, repo / name)
-    # The copy's default experiment measures the load before each invocation but does not
-    # wait for a quiet machine: tests must pass on a busy one (the gate is tested apart).
-    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
-    config["bench"]["quiet_timeout_s"] = 0
-    (repo / "config" / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True))
-    env_bin = str(__import__("pathlib").Path(sys.executable).parent)
+def test_every_documented_command_runs_as_written_after_the_quickstart(quickstart_repo):
+    repo = quickstart_repo
+    env_bin = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": f"{env_bin}:{os.environ['PATH']}"}
 
-    def run(command: str):
+    def run(command: str, dry: bool):
         argv = shlex.split(command)
         if argv[0] == "snakemake":
-            argv = [sys.executable, "-m", "snakemake", *argv[1:]]
+            argv = [sys.executable, "-m", "snakemake", *(["-n"] if dry else []), *argv[1:]]
         proc = subprocess.run(
             argv if "&&" not in command else ["bash", "-c", command],
             cwd=repo,
             capture_output=True,
             text=True,
-            env={
-                **__import__("os").environ,
-                "PATH": f"{env_bin}:{__import__('os').environ['PATH']}",
-            },
+            env=env,
             check=False,
         )
         assert proc.returncode == 0, f"$ {command}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
         return proc
 
-    run("snakemake --cores 4")  # the quickstart
-    commands = readme_commands(root)
-    assert len(commands) >= 9
+    commands = documented_commands(ROOT)
+    assert len(commands) >= 15
+    ran = {"run": [], "dry-run": [], "skip": []}
     for command in commands:
-        run(command)
+        how = how_to_run(command)
+        ran[how.split(":")[0]].append(command)
+        if how.startswith("skip"):
+            continue
+        proc = run(command, dry=how == "dry-run")
+        if "remeasure=" in command:  # the dry run plans the benchmark again, it is not a no-op
+            assert "run_bench" in proc.stdout
+    assert len(ran["run"]) >= 10 and len(ran["dry-run"]) >= 4
     assert (repo / "report.html").stat().st_size > 10_000
+    archive = repo / "results" / "quickstart" / "quickstart-archive.tar.gz"
+    assert archive.stat().st_size > 10_000  # `snakemake --cores 1 archive`
+    replayed = repo / "results" / "replay" / "host-sme2-archive" / "summary.md"
+    assert "no difference" in replayed.read_text()  # the README's replay command

@@ -260,15 +260,18 @@ def test_the_shipped_archive_of_real_mnn_builds_replays_to_its_own_summary(root,
 SWEEP = "tests/workflow/config-sweep.yaml"
 
 
-def test_a_sweep_runs_every_point_and_explains_the_gain(root, tmp_path):
+def test_a_sweep_runs_every_point_and_explains_the_gain(quickstart_repo, tmp_path):
     """config-sweep.yaml: the quickstart's model (Qwen3-0.6B dimensions), P in {64, 256} and
     threads in {1, 2}: around the main point (P 64, 1 thread) that is two more comparisons,
     each its own; the bandwidth probe, the ceiling and the sweep's plot and tables reach the
-    report."""
-    run_snakemake(
-        root, "--cores", "2", "--configfile", str(root / SWEEP), "--directory", str(tmp_path)
-    )
-    out = tmp_path / "results" / "sweep"
+    report. It runs beside the quickstart, in its copy of the repository, on the model the
+    quickstart exported (one export of Qwen3-0.6B per test session)."""
+    repo = quickstart_repo
+    export_log = repo / "logs" / "export_mnn_model" / "synth-qwen3-06b.log"
+    exported_at = export_log.stat().st_mtime
+    run_snakemake(repo, "--cores", "2", "--configfile", SWEEP)
+    assert export_log.stat().st_mtime == exported_at  # the model was not made again
+    out = repo / "results" / "sweep"
     summary = pd.read_csv(out / "sweep" / "summary.csv")
     assert sorted(set(summary["point"])) == ["main", "p256-n8-t-", "p64-n8-t2"]
     keyed = summary.set_index(["point", "phase"])
@@ -296,27 +299,16 @@ def test_a_sweep_runs_every_point_and_explains_the_gain(root, tmp_path):
     for section in ("## Explaining the gain", "### Sweep", "### Energy per token"):
         assert section in report
     assert "prefill gain > decode gain" in report and "decode near its ceiling" in report
-    again = run_snakemake(
-        root, "--cores", "2", "--configfile", str(root / SWEEP), "--directory", str(tmp_path)
-    )
+    again = run_snakemake(repo, "--cores", "2", "--configfile", SWEEP)
     assert "Nothing to be done" in again.stdout + again.stderr
 
     # the archive holds the sweep's and the ceiling's records: a replay derives the same tables
-    run_snakemake(
-        root,
-        "archive",
-        "--cores",
-        "2",
-        "--configfile",
-        str(root / SWEEP),
-        "--directory",
-        str(tmp_path),
-    )
+    run_snakemake(repo, "archive", "--cores", "2", "--configfile", SWEEP)
     replay_dir = tmp_path / "replay"
     replay_dir.mkdir()
     archive = out / "sweep-archive.tar.gz"
     run_snakemake(
-        root, "--cores", "1", "--directory", str(replay_dir), "--config", f"replay={archive}"
+        repo, "--cores", "1", "--directory", str(replay_dir), "--config", f"replay={archive}"
     )
     replayed = replay_dir / "results" / "replay" / "sweep-archive"
     for name in ("sweep/summary.csv", "mechanism.csv", "summary.md"):

@@ -5,9 +5,9 @@ STATISTICS_PARAMS = dict(
     experiment=EXPERIMENT,
     raw_roots=RAW_ROOTS,
     max_other_load=config["bench"]["max_other_load"],
-    comparison=config["comparison"],
-    stats=config["stats"],
-    bench=config["bench"],
+    comparison=canonical(config["comparison"]),
+    stats=canonical(config["stats"]),
+    bench=canonical(config["bench"]),
     code=ANALYSIS_CODE,
 )
 
@@ -25,8 +25,8 @@ rule check_validity:
     conda:
         "../../envs/analysis.yaml"
     params:
-        comparison=config["comparison"],
-        correctness=config["correctness"],
+        comparison=canonical(config["comparison"]),
+        correctness=canonical(config["correctness"]),
         variants=get_variant_specs,
         code=ANALYSIS_CODE,
     message:
@@ -80,7 +80,7 @@ rule compute_summary:
         "../../envs/analysis.yaml"
     params:
         **STATISTICS_PARAMS,
-        variants=config["variants"],
+        variants=canonical(config["variants"]),
     message:
         "Speedups with paired bootstrap CIs and claim verdicts"
     script:
@@ -156,8 +156,8 @@ rule explain_gain:
         "../../envs/analysis.yaml"
     params:
         experiment=EXPERIMENT,
-        comparison=config["comparison"],
-        stats=config["stats"],
+        comparison=canonical(config["comparison"]),
+        stats=canonical(config["stats"]),
         code=ANALYSIS_CODE,
     message:
         "Decode ceiling, prefill arithmetic and energy per token (mechanism.csv)"

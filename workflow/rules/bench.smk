@@ -49,9 +49,9 @@ rule run_greedy:
     params:
         device=get_device_spec,
         variants=get_variant_specs,
-        correctness=config["correctness"],
+        correctness=canonical(config["correctness"]),
         image_names=list(PROMPT_IMAGES),
-        comparison=config["comparison"],
+        comparison=canonical(config["comparison"]),
         timeout_s=config["bench"]["timeout_s"],
         prompt_tokens=config["bench"]["prompt_tokens"],  # the gate runs the benchmark's settings
     message:
@@ -146,7 +146,7 @@ rule measure_bandwidth:
     params:
         device=get_device_spec,
         engine_names=probed_engines,
-        bandwidth=config["bandwidth"],
+        bandwidth=canonical(config["bandwidth"]),
         variant_threads=VARIANT_THREADS,
         bench=MAIN_BENCH,  # its quiet gate
     message:

@@ -10,7 +10,7 @@ rule fetch_ndk:
     conda:
         "../../envs/analysis.yaml"
     params:
-        pin=config["toolchains"].get("ndk", {}),
+        pin=canonical(config["toolchains"].get("ndk", {})),
     message:
         "Providing Android NDK {wildcards.version} (an installed NDK of the pinned revision, else the pinned download)"
     script:

@@ -16,6 +16,7 @@ from mnnrepro.files import code_digest  # noqa: E402
 from mnnrepro.build.records import engine_key, source_key  # noqa: E402
 from mnnrepro.config import (  # noqa: E402
     ConfigError,
+    canonical,
     use_this_package,
     check as check_config,
     check_config_files,
@@ -102,7 +103,7 @@ SWEEP = sweep_points(config)
 # Every thread count a variant runs with: the bandwidth probe runs at each (and on every core).
 VARIANT_THREADS = sorted(set(thread_nums(config["variants"]).values()))
 # What a benchmark measures at the main point (the sweep's lists are not part of it).
-MAIN_BENCH = {k: v for k, v in config["bench"].items() if k != "sweep"}
+MAIN_BENCH = canonical({k: v for k, v in config["bench"].items() if k != "sweep"})
 if REPLAY:  # what explains the gain is re-derived where the archive holds its records
     from mnnrepro.archive.replay import archived_names  # noqa: E402
 
@@ -194,7 +195,7 @@ def get_mechanism_outputs(wildcards):
 
 
 def get_model_spec(wildcards):
-    return config["models"][wildcards.model]
+    return canonical(config["models"][wildcards.model])
 
 
 def get_checkpoint(wildcards):
@@ -209,7 +210,7 @@ def get_checkpoint(wildcards):
 
 
 def get_engine_spec(wildcards):
-    return config["engines"][ENGINE_OF_KEY[wildcards.engine]]
+    return canonical(config["engines"][ENGINE_OF_KEY[wildcards.engine]])
 
 
 def engine_name(wildcards):
@@ -217,11 +218,11 @@ def engine_name(wildcards):
 
 
 def get_device_spec(wildcards):
-    return config["devices"][wildcards.device]
+    return canonical(config["devices"][wildcards.device])
 
 
 def get_variant_specs(wildcards):
-    return run_variants(config)
+    return canonical(run_variants(config))
 
 
 # the pairs whose CIs precision on demand watches: the compared ones and the A/A control
@@ -349,11 +350,11 @@ def get_bandwidth_files(wildcards):
 
 
 def get_point_bench(wildcards):
-    return point_bench(MAIN_BENCH, SWEEP[wildcards.point])
+    return canonical(point_bench(MAIN_BENCH, SWEEP[wildcards.point]))
 
 
 def get_point_variants(wildcards):
-    return point_variants(run_variants(config), SWEEP[wildcards.point])
+    return canonical(point_variants(run_variants(config), SWEEP[wildcards.point]))
 
 
 def get_sweep_indexes(wildcards):

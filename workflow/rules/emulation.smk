@@ -10,7 +10,7 @@ rule fetch_emulation_userland:
     conda:
         "../../envs/analysis.yaml"
     params:
-        pins=config["toolchains"].get("emulation", {}),
+        pins=canonical(config["toolchains"].get("emulation", {})),
     message:
         "Fetching QEMU (Debian unstable) and the arm64 userland (pinned, verified)"
     script:

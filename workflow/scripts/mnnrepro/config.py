@@ -215,6 +215,20 @@ def reserved_name_clashes(config: dict) -> list[str]:
 SWEEP_KEYS = ("prompt_tokens", "generate_tokens", "thread_num")
 
 
+def canonical(value):
+    """A config value with every mapping's keys in sorted order (lists keep theirs).
+
+    Snakemake reruns a rule when a param's value prints differently from the last run, and a
+    dict prints its keys in the order the YAML had them: the same model spec written in
+    another order would export the model again. Params built from the config go through
+    this, so only a change of value reruns a rule."""
+    if isinstance(value, dict):
+        return {key: canonical(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [canonical(item) for item in value]
+    return value
+
+
 def thread_nums(variants: dict) -> dict[str, int]:
     """Variant -> the thread count it runs with (llm_bench's default where it sets none)."""
     return {
