@@ -70,7 +70,7 @@ def documented_commands(root) -> list[str]:
     commands = []
     for doc in ["README.md", *sorted(str(p) for p in (root / "docs").glob("*.md"))]:
         text = (root / doc).read_text()
-        spans = re.findall(r"`(snakemake[^`]*)`", text)
+        spans = re.findall(r"`(snakemake [^`]+)`", text)  # a bare `snakemake` is a name
         blocks = re.findall(r"(?m)^(snakemake .*?)(?:\s+#.*)?$", text)
         for command in [*spans, *blocks]:
             command = command.strip()
