@@ -65,6 +65,8 @@ def main() -> int:
         "summary": summary.strip("= "),
         "slowest": slowest,
     }
+    if not summary:  # pytest ended before its summary (a collection error): say why
+        result["tail"] = (proc.stdout + proc.stderr)[-3000:]
     md = [
         "# The README's test command on a clean clone",
         "",

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from importlib import metadata
 
-from mnnrepro.models.export import REQUIRED_FILES, RUNNER, export_model
+from mnnrepro.models.export import RUNNER, export_model
+from mnnrepro.models.mnn_files import REQUIRED_FILES
 from mnnrepro.models.synthetic import SHAPES, make_model
 from mnnrepro.runs.staging import RUNNER as RUNNER_PATH
 
