@@ -64,6 +64,7 @@ def main() -> int:
         "exit_code": proc.returncode,
         "summary": summary.strip("= "),
         "slowest": slowest,
+        "failed": [line for line in lines if line.startswith(("FAILED", "ERROR"))],
     }
     if not summary:  # pytest ended before its summary (a collection error): say why
         result["tail"] = (proc.stdout + proc.stderr)[-3000:]
@@ -75,6 +76,7 @@ def main() -> int:
         "",
         f"- time: **{seconds} s** (goal ≤ {GOAL_S} s), exit code {proc.returncode}",
         f"- pytest: {result['summary']}",
+        *[f"- {line}" for line in result["failed"]],
         "",
         "Slowest tests:",
         "",

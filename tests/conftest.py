@@ -14,6 +14,25 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))  # loopback_adbd
 
 
+def _temp_dir_per_worker() -> None:
+    """Each pytest-xdist worker stands for a machine of its own: its own temp directory, so the
+    device locks (under the temp directory, keyed by the host) of one worker's runs do not
+    hold up the other's. Within a worker, the locks work as on a user's machine (and are
+    tested there, tests/unit/test_device_lock.py)."""
+    import os
+    import tempfile
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        path = Path(tempfile.gettempdir()) / f"mnnrepro-tests-{os.getppid()}-{worker}"
+        path.mkdir(parents=True, exist_ok=True)
+        os.environ["TMPDIR"] = str(path)
+        tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+
+
+_temp_dir_per_worker()
+
+
 def pytest_addoption(parser):
     parser.addoption("--run-device", action="store_true", help="run tests that need a phone")
 

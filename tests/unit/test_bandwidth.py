@@ -20,6 +20,9 @@ from mnnrepro.runs.bandwidth import (
     probe_threads,
 )
 
+# its module-scoped fixture is built once: every test of the module on one worker
+pytestmark = pytest.mark.xdist_group("host-probe")
+
 SETTINGS = {"buffer_mib": 32, "threads": 0, "repetitions": 4, "timeout_s": 60}
 QUIET = {"max_other_load": None}
 

@@ -22,6 +22,9 @@ from conftest import ROOT, pypi_reachable, run_snakemake, snakemake_rules
 sys.path.insert(0, str(ROOT / "envs"))
 import closure
 
+# its module-scoped fixture is built once: every test of the module on one worker
+pytestmark = pytest.mark.xdist_group("env-venvs")
+
 NEEDS_NO_ENV = {"all", "archive", "build_all", "models_all", "runs_all", "analysis_all"}  # targets
 ENVS = sorted(closure.env_rules())
 

@@ -15,6 +15,9 @@ from mnnrepro.config import ConfigError, prompt_images
 from mnnrepro.models.export import export_model
 from mnnrepro.models.mnn_files import is_vision_model, missing_files
 
+# its module-scoped fixture is built once: every test of the module on one worker
+pytestmark = pytest.mark.xdist_group("tiny-vl")
+
 GATE = {
     "prompts": ["hello world"],
     "image_prompts": [{"image": "config/images/test-card.png", "text": "Describe this image."}],

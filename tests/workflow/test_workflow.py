@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from conftest import run_snakemake
 
-pytestmark = pytest.mark.slow
+# tiny_run is module-scoped: every test of the module on one worker (but the sweep, below)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny-run")]
 
 TINY = "tests/workflow/config-tiny.yaml"
 
@@ -260,6 +261,7 @@ def test_the_shipped_archive_of_real_mnn_builds_replays_to_its_own_summary(root,
 SWEEP = "tests/workflow/config-sweep.yaml"
 
 
+@pytest.mark.xdist_group("quickstart")  # shares the session's quickstart run
 def test_a_sweep_runs_every_point_and_explains_the_gain(quickstart_repo, tmp_path):
     """config-sweep.yaml: the quickstart's model (Qwen3-0.6B dimensions), P in {64, 256} and
     threads in {1, 2}: around the main point (P 64, 1 thread) that is two more comparisons,
