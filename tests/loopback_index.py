@@ -9,6 +9,7 @@ lock's, exactly as it would from PyTorch's index.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import html
 import http.server
@@ -116,6 +117,7 @@ def installable(filename: str, python: str) -> bool:
     return bool(file_tags & supported)
 
 
+@functools.cache
 def index_files(name: str) -> list[dict]:
     request = urllib.request.Request(
         f"https://pypi.org/simple/{name}/",
@@ -128,7 +130,7 @@ def index_files(name: str) -> list[dict]:
 def index_problems(lock: Path, pythons: list[str]) -> list[str]:
     """What PyPI does not serve of a lock: unknown hashes, no installable file per Python."""
     entries = {k: v for k, v in lock_hashes(lock).items() if "+" not in k[1]}  # local builds
-    with ThreadPoolExecutor(8) as pool:
+    with ThreadPoolExecutor(16) as pool:
         pages = dict(zip(entries, pool.map(lambda k: index_files(k[0]), entries), strict=True))
     problems = []
     for (name, version), hashes in sorted(entries.items()):

@@ -134,7 +134,8 @@ PIP = [sys.executable, "-m", "pip"]
 def env_venvs(root, tmp_path_factory) -> dict:
     """env -> (a fresh venv with the env's pip part installed, pip's exit code and stderr).
 
-    The four installs run at once (they wait mostly on downloads and unpacking)."""
+    The four installs run at once (they wait mostly on downloads and unpacking), without
+    compiling bytecode (the imports below compile what they load)."""
     from concurrent.futures import ThreadPoolExecutor
 
     if not pypi_reachable():
@@ -150,7 +151,7 @@ def env_venvs(root, tmp_path_factory) -> dict:
             return venv, 0, ""
         target = ["--python", str(venv / "bin" / "python")]
         proc = subprocess.run(
-            [*PIP, *target, "install", "-q", "--require-hashes", "-r", str(reqs)],
+            [*PIP, *target, "install", "-q", "--no-compile", "--require-hashes", "-r", str(reqs)],
             capture_output=True,
             text=True,
             check=False,

@@ -1,0 +1,69 @@
+"""A sweep beside the quickstart, on the quickstart's exported model (Qwen3-0.6B dimensions)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from conftest import run_snakemake
+
+# shares the session's quickstart run (its copy of the repository and exported model)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("quickstart")]
+
+SWEEP = "tests/workflow/config-sweep.yaml"
+
+
+def test_a_sweep_runs_every_point_and_explains_the_gain(quickstart_repo, tmp_path):
+    """config-sweep.yaml: the quickstart's model (Qwen3-0.6B dimensions), P in {64, 256} and
+    threads in {1, 2}: around the main point (P 64, 1 thread) that is two more comparisons,
+    each its own; the bandwidth probe, the ceiling and the sweep's plot and tables reach the
+    report. It runs beside the quickstart, in its copy of the repository, on the model the
+    quickstart exported (one export of Qwen3-0.6B per test session)."""
+    repo = quickstart_repo
+    export_log = repo / "logs" / "export_mnn_model" / "synth-qwen3-06b.log"
+    exported_at = export_log.stat().st_mtime
+    run_snakemake(repo, "--cores", "2", "--configfile", SWEEP)
+    assert export_log.stat().st_mtime == exported_at  # the model was not made again
+    out = repo / "results" / "sweep"
+    summary = pd.read_csv(out / "sweep" / "summary.csv")
+    assert sorted(set(summary["point"])) == ["main", "p256-n8-t-", "p64-n8-t2"]
+    keyed = summary.set_index(["point", "phase"])
+    assert keyed.loc[("p64-n8-t2", "decode"), "thread_num"] == 2
+    assert keyed.loc[("p256-n8-t-", "prefill"), "prompt_tokens"] == 256
+    assert keyed.loc[("main", "prefill"), "thread_num"] == 1
+    assert (summary["n_pairs"] == 2).all()  # every point ran its own interleaved blocks
+    raw = out / "sweep" / "raw" / "host" / "synth-qwen3-06b"
+    assert sorted(p.name for p in raw.iterdir()) == ["p256-n8-t-", "p64-n8-t2"]
+    sweep_bench = pd.read_csv(out / "sweep" / "bench.csv")
+    assert set(sweep_bench[sweep_bench["point"] == "p64-n8-t2"]["thread_num"]) == {2}
+    for chart in ("sweep.png", "sweep.html"):
+        assert (out / "plots" / chart).stat().st_size > 0
+    bandwidth = json.loads((out / "bandwidth" / "host.json").read_text())
+    # at the variants' 1 thread and on both cores
+    assert [m["threads"] for m in bandwidth["measurements"]] == [1, 2]
+    for measured in bandwidth["measurements"]:
+        assert len(measured["samples"]) == 5
+        assert all(s["gb_per_s"] > 0 for s in measured["samples"])
+    mechanism = pd.read_csv(out / "mechanism.csv")
+    assert (mechanism["bandwidth_threads"] == 1).all()
+    assert (mechanism["decode_ceiling_share"] > 0).all()
+    assert (mechanism["decode_bytes_per_token"] > 0).all()
+    report = (out / "summary.md").read_text()
+    for section in ("## Explaining the gain", "### Sweep", "### Energy per token"):
+        assert section in report
+    assert "prefill gain > decode gain" in report and "decode near its ceiling" in report
+    again = run_snakemake(repo, "--cores", "2", "--configfile", SWEEP)
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+    # the archive holds the sweep's and the ceiling's records: a replay derives the same tables
+    run_snakemake(repo, "archive", "--cores", "2", "--configfile", SWEEP)
+    replay_dir = tmp_path / "replay"
+    replay_dir.mkdir()
+    archive = out / "sweep-archive.tar.gz"
+    run_snakemake(
+        repo, "--cores", "1", "--directory", str(replay_dir), "--config", f"replay={archive}"
+    )
+    replayed = replay_dir / "results" / "replay" / "sweep-archive"
+    for name in ("sweep/summary.csv", "mechanism.csv", "summary.md"):
+        assert (replayed / name).read_text() == (out / name).read_text(), name
