@@ -202,3 +202,51 @@ def test_a_replay_validates_the_archived_config_like_a_live_one(root, tmp_path, 
     assert proc.returncode != 0
     assert f"--config replay={tmp_path / 'a.tar.gz'}: " in proc.stdout + proc.stderr
     assert key in proc.stdout + proc.stderr
+
+
+def with_member_replaced(src, dest, name, data):
+    """The same archive with one member's bytes changed after packing (MANIFEST unchanged)."""
+    with tarfile.open(src) as old, tarfile.open(dest, "w:gz") as new:
+        for info in old.getmembers():
+            body = old.extractfile(info).read()
+            if info.name == name:
+                body = data
+                info.size = len(body)
+            new.addfile(info, io.BytesIO(body))
+
+
+def test_an_edited_member_is_named_with_its_archive(tmp_path):
+    from mnnrepro.errors import DataError
+
+    write_archive(tmp_path / "a.tar.gz", members())
+    edited = "results/e/devices/host.json"
+    with_member_replaced(tmp_path / "a.tar.gz", tmp_path / "b.tar.gz", edited, b'{"d": 1}')
+    with pytest.raises(DataError) as err:
+        restore_to(tmp_path / "b.tar.gz", tmp_path)
+    assert (
+        str(err.value) == f"{tmp_path / 'b.tar.gz'}: member {edited} does not match MANIFEST.sha256"
+    )
+
+
+@pytest.mark.parametrize(
+    "content", [b"not an archive at all", b"\x1f\x8b\x08 truncated gzip"], ids=["text", "gzip"]
+)
+def test_a_replay_of_something_that_is_no_archive_is_one_line(root, tmp_path, content):
+    """Through Snakemake, as a user meets it: the project's one line naming the file, and no
+    traceback (it was tarfile's ReadError with one)."""
+    from conftest import run_snakemake
+
+    from mnnrepro.archive.replay import archived_names
+    from mnnrepro.errors import DataError
+
+    bad = tmp_path / "results.tar.gz"
+    bad.write_bytes(content)
+    with pytest.raises(DataError, match="not a readable results archive"):
+        archived_names(str(bad))
+    proc = run_snakemake(
+        root, "-n", "--directory", str(tmp_path), "--config", f"replay={bad}", check=False
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"--config replay={bad}: {bad}: not a readable results archive" in out
+    assert "Traceback" not in out and "ReadError" not in out.split("replay=")[0]

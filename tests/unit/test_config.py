@@ -27,8 +27,32 @@ def load(root, rel):
 
 
 @pytest.mark.parametrize("rel", CONFIGS)
-def test_shipped_configs_are_valid(root, rel):
+def test_shipped_configs_are_valid(root, rel, tmp_path, monkeypatch):
+    # a config's local MNN checkout (`../MNN`) is the reader's; here an empty directory
+    (tmp_path / "MNN").mkdir()
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
     check(load(root, rel))
+
+
+def test_a_local_directory_that_is_not_there_is_named_before_any_job(root, tmp_path, monkeypatch):
+    """It passed validation, and the run then failed with Snakemake's "No rule to produce
+    resources/mnn/source.json", naming neither the key nor the path."""
+    monkeypatch.chdir(tmp_path)
+    cfg = load(root, "config/host-sme2.yaml")
+    with pytest.raises(ConfigError, match=r"config key `mnn\.source\.path`: '\.\./MNN' is not a"):
+        check(cfg)
+    proc = run_snakemake(
+        root,
+        "-n",
+        "--configfile",
+        str(root / "config/host-sme2.yaml"),
+        "--directory",
+        str(tmp_path),
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "config key `mnn.source.path`: '../MNN' is not a directory" in proc.stdout + proc.stderr
 
 
 def _set(cfg, dotted, value):
@@ -153,7 +177,9 @@ def test_schema_defaults_are_filled(root):
 )
 def test_whole_dag_dry_run(root, tmp_path, rel, must_run):
     """`snakemake -n` plans every stage from toolchain to report, offline."""
-    proc = run_snakemake(root, "-n", "--configfile", str(root / rel), "--directory", str(tmp_path))
+    work = tmp_path / "work"
+    (tmp_path / "MNN").mkdir()  # where a config's `../MNN` checkout would be
+    proc = run_snakemake(root, "-n", "--configfile", str(root / rel), "--directory", str(work))
     for rule in must_run:
         assert f"\n{rule} " in proc.stdout, rule
 

@@ -83,6 +83,9 @@ def test_a_confident_flip_is_wrong_and_fails():
     assert judged["kind"] == WRONG
     assert "margins 2.6 (reference) and 0.01 (other)" in judged["reason"]
     assert not compare_answers({"answers": [ref]}, {"answers": [other]}, 1.0, 0.25)["passed"]
+    # and no agreement threshold lets it pass (it did: min_agreement 0.5, one token in two)
+    for share in (0.5, 0.0):
+        assert not compare_answers({"answers": [ref]}, {"answers": [other]}, share, 0.25)["passed"]
 
 
 def test_a_near_tie_for_the_reference_but_not_for_the_other_engine_is_wrong():

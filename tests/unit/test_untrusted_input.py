@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -367,4 +368,28 @@ def test_an_experiment_named_like_a_shared_results_directory_is_refused(name):
     config = quickstart()
     config["experiment"] = name
     with pytest.raises(ConfigError, match=rf"^config key `experiment`: '{name}' is the workflow"):
+        check(config)
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("models.m.modelscope.id", "../../etc"),
+        ("models.m.modelscope.id", "MNN/.."),
+        ("models.m.modelscope.revision", "master; rm -rf ~"),
+        ("models.m.modelscope.revision", "../../x"),
+        ("devices.phone.adb.serial", "R5CT1 && reboot"),
+        ("devices.phone.adb.serial", "$(id)"),
+        ("devices.phone.adb.server_host", "127.0.0.1 -a"),
+    ],
+)
+def test_identifiers_that_a_path_or_a_shell_would_misread_are_refused(key, value):
+    """An id or serial whose own grammar has no `..` part or shell character cannot carry
+    one into a download path or an adb command."""
+    config = quickstart()
+    config["models"] = {"m": {"modelscope": {"id": "MNN/Qwen3-0.6B-MNN", "revision": "v1"}}}
+    config["devices"] = {"phone": {"adb": {"serial": "emulator-5554"}}}
+    check(config)  # the sane values pass
+    set_key(config, key, value)
+    with pytest.raises(ConfigError, match=f"config key `{re.escape(key)}`"):
         check(config)

@@ -107,7 +107,10 @@ MAIN_BENCH = canonical({k: v for k, v in config["bench"].items() if k != "sweep"
 if REPLAY:  # what explains the gain is re-derived where the archive holds its records
     from mnnrepro.archive.replay import archived_names  # noqa: E402
 
-    ARCHIVED = archived_names(REPLAY)
+    try:
+        ARCHIVED = archived_names(REPLAY)
+    except ValueError as err:  # a DataError naming the archive and the member
+        raise WorkflowError(f"--config replay={REPLAY}: {err}") from None
     MEASURES_BANDWIDTH = any(n.startswith(f"results/{EXPERIMENT}/bandwidth/") for n in ARCHIVED)
     EXPLAINS = all(f"results/models/{m}/layout.json" in ARCHIVED for m in config["models"])
 else:

@@ -152,6 +152,7 @@ def check_references(config: dict) -> None:
                 f"config key `variants.{name}.env.{var}`: set by the workflow itself "
                 f"(reserved: {sorted(RESERVED_ENV)})"
             )
+    problems += missing_local_paths(config)
     builds = {n: e["build"] for n, e in engines.items() if "build" in e}
     if builds and "source" not in config.get("mnn", {}):
         problems.append(
@@ -190,6 +191,25 @@ def check_references(config: dict) -> None:
 
 # results/<name>/ the workflow itself uses; an experiment of that name would mix with them
 RESERVED_EXPERIMENTS = {"engines", "models", "replay"}
+
+
+def missing_local_paths(config: dict) -> list[str]:
+    """Local directories the config names that do not exist (relative to the working
+    directory): said before any job, naming the key, instead of a rule that cannot run."""
+    named = []
+    source = config.get("mnn", {}).get("source", {})
+    if "path" in source:
+        named.append(("mnn.source.path", source["path"]))
+    for name, spec in config.get("models", {}).items():
+        local = spec.get("export", {}).get("from", {}).get("path")
+        if local is not None:
+            named.append((f"models.{name}.export.from.path", local))
+    return [
+        f"config key `{key}`: {path!r} is not a directory (relative paths are read from the "
+        f"working directory, {os.getcwd()})"
+        for key, path in named
+        if not Path(path).expanduser().is_dir()
+    ]
 
 
 def reserved_name_clashes(config: dict) -> list[str]:

@@ -190,9 +190,10 @@ def compare_answers(
 ) -> dict:
     """baseline/treatment: greedy runner payloads. Returns per-prompt rows and pass/fail.
 
-    A prompt passes when the answers are identical, diverge only at a near-tie
-    (NEAR_TIE_RULE), or agree on at least `min_agreement` of the reference's tokens; an
-    empty answer, a crash, or a confident divergence before that fails.
+    A prompt passes when the answers are identical or diverge only at a near-tie
+    (NEAR_TIE_RULE). A `wrong`, empty or crashed answer always fails. `min_agreement` (a
+    share of the reference's leading tokens) decides only where the records hold no logits to
+    tell rounding from a wrong answer.
     """
     rows = []
     base_answers = {a["prompt"]: a for a in baseline["answers"]}
@@ -202,7 +203,7 @@ def compare_answers(
         ref = base_answers[answer["prompt"]]
         judged = compare_answer(ref, answer, near_tie_sd)
         share = judged["agree"] / max(judged["tokens"], 1)
-        failed_kind = judged["kind"] in (CRASHED, NO_OUTPUT)
+        failed_kind = judged["kind"] in (CRASHED, NO_OUTPUT, WRONG)
         rows.append(
             {
                 "prompt": answer["prompt"],

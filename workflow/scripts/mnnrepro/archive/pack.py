@@ -14,6 +14,7 @@ import os
 import tarfile
 from pathlib import Path
 
+from mnnrepro.errors import DataError
 from mnnrepro.files import check_member_name
 
 
@@ -45,12 +46,16 @@ def write_archive(out: str | os.PathLike, members: dict[str, str | os.PathLike |
     os.replace(tmp, out)
 
 
-def verify_manifest(root: str | os.PathLike) -> None:
-    """Check every file listed in root/MANIFEST.sha256; raise on the first mismatch."""
+def verify_manifest(root: str | os.PathLike, label: str | os.PathLike | None = None) -> None:
+    """Check every file listed in root/MANIFEST.sha256; a DataError naming `label` (the
+    archive; default root) and the member on the first mismatch or missing member."""
     root = Path(root)
+    label = label if label is not None else root
     for line in (root / "MANIFEST.sha256").read_text().splitlines():
         digest, name = line.split("  ", 1)
         check_member_name(name)  # a listed name may not point outside the archive either
+        if not (root / name).is_file():
+            raise DataError(label, f"member {name} is listed in MANIFEST.sha256 but missing")
         actual = hashlib.sha256((root / name).read_bytes()).hexdigest()
         if actual != digest:
-            raise ValueError(f"archive member {name} does not match MANIFEST.sha256")
+            raise DataError(label, f"member {name} does not match MANIFEST.sha256")

@@ -8,6 +8,7 @@ MANIFEST.sha256 lists, with matching hashes, at relative paths inside the archiv
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shutil
 import tarfile
@@ -41,16 +42,31 @@ def manifest_entries(text: str) -> dict[str, str]:
     return entries
 
 
+@contextlib.contextmanager
+def open_archive(archive: str):
+    """The archive as a tarfile; what is not a readable .tar.gz, or lacks a member asked for,
+    is a DataError naming the archive (and the member), not a library's traceback."""
+    try:
+        with tarfile.open(archive) as tar:
+            yield tar
+    except tarfile.TarError as err:
+        raise DataError(archive, f"not a readable results archive (.tar.gz): {err}") from None
+    except KeyError as err:  # extractfile() of a member that is not there
+        raise DataError(archive, f"no member {err.args[0]!r}") from None
+    except OSError as err:
+        raise DataError(archive, f"cannot be read: {err.strerror or err}") from None
+
+
 def archived_names(archive: str) -> set[str]:
     """The member names MANIFEST.sha256 lists (read without extracting anything)."""
-    with tarfile.open(archive) as tar:
+    with open_archive(archive) as tar:
         return set(manifest_entries(tar.extractfile(MANIFEST_NAME).read().decode()))
 
 
 def archived_config(archive: str) -> dict:
     """The archive's resolved config, read without extracting anything else; its bytes must
     match MANIFEST.sha256 (the workflow then validates it like a live config)."""
-    with tarfile.open(archive) as tar:
+    with open_archive(archive) as tar:
         listed = manifest_entries(tar.extractfile(MANIFEST_NAME).read().decode())
         data = tar.extractfile(CONFIG_NAME).read()
     if listed.get(CONFIG_NAME) != hashlib.sha256(data).hexdigest():
@@ -73,13 +89,15 @@ def restore(
     and layout to `models_dir/<model>/`. Returns what was restored."""
     restored = []
     with tempfile.TemporaryDirectory(prefix="replay-") as tmp:
+        with open_archive(archive):  # a readable tarball, else one line naming it
+            pass
         names = set(safe_extract(archive, tmp))
         root = Path(tmp)
         listed = manifest_entries((root / MANIFEST_NAME).read_text())
         unlisted = sorted(n for n in names if n != MANIFEST_NAME and n not in listed)
         if unlisted:
             raise DataError(archive, f"members not in {MANIFEST_NAME}: {unlisted[:5]}")
-        verify_manifest(root)
+        verify_manifest(root, label=archive)
         source = root / "results" / experiment
         for kind in RECORDS:
             if (source / kind).is_dir():
