@@ -127,3 +127,15 @@ def test_unused_flags_parser_reads_cmake_warning():
         "    MNN_CPU_WEIGHT_DEQUANT_GEMM\n    LLM_SUPPORT_VISION\n\n\n-- Build files"
     )
     assert unused_flags(text) == ["MNN_CPU_WEIGHT_DEQUANT_GEMM", "LLM_SUPPORT_VISION"]
+
+
+@pytest.mark.parametrize("tool", ["nm", "objdump"])
+def test_the_kernel_check_fails_naming_a_missing_tool(tmp_path, tool):
+    """Without a disassembler the SME2 kernel count was silently 0, so "the baseline has no
+    SME2 kernels" passed unchecked."""
+    from mnnrepro.build.kernels import sme2_kernels
+    from mnnrepro.errors import ReproError
+
+    (tmp_path / "libMNN.so").write_bytes(b"\x7fELF")
+    with pytest.raises(ReproError, match=f"needs the .* `no-such-{tool}`, which is not installed"):
+        sme2_kernels(tmp_path, **{tool: f"no-such-{tool}"})

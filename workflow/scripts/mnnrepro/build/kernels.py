@@ -49,7 +49,16 @@ def sme2_kernels(engine_dir: str | os.PathLike, nm: str = "nm", objdump: str = "
     layout (`MNNSumByAxisLForMatmul_A_SME2`, `..._Hp64`) into every arm64 build, SME2 OFF
     included. KleidiAI's own SME micro-kernels (`kai_*`, which MNN_SME2=OFF does not remove)
     are listed apart. Where symbols are stripped only the instruction sites can be counted.
+    Both tools must exist: without them no kernel would be found, and "no SME2 kernel in the
+    baseline" would pass unchecked.
     """
+    for role, tool in (("symbol lister", nm), ("disassembler", objdump)):
+        if not shutil.which(tool):
+            raise BuildError(
+                f"the SME2 kernel check needs the {role} `{tool}`, which is not installed "
+                "(binutils for the host; binutils-aarch64-linux-gnu for linux-arm64; the NDK's "
+                "llvm tools for Android)"
+            )
     symbols, functions, sites = set(), {}, 0
     for path in sorted(Path(engine_dir).iterdir()):
         if not path.is_file():
@@ -61,13 +70,12 @@ def sme2_kernels(engine_dir: str | os.PathLike, nm: str = "nm", objdump: str = "
             [nm, "-D", "--defined-only", str(path)], capture_output=True, text=True, check=False
         ).stdout
         symbols.update(SME2_SYMBOL.findall(out))
-        if shutil.which(objdump):
-            dis = subprocess.run(
-                [objdump, "-d", str(path)], capture_output=True, text=True, check=False
-            ).stdout
-            sites += len(SME_INSTRUCTIONS.findall(dis))
-            for name, count in sme_functions(dis).items():
-                functions[name] = functions.get(name, 0) + count
+        dis = subprocess.run(
+            [objdump, "-d", str(path)], capture_output=True, text=True, check=False
+        ).stdout
+        sites += len(SME_INSTRUCTIONS.findall(dis))
+        for name, count in sme_functions(dis).items():
+            functions[name] = functions.get(name, 0) + count
     kleidiai = sorted(f for f in functions if f.startswith("kai_"))  # KleidiAI's, not MNN's
     kernels = sorted(symbols & set(functions) - set(kleidiai))
     return {
@@ -76,7 +84,7 @@ def sme2_kernels(engine_dir: str | os.PathLike, nm: str = "nm", objdump: str = "
         "sme2_named_without_sme": sorted(symbols - set(functions)),
         "kleidiai_sme_functions": kleidiai,
         "sme_instruction_sites": sites,
-        "disassembler": objdump if shutil.which(objdump) else None,
+        "disassembler": objdump,
     }
 
 
