@@ -255,3 +255,14 @@ def test_params_from_the_config_do_not_depend_on_the_yamls_key_order():
     assert repr(canonical(one)) == repr(canonical(two))
     assert canonical({"l": [{"b": 1, "a": 2}]}) == {"l": [{"a": 2, "b": 1}]}
     assert list(canonical({"l": [{"b": 1, "a": 2}]})["l"][0]) == ["a", "b"]
+
+
+def test_a_replay_does_not_need_the_archived_runs_local_directories(root, tmp_path, monkeypatch):
+    """The shipped archive was measured with a checkout at /work/mnn-src: a replay builds
+    nothing, so its config is checked without the local directories (this test failed the
+    replay of the shipped archive in benchmarks/install_public.py before)."""
+    monkeypatch.chdir(tmp_path)
+    cfg = load(root, "config/host-sme2.yaml")
+    check(cfg, local_paths=False)
+    with pytest.raises(ConfigError):
+        check(cfg)

@@ -56,7 +56,7 @@ if REPLAY:
 
     try:
         archived = archived_config(REPLAY)
-        check_config(archived)
+        check_config(archived, local_paths=False)  # a replay builds nothing
     except (ConfigError, ValueError, OSError) as err:
         raise WorkflowError(f"--config replay={REPLAY}: {err}") from None
     config.clear()

@@ -152,7 +152,6 @@ def check_references(config: dict) -> None:
                 f"config key `variants.{name}.env.{var}`: set by the workflow itself "
                 f"(reserved: {sorted(RESERVED_ENV)})"
             )
-    problems += missing_local_paths(config)
     builds = {n: e["build"] for n, e in engines.items() if "build" in e}
     if builds and "source" not in config.get("mnn", {}):
         problems.append(
@@ -399,9 +398,14 @@ def prompt_images(config: dict, workflow_dir: str | Path) -> dict[str, str]:
     return found
 
 
-def check(config: dict) -> None:
+def check(config: dict, local_paths: bool = True) -> None:
+    """The config's schema and cross-references; with local_paths (a live run, not a replay,
+    which builds nothing) also that the local directories it names exist."""
     check_schema(config)
     check_references(config)
+    missing = missing_local_paths(config) if local_paths else []
+    if missing:
+        refuse(missing)
 
 
 def first_sentence(path: Path) -> str:
