@@ -199,17 +199,13 @@ def closure_of(scripts: list[Path], names_imported: set[str] = frozenset()) -> C
             result.unknown.add(top)
             continue
         result.distributions.update(normal(d) for d in dists)
-    for dist in list(result.distributions):
-        result.distributions.update(THROUGH_EXTRAS.get(dist, {}))
-    result.distributions = requirement_closure(result.distributions)
-    for dist in list(result.distributions):  # an extra's own distribution may need one too
-        result.distributions.update(THROUGH_EXTRAS.get(dist, {}))
     result.distributions = requirement_closure(result.distributions)
     return result
 
 
 def requirement_closure(names: set[str]) -> set[str]:
-    """The distributions and everything they require (no extras), for the envs' Python."""
+    """The distributions and everything they require, for the envs' Python: no extras, but
+    the distributions THROUGH_EXTRAS says our code needs through one."""
     environment = {**default_environment(), "python_version": ENV_PYTHON, "extra": ""}
     done: set[str] = set()
     todo = list(names)
@@ -218,6 +214,7 @@ def requirement_closure(names: set[str]) -> set[str]:
         if name in done:
             continue
         done.add(name)
+        todo.extend(THROUGH_EXTRAS.get(name, {}))
         for line in metadata.requires(name) or []:
             req = Requirement(line)
             if req.marker is None or req.marker.evaluate(environment):
@@ -348,8 +345,7 @@ def light_lock_text() -> str:
         raise SystemExit(f"no installed distribution provides {sorted(needed.unknown)}")
     body = []
     for name in sorted(needed.distributions):
-        lines = blocks[name]
-        body.append("\n".join([lines[0], *lines[1:]]))
+        body.append("\n".join(blocks[name]))
     return LIGHT_HEADER + "\n".join(body) + "\n"
 
 
