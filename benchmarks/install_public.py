@@ -17,7 +17,6 @@ Writes benchmarks/results/install_public.{md,json}.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -30,22 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from loopback_index import torch_wheel, wheel_index  # noqa: E402
+from loopback_index import public_pip_env, torch_wheel, wheel_index  # noqa: E402
 from provenance import write_results  # noqa: E402
 from python_versions import du_mb  # noqa: E402
 
 ARCHIVE = "benchmarks/results/host-sme2-archive.tar.gz"
-
-
-def public_env(extra_index: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
-    env.update(
-        PIP_CONFIG_FILE="/dev/null",
-        PIP_NO_CACHE_DIR="1",
-        PIP_RETRIES="0",  # an unreachable index fails at once instead of five times
-        PIP_EXTRA_INDEX_URL=extra_index,
-    )
-    return env
 
 
 def timed(argv, cwd, env) -> tuple[int, float, str]:
@@ -99,7 +87,7 @@ def main(argv: list[str]) -> int:
     work = Path(tempfile.mkdtemp(prefix="install-public-"))
     try:
         with wheel_index(torch_wheel(work / "wheel")) as url:
-            env = public_env(url)
+            env = public_pip_env(url)
             rows = [case(python, light, work, env) for light in (False, True)]
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -29,6 +29,22 @@ from packaging.utils import parse_wheel_filename
 
 ROOT = Path(__file__).resolve().parents[1]
 TORCH_LOCK = ROOT / "locks" / "py311-pytorch-cpu.txt"
+sys.path.insert(0, str(ROOT / "envs"))
+import closure  # noqa: E402  (envs/closure.py: how locks are read)
+
+
+def public_pip_env(extra_index: str | None = None, compile_bytecode: bool = True) -> dict:
+    """This process's environment for a pip that knows only public indexes: no pip settings of
+    this machine (config files, find-links, mirrors), no cache, no active venv; an unreachable
+    index is tried once, not five times. `extra_index` is added as pip's own
+    PIP_EXTRA_INDEX_URL."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV"))}
+    env.update(PIP_CONFIG_FILE="/dev/null", PIP_NO_CACHE_DIR="1", PIP_RETRIES="0")
+    if not compile_bytecode:
+        env["PIP_NO_COMPILE"] = "1"
+    if extra_index:
+        env["PIP_EXTRA_INDEX_URL"] = extra_index
+    return env
 
 
 def torch_wheel(dest: Path) -> Path:
@@ -94,15 +110,12 @@ def wheel_index(*wheels: Path):
 
 def lock_hashes(lock: Path) -> dict[tuple[str, str], set[str]]:
     """(name, version) -> the sha256 hashes a pip lock lists for it."""
-    entries: dict[tuple[str, str], set[str]] = {}
-    current = None
-    for line in lock.read_text().splitlines():
-        match = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^ ;\\]+)", line)
-        if match:
-            current = (re.sub(r"[-_.]+", "-", match.group(1)).lower(), match.group(2))
-            entries[current] = set()
-        if current:
-            entries[current].update(re.findall(r"--hash=sha256:([0-9a-f]{64})", line))
+    entries = {}
+    for name, lines in closure.lock_blocks(lock).items():
+        version = re.match(r"^[^=]+==([^ ;\\]+)", lines[0]).group(1)
+        entries[(name, version)] = set(
+            re.findall(r"--hash=sha256:([0-9a-f]{64})", "\n".join(lines))
+        )
     return entries
 
 

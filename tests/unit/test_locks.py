@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
 
 import pytest
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "envs"))
+import closure
 
 LOCKS = ["py311.txt", "py312-py313.txt"]  # the full locks
 EVERY_LOCK = [*LOCKS, "light.txt", "bootstrap.txt", "py311-pytorch-cpu.txt"]
@@ -55,18 +60,8 @@ def test_every_locked_package_has_a_hash(root, lock):
 
 
 def blocks(path) -> dict[str, str]:
-    """name -> its requirement and hash lines, as text."""
-    out, current = {}, None
-    for line in path.read_text().splitlines():
-        match = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==", line)
-        if match:
-            current = normal(match.group(1))
-            out[current] = line
-        elif current and line.strip().startswith("--hash="):
-            out[current] += "\n" + line
-        else:
-            current = None
-    return out
+    """name -> its requirement and hash lines, as text (envs/closure.py reads locks so)."""
+    return {name: "\n".join(lines) for name, lines in closure.lock_blocks(path).items()}
 
 
 @pytest.mark.parametrize("part", ["light.txt", "bootstrap.txt", "py311-pytorch-cpu.txt"])
@@ -85,11 +80,6 @@ def test_partial_locks_repeat_the_full_locks_lines(root, part):
 
 
 def test_light_lock_is_what_the_closure_writes(root):
-    import sys
-
-    sys.path.insert(0, str(root / "envs"))
-    import closure
-
     assert (root / "locks" / "light.txt").read_text() == closure.light_lock_text(), (
         "locks/light.txt is stale: python envs/closure.py --write"
     )

@@ -9,26 +9,16 @@ pip's own PIP_EXTRA_INDEX_URL (the hash decides what is accepted, from any index
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import pypi_reachable
-from loopback_index import index_problems, torch_wheel, wheel_index
+from conftest import copy_repository, pypi_reachable
+from loopback_index import index_problems, public_pip_env, torch_wheel, wheel_index
 
 ARCHIVE = "benchmarks/results/host-sme2-archive.tar.gz"
-
-
-def public_pip_env(extra_index: str | None = None) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV"))}
-    env.update(PIP_CONFIG_FILE="/dev/null", PIP_NO_CACHE_DIR="1", PIP_RETRIES="0")
-    env["PIP_NO_COMPILE"] = "1"  # no bytecode at install time: the run compiles what it loads
-    if extra_index:
-        env["PIP_EXTRA_INDEX_URL"] = extra_index
-    return env
 
 
 def system_python() -> str:
@@ -46,15 +36,6 @@ def system_python() -> str:
     return str(Path(sys.base_prefix) / "bin" / "python3")
 
 
-def copy_repo(root: Path, dest: Path) -> Path:
-    files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True).stdout
-    for name in files.split():
-        if (root / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / name, dest / name)
-    return dest
-
-
 needs_pypi = pytest.mark.skipif(not pypi_reachable(), reason="needs the network (PyPI)")
 
 
@@ -64,8 +45,8 @@ def test_light_install_from_pypi_alone_replays_the_shipped_archive(root, tmp_pat
     """`bash install.sh --light` with the system's Python (a venv of its own), then README's
     replay command in it: the archive's own summary comes out, and nothing of the engine
     (torch, transformers, MNN, adb) is installed."""
-    repo = copy_repo(root, tmp_path / "repo")
-    env = public_pip_env()
+    repo = copy_repository(root, tmp_path / "repo")
+    env = public_pip_env(compile_bytecode=False)
     proc = subprocess.run(
         ["bash", "install.sh", "--light"],
         cwd=repo,
@@ -125,7 +106,7 @@ def test_torch_cpu_comes_from_the_index_the_lock_names(root, tmp_path):
     with wheel_index(torch_wheel(tmp_path / "wheel")) as url:
         proc = subprocess.run(
             [*PIP_DRY_RUN, "-r", str(root / "locks/py311-pytorch-cpu.txt")],
-            env=public_pip_env(url),
+            env=public_pip_env(url, compile_bytecode=False),
             capture_output=True,
             text=True,
             check=False,
@@ -170,7 +151,7 @@ def test_a_lock_line_pypi_does_not_serve_is_found(tmp_path):
 
 
 def test_install_refuses_what_it_cannot_do_and_says_why(root, tmp_path):
-    repo = copy_repo(root, tmp_path / "repo")
+    repo = copy_repository(root, tmp_path / "repo")
     bad = subprocess.run(["bash", "install.sh", "--lite"], cwd=repo, capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown argument '--lite'" in bad.stderr
     old = subprocess.run(
