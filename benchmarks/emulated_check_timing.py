@@ -18,7 +18,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from provenance import stamped  # noqa: E402
+from provenance import write_results  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results"
 KEEP = ["host", "qemu-no-sme", "qemu-sme2-vl256", "qemu-sme2-vl512"]  # as the CI test
@@ -57,16 +57,16 @@ def main() -> int:
     fetch_s = snakemake(workdir, config, "resources/emulation/userland.json")
     run_s = snakemake(workdir, config)
     result = {"fetch_s": round(fetch_s, 1), "workflow_s": round(run_s, 1), "devices": KEEP}
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "emulated_check_timing.json").write_text(json.dumps(result, indent=2) + "\n")
-    (OUT / "emulated_check_timing.md").write_text(
-        stamped(
+    write_results(
+        "emulated_check_timing",
+        result,
+        (
             "# Emulated SME2 check (the CI-sized run)\n\n"
             f"Devices: {', '.join(KEEP)}; tiny synthetic model; 2 cores.\n\n"
             f"| step | seconds |\n|---|---:|\n| pinned fetch of QEMU + arm64 userland "
             f"(~110 MB) | {result['fetch_s']} |\n"
-            f"| the workflow (all rules) | {result['workflow_s']} |\n"
-        )
+            f"| the workflow (all rules) | {result['workflow_s']} |"
+        ).splitlines(),
     )
     print(json.dumps(result))
     return 0

@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def measured_on() -> str:
+def commit_state() -> tuple[str, bool]:
     commit = subprocess.run(
         ["git", "rev-parse", "--short=10", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
@@ -21,11 +21,31 @@ def measured_on() -> str:
         capture_output=True,
         text=True,
     ).stdout.strip()
+    return commit, bool(dirty)
+
+
+def measured_record() -> dict:
+    """When, where, at which commit and with which command: the `measured` field of every
+    results JSON file (its .md file says the same in its measured-on line)."""
+    import sys
+
+    commit, dirty = commit_state()
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return (
-        f"Measured {when} on {os.cpu_count()} CPUs, {platform.platform()}, Python "
-        f"{platform.python_version()}, commit {commit}{' (dirty)' if dirty else ''}."
-    )
+    machine = f"{os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}"
+    script = Path(sys.argv[0]).resolve()
+    shown = script.relative_to(ROOT) if script.is_relative_to(ROOT) else script
+    return {
+        "date": when,
+        "machine": machine,
+        "commit": commit,
+        "dirty": dirty,
+        "command": " ".join(["python", str(shown), *sys.argv[1:]]),
+        "text": f"Measured {when} on {machine}, commit {commit}{' (dirty)' if dirty else ''}.",
+    }
+
+
+def measured_on() -> str:
+    return measured_record()["text"]
 
 
 def stamped(markdown: str) -> str:
@@ -41,5 +61,8 @@ def write_results(name: str, result: dict, markdown_lines: list[str]) -> None:
 
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / f"{name}.md").write_text(stamped("\n".join(markdown_lines) + "\n"))
+    measured = measured_record()
+    stamped_result = {"measured": measured, **result}
+    (out / f"{name}.json").write_text(json.dumps(stamped_result, indent=2) + "\n")
+    title, _, rest = ("\n".join(markdown_lines) + "\n").partition("\n")
+    (out / f"{name}.md").write_text(f"{title}\n\n{measured['text']}\n{rest}")

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from provenance import stamped  # noqa: E402
+from provenance import write_results  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results"
 
@@ -62,11 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         "after_deleting_summary_jobs": jobs_run(partial_log),
         "cold_jobs": jobs_run(cold_log),
     }
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "quickstart_timing.json").write_text(json.dumps(result, indent=2) + "\n")
     downstream = ", ".join(result["after_deleting_summary_jobs"])
-    (OUT / "quickstart_timing.md").write_text(
-        stamped(
+    write_results(
+        "quickstart_timing",
+        result,
+        (
             "# Quickstart timing\n\n"
             f"Machine: {result['machine']['cpus']} CPUs, {result['machine']['platform']}.\n\n"
             "| step | goal | measured |\n|---|---|---|\n"
@@ -74,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
             f"| no-op rerun | ≤ 3 s, nothing runs | {result['noop_s']} s, "
             f"nothing to be done: {result['noop_says_nothing_to_do']} |\n"
             f"| rerun after deleting summary.csv | only downstream jobs | "
-            f"{result['after_deleting_summary_s']} s: {downstream} |\n"
-        )
+            f"{result['after_deleting_summary_s']} s: {downstream} |"
+        ).splitlines(),
     )
     print(json.dumps(result, indent=2))
     return 0

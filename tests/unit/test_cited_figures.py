@@ -1,0 +1,108 @@
+"""Every figure README, docs and configs cite comes from a committed, stamped results file, and
+equals that file where it is machine-readable (benchmarks/results/*.json)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def results(name: str) -> dict:
+    return json.loads((RESULTS / f"{name}.json").read_text())
+
+
+@pytest.mark.parametrize("path", sorted(RESULTS.glob("*.json")), ids=lambda p: p.name)
+def test_every_results_json_says_when_where_at_which_commit_and_how(path):
+    measured = json.loads(path.read_text()).get("measured")
+    assert measured, f"{path.name}: no `measured` field"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", measured["date"]), measured["date"]
+    assert re.fullmatch(r"[0-9a-f]{7,40}", measured["commit"] or ""), measured["commit"]
+    assert measured["machine"] and "CPUs" in measured["machine"]
+    assert (measured["command"] or "").startswith("python benchmarks/"), measured["command"]
+    script = measured["command"].split()[1]
+    assert (ROOT / script).is_file(), f"{path.name}: its command names {script}, not committed"
+
+
+@pytest.mark.parametrize("path", sorted(RESULTS.glob("*.md")), ids=lambda p: p.name)
+def test_every_results_page_carries_its_measured_on_line(path):
+    lines = path.read_text().splitlines()
+    assert lines[0].startswith("# ") and lines[2].startswith("Measured 20"), path.name
+
+
+def number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def test_the_readme_test_count_and_time_are_test_time_json():
+    readme = (ROOT / "README.md").read_text()
+    cited = re.search(r"runs the tests \((\d+) in (\d+) s on 2 cores", readme)
+    assert cited, "README no longer cites the test count and time in the form this test reads"
+    measured = results("test_time")
+    passed = re.search(r"(\d+) passed", measured["summary"])
+    assert int(cited.group(1)) == int(passed.group(1))
+    assert int(cited.group(2)) == round(measured["test_s"])
+    development = (ROOT / "docs" / "development.md").read_text()
+    also = re.search(r"(\d+) passed in\s+(\d+) s", development)
+    assert also and (int(also.group(1)), int(also.group(2))) == (
+        int(passed.group(1)),
+        round(measured["test_s"]),
+    )
+
+
+def test_the_quickstart_minutes_are_quickstart_timing_json():
+    readme = (ROOT / "README.md").read_text()
+    cited = re.search(r"on this machine in about (\d+) minutes", readme)
+    assert cited
+    assert int(cited.group(1)) == round(results("quickstart_timing")["cold_s"] / 60)
+
+
+def test_the_install_figures_are_install_public_json():
+    rows = {r["case"]: r for r in results("install_public")["rows"]}
+    install = (ROOT / "docs" / "install.md").read_text()
+    cited = re.search(
+        r"the full\s+install (\d+) s, a ([\d,]+) MB venv; the light install (\d+) s, a ([\d,]+) MB "
+        r"venv, and the replay of the\s+shipped archive in it (\d+) s",
+        install,
+    )
+    assert cited, "docs/install.md no longer cites the install in the form this test reads"
+    full, light = rows["full"], rows["light"]
+    assert [number(g) for g in cited.groups()] == [
+        round(full["install_s"]),
+        full["venv_mb"],
+        round(light["install_s"]),
+        light["venv_mb"],
+        round(light["replay_s"]),
+    ]
+    readme = (ROOT / "README.md").read_text()
+    light_cited = re.search(
+        r"a ([\d.]+) GB environment, installed from PyPI\s+in under a minute", readme
+    )
+    assert light_cited and round(light["venv_mb"] / 1000, 1) == number(light_cited.group(1))
+    assert light["install_s"] < 60
+
+
+def test_the_quickstart_claims_are_quickstart_pair_md():
+    """config/config.yaml pre-registers the quickstart's claims from quickstart_pair.md: the
+    figures its comment quotes are the file's, and the claims are those figures rounded."""
+    import yaml
+
+    text = (ROOT / "config" / "config.yaml").read_text()
+    quoted = re.search(
+        r"prefill ([+-][\d.]+) % \(SD ([\d.]+)\), decode ([+-][\d.]+) % \(SD ([\d.]+)\)", text
+    )
+    assert quoted, "config/config.yaml no longer quotes the pair's figures in the form read here"
+    pair = (RESULTS / "quickstart_pair.md").read_text()
+    for phase, gain, sd in (("prefill", *quoted.groups()[:2]), ("decode", *quoted.groups()[2:])):
+        line = f"- thread_num 1 -> 2, {phase}: {gain}% ± {sd}%"
+        assert line in pair, f"quickstart_pair.md has no line {line!r}"
+    claims = yaml.safe_load(text)["comparison"]["claims"]
+    assert claims == {
+        "prefill": round(number(quoted.group(1)) / 100, 2),
+        "decode": round(number(quoted.group(3)) / 100, 2),
+    }
