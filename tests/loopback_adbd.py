@@ -6,7 +6,8 @@ to that server. Nothing on the host side is faked: only the phone is replaced.
 
 Implemented (enough for everything mnnrepro does with a phone):
 * transport: CNXN (no AUTH), OPEN / OKAY / WRTE / CLSE with per-WRTE flow control;
-* services: `shell:<cmd>` (raw output), `shell,v2:<cmd>` (stdout/stderr/exit packets),
+* services: `shell:<cmd>` (raw output), `shell,v2[,TERM=..,raw]:<cmd>` (stdout/stderr/exit
+  packets; the other shell arguments are accepted and ignored, no pty),
   `sync:` with STAT / LIST / SEND / RECV / DONE / QUIT (protocol v1);
 * an Android-like userland in a sandbox directory: `getprop` (from a props file),
   `dumpsys thermalservice|battery`, `logcat -d`; `/proc/cpuinfo` and `/sys/...` in a command
@@ -289,10 +290,11 @@ class LoopbackAdbDevice:
     def run_service(self, stream: Stream, service: str) -> None:
         self.opened[-1] = service
         try:
-            if service.startswith("shell,v2:") or service.startswith("shell,v2,raw:"):
-                self.shell(stream, service.split(":", 1)[1], v2=True)
-            elif service.startswith("shell:"):
-                self.shell(stream, service[len("shell:") :], v2=False)
+            name, _, command = service.partition(":")
+            # `shell[,arg...]:cmd` as adbd parses it: the adb program sends e.g.
+            # `shell,v2,TERM=xterm,raw:cmd`, adbutils `shell,v2:cmd`
+            if name.split(",")[0] == "shell":
+                self.shell(stream, command, v2="v2" in name.split(",")[1:])
             elif service == "sync:":
                 self.sync(stream)
         except ConnectionError:

@@ -88,6 +88,21 @@ def test_env_reaches_the_command_quoted(loopback_phone, tmp_path):
     assert result.ok, result.stderr
     assert result.stdout.strip() == f"2|{value}"
     assert not list(tmp_path.rglob("pwned*"))
+    # the recorded line is what a person types on the controller: the real adb program runs
+    # it on the phone and gets the same answer
+    import shlex
+    import subprocess
+
+    from mnnrepro.devices.adb import adb_binary
+
+    argv = shlex.split(result.command_line)
+    assert argv[0] == "adb" and argv[argv.index("-s") + 1] == device.serial
+    again = subprocess.run(
+        [adb_binary(), *argv[1:]], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == f"2|{value}"
+    assert not list(tmp_path.rglob("pwned*"))
 
 
 def test_greedy_and_interleaved_bench_on_the_phone(loopback_phone, tiny_model, tmp_path):

@@ -22,6 +22,7 @@ from mnnrepro.devices.base import (
     Device,
     cpuinfo_summary,
     parse_cpufreq,
+    shell_line,
 )
 from mnnrepro.errors import ReproError
 from mnnrepro.files import sha256_file
@@ -114,6 +115,7 @@ class AdbDevice(Device):
         self.workdir = spec.get("workdir", "/data/local/tmp/mnn-repro").rstrip("/")
         self._python = spec.get("python", "")
         host, port = server_address(spec)
+        self.server = (host, port)
         ensure_server(port, host)
         self.client = adbutils.AdbClient(host=host, port=port)
         serial = wanted_serial(spec)
@@ -165,17 +167,29 @@ class AdbDevice(Device):
 
     def run(self, argv, timeout, env: dict[str, str] | None = None) -> CommandResult:
         # the assignments stand right before the command they are for (not before `cd`)
-        prefix = [f"{k}={shlex.quote(v)}" for k, v in sorted((env or {}).items())]
-        command = " ".join([f"cd {shlex.quote(self.workdir)} &&", *prefix, quote(argv)])
+        command = shell_line(self.workdir, env, argv)
+        # as typed on the controller: the device's shell gets the command as one word
+        host, port = self.server
+        line = (
+            f"adb -H {shlex.quote(host)} -P {port} -s {shlex.quote(self.serial)} "
+            f"shell {shlex.quote(command)}"
+        )
         start = time.monotonic()
         try:
             result = self.dev.shell2(command, timeout=timeout, v2=True)
         except adbutils.AdbTimeout:
-            return CommandResult(argv, None, "", "timed out", time.monotonic() - start)
+            return CommandResult(
+                argv, None, "", "timed out", time.monotonic() - start, command_line=line
+            )
         except (adbutils.AdbError, OSError) as err:
             raise AdbDeviceError(f"device {self.name} ({self.serial}) lost: {err}") from err
         return CommandResult(
-            argv, result.returncode, result.stdout, result.stderr, time.monotonic() - start
+            argv,
+            result.returncode,
+            result.stdout,
+            result.stderr,
+            time.monotonic() - start,
+            command_line=line,
         )
 
     def check(self, argv: list[str], timeout: float = 60) -> str:

@@ -7,6 +7,7 @@ interface, the host's process runner (with the other-load measurement) and /proc
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import time
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ class CommandResult:
     other_load: float | None = None
     # CPU time the command itself used (this host only)
     own_cpu_s: float | None = None
+    # the exact line that ran, as a person repeats it by hand (see shell_line)
+    command_line: str = ""
 
     @property
     def ok(self) -> bool:
@@ -187,13 +190,35 @@ def children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def shell_line(
+    cwd, env: dict | None, command: list[str], clean_env: bool = False, make_cwd: bool = False
+) -> str:
+    """One POSIX shell line that runs command in cwd with env, every word quoted: what a
+    record keeps so that one invocation can be repeated by hand. clean_env: the command
+    runs with env alone (`env -i`), not added to the caller's environment; make_cwd: cwd is
+    a scratch directory that is gone after the job (the host's), made first."""
+    assignments = [f"{k}={shlex.quote(str(v))}" for k, v in sorted((env or {}).items())]
+    words = [*(["env", "-i"] if clean_env else []), *assignments]
+    words += [shlex.quote(str(a)) for a in command]
+    where = shlex.quote(str(cwd))
+    return (f"mkdir -p {where} && " if make_cwd else "") + f"cd {where} && " + " ".join(words)
+
+
 def run_process(
-    argv: list[str], command: list[str], timeout: float, cwd, env: dict | None
+    argv: list[str],
+    command: list[str],
+    timeout: float,
+    cwd,
+    env: dict | None,
+    shown_env: dict | None = None,
+    clean_env: bool = False,
 ) -> CommandResult:
     """Run command (argv, possibly wrapped, e.g. by QEMU) on this host; never raises on exit.
 
     Also measures the other work this host did meanwhile (busy CPU time not spent by the
     command), so a benchmark can show which repetitions shared the CPUs with something else.
+    shown_env: the variables the caller set (recorded in `command_line`; `env` is the whole
+    environment the process gets); clean_env: env is all it gets.
     """
     busy, own = busy_cpu_seconds(), children_cpu_seconds()
     start = time.monotonic()
@@ -214,7 +239,8 @@ def run_process(
     seconds = time.monotonic() - start
     own_cpu = children_cpu_seconds() - own
     other = None if busy is None else other_load(busy_cpu_seconds() - busy, own_cpu, seconds)
-    return CommandResult(argv, code, stdout, stderr, seconds, other, round(own_cpu, 3))
+    line = shell_line(cwd, shown_env if not clean_env else env, command, clean_env, True)
+    return CommandResult(argv, code, stdout, stderr, seconds, other, round(own_cpu, 3), line)
 
 
 def other_load(busy_cpu_s: float, own_cpu_s: float, seconds: float) -> float:

@@ -42,7 +42,7 @@ class LocalDevice(Device):
 
     def run(self, argv, timeout, env=None):
         return run_process(
-            argv, argv, timeout, self.workdir, {**os.environ, **env} if env else None
+            argv, argv, timeout, self.workdir, {**os.environ, **env} if env else None, env
         )
 
     def fetch(self, device_path, local_path):

@@ -54,7 +54,7 @@ class QemuDevice(LocalDevice):
             "PYTHONPATH": self.userland["site"],
             **(env or {}),
         }
-        return run_process(argv, [*qemu, *argv], timeout, self.workdir, guest_env)
+        return run_process(argv, [*qemu, *argv], timeout, self.workdir, guest_env, clean_env=True)
 
     def power_reader(self):
         return "emulated: the host's power says nothing about an arm64 CPU's"

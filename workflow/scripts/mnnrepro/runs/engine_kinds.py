@@ -48,6 +48,12 @@ class BenchError(ReproError, RuntimeError):
     pass
 
 
+def command_record(argv: list[str], env: dict | None, result) -> dict:
+    """What ran, so that it can be repeated by hand: argv, the variables set for it, and the
+    exact shell line on the device (every word quoted)."""
+    return {"argv": [str(a) for a in argv], "env": dict(env or {}), "line": result.command_line}
+
+
 def crashed_answer(device, prompt: str, argv: list[str], result) -> dict:
     """On an emulated device a crash is what the check found; elsewhere it is an error."""
     last = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
@@ -122,11 +128,12 @@ class PrebuiltEngine:
                 str(max_new_tokens),
             ]
             result = device.run(argv, timeout=timeout, env=env or None)
+            command = command_record(argv, env, result)
             if result.ok:
                 payload = json.loads(fetch_text(device, out))
-                answers += payload["answers"]
+                answers += [{**a, "command": command} for a in payload["answers"]]
             else:
-                answers.append(crashed_answer(device, prompt, argv, result))
+                answers.append({**crashed_answer(device, prompt, argv, result), "command": command})
         payload = payload or {"kind": "greedy", "runtime": runtime, "engine": {}}
         return {**payload, "env": env or {}, "answers": answers}
 
@@ -194,9 +201,11 @@ class BuiltEngine:
             prompt_path, out = device.scratch(f"prompt-{i}.txt"), device.scratch(f"greedy-{i}.json")
             device.put_text(prompt + "\n", prompt_path)
             argv = [tool, config_path, prompt_path, str(max_new_tokens), out]
-            result = device.run(argv, timeout=timeout, env={**(env or {}), **self.library_env()})
+            run_env = {**(env or {}), **self.library_env()}
+            result = device.run(argv, timeout=timeout, env=run_env)
+            command = command_record(argv, run_env, result)
             if not result.ok:
-                answers.append(crashed_answer(device, prompt, argv, result))
+                answers.append({**crashed_answer(device, prompt, argv, result), "command": command})
                 continue
             answer = json.loads(fetch_text(device, out))["answers"][0]
             answers.append(
@@ -205,6 +214,7 @@ class BuiltEngine:
                     "tokens": answer["tokens"],
                     "steps": answer["steps"],
                     "prompt_tokens": answer["prompt_tokens"],
+                    "command": command,
                 }
             )
             printed = printed or result.stdout
