@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import PREBUILT_ENGINE, SHORT_BENCH, two_variant_specs
 
 from mnnrepro.devices.base import CommandResult
 from mnnrepro.devices.local import LocalDevice
+from mnnrepro.errors import DataError
 from mnnrepro.files import read_json
 from mnnrepro.runs.benchmark import run_schedule
 from mnnrepro.runs.engine_kinds import BenchError
@@ -140,6 +143,32 @@ def test_precision_on_demand_stops_where_the_records_say_and_resumes_the_same(ti
     device.close()
 
 
+def test_a_raw_record_holds_the_command_that_repeats_it_by_hand(tiny_model, tmp_path):
+    """Every raw record keeps the argv, the variables set for it and the exact shell line; the
+    line, run by a shell, is the same invocation (it writes the engine's reading again)."""
+    import json
+    import subprocess
+
+    device = CountingDevice()
+    index, _ = run_schedule(
+        device, interleaved(["a"], 1), specs(), staged(device, tiny_model), BENCH, tmp_path
+    )
+    device.close()
+    record = read_json(index[0]["raw"])
+    command = record["command"]
+    assert command["argv"][1].endswith("prebuilt_runner.py") and "--out" in command["argv"]
+    out = command["argv"][command["argv"].index("--out") + 1]
+    assert not Path(out).exists()  # the host device's scratch directory went with the job
+    again = subprocess.run(
+        ["sh", "-c", command["line"]], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert again.returncode == 0, again.stderr
+    repeated = json.loads(Path(out).read_text())
+    phases = [r["phase"] for r in repeated["results"]]
+    assert phases == [r["phase"] for r in record["results"]]
+    assert [r["tokens"] for r in repeated["results"]] == [r["tokens"] for r in record["results"]]
+
+
 def test_remeasure_measures_again_keeps_the_old_files_and_resumes(tiny_model, tmp_path):
     """`--config remeasure=<label>`: everything not measured under the label runs again; the
     replaced raw files are kept beside them; an interrupted re-measurement resumes; a later
@@ -159,5 +188,34 @@ def test_remeasure_measures_again_keeps_the_old_files_and_resumes(tiny_model, tm
     assert device.runs == 7  # resumed, then kept
     assert all(read_json(e["raw"])["remeasure"] == "r1" for e in index)
     assert len(list(tmp_path.rglob("rep-*.json.superseded-*"))) == 4  # the first measurements
+    # ... and the record says so: each index entry lists what it replaced, hashed, with why
+    for entry in index:
+        (earlier,) = entry["superseded"]
+        assert Path(earlier["raw"]).exists() and earlier["raw"].startswith(entry["raw"])
+        assert earlier["reason"] == "re-measured under label 'r1'"
+        assert read_json(entry["raw"])["supersedes"]["raw"] == earlier["raw"]
     interrupted.close()
     device.close()
+
+    # bench.csv counts them, the summary says per pair how many and why
+    from mnnrepro.analysis.summary import remeasurements
+    from mnnrepro.analysis.tables import bench_table
+
+    indexed = {"runs.json": {"experiment": "e", "model": "tiny", "emulated": False, "runs": index}}
+    table = bench_table(indexed)
+    assert set(table["superseded"]) == {1} and set(table["remeasure"]) == {"r1"}
+    decode = table[table["phase"] == "decode"]
+    counted = remeasurements(decode, ("a", "b"))
+    assert counted["remeasured_invocations"] == 4
+    assert "label r1" in counted["remeasurements"]
+    # a superseded file edited after the fact is refused like the raw file itself
+    first = Path(index[0]["superseded"][0]["raw"])
+    first.write_text(first.read_text().replace('"status"', '"status" ', 1))
+    with pytest.raises(DataError, match="superseded"):
+        bench_table(indexed)
+    # an index older than the trace: how often it was measured is not known, not 0
+    old = {k: {**v, "runs": [{**e} for e in v["runs"]]} for k, v in indexed.items()}
+    for entry in old["runs.json"]["runs"]:
+        del entry["superseded"]
+    assert bench_table(old)["superseded"].isna().all()
+    assert remeasurements(bench_table(old), ("a", "b"))["remeasured_invocations"] is None

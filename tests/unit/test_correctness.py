@@ -144,3 +144,31 @@ def test_the_near_tie_default_is_the_schemas():
 
     gate = load_schema()["properties"]["correctness"]["properties"]
     assert gate["near_tie_sd"]["default"] == NEAR_TIE_SD
+
+
+def test_a_greedy_record_whose_tokens_disagree_with_its_own_logits_is_refused(tmp_path):
+    """Greedy decoding takes each step's top-1: a record that says otherwise (edited, or a
+    tool that recorded one thing and chose another) is refused naming the file and the step,
+    before any gate judges it."""
+    import json
+
+    from mnnrepro.errors import DataError
+    from mnnrepro.records import read_record
+
+    def step(*top):
+        return {"top": [[t, v] for t, v in top], "sd": 1.0}
+
+    answer = {
+        "prompt": "p",
+        "tokens": [5, 7, 9],
+        "steps": [step((5, 3.0), (6, 1.0)), step((7, 2.0), (5, 1.5)), step((9, 4.0), (1, 0.0))],
+    }
+    record = {"off": {"answers": [answer], "engine": {}}, "on": {"answers": [answer], "engine": {}}}
+    path = tmp_path / "greedy.json"
+    path.write_text(json.dumps(record))
+    assert read_record(path, "greedy") == record
+    edited = {**answer, "tokens": [5, 8, 9]}
+    path.write_text(json.dumps({**record, "on": {"answers": [edited], "engine": {}}}))
+    with pytest.raises(DataError, match=r"variant on, prompt 'p': the token at step 1 is 8") as err:
+        read_record(path, "greedy")
+    assert str(path) in str(err.value)

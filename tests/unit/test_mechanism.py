@@ -16,6 +16,32 @@ def test_prefill_gain_over_decode_gain_is_shown_only_with_separate_intervals():
     assert check["status"] == "contradicted" and "prefill +10.0%" in check["evidence"]
 
 
+def test_a_pair_that_claims_no_gain_has_no_gain_order_to_check():
+    """The x86 host's two byte-identical builds (an equality check) or a phone without SME2 (a
+    fallback check): 'contradicted' would blame the mechanism for noise around zero."""
+    for expectation in ("no difference", "no regression"):
+        prefill = {**row(-0.01, -0.03, 0.01), "expectation": expectation}
+        decode = {**row(0.01, -0.01, 0.03), "expectation": expectation}
+        check = gain_order_check(prefill, decode)
+        assert check["status"] == "not applicable" and expectation in check["evidence"]
+    claimed = {**row(-0.01, -0.03, 0.01), "expectation": "claim"}
+    assert gain_order_check(claimed, {**row(0.01, -0.01, 0.03)})["status"] == "contradicted"
+
+
+def test_decode_faster_than_its_ceiling_is_a_broken_bound():
+    over = {
+        "variant": "on",
+        "decode_tps": 50.0,
+        "decode_ceiling_tps": 40.0,
+        "bandwidth_gb_per_s": 80.0,
+        "decode_bytes_per_token": 2e9,
+        "decode_ceiling_share": 1.25,
+    }
+    check = ceiling_check(over)
+    assert check["status"] == "broken bound" and "125% of a 40.0" in check["evidence"]
+    assert ceiling_check({**over, "decode_ceiling_share": 1.0})["status"] == "shown"
+
+
 def test_decode_near_its_ceiling_needs_the_share():
     base = {
         "variant": "on",

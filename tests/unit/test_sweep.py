@@ -71,3 +71,74 @@ def test_a_variant_without_thread_num_runs_llm_benchs_default(base_config):
     cfg["variants"]["two-threads"]["runtime"]["thread_num"] = 4
     check(config_with(cfg, thread_num=[1, 2]))
     assert sorted(sweep_points(config_with(cfg, thread_num=[1, 4]))) == ["p32-n8-t1"]
+
+
+def bench_rows(point_speeds: dict[str, tuple[float, float]], extra=None, blocks=3) -> list[dict]:
+    """bench.csv-shaped rows: per point, baseline `a` and treatment `b` at the given tok/s
+    (the test's own inputs), for both phases and `blocks` blocks."""
+    rows = []
+    for point, (a_tps, b_tps) in point_speeds.items():
+        for block in range(blocks):
+            for position, (variant, tps) in enumerate((("a", a_tps), ("b", b_tps))):
+                for phase in ("prefill", "decode"):
+                    rows.append(
+                        {
+                            "device": "host",
+                            "model": "m",
+                            "point": point,
+                            "variant": variant,
+                            "phase": phase,
+                            "block": block,
+                            "position": position if block % 2 == 0 else 1 - position,
+                            "tps": tps * (1 + 0.01 * block),
+                            "emulated": False,
+                            "prompt_tokens": 64,
+                            "generate_tokens": 8,
+                            "runtime": "thread_num=1",
+                            "thread_num": 1,
+                            "settings_mismatch": "",
+                            "timing_plausible": True,
+                            "under_load": False,
+                            **(extra or {}).get((point, variant, block), {}),
+                        }
+                    )
+    return rows
+
+
+def test_sweep_rows_carry_the_main_checks_and_their_own_problems_and_load():
+    import pandas as pd
+
+    from mnnrepro.analysis.sweep import main_checks, sweep_summary
+
+    table = pd.DataFrame(
+        bench_rows(
+            {"p256": (10.0, 12.0), "t2": (10.0, 15.0)},
+            {
+                ("p256", "b", 1): {"under_load": True},
+                ("t2", "a", 0): {"settings_mismatch": "thread_num: 2 ran, 1 asked"},
+            },
+        )
+    )
+    main = pd.DataFrame(bench_rows({"ignored": (10.0, 11.0)})).drop(columns=["point"])
+    config = {
+        "experiment": "x",
+        "stats": {"ci_level": 0.95, "seed": 1, "n_boot": 100, "target_half_width": 0.02},
+        "comparison": {"baseline": "a", "treatment": "b", "tolerance": 0.1, "claims": {}},
+        "bench": {"repetitions": 3},
+    }
+    document = {
+        "rows": [
+            {"device": "host", "model": "m", "baseline": "a", "treatment": "b", "checks_passed": 1}
+        ]
+    }
+    rows = sweep_summary(table, main, config, main_checks(document)).set_index(["point", "phase"])
+    assert bool(rows.loc[("main", "prefill"), "checks_passed"])
+    assert rows.loc[("p256", "decode"), "blocks_under_load"] == 1
+    assert rows.loc[("main", "decode"), "blocks_under_load"] == 0
+    assert not rows.loc[("t2", "prefill"), "checks_passed"]
+    assert "settings that ran differ" in rows.loc[("t2", "prefill"), "problems"]
+    # when the main comparison's checks failed, no point of it is valid
+    document["rows"][0]["checks_passed"] = False
+    failed = sweep_summary(table, main, config, main_checks(document))
+    assert not failed["checks_passed"].any()
+    assert failed["problems"].str.contains("main comparison's checks failed").all()

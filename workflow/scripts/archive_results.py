@@ -18,7 +18,11 @@ files = {
     for path in snakemake.input[key]
 }
 for index in map(read_json, [*snakemake.input.runs, *snakemake.input.sweep]):
-    files.update({entry["raw"]: entry["raw"] for entry in index["runs"]})
+    for entry in index["runs"]:
+        # the raw file and every earlier measurement it superseded: a re-measurement stays on
+        # the record
+        for raw in [entry["raw"], *(s["raw"] for s in entry.get("superseded", []))]:
+            files[raw] = raw
 provenance = {
     "workflow": git_state(str(Path(snakemake.scriptdir).parents[1])),
     "tools": tool_versions(),

@@ -1,8 +1,14 @@
-from mnnrepro.analysis.sweep import sweep_summary, sweep_table
+from mnnrepro.analysis.sweep import main_checks, sweep_summary, sweep_table
 from mnnrepro.archive.replay import raw_path_mapper
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
-from mnnrepro.records import chain, check_same_table, read_chained_table, read_table
+from mnnrepro.records import (
+    chain,
+    check_same_table,
+    read_chained_table,
+    read_record,
+    read_table,
+)
 
 log_to(snakemake.log[0])
 config = {
@@ -18,7 +24,8 @@ derived = sweep_table(
 check_same_table(snakemake.input.table, derived, "the sweep's raw records", hint)
 sweep = read_table(snakemake.input.table, [], hint)
 main = read_chained_table(snakemake.input.main, snakemake.input.document)
-summary = sweep_summary(sweep, main, config)
+checks = main_checks(read_record(snakemake.input.document, "summary"))
+summary = sweep_summary(sweep, main, config, checks)
 summary.to_csv(snakemake.output.table, index=False)
 document = {
     "experiment": config["experiment"],

@@ -63,10 +63,35 @@ def check_record(record, kind: str, path: str | os.PathLike) -> None:
     raise DataError(path, f"not a valid {kind.replace('_', ' ')}: {problem}", HINTS[kind])
 
 
+def check_greedy_steps(record: dict, path: str | os.PathLike) -> None:
+    """A greedy record checked against itself: at every step with recorded logits, the token
+    the answer holds must be that step's top-1 (greedy decoding chooses it). A record whose
+    tokens disagree with its own logits was edited or mis-recorded: refused, naming the
+    variant, the prompt and the step."""
+    for variant, payload in record.items():
+        for answer in payload.get("answers", []):
+            tokens, steps = answer.get("tokens") or [], answer.get("steps") or []
+            for i, (token, step) in enumerate(zip(tokens, steps, strict=False)):
+                top = step.get("top") if isinstance(step, dict) else None
+                if not top:
+                    continue
+                if int(top[0][0]) != int(token):
+                    raise DataError(
+                        path,
+                        f"variant {variant}, prompt {answer.get('prompt')!r}: the token at "
+                        f"step {i} is {token}, but that step's top-1 logit is token "
+                        f"{top[0][0]} (a greedy answer takes the top-1)",
+                        HINTS["greedy"],
+                    )
+
+
 def read_record(path: str | os.PathLike, kind: str):
-    """A record of one kind (see HINTS), parsed and checked against its schema."""
+    """A record of one kind (see HINTS), parsed and checked against its schema (and, for a
+    greedy record, against its own logits)."""
     record = read_json(path, HINTS[kind])
     check_record(record, kind, path)
+    if kind == "greedy":
+        check_greedy_steps(record, path)
     return record
 
 

@@ -9,10 +9,14 @@ pair (tokens per joule, treatment / baseline, with the speedup's paired statisti
 checks:
 * `prefill gain > decode gain` (the compute-bound phase gains more): `shown` when the prefill
   gain's CI lies wholly above the decode gain's, `consistent` when the point estimates are in
-  that order but the CIs overlap, else `contradicted`;
+  that order but the CIs overlap, else `contradicted`; `not applicable` for a pair that claims
+  no gain (an equality check of two builds where SME2 cannot exist, or a fallback check on a
+  device without SME2): its gains are noise around zero, and their order says nothing;
 * `decode near its ceiling` (the memory-bound phase is limited by bandwidth): `shown` when the
   treatment's median decode speed reaches at least `NEAR_CEILING` of its ceiling, else
-  `not shown` with the share; `unavailable` without a bandwidth measurement or a byte count.
+  `not shown` with the share; `broken bound` when it exceeds its ceiling (share above 100 %:
+  the ceiling is an upper bound, so the byte count or the bandwidth measurement is wrong);
+  `unavailable` without a bandwidth measurement or a byte count.
   A variant's ceiling uses the bandwidth measured at its own thread count (one core cannot
   draw what all of them can), or every core's where that was not measured.
 """
@@ -166,6 +170,14 @@ def energy_comparison(bench: pd.DataFrame, config: dict) -> list[dict]:
 
 def gain_order_check(prefill: dict, decode: dict) -> dict:
     """`prefill gain > decode gain`, from two summary rows of one pair."""
+    name = "prefill gain > decode gain"
+    expectation = prefill.get("expectation", "claim")
+    if expectation not in (None, "claim") and not pd.isna(expectation):
+        return {
+            "check": name,
+            "status": "not applicable",
+            "evidence": f"this pair claims no gain (expected: {expectation})",
+        }
     evidence = (
         f"prefill {prefill['gain']:+.1%} [{prefill['gain_ci_low']:+.1%}, "
         f"{prefill['gain_ci_high']:+.1%}], decode {decode['gain']:+.1%} "
@@ -177,7 +189,7 @@ def gain_order_check(prefill: dict, decode: dict) -> dict:
         status = "consistent"
     else:
         status = "contradicted"
-    return {"check": "prefill gain > decode gain", "status": status, "evidence": evidence}
+    return {"check": name, "status": status, "evidence": evidence}
 
 
 def ceiling_check(row: dict | None) -> dict:
@@ -195,7 +207,11 @@ def ceiling_check(row: dict | None) -> dict:
         f"{row['decode_ceiling_tps']:.1f} tok/s ceiling ({row['bandwidth_gb_per_s']:.1f} GB/s "
         f"/ {row['decode_bytes_per_token'] / 1e6:.0f} MB per token)"
     )
-    status = "shown" if share >= NEAR_CEILING else "not shown"
+    if share > 1:
+        status = "broken bound"
+        evidence += ": faster than the ceiling allows, so the byte count or the bandwidth is wrong"
+    else:
+        status = "shown" if share >= NEAR_CEILING else "not shown"
     return {"check": name, "status": status, "evidence": evidence}
 
 

@@ -81,11 +81,29 @@ def repetitions_text(repetitions) -> str:
 
 
 def conditions(row) -> str:
-    """'quiet', or 'under load (k/n blocks)': the quiet gate's and the run's own load."""
+    """'quiet', or 'under load (k/n blocks)': the quiet gate's and the run's own load; and
+    how many invocations were measured again (re-measurement is part of the record)."""
     loaded = getattr(row, "blocks_under_load", 0)
-    if pd.isna(loaded) or not loaded:
-        return "quiet"
-    return f"**under load** ({int(loaded)}/{row.n_pairs} blocks)"
+    text = (
+        "quiet"
+        if pd.isna(loaded) or not loaded
+        else (f"**under load** ({int(loaded)}/{row.n_pairs} blocks)")
+    )
+    again = getattr(row, "remeasured_invocations", None)
+    if again is not None and not pd.isna(again) and int(again):
+        text += f"; **{int(again)} invocations re-measured** ({row.remeasurements})"
+    return text
+
+
+def order_text(row) -> str:
+    """'b/t' blocks in which the baseline / the treatment ran first; '-' for an archive that
+    predates the count."""
+    first = getattr(row, "baseline_first_blocks", None)
+    second = getattr(row, "treatment_first_blocks", None)
+    if first is None or second is None or pd.isna(first) or pd.isna(second):
+        return "-"
+    text = f"{int(first)}/{int(second)}"
+    return text if abs(int(first) - int(second)) <= 1 else f"**{text} unbalanced**"
 
 
 def verdicts_section(summary: pd.DataFrame, document: dict) -> list[str]:
@@ -94,8 +112,8 @@ def verdicts_section(summary: pd.DataFrame, document: dict) -> list[str]:
         "## Verdicts",
         "",
         "| device | model | treatment vs baseline | phase | gain | CI | expectation | measured "
-        "| verdict |",
-        "|---|---|---|---|---:|---|---|---|---|",
+        "| ran first (baseline/treatment) | verdict |",
+        "|---|---|---|---|---:|---|---|---|---|---|",
     ]
     for row in summary.itertuples():
         ci = f"[{_pct(row.gain_ci_low)}, {_pct(row.gain_ci_high)}]"
@@ -108,10 +126,16 @@ def verdicts_section(summary: pd.DataFrame, document: dict) -> list[str]:
         reason = f" ({row.verdict_reason})" if has_reason else ""
         out.append(
             f"| {row.device} | {row.model} | {row.treatment} vs {row.baseline} | {row.phase} | "
-            f"{_pct(row.gain)} | {ci} | {expected} | {conditions(row)} | "
+            f"{_pct(row.gain)} | {ci} | {expected} | {conditions(row)} | {order_text(row)} | "
             f"**{row.verdict}**{reason} |"
         )
-    out += ["", f"Rule: {document.get('verdict_rule', vd.RULE)}"]
+    out += [
+        "",
+        f"Rule: {document.get('verdict_rule', vd.RULE)}",
+        "",
+        "Order: blocks in which each ran first, as recorded; the schedule (a Williams design) "
+        "runs every pair each way equally often, off by one block at most.",
+    ]
     if document["comparison"].get("source"):
         out += ["", f"Claim source: {document['comparison']['source']}"]
     return out
@@ -211,6 +235,15 @@ def _num(x, fmt: str) -> str:
     return "n/a" if x is None or pd.isna(x) else format(x, fmt)
 
 
+def sweep_checks_text(row: dict) -> str:
+    if "checks_passed" not in row or pd.isna(row["checks_passed"]):
+        return "-"  # an archive that predates the column
+    if row["checks_passed"] in (True, "True"):
+        return "passed"
+    problems = row.get("problems")
+    return "**failed**" + (f": {problems}" if isinstance(problems, str) and problems else "")
+
+
 def mechanism_section(mechanism: dict, sweep: pd.DataFrame | None) -> list[str]:
     """Explaining the gain: the mechanism checks with their evidence, each variant against
     its decode ceiling, prefill arithmetic, energy per token, and the sweep."""
@@ -291,15 +324,16 @@ def mechanism_section(mechanism: dict, sweep: pd.DataFrame | None) -> list[str]:
             "Every point is its own interleaved comparison (`sweep/summary.csv`, plot "
             "`plots/sweep.png`); `main` is the judged point.",
             "",
-            "| device | model | point | P | N | threads | phase | gain | CI |",
-            "|---|---|---|---:|---:|---:|---|---:|---|",
+            "| device | model | point | P | N | threads | phase | gain | CI | measured | checks |",
+            "|---|---|---|---:|---:|---:|---|---:|---|---|---|",
         ]
         for r in sweep.to_dict("records"):
             threads = "-" if pd.isna(r["thread_num"]) else int(r["thread_num"])
             out.append(
                 f"| {r['device']} | {r['model']} | {r['point']} | {r['prompt_tokens']} | "
                 f"{r['generate_tokens']} | {threads} | {r['phase']} | {_pct(r['gain'])} | "
-                f"[{_pct(r['gain_ci_low'])}, {_pct(r['gain_ci_high'])}] |"
+                f"[{_pct(r['gain_ci_low'])}, {_pct(r['gain_ci_high'])}] | "
+                f"{conditions(pd.Series(r))} | {sweep_checks_text(r)} |"
             )
     return out
 

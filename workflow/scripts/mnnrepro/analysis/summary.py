@@ -42,6 +42,10 @@ SUMMARY_COLUMNS = [
     "blocks_stop_reason",
     "max_other_load",
     "blocks_under_load",
+    "baseline_first_blocks",
+    "treatment_first_blocks",
+    "remeasured_invocations",
+    "remeasurements",
     "claim_gain",
     "tolerance",
     "aa_ci_low",
@@ -170,6 +174,46 @@ def blocks_under_load(part: pd.DataFrame, pair: tuple[str, str]) -> int:
     return int(rows.loc[rows["under_load"].astype(bool), "block"].nunique())
 
 
+def order_counts(part: pd.DataFrame, pair: tuple[str, str]) -> dict:
+    """How often the baseline and the treatment each ran first in the blocks holding both, as
+    recorded (`position`): the schedule balances every pair, a resumed or re-measured run may
+    not."""
+    from mnnrepro.runs.schedule import order_balance
+
+    positions: dict[int, dict[str, int]] = {}
+    if "position" in part:
+        for block, variant, position in part[["block", "variant", "position"]].itertuples(
+            index=False
+        ):
+            positions.setdefault(int(block), {})[variant] = int(position)
+    balance = order_balance(positions, *pair)
+    return {
+        "baseline_first_blocks": balance["first_before"],
+        "treatment_first_blocks": balance["second_before"],
+    }
+
+
+def remeasurements(part: pd.DataFrame, pair: tuple[str, str]) -> dict:
+    """How many of the pair's invocations (of one phase) replaced an earlier measurement, and
+    when and why (bench.csv's `superseded`, `superseded_reasons`, `remeasure`): a run measured
+    again until the verdict suited would show here. None where the records predate the trace."""
+    rows = part[part["variant"].isin(pair)]
+    if "superseded" not in rows or rows["superseded"].isna().all():
+        return {"remeasured_invocations": None, "remeasurements": ""}
+    again = rows[rows["superseded"].fillna(0).astype(int) > 0]
+    labels = sorted({str(x) for x in again.get("remeasure", []) if isinstance(x, str) and x})
+    reasons = sorted(
+        {
+            why
+            for text in again["superseded_reasons"].dropna().astype(str)
+            for why in text.split("; ")
+            if why
+        }
+    )
+    text = "; ".join([*(f"label {label}" for label in labels), *reasons])
+    return {"remeasured_invocations": len(again), "remeasurements": text}
+
+
 def summarize(
     bench: pd.DataFrame,
     validity: dict[tuple[str, str], dict],
@@ -234,6 +278,8 @@ def summarize(
                             part["other_load"].max() if "other_load" in part else None
                         ),
                         "blocks_under_load": loaded,
+                        **order_counts(part, pair),
+                        **remeasurements(part, pair),
                         "claim_gain": claim,
                         "tolerance": comparison["tolerance"],
                         "aa_ci_low": aa.get(phase, {}).get("ci_low"),

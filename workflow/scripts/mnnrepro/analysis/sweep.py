@@ -33,6 +33,9 @@ SWEEP_SUMMARY_COLUMNS = [
     "half_width_rel",
     "claim_gain",
     "tolerance",
+    "blocks_under_load",
+    "checks_passed",
+    "problems",
 ]
 
 
@@ -57,8 +60,28 @@ def sweep_table(index_paths: list[str], resolve=str, max_other_load=None) -> pd.
     )
 
 
-def sweep_summary(sweep: pd.DataFrame, main: pd.DataFrame, config: dict) -> pd.DataFrame:
-    """The gain of every compared pair at every point (sweep points and the main one)."""
+def main_checks(summary_document: dict) -> dict[tuple[str, str, str, str], bool]:
+    """(device, model, baseline, treatment) -> whether the main comparison's validity checks
+    passed (correctness gate, kernels, run-time mask, A/A control): they belong to the builds,
+    the model and the device, which every sweep point shares."""
+    return {
+        (r["device"], r["model"], r["baseline"], r["treatment"]): bool(r["checks_passed"])
+        for r in summary_document["rows"]
+    }
+
+
+def sweep_summary(
+    sweep: pd.DataFrame,
+    main: pd.DataFrame,
+    config: dict,
+    checks: dict[tuple[str, str, str, str], bool] | None = None,
+) -> pd.DataFrame:
+    """The gain of every compared pair at every point (sweep points and the main one), with
+    the main comparison's validity checks (`checks`, from main_checks) and the point's own
+    problems (settings that ran differ from the config, implausible timings) and load: a point
+    whose `checks_passed` is false is not evidence, whatever its gain."""
+    from mnnrepro.analysis.summary import blocks_under_load, run_problems
+
     stats_cfg, comparison = config["stats"], config["comparison"]
     rng = np.random.default_rng(stats_cfg["seed"])
     df = ci_df(config["bench"]["repetitions"])
@@ -70,6 +93,8 @@ def sweep_summary(sweep: pd.DataFrame, main: pd.DataFrame, config: dict) -> pd.D
         for pair in comparison_pairs(comparison):
             rows_of_pair = group[group["variant"].isin(pair)]
             threads = rows_of_pair["thread_num"].dropna().unique()
+            problems = run_problems(group, pair)
+            main_passed = (checks or {}).get((device, model, *pair))
             for phase in ("prefill", "decode"):
                 part = group[group["phase"] == phase]
                 r = compare_phase(part, *pair, stats_cfg, rng, df)
@@ -94,6 +119,12 @@ def sweep_summary(sweep: pd.DataFrame, main: pd.DataFrame, config: dict) -> pd.D
                         "gain_ci_high": r["ci_high"] - 1,
                         "claim_gain": claim,
                         "tolerance": comparison["tolerance"] if claim is not None else None,
+                        "blocks_under_load": blocks_under_load(part, pair),
+                        "checks_passed": bool(main_passed) and not problems,
+                        "problems": "; ".join(
+                            problems
+                            + ([] if main_passed else ["the main comparison's checks failed"])
+                        ),
                     }
                 )
     return pd.DataFrame(rows, columns=SWEEP_SUMMARY_COLUMNS)

@@ -48,6 +48,9 @@ BENCH_COLUMNS = [
     "power_w",
     "power_window",
     "joules_per_token",
+    "remeasure",
+    "superseded",
+    "superseded_reasons",
     "raw_file",
     "raw_sha256",
 ]
@@ -133,6 +136,7 @@ def rows_from_record(
     raw_file: str,
     raw_sha256: str,
     max_other_load: float | None = None,
+    superseded: list[dict] | None = (),
 ) -> list[dict]:
     inv = record["invocation"]
     spec = record["spec"]
@@ -168,6 +172,11 @@ def rows_from_record(
         "load_before": (record.get("quiet_gate") or {}).get("load"),
         "quiet_wait_s": (record.get("quiet_gate") or {}).get("waited_s"),
         "under_load": under_load(record, max_other_load),
+        "remeasure": record.get("remeasure", ""),
+        "superseded": len(superseded) if superseded is not None else None,
+        "superseded_reasons": "; ".join(
+            f"{s['superseded_at']}: {s['reason']}" for s in superseded or []
+        ),
         "raw_file": raw_file,
         "raw_sha256": raw_sha256,
     }
@@ -206,6 +215,12 @@ def bench_table(
             path = resolve(entry["raw"])
             record = read_record(path, "raw_record")
             check_sha256(path, entry["sha256"], index_path, HINTS["raw_record"])
+            # None: an index older than the trace (how often it was measured is not known)
+            superseded = entry.get("superseded")
+            for earlier in superseded or []:  # the re-measurement's trace is part of the record
+                check_sha256(
+                    resolve(earlier["raw"]), earlier["sha256"], index_path, HINTS["raw_record"]
+                )
             if record.get("status") != "ok":
                 continue  # a failed invocation of an emulated device: kept raw, no speed
             check_speeds(record, path)
@@ -218,6 +233,7 @@ def bench_table(
                     entry["raw"],
                     entry["sha256"],
                     max_other_load,
+                    superseded,
                 )
             )
     table = pd.DataFrame(rows, columns=BENCH_COLUMNS)

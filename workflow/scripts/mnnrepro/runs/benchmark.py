@@ -19,7 +19,7 @@ from mnnrepro.config import with_runtime_defaults
 from mnnrepro.devices.base import Device
 from mnnrepro.files import read_json, sha256_file, sha256_text, write_json
 from mnnrepro.runs.device_lock import holding
-from mnnrepro.runs.engine_kinds import BenchError, engine_for
+from mnnrepro.runs.engine_kinds import BenchError, command_record, engine_for
 from mnnrepro.runs.power import PowerReader, PowerSampler, unavailable
 from mnnrepro.runs.precision import block_range, stopping_decision
 from mnnrepro.runs.schedule import Invocation
@@ -74,9 +74,52 @@ def set_aside(path: Path) -> Path | None:
         return None
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     kept = path.with_name(f"{path.name}.superseded-{stamp}")
+    n = 1
+    while kept.exists():  # two set asides within a second
+        n += 1
+        kept = path.with_name(f"{path.name}.superseded-{stamp}-{n}")
     os.replace(path, kept)
     log.info("set aside %s (measured again)", kept)
     return kept
+
+
+def supersede_reason(path: Path, key: str, remeasure: str) -> str:
+    """Why the raw record at path (about to be set aside) is measured again."""
+    try:
+        old = read_json(path)
+    except (OSError, ValueError):
+        return "unreadable or damaged"
+    if not isinstance(old, dict):
+        return "unreadable or damaged"
+    if remeasure and old.get("remeasure") != remeasure:
+        return f"re-measured under label {remeasure!r}"
+    if old.get("plan_key") != key:
+        return "settings, engine or model changed"
+    return f"earlier invocation ended with status {old.get('status')!r}"
+
+
+def superseded_files(path: Path) -> list[dict]:
+    """Every earlier measurement of this invocation set aside beside its raw file, oldest
+    first, with its sha256 and why it was measured again (from the record that replaced it)."""
+    siblings = sorted(path.parent.glob(f"{path.name}.superseded-*"))
+    reasons = {}
+    for record_path in [*siblings, path]:
+        try:
+            record = read_json(record_path)
+        except (OSError, ValueError):
+            continue
+        replaced = record.get("supersedes") if isinstance(record, dict) else None
+        if isinstance(replaced, dict) and "raw" in replaced:
+            reasons[Path(replaced["raw"]).name] = replaced.get("reason", "")
+    return [
+        {
+            "raw": str(sibling),
+            "sha256": sha256_file(sibling),
+            "superseded_at": sibling.name.split(".superseded-", 1)[1],
+            "reason": reasons.get(sibling.name, "not recorded (set aside by an older version)"),
+        }
+        for sibling in siblings
+    ]
 
 
 def done_record(path: Path, key: str, remeasure: str = "") -> dict | None:
@@ -108,12 +151,16 @@ def run_one(device: Device, engine, argv: list[str], env: dict, out: str, bench:
             payload["attempts"] = attempt
             payload["wall_s"] = result.seconds
             payload["other_load"] = result.other_load
+            payload["command"] = command_record(argv, env, result)
             return payload
         why = "timed out" if result.returncode is None else f"exit code {result.returncode}"
         failures.append(f"attempt {attempt}: {why}\n{result.stderr[-4000:]}")
         log.warning("invocation failed (%s), attempt %d of %d", why, attempt, attempts)
     raise BenchError(
-        "benchmark invocation failed:\n$ " + " ".join(argv) + "\n" + "\n".join(failures)
+        "benchmark invocation failed:\n$ "
+        + (result.command_line or " ".join(argv))
+        + "\n"
+        + "\n".join(failures)
     )
 
 
@@ -242,7 +289,10 @@ def run_schedule(
             }
             if remeasure:
                 record["remeasure"] = remeasure
-            set_aside(path)
+            if path.exists():
+                reason = supersede_reason(path, key, remeasure)
+                kept = set_aside(path)
+                record["supersedes"] = {"raw": str(kept), "reason": reason}
             write_json(path, record)
             print(f"{progress}: measured", flush=True)
             log.info(
@@ -251,7 +301,14 @@ def run_schedule(
                 ", ".join(f"{r['phase']} {r['tps']:.2f} tok/s" for r in payload["results"]),
             )
         records.append(record)
-        index.append({"invocation": inv.to_dict(), "raw": str(path), "sha256": sha256_file(path)})
+        index.append(
+            {
+                "invocation": inv.to_dict(),
+                "raw": str(path),
+                "sha256": sha256_file(path),
+                "superseded": superseded_files(path),
+            }
+        )
         if stop is not None and inv.position == per_block - 1:
             stopped = stop(records, inv.block + 1)
             if stopped is not None:
