@@ -33,9 +33,25 @@ def test_rapl_counter_gives_power_between_reads_and_survives_a_wrap(tmp_path):
     energy.write_text("999000000")
     reader = RaplReader(str(energy), range_uj=1_000_000_000)
     assert reader() is None  # the first read only starts the clock
-    reader.last = (time.monotonic() - 1.0, 999_000_000)
+    before = time.clock_gettime(time.CLOCK_BOOTTIME) - 1.0
+    reader.last = (before, 999_000_000)
     energy.write_text("1000000")  # wrapped: 2 J later
-    assert reader() == pytest.approx(2.0, rel=0.05)
+    watts, clock = reader()
+    assert watts == pytest.approx(2.0, rel=0.05)
+    # stamped on the host's boot-time clock, at the middle of the interval it averages
+    assert before < clock < time.clock_gettime(time.CLOCK_BOOTTIME)
+    assert clock == pytest.approx((reader.last[0] + before) / 2)
+
+
+def test_samples_keep_the_device_clock_a_reader_gives():
+    readings = iter([(1.0, 500.0), 2.0, (3.0, 502.0)])
+    reader = PowerReader("test", lambda: next(readings, None))
+    with PowerSampler(reader, 0.01) as sampler:
+        while len(sampler.samples) < 3:
+            time.sleep(0.01)
+    samples = sampler.record()["samples"]
+    assert [s[1:] for s in samples[:3]] == [[1.0, 500.0], [2.0], [3.0, 502.0]]
+    assert sampler.record()["mean_w"] == pytest.approx(2.0)
 
 
 def test_a_host_without_rapl_says_so(tmp_path):
@@ -60,9 +76,9 @@ def test_sampler_keeps_every_sample_while_the_command_runs():
     record = sampler.record()
     assert len(record["samples"]) >= 3 and record["source"] == "test"
     assert record["mean_w"] == pytest.approx(
-        sum(w for _, w in record["samples"]) / len(record["samples"])
+        sum(s[1] for s in record["samples"]) / len(record["samples"])
     )
-    times = [t for t, _ in record["samples"]]
+    times = [s[0] for s in record["samples"]]
     assert times == sorted(times) and times[-1] <= record["seconds"]
 
 
@@ -79,14 +95,39 @@ def test_phases_take_the_samples_of_their_own_window():
     assert energy["decode"]["power_w"] == 2.0 and energy["decode"]["joules"] == 6.0
     assert energy["prefill"]["power_w"] == 5.0
     assert energy["prefill"]["joules_per_token"] == pytest.approx(0.1)
-    assert energy["prefill"]["power_window"] == "phase"
+    assert energy["prefill"]["power_window"] == "inferred"
+
+
+def test_recorded_phase_windows_leave_the_teardown_out_of_decode():
+    """The runner recorded prefill [100, 102] and decode [102, 105] on the device's clock; the
+    process then ran 3 s more (teardown, at 9 W). Inferred from the end, decode would take the
+    teardown's samples; the recorded window does not."""
+    samples = [[t - 95.0, 1.0, t] for t in (96.0, 97.0, 98.0, 99.0)]
+    samples += [[5.5, 5.0, 100.5], [6.5, 5.0, 101.5]]
+    samples += [[7.5, 2.0, 102.5], [8.5, 2.0, 103.5], [9.5, 2.0, 104.5]]
+    samples += [[10.5, 9.0, 105.5], [11.5, 9.0, 106.5], [12.5, 9.0, 107.5]]
+    power = {"seconds": 13.0, "samples": samples, "mean_w": 4.0}
+    results = [
+        {"phase": "prefill", "tokens": 100, "seconds": 2.0},
+        {"phase": "decode", "tokens": 30, "seconds": 3.0},
+    ]
+    clock = {"clock": "CLOCK_BOOTTIME", "prefill": [100.0, 102.0], "decode": [102.0, 105.0]}
+    recorded = phase_joules(power, results, 13.0, clock)
+    assert recorded["decode"]["power_w"] == 2.0 and recorded["prefill"]["power_w"] == 5.0
+    assert {e["power_window"] for e in recorded.values()} == {"recorded"}
+    inferred = phase_joules(power, results, 13.0)
+    assert inferred["decode"]["power_w"] == 9.0  # the teardown, which is why windows are kept
+    assert inferred["decode"]["power_window"] == "inferred"
+    # samples without the device's clock cannot use the recorded window
+    unclocked = {**power, "samples": [s[:2] for s in samples]}
+    assert phase_joules(unclocked, results, 13.0, clock)["decode"]["power_window"] == "inferred"
 
 
 def test_a_phase_without_a_sample_uses_the_invocation_mean_and_says_so():
     power = {"seconds": 10.0, "samples": [[1.0, 3.0]], "mean_w": 3.0}
     results = [{"phase": "decode", "tokens": 10, "seconds": 1.0}]
     energy = phase_joules(power, results, 10.0)
-    assert energy["decode"]["power_window"] == "invocation"
+    assert energy["decode"]["power_window"] == "invocation mean (no sample in the inferred window)"
     assert energy["decode"]["joules_per_token"] == pytest.approx(0.3)
     assert phase_joules({"mean_w": None, "samples": []}, results, 10.0) == {}
 
@@ -104,3 +145,44 @@ def test_a_reading_that_raises_is_counted_not_fatal():
     record = sampler.record()
     assert record["samples"] and record["mean_w"] == 1.5
     assert record["failed_readings"] and "OSError: device lost" in record["failed_readings"][0]
+
+
+def test_the_report_counts_windows_fallbacks_and_charging_per_variant():
+    import pandas as pd
+
+    from mnnrepro.analysis.mechanism import energy_conditions
+    from mnnrepro.analysis.report import energy_flags
+
+    rows = []
+    for block, (window, charging) in enumerate(
+        [("recorded", False), ("inferred", True), ("invocation mean (no sample)", True)]
+    ):
+        for phase in ("prefill", "decode"):
+            rows.append(
+                {
+                    "device": "phone",
+                    "variant": "on",
+                    "block": block,
+                    "phase": phase,
+                    "power_window": window,
+                    "charging": charging,
+                    "emulated": False,
+                }
+            )
+    conditions = energy_conditions(pd.DataFrame(rows))
+    assert conditions == [
+        {
+            "device": "phone",
+            "variant": "on",
+            "recorded": 2,
+            "inferred": 2,
+            "invocation_mean": 2,
+            "charging_invocations": 2,
+        }
+    ]
+    text = "\n".join(energy_flags({"energy_conditions": conditions}))
+    assert "unvalidated" in text
+    assert "2 fell back to the invocation's mean power" in text
+    assert "charging during 2 invocations" in text
+    quiet = [{**conditions[0], "invocation_mean": 0, "charging_invocations": 0}]
+    assert "fell back" not in "\n".join(energy_flags({"energy_conditions": quiet}))

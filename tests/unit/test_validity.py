@@ -213,6 +213,22 @@ def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
     assert set(faster["verdict"]) == {vd.DIFFERS}
 
 
+def test_x86_builds_that_are_not_byte_identical_fail_the_equality_check():
+    """On x86 MNN_SME2 changes nothing: two builds whose files differ differ in something else
+    (a flag, a compiler), which the pair would then measure as if it were SME2."""
+    other = {**HOST_OFF, "files": [{"path": "llm_bench", "sha256": "b" * 64}]}
+    (absent,) = kernel_checks(
+        greedy("The device supports: sme2: 0"),
+        ("off", "on"),
+        {"sme2-on": HOST_ON, "sme2-off": other},
+        VARIANTS,
+        X86_HOST,
+    )
+    assert not absent["passed"]
+    assert "differ in ['llm_bench']" in absent["evidence"]
+    assert absent["details"]["differing_files"] == ["llm_bench"]
+
+
 MASK_VARIANTS = {**VARIANTS, "masked": {"engine": "sme2-on", "env": {"MNN_CPU_TARGET": "2"}}}
 
 

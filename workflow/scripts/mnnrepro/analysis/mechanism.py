@@ -168,6 +168,33 @@ def energy_comparison(bench: pd.DataFrame, config: dict) -> list[dict]:
     return out
 
 
+def energy_conditions(bench: pd.DataFrame) -> list[dict]:
+    """Per device x variant: how many phase measurements took their power from a recorded
+    window, an inferred one, or fell back to the invocation's mean, and in how many
+    invocations the device was charging (a phone's battery current is then the charger's
+    balance, not what the SoC draws)."""
+    if "power_window" not in bench:
+        return []
+    rows = bench[bench["power_window"].notna() & ~bench["emulated"].astype(bool)]
+    out = []
+    for (device, variant), part in rows.groupby(["device", "variant"]):
+        windows = part["power_window"].astype(str)
+        charging = part.drop_duplicates(["block"]).get("charging")
+        out.append(
+            {
+                "device": device,
+                "variant": variant,
+                "recorded": int((windows == "recorded").sum()),
+                "inferred": int((windows == "inferred").sum()),
+                "invocation_mean": int(windows.str.startswith("invocation mean").sum()),
+                "charging_invocations": int(
+                    (charging.astype(str) == "True").sum() if charging is not None else 0
+                ),
+            }
+        )
+    return out
+
+
 def gain_order_check(prefill: dict, decode: dict) -> dict:
     """`prefill gain > decode gain`, from two summary rows of one pair."""
     name = "prefill gain > decode gain"
@@ -252,5 +279,6 @@ def mechanism_document(
         "models": layouts,
         "variants": table.replace({np.nan: None}).to_dict(orient="records"),
         "energy": energy_comparison(bench, config),
+        "energy_conditions": energy_conditions(bench),
         "checks": mechanism_checks(summary, table),
     }

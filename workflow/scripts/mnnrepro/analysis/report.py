@@ -235,6 +235,29 @@ def _num(x, fmt: str) -> str:
     return "n/a" if x is None or pd.isna(x) else format(x, fmt)
 
 
+def energy_flags(mechanism: dict) -> list[str]:
+    """Which window each phase's power came from, and what makes a figure doubtful: a
+    fallback to the invocation's mean power, a phone that was charging."""
+    out = [
+        "",
+        "Energy is unvalidated: no figure here has been checked against an external meter.",
+    ]
+    for c in mechanism.get("energy_conditions", []):
+        text = (
+            f"{c['device']} / {c['variant']}: {c['recorded']} phase windows recorded by the "
+            f"runner, {c['inferred']} inferred (phases back to back at the invocation's end)"
+        )
+        if c["invocation_mean"]:
+            text += f", **{c['invocation_mean']} fell back to the invocation's mean power**"
+        if c["charging_invocations"]:
+            text += (
+                f"; **charging during {c['charging_invocations']} invocations** (the battery "
+                "current is then the charger's balance, not what the SoC draws)"
+            )
+        out += ["", text + "."]
+    return out
+
+
 def sweep_checks_text(row: dict) -> str:
     if "checks_passed" not in row or pd.isna(row["checks_passed"]):
         return "-"  # an archive that predates the column
@@ -311,7 +334,7 @@ def mechanism_section(mechanism: dict, sweep: pd.DataFrame | None) -> list[str]:
                 f"{e['treatment_joules_per_token']:.3g} | {e['tokens_per_joule_ratio']:.3f} | "
                 f"[{e['ci_low']:.3f}, {e['ci_high']:.3f}] |"
             )
-        out += ["", f"Power source: {'; '.join(sources)}."]
+        out += ["", f"Power source: {'; '.join(sources)}.", *energy_flags(mechanism)]
     else:
         out.append(
             "Not available: " + ("; ".join(sources) or "no power readings were recorded") + "."

@@ -48,6 +48,7 @@ BENCH_COLUMNS = [
     "power_w",
     "power_window",
     "joules_per_token",
+    "charging",
     "remeasure",
     "superseded",
     "superseded_reasons",
@@ -181,8 +182,9 @@ def rows_from_record(
         "raw_sha256": raw_sha256,
     }
     power = record.get("power") or {}
-    energy = phase_joules(power, record["results"], record.get("wall_s"))
+    energy = phase_joules(power, record["results"], record.get("wall_s"), record.get("phase_clock"))
     base["power_source"] = power.get("source") or power.get("unavailable")
+    base["charging"] = (record.get("battery_after") or {}).get("charging")
     return [
         {
             **base,

@@ -96,11 +96,13 @@ def kernel_checks(
             {
                 "name": f"SME2 absent on {treat.get('target_arch')} (both builds, same code)",
                 "pair": list(pair),
-                "passed": count["treatment"] == 0 and count["baseline"] == 0,
+                # the two builds must be the same bytes: MNN_SME2 on x86 changes nothing, so a
+                # difference means the builds differ in something else the pair would measure
+                "passed": count["treatment"] == 0 and count["baseline"] == 0 and not differ,
                 "evidence": f"MNN_SME2 builds SME2 kernels for arm64 only; {treat['engine']}: "
                 f"{count['treatment']}, {base['engine']}: {count['baseline']} SME2 kernels; "
                 f"their artifacts {same}; expectation: no difference",
-                "details": count,
+                "details": {**count, "differing_files": differ},
             }
         )
         return checks

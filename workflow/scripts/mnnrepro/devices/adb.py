@@ -330,9 +330,18 @@ class AdbDevice(Device):
         files = [f"{self.POWER_SUPPLY}/current_now", f"{self.POWER_SUPPLY}/voltage_now"]
 
         def read():
-            result = self.run(["cat", *files], timeout=10)
-            lines = result.stdout.split() if result.ok else []
-            return battery_watts(*lines) if len(lines) == 2 else None
+            # the phone's clock (/proc/uptime: CLOCK_BOOTTIME) in the same command as the
+            # reading, so that the sample lines up with the phases the runner recorded
+            result = self.run(["cat", "/proc/uptime", *files], timeout=10)
+            words = result.stdout.split() if result.ok else []
+            if len(words) != 4:
+                return None
+            watts = battery_watts(*words[2:])
+            try:
+                clock = float(words[0])
+            except ValueError:
+                return watts
+            return None if watts is None else (watts, clock)
 
         if read() is None:
             return f"{' and '.join(files)} not readable on {self.name}"

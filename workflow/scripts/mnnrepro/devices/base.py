@@ -107,6 +107,11 @@ class Device:
         """A runs.power.PowerReader for energy per token, or a sentence saying why none."""
         return f"a {self.kind} device has no power readings"
 
+    def battery(self) -> dict | None:
+        """{"level", "temperature_c", "charging"} where the device runs on a battery (a
+        phone's `dumpsys battery`); None where it has none."""
+        return None
+
     def close(self) -> None:
         pass
 

@@ -272,6 +272,8 @@ def run_schedule(
             record = {
                 "status": "ok",
                 "emulated": device.emulated,
+                # a phone on USB power: its battery current is the charger's balance
+                "battery_after": device.battery(),
                 "plan_key": key,
                 "invocation": inv.to_dict(),
                 "variant": inv.variant,

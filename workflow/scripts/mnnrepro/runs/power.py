@@ -3,13 +3,22 @@
 A device gives a power reader (devices/*.py `power_reader`): a phone's battery current x
 voltage from its power-supply sysfs, read through adb; the host's RAPL package energy counter
 (/sys/class/powercap). A `PowerSampler` thread calls it every `bench.power_sample_s` seconds
-while the invocation runs and keeps every sample. Each phase's joules are its mean power times
-its seconds, the mean taken over the samples inside the phase's window: the phases of one
-invocation run last and back to back (load, warm-up, prefill, decode, exit), so decode is taken
-as the last `decode seconds` of the invocation and prefill as the stretch before it; a window
-without a sample uses the invocation's mean and says so. On a phone, measure on battery (adb
-over Wi-Fi, or charging disabled): on USB power the battery current is the charger's balance,
-not what the SoC draws; the record keeps the charging state."""
+while the invocation runs and keeps every sample, each stamped with the seconds since the
+sampler started and, where the reader can tell, the device's own CLOCK_BOOTTIME (a phone's
+/proc/uptime read in the same adb command as the current; the host's clock).
+
+Each phase's joules are its mean power times its seconds, the mean taken over the samples
+inside the phase's window (`power_window` in bench.csv says which window was used):
+* `recorded`: the runner recorded when the phase started and ended on the device's clock
+  (`phase_clock`), and the samples carry that clock;
+* `inferred`: no recorded window (llm_bench prints none): the phases of one invocation run
+  last and back to back (load, warm-up, prefill, decode, exit), so decode is taken as the last
+  `decode seconds` of the sampled stretch and prefill as the stretch before it (the process's
+  teardown then counts as decode);
+* `invocation mean (...)`: no sample inside the window: the invocation's mean power, said so.
+Energy figures are unvalidated until checked against an external meter. On a phone, measure
+on battery (adb over Wi-Fi, or charging disabled): on USB power the battery current is the
+charger's balance, not what the SoC draws; each raw record keeps the charging state."""
 
 from __future__ import annotations
 
@@ -24,14 +33,17 @@ MICRO = 1e-6
 @dataclass
 class PowerReader:
     source: str  # what is read, e.g. "sysfs battery current_now x voltage_now"
-    read: Callable[[], float | None]  # watts now (None: no reading this time)
+    # watts now, or (watts, the device's CLOCK_BOOTTIME seconds at the reading); None: no
+    # reading this time
+    read: Callable[[], float | tuple[float, float] | None]
 
 
 @dataclass
 class PowerSampler:
     reader: PowerReader
     interval_s: float
-    samples: list[list[float]] = field(default_factory=list)  # [seconds since start, watts]
+    # [seconds since start, watts] or [seconds since start, watts, device clock seconds]
+    samples: list[list[float]] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # readings that raised (e.g. adb lost)
 
     def __enter__(self) -> PowerSampler:
@@ -48,8 +60,12 @@ class PowerSampler:
             except Exception as err:  # a lost reading must not end the run
                 self.failed.append(f"{type(err).__name__}: {err}"[:200])
                 watts = None
+            clock = None
+            if isinstance(watts, tuple):
+                watts, clock = watts
             if watts is not None:
-                self.samples.append([round(time.monotonic() - self._start, 4), round(watts, 4)])
+                sample = [round(time.monotonic() - self._start, 4), round(watts, 4)]
+                self.samples.append(sample if clock is None else [*sample, round(clock, 4)])
             self._stop.wait(self.interval_s)
 
     def __exit__(self, *exc) -> None:
@@ -58,7 +74,7 @@ class PowerSampler:
         self._thread.join(timeout=30)
 
     def record(self) -> dict:
-        watts = [w for _, w in self.samples]
+        watts = [s[1] for s in self.samples]
         return {
             "source": self.reader.source,
             "interval_s": self.interval_s,
@@ -97,12 +113,13 @@ class RaplReader:
                 uj = int(fh.read())
         except (OSError, ValueError):
             return None
-        now = time.monotonic()
+        now = time.clock_gettime(time.CLOCK_BOOTTIME)
         last, self.last = self.last, (now, uj)
         if last is None or now <= last[0]:
             return None
         delta = (uj - last[1]) % self.range_uj if self.range_uj else uj - last[1]
-        return delta * MICRO / (now - last[0])
+        # the mean power since the last reading, stamped at the middle of that interval
+        return delta * MICRO / (now - last[0]), (now + last[0]) / 2
 
 
 def rapl_reader(root: str = "/sys/class/powercap") -> PowerReader | str:
@@ -121,22 +138,44 @@ def rapl_reader(root: str = "/sys/class/powercap") -> PowerReader | str:
     return PowerReader(f"RAPL {energy}", RaplReader(str(energy), range_uj))
 
 
-def phase_joules(power: dict, results: list[dict], wall_s: float | None) -> dict[str, dict]:
-    """Per phase: joules, joules per token, and which samples the mean power came from."""
+RECORDED, INFERRED = "recorded", "inferred"
+
+
+def phase_windows(
+    power: dict, results: list[dict], wall_s: float | None, phase_clock: dict | None
+) -> tuple[str, dict[str, tuple[float, float]], int]:
+    """Which window each phase's power comes from: (kind, phase -> (start, end), the index
+    of the sample field the window is on: 2 the device clock, 0 seconds since the start)."""
+    samples = power.get("samples") or []
+    clocked = bool(samples) and all(len(s) >= 3 for s in samples)
+    if phase_clock and clocked and all(r["phase"] in phase_clock for r in results):
+        return RECORDED, {r["phase"]: tuple(phase_clock[r["phase"]]) for r in results}, 2
+    end = power.get("seconds") or wall_s or 0.0
+    windows, window_end = {}, end
+    for r in sorted(results, key=lambda r: r["phase"] != "decode"):  # decode first: it ends last
+        windows[r["phase"]] = (window_end - r["seconds"], window_end)
+        window_end -= r["seconds"]
+    return INFERRED, windows, 0
+
+
+def phase_joules(
+    power: dict, results: list[dict], wall_s: float | None, phase_clock: dict | None = None
+) -> dict[str, dict]:
+    """Per phase: joules, joules per token, and which window the mean power came from (see
+    the module's docstring)."""
     if not power or power.get("mean_w") is None:
         return {}
-    end = power.get("seconds") or wall_s or 0.0
-    out, window_end = {}, end
-    for r in sorted(results, key=lambda r: r["phase"] != "decode"):  # decode first: it ends last
-        start = window_end - r["seconds"]
-        inside = [w for t, w in power["samples"] if start <= t <= window_end]
+    kind, windows, at = phase_windows(power, results, wall_s, phase_clock)
+    out = {}
+    for r in results:
+        start, end = windows[r["phase"]]
+        inside = [s[1] for s in power["samples"] if start <= s[at] <= end]
         watts = sum(inside) / len(inside) if inside else power["mean_w"]
         joules = watts * r["seconds"]
         out[r["phase"]] = {
             "power_w": watts,
             "joules": joules,
             "joules_per_token": joules / r["tokens"],
-            "power_window": "phase" if inside else "invocation",
+            "power_window": kind if inside else f"invocation mean (no sample in the {kind} window)",
         }
-        window_end = start
     return out

@@ -100,22 +100,35 @@ def time_phases(llm, prompt_tokens: int, generate_tokens: int) -> dict:
     decode tokens in the same context. Seconds per phase, tokens made, context lengths."""
     llm.reset()
     ids = [SYNTHETIC_TOKEN] * prompt_tokens
+    prefill_from = device_clock()
     start = time.perf_counter()
     token = _argmax(llm.forward(ids))  # forces the result, as the engine's own timer would
     prefill_s = time.perf_counter() - start
+    prefill_to = device_clock()
     after_prefill = context_length(llm)
     produced = []
+    decode_from = device_clock()
     start = time.perf_counter()
     for _ in range(generate_tokens):
         token = _argmax(llm.forward([token]))
         produced.append(token)
+    decode_s = time.perf_counter() - start
+    decode_to = device_clock()
     return {
         "prefill_s": prefill_s,
-        "decode_s": time.perf_counter() - start,
+        "decode_s": decode_s,
         "produced": produced,
         "context_after_prefill": after_prefill,
         "context_after_decode": context_length(llm),
+        "windows": {"prefill": [prefill_from, prefill_to], "decode": [decode_from, decode_to]},
     }
+
+
+def device_clock() -> float:
+    """Seconds on this device's boot-time clock (CLOCK_BOOTTIME, what /proc/uptime counts):
+    the clock the power samples are stamped with, on the device itself, so each phase's
+    energy is integrated over the phase's own window."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
 
 
 TOP_K = 8  # logits kept per step, as the built engines' mnn_greedy tool keeps them
@@ -189,6 +202,8 @@ def run_bench(args) -> dict:
             "after_prefill": run["context_after_prefill"],
             "after_decode": run["context_after_decode"],
         },
+        # when each measured phase ran, on the device's CLOCK_BOOTTIME (seconds)
+        "phase_clock": {"clock": "CLOCK_BOOTTIME", **run["windows"]},
         "results": [
             {
                 "phase": "prefill",
