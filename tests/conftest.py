@@ -33,6 +33,16 @@ def _temp_dir_per_worker() -> None:
 _temp_dir_per_worker()
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one worker more than the CPUs (at most 4, `--maxprocesses`). Part of the
+    suite waits rather than computes (PyPI and Debian downloads, adb timeouts, quiet and
+    thermal gates): on 2 CPUs, 2 workers left them idle a quarter of the run
+    (benchmarks/results/test_time.md)."""
+    import os
+
+    return (os.cpu_count() or 1) + 1
+
+
 def pytest_addoption(parser):
     parser.addoption("--run-device", action="store_true", help="run tests that need a phone")
 

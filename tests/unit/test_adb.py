@@ -40,7 +40,8 @@ def test_serial_errors_list_what_is_attached(loopback_phone):
     phone, spec = loopback_phone
     AdbDevice("phone", spec)  # adb connect
     with pytest.raises(AdbDeviceError, match=r"`devices.phone.adb.serial`: 'nope' is not"):
-        AdbDevice("phone", {**spec, "serial": "nope", "connect": False})
+        # waits `ready_timeout_s` for it to appear (15 s by default), then lists what is there
+        AdbDevice("phone", {**spec, "serial": "nope", "connect": False, "ready_timeout_s": 1})
     assert AdbDevice("phone", {**spec, "serial": "auto", "connect": False}).serial == phone.serial
 
 

@@ -172,3 +172,112 @@ def test_a_greedy_record_whose_tokens_disagree_with_its_own_logits_is_refused(tm
     with pytest.raises(DataError, match=r"variant on, prompt 'p': the token at step 1 is 8") as err:
         read_record(path, "greedy")
     assert str(path) in str(err.value)
+
+
+# ---- teacher forcing: every step compared in the reference's context ------------------------
+
+
+def forced_answer(steps, fed, prompt="p"):
+    """The other engine fed the reference's tokens `fed`: its own top-1 at every step."""
+    return {
+        "prompt": prompt,
+        "tokens": [s["top"][0][0] for s in steps],
+        "steps": steps,
+        "forced_tokens": fed,
+    }
+
+
+NEAR = step([(13, 13.148), (395, 13.117), (555, 12.4)])  # the reference's near-tie
+NEAR_FLIPPED = step([(395, 13.070), (13, 12.984), (555, 12.43)])
+
+
+def test_a_wrong_step_after_a_near_tie_flip_is_caught_by_teacher_forcing():
+    """The free-running gate stopped at the first divergence: a near-tie flip at step 1 made
+    the answer pass as rounding with nothing after it compared. Fed the reference's tokens,
+    the other engine is confidently wrong at step 3, and the answer fails there."""
+    ref = answer([7, 13, 7, 7], [SAME, NEAR, SAME, SAME])
+    free = answer([7, 395, 2, 2], [SAME, NEAR_FLIPPED, SAME, SAME])  # a different context
+    assert compare_answer(ref, free, 0.25)["kind"] == ROUNDING
+    late = step([(9, 16.0), (7, 10.0), (8, 9.0)])  # 7 is 6 logits (1.5 SD) behind: wrong
+    forced = forced_answer([SAME, NEAR_FLIPPED, SAME, late], [7, 13, 7, 7])
+    result = compare_answers({"answers": [ref]}, {"answers": [free]}, 1.0, 0.25, [forced])
+    (row,) = result["prompts"]
+    assert not result["passed"] and row["kind"] == WRONG
+    assert row["teacher_forced"] and row["steps_compared"] == 4
+    assert row["first_top1_difference"] == 1 and row["differing_steps"] == 2
+    assert "first divergence at token 3" in row["reason"]
+    assert row["free_kind"] == ROUNDING  # the free-running answer stays on the record
+    assert result["rule"].startswith("Teacher-forced")
+
+
+def test_near_tie_flips_at_several_steps_are_rounding_when_the_logits_stay_close():
+    ref = answer([7, 13, 7, 13], [SAME, NEAR, SAME, NEAR])
+    forced = forced_answer([SAME, NEAR_FLIPPED, SAME, NEAR_FLIPPED], [7, 13, 7, 13])
+    row = compare_answers({"answers": [ref]}, {"answers": [ref]}, 1.0, 0.25, [forced])
+    (judged,) = row["prompts"]
+    assert judged["kind"] == ROUNDING and judged["differing_steps"] == 2 and row["passed"]
+    assert judged["max_logit_diff_sd"] == pytest.approx(abs(13.148 - 12.984) / 4.0)
+    assert judged["reference_margin"] == pytest.approx(0.031)
+
+
+def test_every_top1_agreeing_is_not_enough_when_the_logits_drift_beyond_the_bound():
+    ref = answer([7, 7], [SAME, SAME])
+    drifted = step([(7, 27.0), (8, 11.0), (9, 10.0)])  # same argmax, 12 logits = 3 SD off
+    forced = forced_answer([SAME, drifted], [7, 7])
+    (row,) = compare_answers({"answers": [ref]}, {"answers": [ref]}, 1.0, 0.25, [forced])["prompts"]
+    assert row["kind"] == WRONG and "up to 3 SDs" in row["reason"]
+    same = compare_answers({"answers": [ref]}, {"answers": [ref]}, 1.0, 0.25, [ref])
+    assert same["prompts"][0]["kind"] == IDENTICAL and same["prompts"][0]["max_logit_diff_sd"] == 0
+
+
+@pytest.mark.parametrize(
+    ("forced", "kind", "says"),
+    [
+        (None, NO_OUTPUT, "no teacher-forced answer"),
+        ({"prompt": "p", "tokens": [], "crashed": "SIGILL"}, "crashed", "SIGILL"),
+        (forced_answer([SAME], [7]), NO_OUTPUT, "stopped early: 1 of 2 steps"),
+        (forced_answer([SAME, SAME], [7, 9]), WRONG, "other tokens than the reference's"),
+    ],
+)
+def test_a_teacher_forced_answer_that_is_missing_short_or_misfed_fails(forced, kind, says):
+    ref = answer([7, 7], [SAME, SAME])
+    result = compare_answers(
+        {"answers": [ref]}, {"answers": [ref]}, 0.0, 0.25, [forced] if forced else []
+    )
+    (row,) = result["prompts"]
+    assert row["kind"] == kind and says in row["reason"] and not result["passed"]
+
+
+def test_the_runner_fed_the_reference_tokens_reproduces_its_steps(tiny_model, tmp_path):
+    """The real prebuilt engine on the tiny model: the same variant, fed its own greedy
+    answer, computes the same steps (identical under teacher forcing); fed other tokens, it
+    records them and its own top-1 at each step."""
+    from conftest import PREBUILT_ENGINE
+
+    from mnnrepro.devices.local import LocalDevice
+    from mnnrepro.runs.greedy import run_greedy
+    from mnnrepro.runs.staging import push_receipt
+
+    device = LocalDevice("host")
+    try:
+        receipt = push_receipt(device, str(tiny_model), "tiny")
+        variant = {"runtime": {"thread_num": 1}}
+        free = run_greedy(device, receipt, PREBUILT_ENGINE, variant, ["hello"], 6, 120)
+        tokens = free["answers"][0]["tokens"]
+        again = run_greedy(
+            device, receipt, PREBUILT_ENGINE, variant, ["hello"], 6, 120, forced=[tokens]
+        )
+        other = [(t + 1) % 50 for t in tokens]
+        fed = run_greedy(
+            device, receipt, PREBUILT_ENGINE, variant, ["hello"], 6, 120, forced=[other]
+        )
+    finally:
+        device.close()
+    (forced,) = again["answers"]
+    assert forced["forced_tokens"] == tokens and len(forced["steps"]) == len(tokens)
+    judged = compare_answers(free, free, 1.0, 0.25, again["answers"])["prompts"][0]
+    assert judged["kind"] == IDENTICAL and judged["steps_compared"] == 6
+    (misfed,) = fed["answers"]
+    assert misfed["forced_tokens"] == other
+    assert misfed["tokens"] == [s["top"][0][0] for s in misfed["steps"]]
+    assert misfed["steps"][0] == forced["steps"][0]  # the prompt's step is fed nothing

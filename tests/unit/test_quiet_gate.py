@@ -39,7 +39,10 @@ def test_a_limit_no_host_can_exceed_passes_at_once():
     gate = quiet_gate(
         LocalDevice("host"), {"max_other_load": 64, "quiet_timeout_s": 60, "quiet_window_s": 0.2}
     )
-    assert gate["quiet"] is True and gate["waited_s"] < 5 and gate["load"] >= 0
+    # quiet at the first look (it did not wait out its 60 s), and the load is a CPU count
+    # (busy CPUs of this host's other work): never more than the host has
+    assert gate["quiet"] is True and gate["waited_s"] < 60
+    assert 0 <= gate["load"] <= __import__("os").cpu_count()
 
 
 class ScriptedLoad(Device):

@@ -54,7 +54,13 @@ def test_every_output_is_written(tiny_run):
         "plots/temperature.html",
         "plots/temperature.png",
     ]:
-        assert (out / rel).stat().st_size > 0, rel
+        data = (out / rel).read_bytes()
+        if rel.endswith(".png"):  # a real image, not an empty or error file
+            assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 2000, rel
+        elif rel.endswith(".html"):  # a Vega-Lite chart with the run's own data in it
+            assert b"vega" in data and b"one-thread" in data, rel
+        else:
+            assert len(data) > 0, rel
     assert (out / "plots" / "runs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # self-contained: vega is inlined, nothing is loaded from a CDN
     html = (out / "plots" / "speedup.html").read_text()
@@ -99,6 +105,24 @@ def test_gate_ran_the_image_prompt_through_the_vision_encoder(root, tiny_run):
     text = (tiny_run / "results" / "tiny" / "summary.md").read_text()
     assert "[image test-card.png] Describe this image." in text
     assert "1 image prompt(s) through the vision encoder" in text
+
+
+def test_the_gate_is_teacher_forced_over_every_step(tiny_run):
+    """The treatment was fed the baseline's tokens for every prompt, the image prompt too,
+    and every step was compared there (the free-running answers stay recorded)."""
+    greedy = json.loads((tiny_run / "results/tiny/greedy/host/synth-tiny-vl.json").read_text())
+    forced = greedy["two-threads"]["teacher_forced"]["one-thread"]
+    reference = {a["prompt"]: a["tokens"] for a in greedy["one-thread"]["answers"]}
+    assert {a["prompt"]: a["forced_tokens"] for a in forced} == reference
+    assert "teacher_forced" not in greedy["one-thread"]  # the reference is fed nothing
+    validity = json.loads((tiny_run / "results/tiny/validity/host/synth-tiny-vl.json").read_text())
+    (gate,) = [c for c in validity["checks"] if c["name"].startswith("correctness gate")]
+    assert "teacher-forced" in gate["name"]
+    rows = gate["details"]["prompts"]
+    assert len(rows) == 3 and all(r["teacher_forced"] for r in rows)
+    assert [r["steps_compared"] for r in rows] == [len(reference[r["prompt"]]) for r in rows]
+    assert all(r["max_logit_diff_sd"] is not None for r in rows)
+    assert {"free_kind", "first_top1_difference", "reference_margin"} <= set(rows[0])
 
 
 def test_rerun_does_nothing(root, tiny_run):

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from mnnrepro.analysis.correctness import gate_prompts, label_answers
+from mnnrepro.analysis.correctness import forced_plan, gate_prompts, label_answers
 from mnnrepro.analysis.verdict import check_device_for
 from mnnrepro.config import comparison_pairs
 from mnnrepro.devices.factory import make_device
@@ -40,23 +40,31 @@ def gate_answers(device) -> dict:
     )
     prompts = gate_prompts(gate, images, vision)
     print(f"gate prompts: {[p['label'] for p in prompts]}", file=log)
-    return {
-        name: label_answers(
-            run_greedy(
-                device,
-                receipt,
-                records[variant["engine"]],
-                variant,
-                [p["sent"] for p in prompts],
-                gate["max_new_tokens"],
-                snakemake.params.timeout_s,
-                tools.get(variant["engine"]),
-                snakemake.params.prompt_tokens,
-            ),
-            prompts,
+    variants = snakemake.params.variants
+
+    def answers_of(name: str, sent: list[dict], forced=None) -> dict:
+        variant = variants[name]
+        payload = run_greedy(
+            device,
+            receipt,
+            records[variant["engine"]],
+            variant,
+            [p["sent"] for p in sent],
+            gate["max_new_tokens"],
+            snakemake.params.timeout_s,
+            tools.get(variant["engine"]),
+            snakemake.params.prompt_tokens,
+            forced,
         )
-        for name, variant in sorted(snakemake.params.variants.items())
-    }
+        return label_answers(payload, sent)
+
+    free = {name: answers_of(name, prompts) for name in sorted(variants)}
+    # teacher forcing: each treatment fed its baseline's greedy answer, every step compared
+    for base, treat in comparison_pairs(comparison):
+        plan = forced_plan(free[base], prompts)
+        forced = answers_of(treat, [p for p, _ in plan], [t for _, t in plan]) if plan else None
+        free[treat].setdefault("teacher_forced", {})[base] = (forced or {}).get("answers", [])
+    return free
 
 
 device = make_device(snakemake.wildcards.device, snakemake.params.device)

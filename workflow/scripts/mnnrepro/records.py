@@ -69,7 +69,8 @@ def check_greedy_steps(record: dict, path: str | os.PathLike) -> None:
     tokens disagree with its own logits was edited or mis-recorded: refused, naming the
     variant, the prompt and the step."""
     for variant, payload in record.items():
-        for answer in payload.get("answers", []):
+        forced = [a for answers in payload.get("teacher_forced", {}).values() for a in answers]
+        for answer in [*payload.get("answers", []), *forced]:
             tokens, steps = answer.get("tokens") or [], answer.get("steps") or []
             for i, (token, step) in enumerate(zip(tokens, steps, strict=False)):
                 top = step.get("top") if isinstance(step, dict) else None

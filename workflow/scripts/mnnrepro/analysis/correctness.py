@@ -46,6 +46,19 @@ def label_answers(payload: dict, prompts: list[dict]) -> dict:
     return {**payload, "answers": answers}
 
 
+def forced_plan(reference: dict, prompts: list[dict]) -> list[tuple[dict, list[int]]]:
+    """The prompts to teacher-force, each with the reference's greedy tokens to feed: those
+    the reference answered (a crashed or empty reference answer is judged as such, there is
+    nothing to feed)."""
+    by_label = {a["prompt"]: a for a in reference["answers"]}
+    plan = []
+    for prompt in prompts:
+        tokens = by_label.get(prompt["label"], {}).get("tokens") or []
+        if tokens:
+            plan.append((prompt, list(tokens)))
+    return plan
+
+
 def leading_agreement(reference: list[int], candidate: list[int]) -> tuple[int, int | None]:
     """Number of leading tokens that agree, and the index of the first divergence (or None)."""
     for i, (a, b) in enumerate(zip(reference, candidate, strict=False)):
@@ -76,6 +89,7 @@ UNJUDGED = "differs (no logits to tell rounding from a wrong answer)"
 
 PASSING = (IDENTICAL, ROUNDING)
 NEAR_TIE_SD = 0.25  # the schema's default of `correctness.near_tie_sd`
+MAX_LOGIT_DIFF_SD = 1.0  # the schema's default of `correctness.max_logit_diff_sd`
 
 
 NEAR_TIE_RULE = (
@@ -185,29 +199,156 @@ def _divergence_text(first: int, judged: dict) -> str:
     )
 
 
-def compare_answers(
-    baseline: dict, treatment: dict, min_agreement: float, near_tie_sd: float = NEAR_TIE_SD
-) -> dict:
-    """baseline/treatment: greedy runner payloads. Returns per-prompt rows and pass/fail.
+TEACHER_FORCED_RULE = (
+    "Teacher-forced: both engines are fed the reference engine's token sequence (the prompt, "
+    "then the reference's greedy tokens), and every step is compared in that same context: "
+    "the top-1 token, and the logits of every token both engines rank in their top-k, in "
+    "standard deviations of the reference's logits. `identical`: every top-1 agrees and the "
+    "logits stay within `correctness.max_logit_diff_sd`; `equivalent within rounding`: every "
+    "step whose top-1 differs is a near-tie for both engines (margins within "
+    "`correctness.near_tie_sd`) and the logits stay within the bound; otherwise `wrong`. "
+    "A wrong kernel that misbehaves only late in the answer is caught at its step."
+)
 
-    A prompt passes when the answers are identical or diverge only at a near-tie
-    (NEAR_TIE_RULE). A `wrong`, empty or crashed answer always fails. `min_agreement` (a
-    share of the reference's leading tokens) decides only where the records hold no logits to
-    tell rounding from a wrong answer.
+
+def _logit_diffs_sd(ref_step: dict, step: dict) -> list[float]:
+    top = {int(t): v for t, v in step.get("top", []) if v is not None}
+    scale = ref_step.get("sd") or 0
+    return [
+        abs(value - top[int(token)]) / scale
+        for token, value in ref_step.get("top", [])
+        if value is not None and int(token) in top and scale > 0
+    ]
+
+
+def compare_forced(
+    reference: dict | None,
+    forced: dict | None,
+    near_tie_sd: float = NEAR_TIE_SD,
+    max_logit_diff_sd: float = MAX_LOGIT_DIFF_SD,
+) -> dict:
+    """One prompt, teacher-forced (TEACHER_FORCED_RULE): `forced` is the other engine's
+    answer when fed the reference's tokens; every step is compared."""
+    ref_tokens = (reference or {}).get("tokens") or []
+    row = {
+        "steps_compared": 0,
+        "max_logit_diff_sd": None,
+        "first_top1_difference": None,
+        "differing_steps": 0,
+        "reference_margin": None,
+        "other_margin": None,
+    }
+    if reference is None or reference.get("crashed"):
+        why = (reference or {}).get("crashed", "no answer")
+        return {**row, "kind": CRASHED, "reason": f"the reference crashed: {why}"}
+    if not ref_tokens:
+        return {**row, "kind": NO_OUTPUT, "reason": "the reference produced no output"}
+    if forced is None:
+        return {**row, "kind": NO_OUTPUT, "reason": "no teacher-forced answer was recorded"}
+    if forced.get("crashed"):
+        return {
+            **row,
+            "kind": CRASHED,
+            "reason": f"crashed when fed the reference: {forced['crashed']}",
+        }
+    if forced.get("forced_tokens") is not None and list(forced["forced_tokens"]) != list(
+        ref_tokens[: len(forced["forced_tokens"])]
+    ):
+        return {**row, "kind": WRONG, "reason": "was fed other tokens than the reference's"}
+    ref_steps, steps = reference.get("steps") or [], forced.get("steps") or []
+    if len(steps) < len(ref_tokens):
+        return {
+            **row,
+            "steps_compared": len(steps),
+            "kind": NO_OUTPUT,
+            "reason": f"stopped early: {len(steps)} of {len(ref_tokens)} steps",
+        }
+    if len(ref_steps) < len(ref_tokens):
+        return {**row, "kind": UNJUDGED, "reason": "no logits recorded"}
+    diffs, wrong_at = [], None
+    for i in range(len(ref_tokens)):
+        diffs += _logit_diffs_sd(ref_steps[i], steps[i])
+        if int(steps[i]["top"][0][0]) == int(ref_tokens[i]):
+            continue
+        row["differing_steps"] += 1
+        judged = judge_divergence(ref_steps[i], steps[i], near_tie_sd)
+        if row["first_top1_difference"] is None:
+            row["first_top1_difference"] = i
+            row["reference_margin"] = judged["reference_margin"]
+            row["other_margin"] = judged["other_margin"]
+        if judged["kind"] == WRONG and wrong_at is None:
+            wrong_at = (i, judged)
+    row["steps_compared"] = len(ref_tokens)
+    row["max_logit_diff_sd"] = max(diffs) if diffs else None
+    if wrong_at is not None:
+        i, judged = wrong_at
+        return {**row, "kind": WRONG, "reason": _divergence_text(i, judged)}
+    drift = row["max_logit_diff_sd"]
+    if drift is not None and drift > max_logit_diff_sd:
+        return {
+            **row,
+            "kind": WRONG,
+            "reason": f"logits differ by up to {drift:.3g} SDs over {len(ref_tokens)} steps "
+            f"(bound {max_logit_diff_sd:g})",
+        }
+    if row["differing_steps"]:
+        first = row["first_top1_difference"]
+        return {
+            **row,
+            "kind": ROUNDING,
+            "reason": f"{row['differing_steps']} of {len(ref_tokens)} steps flip a near-tie "
+            f"(first at step {first}); logits within {drift:.3g} SDs",
+        }
+    return {**row, "kind": IDENTICAL, "reason": ""}
+
+
+def compare_answers(
+    baseline: dict,
+    treatment: dict,
+    min_agreement: float,
+    near_tie_sd: float = NEAR_TIE_SD,
+    forced: list[dict] | None = None,
+    max_logit_diff_sd: float = MAX_LOGIT_DIFF_SD,
+) -> dict:
+    """baseline/treatment: greedy runner payloads; forced: the treatment's teacher-forced
+    answers on the baseline's tokens (None: records from before teacher forcing). Returns
+    per-prompt rows and pass/fail.
+
+    With forced answers every step is judged (TEACHER_FORCED_RULE) and decides; the
+    free-running comparison stays in the row (`free_*`) for the report. Without them a prompt
+    passes when the free-running answers are identical or first diverge at a near-tie
+    (NEAR_TIE_RULE), which looks no further than that divergence. A `wrong`, empty or crashed
+    answer always fails. `min_agreement` (a share of the reference's leading tokens) decides
+    only where the records hold no logits to tell rounding from a wrong answer.
     """
     rows = []
     base_answers = {a["prompt"]: a for a in baseline["answers"]}
+    forced_by_prompt = {a["prompt"]: a for a in forced or []}
     for answer in treatment["answers"]:
         if answer["prompt"] not in base_answers:
             raise ValueError(f"prompt {answer['prompt']!r} missing from the baseline run")
         ref = base_answers[answer["prompt"]]
-        judged = compare_answer(ref, answer, near_tie_sd)
-        share = judged["agree"] / max(judged["tokens"], 1)
+        free = compare_answer(ref, answer, near_tie_sd)
+        judged = free
+        if forced is not None:
+            teacher = compare_forced(
+                ref, forced_by_prompt.get(answer["prompt"]), near_tie_sd, max_logit_diff_sd
+            )
+            judged = {
+                **{f"free_{k}": free[k] for k in ("kind", "reason")},
+                "agree": free["agree"],
+                "first_divergence": free["first_divergence"],
+                "tokens": free["tokens"],
+                "logit_drift_sd": free["logit_drift_sd"],
+                **teacher,
+            }
+        share = free["agree"] / max(free["tokens"], 1)
         failed_kind = judged["kind"] in (CRASHED, NO_OUTPUT, WRONG)
         rows.append(
             {
                 "prompt": answer["prompt"],
                 **judged,
+                "teacher_forced": forced is not None,
                 "agreement": share,
                 "baseline_tokens": ref.get("tokens", []),
                 "treatment_tokens": answer.get("tokens", []),
@@ -219,6 +360,7 @@ def compare_answers(
         "passed": all(r["passed"] for r in rows),
         "min_agreement": min_agreement,
         "near_tie_sd": near_tie_sd,
-        "rule": NEAR_TIE_RULE,
+        "max_logit_diff_sd": max_logit_diff_sd,
+        "rule": TEACHER_FORCED_RULE if forced is not None else NEAR_TIE_RULE,
         "prompts": rows,
     }

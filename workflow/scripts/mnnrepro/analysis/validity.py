@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from mnnrepro.analysis.correctness import NEAR_TIE_SD, compare_answers
+from mnnrepro.analysis.correctness import (
+    MAX_LOGIT_DIFF_SD,
+    NEAR_TIE_SD,
+    TEACHER_FORCED_RULE,
+    compare_answers,
+)
 from mnnrepro.build.kernels import can_have_sme2
 from mnnrepro.config import comparison_pairs
 
@@ -14,14 +19,26 @@ def correctness_check(greedy: dict, pair: tuple[str, str], correctness: dict) ->
         greedy[treat],
         correctness["min_agreement"],
         correctness.get("near_tie_sd", NEAR_TIE_SD),
+        greedy[treat].get("teacher_forced", {}).get(base),
+        correctness.get("max_logit_diff_sd", MAX_LOGIT_DIFF_SD),
     )
     parts = []
     for row in result["prompts"]:
         detail = f": {row['reason']}" if row["reason"] else ""
-        parts.append(
-            f"{row['prompt']!r}: {row['kind']}, {row['agree']}/{row['tokens']} leading tokens "
-            f"agree{detail}"
-        )
+        if row["teacher_forced"]:
+            drift = row["max_logit_diff_sd"]
+            parts.append(
+                f"{row['prompt']!r}: {row['kind']}, teacher-forced over {row['steps_compared']} "
+                f"steps, {row['differing_steps']} top-1 differences, logits within "
+                f"{'-' if drift is None else f'{drift:.3g}'} SDs{detail} (free-running: "
+                f"{row['agree']}/{row['tokens']} leading tokens agree)"
+            )
+        else:
+            parts.append(
+                f"{row['prompt']!r}: {row['kind']}, {row['agree']}/{row['tokens']} leading "
+                f"tokens agree{detail} (free-running only: judged at the first divergence)"
+            )
+    how = "teacher-forced" if result["rule"] == TEACHER_FORCED_RULE else "greedy"
     images = sum(1 for a in greedy[treat]["answers"] if a.get("image_sha256"))
     parts.append(
         f"{images} image prompt(s) through the vision encoder"
@@ -29,7 +46,7 @@ def correctness_check(greedy: dict, pair: tuple[str, str], correctness: dict) ->
         else "no image prompt (text-only model)"
     )
     return {
-        "name": f"correctness gate (greedy token ids, {treat} vs {base})",
+        "name": f"correctness gate ({how} token ids, {treat} vs {base})",
         "pair": list(pair),
         "passed": result["passed"],
         "evidence": "; ".join(parts) + f"; required agreement {result['min_agreement']:.0%}",

@@ -126,7 +126,7 @@ class AdbDevice(Device):
                     f"config key `devices.{name}.adb.serial`: adb connect "
                     f"{serial} answered {answer!r}"
                 )
-        self.serial = self._resolve(serial)
+        self.serial = self._resolve(serial, float(spec.get("ready_timeout_s", 15)))
         self.dev = self.client.device(self.serial)
         made = self.dev.shell2(quote(["mkdir", "-p", self.workdir]), timeout=60, v2=True)
         if made.returncode != 0:

@@ -48,6 +48,9 @@ class BenchError(ReproError, RuntimeError):
     pass
 
 
+GATE_TOP_K = 8  # logits kept per step: mnn_greedy's default, the prebuilt runner's TOP_K
+
+
 def command_record(argv: list[str], env: dict | None, result) -> dict:
     """What ran, so that it can be repeated by hand: argv, the variables set for it, and the
     exact shell line on the device (every word quoted)."""
@@ -105,13 +108,15 @@ class PrebuiltEngine:
         timeout: float,
         env: dict | None = None,
         prompt_tokens: int = 512,
+        forced: list[list[int]] | None = None,
     ) -> dict:
         """The runner's greedy mode, one process per prompt, with the runtime its benchmark
-        mode applies (llm.set_config(runtime) in both)."""
+        mode applies (llm.set_config(runtime) in both). forced: per prompt, the tokens to feed
+        (teacher forcing, see the runner)."""
         runtime = with_runtime_defaults(runtime)
         out = device.scratch("greedy.json")
         payload, answers = None, []
-        for prompt in prompts:  # one process per prompt: a crash is attributed to its prompt
+        for i, prompt in enumerate(prompts):  # one process per prompt: a crash is its prompt's
             argv = [
                 device.python(),
                 self.runner,
@@ -127,6 +132,8 @@ class PrebuiltEngine:
                 "--max-new-tokens",
                 str(max_new_tokens),
             ]
+            if forced is not None:
+                argv += ["--forced", json.dumps([forced[i]])]
             result = device.run(argv, timeout=timeout, env=env or None)
             command = command_record(argv, env, result)
             if result.ok:
@@ -177,10 +184,12 @@ class BuiltEngine:
         timeout: float,
         env: dict | None = None,
         prompt_tokens: int = 512,
+        forced: list[list[int]] | None = None,
     ) -> dict:
         """mnn_greedy (built against this engine's own libraries) per prompt, with a greedy
         config written on the device (base_dir -> the model) that holds every setting
-        llm_bench applies for the benchmark of P = prompt_tokens: token ids, top-k logits."""
+        llm_bench applies for the benchmark of P = prompt_tokens: token ids, top-k logits.
+        forced: per prompt, the tokens to feed (teacher forcing, see mnn_greedy.cpp)."""
         tool = posixpath.join(receipt["gate_tools"][self.record["engine"]], "mnn_greedy")
         model_config = receipt["model_config"]
         original = json.loads(fetch_text(device, model_config))
@@ -201,6 +210,10 @@ class BuiltEngine:
             prompt_path, out = device.scratch(f"prompt-{i}.txt"), device.scratch(f"greedy-{i}.json")
             device.put_text(prompt + "\n", prompt_path)
             argv = [tool, config_path, prompt_path, str(max_new_tokens), out]
+            if forced is not None:
+                forced_path = device.scratch(f"forced-{i}.txt")
+                device.put_text(" ".join(map(str, forced[i])) + "\n", forced_path)
+                argv += [str(GATE_TOP_K), forced_path]
             run_env = {**(env or {}), **self.library_env()}
             result = device.run(argv, timeout=timeout, env=run_env)
             command = command_record(argv, run_env, result)
@@ -214,6 +227,7 @@ class BuiltEngine:
                     "tokens": answer["tokens"],
                     "steps": answer["steps"],
                     "prompt_tokens": answer["prompt_tokens"],
+                    **({"forced_tokens": answer["forced_tokens"]} if forced is not None else {}),
                     "command": command,
                 }
             )

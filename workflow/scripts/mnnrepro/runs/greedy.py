@@ -17,9 +17,11 @@ def run_greedy(
     timeout: float,
     tool: dict | None = None,
     prompt_tokens: int = 512,
+    forced: list[list[int]] | None = None,
 ) -> dict:
     """Greedy answers of one variant (runtime + env); the engine's files, and a built
-    engine's gate tool, are verified on the device first."""
+    engine's gate tool, are verified on the device first. forced: per prompt, the reference's
+    tokens to feed instead of the engine's own choices (teacher forcing)."""
     check_receipt(device, receipt)
     expected = engine_files(record, receipt)
     if tool:
@@ -35,4 +37,5 @@ def run_greedy(
         timeout,
         variant.get("env", {}),
         prompt_tokens,
+        forced,
     )

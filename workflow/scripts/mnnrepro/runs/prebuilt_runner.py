@@ -25,7 +25,10 @@ one replicate, like one llm_bench launch.
 
 ``greedy`` mode instead answers fixed prompts with greedy decoding and writes the
 token ids, with every step's top-k logits: the correctness gate compares them across
-variants and tells a near-tie flip (rounding) from a confident one (a wrong kernel).
+variants and tells a near-tie flip (rounding) from a confident one (a wrong kernel). With
+``--forced`` (one token list per prompt: the reference engine's greedy answer) it is
+teacher-forced: after the prompt it feeds those tokens instead of its own choices and
+records the logits at every step, so every step is compared in the reference's context.
 
 Output: one JSON object written to ``--out`` (atomically)."""
 
@@ -153,13 +156,19 @@ def greedy_step(logits) -> dict:
     }
 
 
-def greedy_answer(llm, prompt: str, max_new_tokens: int) -> dict:
+def greedy_answer(llm, prompt: str, max_new_tokens: int, forced: list[int] | None = None) -> dict:
+    """Greedy decoding; with `forced`, step i (i >= 1) follows forced[i - 1] instead of this
+    engine's own choice, for len(forced) steps. `tokens` is always this engine's top-1 at
+    each step (what it would have chosen there)."""
     llm.reset()
     ids = list(llm.tokenizer_encode(llm.apply_chat_template(prompt)))
     steps = [greedy_step(llm.forward(ids))]
-    while len(steps) < max_new_tokens:
-        steps.append(greedy_step(llm.forward([steps[-1]["top"][0][0]])))
-    return {"tokens": [s["top"][0][0] for s in steps], "steps": steps, "prompt_tokens": len(ids)}
+    length = len(forced) if forced is not None else max_new_tokens
+    while len(steps) < length:
+        fed = forced[len(steps) - 1] if forced is not None else steps[-1]["top"][0][0]
+        steps.append(greedy_step(llm.forward([int(fed)])))
+    answer = {"tokens": [s["top"][0][0] for s in steps], "steps": steps, "prompt_tokens": len(ids)}
+    return answer if forced is None else {**answer, "forced_tokens": [int(t) for t in forced]}
 
 
 def engine_facts(supports_line: str) -> dict:
@@ -228,7 +237,13 @@ def run_greedy(args) -> dict:
     runtime = json.loads(args.runtime)
     llm, printed = load_llm(args.config, runtime)
     prompts = json.loads(args.prompts)
-    answers = [{"prompt": p, **greedy_answer(llm, p, args.max_new_tokens)} for p in prompts]
+    forced = json.loads(args.forced) if args.forced else [None] * len(prompts)
+    if len(forced) != len(prompts):
+        raise SystemExit(f"--forced has {len(forced)} token lists for {len(prompts)} prompts")
+    answers = [
+        {"prompt": p, **greedy_answer(llm, p, args.max_new_tokens, f)}
+        for p, f in zip(prompts, forced, strict=True)
+    ]
     return {
         "kind": "greedy",
         "runtime": runtime,
@@ -257,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--prompts", default="[]", help="JSON list of prompts (greedy)")
     parser.add_argument("--max-new-tokens", type=int, default=16)
+    parser.add_argument(
+        "--forced", default="", help="JSON: per prompt, the token ids to feed (teacher forcing)"
+    )
     args = parser.parse_args(argv)
     payload = run_bench(args) if args.mode == "bench" else run_greedy(args)
     write_atomically(args.out, payload)

@@ -7,8 +7,12 @@
 // `<img>path</img>` syntax included), forward the prompt, then feed back the argmax, recording
 // the top-k logits and the logits' mean and standard deviation at every step.
 //
+// Teacher-forced (the optional forced.txt: per prompt one line of space-separated token ids,
+// the reference engine's greedy answer): after the prompt it feeds those tokens instead of its
+// own argmax, one step per token, so every step is compared in the reference's context.
+//
 // usage: mnn_greedy <config.json> <prompts.txt: one prompt per line> <max_new_tokens> <out.json>
-//                   [top_k]
+//                   [top_k [forced.txt]]
 // Exit 0 once out.json is written, whatever the engine produced (the gate judges a short or
 // empty answer, and says so); non-zero when the model cannot load or out.json cannot be written.
 #include <MNN/expr/ExprCreator.hpp>
@@ -20,6 +24,7 @@
 #include <fstream>
 #include <memory>
 #include <numeric>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -115,6 +120,25 @@ int main(int argc, const char* argv[]) {
         std::fprintf(stderr, "%s: no prompt\n", argv[2]);
         return 2;
     }
+    std::vector<std::vector<int>> forced;  // empty: free-running greedy
+    if (argc > 6) {
+        std::ifstream in(argv[6]);
+        std::string line;
+        while (std::getline(in, line)) {
+            std::istringstream words(line);
+            std::vector<int> ids;
+            int id = 0;
+            while (words >> id) {
+                ids.push_back(id);
+            }
+            forced.push_back(ids);
+        }
+        if (forced.size() != prompts.size()) {
+            std::fprintf(stderr, "%s: %zu token lines for %zu prompts\n", argv[6], forced.size(),
+                         prompts.size());
+            return 2;
+        }
+    }
     std::unique_ptr<Llm, void (*)(Llm*)> llm(Llm::createLLM(configPath), Llm::destroy);
     if (!llm || !llm->load()) {
         std::fprintf(stderr, "%s: the engine could not load the model\n", configPath.c_str());
@@ -132,6 +156,8 @@ int main(int argc, const char* argv[]) {
         std::vector<int> ids = llm->tokenizer_encode(llm->apply_chat_template(prompts[p]));
         std::vector<int> tokens;
         std::vector<Step> steps;
+        const bool teacher = !forced.empty();
+        const int length = teacher ? static_cast<int>(forced[p].size()) : maxNew;
         VARP logits = llm->forward(ids);
         while (logits.get() != nullptr) {
             const std::vector<float> row = lastRow(logits);
@@ -140,21 +166,30 @@ int main(int argc, const char* argv[]) {
             }
             steps.push_back(describe(row, topK));
             tokens.push_back(steps.back().top.front().first);
-            if (static_cast<int>(tokens.size()) >= maxNew) {
+            if (static_cast<int>(tokens.size()) >= length) {
                 break;
             }
-            logits = llm->forward(std::vector<int>{tokens.back()});
+            const int fed = teacher ? forced[p][tokens.size() - 1] : tokens.back();
+            logits = llm->forward(std::vector<int>{fed});
         }
-        if (static_cast<int>(tokens.size()) != maxNew) {
+        if (static_cast<int>(tokens.size()) != length) {
             std::fprintf(stderr, "prompt %zu: the engine stopped after %zu of %d tokens\n", p,
-                         tokens.size(), maxNew);
+                         tokens.size(), length);
         }
         std::fprintf(out, "%s\n {\"index\": %zu, \"prompt_tokens\": %zu, \"tokens\": [",
                      p ? "," : "", p, ids.size());
         for (size_t i = 0; i < tokens.size(); ++i) {
             std::fprintf(out, "%s%d", i ? ", " : "", tokens[i]);
         }
-        std::fprintf(out, "], \"steps\": [");
+        std::fprintf(out, "]");
+        if (teacher) {
+            std::fprintf(out, ", \"forced_tokens\": [");
+            for (size_t i = 0; i < forced[p].size(); ++i) {
+                std::fprintf(out, "%s%d", i ? ", " : "", forced[p][i]);
+            }
+            std::fprintf(out, "]");
+        }
+        std::fprintf(out, ", \"steps\": [");
         for (size_t i = 0; i < steps.size(); ++i) {
             std::fprintf(out, "%s\n  {\"mean\": ", i ? "," : "");
             writeNumber(out, steps[i].mean);
