@@ -38,7 +38,9 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from provenance import measured_record  # noqa: E402
 
 KLEIDIAI_MD5 = "0a9e9008adb6031f9e8cf70dff4a3321"  # config/paper.yaml's pin
 
@@ -196,8 +198,9 @@ def markdown(result: dict) -> str:
         "# Real MNN builds through the workflow (benchmarks/real_mnn.py)",
         "",
         f"Measured {result['date']} on {result['machine']['cpus']} CPUs, "
-        f"{result['machine']['platform']}; MNN checkout at {result['mnn_commit']} "
-        f"({result['mnn_subject']}). Command: `{result['command']}`.",
+        f"{result['machine']['platform']}, commit {result['measured']['commit']}; MNN checkout "
+        f"at {result['mnn_commit']} ({result['mnn_subject']}). Command: "
+        f"`{result['measured']['command']}`.",
         "",
         "## Builds",
         "",
@@ -309,7 +312,13 @@ def main(argv: list[str] | None = None) -> int:
     host_mnn = {"source": {"path": str(mnn)}}
     kleidiai = {"version": "v1.16.0", "url": args.kleidiai, "md5": KLEIDIAI_MD5}
     emulated_mnn = {**host_mnn, **({"kleidiai": kleidiai} if args.kleidiai else {})}
+    measured = measured_record()
+    measured["command"] = (
+        f"python benchmarks/real_mnn.py --mnn <MNN 3.6.1> --kleidiai <KleidiAI v1.16.0 "
+        f"tarball, md5 as pinned> --cores {args.cores}"
+    )
     result = {
+        "measured": measured,
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": {
             "cpus": os.cpu_count(),
