@@ -94,3 +94,36 @@ def test_agreement_table_marks_wrong_and_crashed_answers():
     assert table.loc["ok", "identical"] and not table.loc["bad", "identical"]
     assert table.loc["bad", "first_divergence"] == 1
     assert table.loc["dead", "crashed"].startswith("qemu:")
+
+
+def test_the_agreement_table_is_teacher_forced_across_devices_where_recorded():
+    """Each emulated device was fed the reference device's tokens of the same variant: a
+    device whose free-running answer flipped a near-tie at step 0 (rounding, nothing after it
+    compared) but is confidently wrong later is `wrong` at that step."""
+
+    def step(*top, sd=4.0):
+        return {"sd": sd, "top": [list(t) for t in top]}
+
+    same = step((7, 15.0), (8, 11.0))
+    near, flipped = step((13, 13.15), (395, 13.12)), step((395, 13.07), (13, 12.98))
+    late = step((9, 16.0), (7, 10.0))
+    ref_answer = {"prompt": "p", "tokens": [13, 7, 7], "steps": [near, same, same]}
+    free = {"prompt": "p", "tokens": [395, 2, 2], "steps": [flipped, same, same]}
+    fed = {"prompt": "p", "tokens": [395, 7, 9], "steps": [flipped, same, late]}
+    fed["forced_tokens"] = [13, 7, 7]
+
+    def payload(answer, forced=None):
+        out = {"answers": [answer], "engine": {"device_supports": ""}}
+        if forced is not None:
+            out["teacher_forced_by_device"] = {"ref": [forced]}
+        return {"v": out}
+
+    greedy = {"ref": payload(ref_answer), "vl512": payload(free, fed)}
+    facts = {d: {"device": d, "emulated": True, "cpu": "max", "sme2": True} for d in greedy}
+    table = agreement_table(greedy, facts, "ref", "m").set_index("device")
+    row = table.loc["vl512"]
+    assert row["free_judged"] == "equivalent within rounding"  # what the old table said
+    assert row["judged"] == "wrong" and bool(row["teacher_forced"])
+    assert row["steps_compared"] == 3 and row["first_top1_difference"] == 0
+    assert "first divergence at token 2" in row["reason"]
+    assert table.loc["ref", "judged"] == "identical"

@@ -35,6 +35,12 @@ def test_fallback_and_vector_length_checks_and_no_emulated_speedups(root, tmp_pa
     out = tmp_path / "results" / "emulated-sme2"
     table = pd.read_csv(out / "emulation" / "synth-tiny.csv")
     assert sorted(table["device"].unique()) == sorted(KEEP)
+    # every other device was fed the reference device's tokens, every step compared
+    reference = cfg["emulation"]["reference"]
+    others = table[table["device"] != reference]
+    assert others["teacher_forced"].all() and not others.empty
+    answered = others[others["crashed"].fillna("") == ""]
+    assert (answered["steps_compared"] == answered["tokens"]).all()
     by_device = table.groupby("device").first()
     assert not by_device.loc["qemu-no-sme", "sme2"] and by_device.loc["qemu-sme2-vl512", "sme2"]
     assert by_device.loc["qemu-sme2-vl256", "sme_vector_length_bits"] == 256

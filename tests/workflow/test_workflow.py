@@ -217,6 +217,37 @@ def test_a_hand_edited_bench_table_is_refused_naming_the_cell(root, copied_run):
     assert line in proc.stdout + proc.stderr  # shown by Snakemake too (show-failed-logs)
 
 
+def test_a_remeasurement_stays_on_the_record_in_the_report_the_archive_and_its_replay(
+    root, copied_run, tmp_path
+):
+    """`--config remeasure=<label>` measures again; the superseded raw files, their count and
+    the label reach bench.csv, summary.csv and summary.md, go into the archive, and a replay
+    of it shows the same (a run repeated until the verdict suits cannot hide it)."""
+    snakemake(root, copied_run, "--config", "remeasure=second-look")
+    out = copied_run / "results" / "tiny"
+    bench = pd.read_csv(out / "bench.csv")
+    assert set(bench["superseded"]) == {1} and set(bench["remeasure"]) == {"second-look"}
+    summary = pd.read_csv(out / "summary.csv")
+    assert set(summary["remeasured_invocations"]) == {6}  # 3 blocks x 2 variants
+    assert summary["remeasurements"].str.contains("label second-look").all()
+    assert "6 invocations re-measured" in (out / "summary.md").read_text()
+    snakemake(root, copied_run, "archive")
+    archive = out / "tiny-archive.tar.gz"
+    import tarfile
+
+    with tarfile.open(archive) as tar:
+        kept = [n for n in tar.getnames() if ".superseded-" in n]
+    assert len(kept) == 6
+    replay_dir = tmp_path / "replay"
+    replay_dir.mkdir()
+    run_snakemake(
+        root, "--cores", "1", "--directory", str(replay_dir), "--config", f"replay={archive}"
+    )
+    replayed = replay_dir / "results" / "replay" / "tiny-archive"
+    for name in ("bench.csv", "summary.csv", "summary.md"):
+        assert (replayed / name).read_text() == (out / name).read_text(), name
+
+
 def test_a_raw_record_edited_after_the_run_is_refused(root, copied_run):
     raw = sorted((copied_run / "results/tiny/raw").rglob("rep-001.json"))[0]
     raw.write_text(raw.read_text().replace('"status": "ok"', '"status":  "ok"'))

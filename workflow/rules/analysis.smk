@@ -196,6 +196,7 @@ rule check_emulation:
     params:
         reference=config.get("emulation", {}).get("reference", ""),
         near_tie_sd=config["correctness"]["near_tie_sd"],
+        max_logit_diff_sd=config["correctness"].get("max_logit_diff_sd", 1.0),
         code=ANALYSIS_CODE,
     message:
         "Comparing greedy tokens of every device with {params.reference}"

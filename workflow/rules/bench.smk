@@ -38,6 +38,7 @@ rule run_greedy:
         receipt="results/{experiment}/pushed/{device}/{model}.json",
         runner=ENGINE_RUNNER,
         images=list(PROMPT_IMAGES.values()),
+        reference=get_reference_greedy,
     output:
         greedy="results/{experiment}/greedy/{device}/{model}.json",
     log:
@@ -54,6 +55,7 @@ rule run_greedy:
         comparison=canonical(config["comparison"]),
         timeout_s=config["bench"]["timeout_s"],
         prompt_tokens=config["bench"]["prompt_tokens"],  # the gate runs the benchmark's settings
+        emulation_reference=config.get("emulation", {}).get("reference", ""),
     message:
         "Greedy answers of every variant on device {wildcards.device}, model {wildcards.model}"
     script:

@@ -149,6 +149,15 @@ def get_userland(wildcards):
     return []
 
 
+def get_reference_greedy(wildcards):
+    """The emulation reference device's greedy answers, which every other device is fed
+    (teacher forcing across devices); none outside an emulated experiment."""
+    reference = config.get("emulation", {}).get("reference", "")
+    if not reference or wildcards.device == reference:
+        return []
+    return f"results/{wildcards.experiment}/greedy/{reference}/{wildcards.model}.json"
+
+
 def get_emulation_tables(wildcards):
     if not config.get("emulation", {}).get("reference"):
         return []

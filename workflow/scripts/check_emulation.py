@@ -14,5 +14,6 @@ table = agreement_table(
     snakemake.params.reference,
     snakemake.wildcards.model,
     snakemake.params.near_tie_sd,
+    snakemake.params.max_logit_diff_sd,
 )
 table.to_csv(snakemake.output.table, index=False)

@@ -64,6 +64,17 @@ def gate_answers(device) -> dict:
         plan = forced_plan(free[base], prompts)
         forced = answers_of(treat, [p for p, _ in plan], [t for _, t in plan]) if plan else None
         free[treat].setdefault("teacher_forced", {})[base] = (forced or {}).get("answers", [])
+    # across devices (emulation): each variant fed the reference device's answer of the same
+    # variant, so the emulated CPUs are compared step by step in the reference's context
+    if snakemake.input.reference:
+        reference = read_json(snakemake.input.reference)
+        where = snakemake.params.emulation_reference
+        for name in sorted(set(variants) & set(reference)):
+            plan = forced_plan(reference[name], prompts)
+            forced = answers_of(name, [p for p, _ in plan], [t for _, t in plan]) if plan else None
+            free[name].setdefault("teacher_forced_by_device", {})[where] = (forced or {}).get(
+                "answers", []
+            )
     return free
 
 

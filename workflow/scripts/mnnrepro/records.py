@@ -69,7 +69,12 @@ def check_greedy_steps(record: dict, path: str | os.PathLike) -> None:
     tokens disagree with its own logits was edited or mis-recorded: refused, naming the
     variant, the prompt and the step."""
     for variant, payload in record.items():
-        forced = [a for answers in payload.get("teacher_forced", {}).values() for a in answers]
+        forced = [
+            a
+            for key in ("teacher_forced", "teacher_forced_by_device")
+            for answers in payload.get(key, {}).values()
+            for a in answers
+        ]
         for answer in [*payload.get("answers", []), *forced]:
             tokens, steps = answer.get("tokens") or [], answer.get("steps") or []
             for i, (token, step) in enumerate(zip(tokens, steps, strict=False)):

@@ -1,10 +1,27 @@
 """The emulated devices' check: greedy answers of every device against a reference device,
-each divergence judged by the correctness gate's near-tie rule.
+teacher-forced where the records hold it (every device fed the reference device's tokens of
+the same variant, every step judged: correctness.TEACHER_FORCED_RULE), else at the first
+divergence of the free-running answers (NEAR_TIE_RULE).
 """
 
 from __future__ import annotations
 
-from mnnrepro.analysis.correctness import NEAR_TIE_SD, compare_answer
+from mnnrepro.analysis.correctness import (
+    IDENTICAL,
+    MAX_LOGIT_DIFF_SD,
+    NEAR_TIE_SD,
+    compare_answer,
+    compare_forced,
+)
+
+FORCED_COLUMNS = (
+    "steps_compared",
+    "max_logit_diff_sd",
+    "first_top1_difference",
+    "differing_steps",
+    "reference_margin",
+    "other_margin",
+)
 
 
 def agreement_table(
@@ -13,6 +30,7 @@ def agreement_table(
     reference: str,
     model: str,
     near_tie_sd: float = NEAR_TIE_SD,
+    max_logit_diff_sd: float = MAX_LOGIT_DIFF_SD,
 ):
     """Greedy tokens of every device vs the reference device, per variant and prompt.
 
@@ -27,8 +45,18 @@ def agreement_table(
     for device in sorted(greedy):
         for variant, payload in sorted(greedy[device].items()):
             ref = {a["prompt"]: a for a in greedy[reference][variant]["answers"]}
+            forced = payload.get("teacher_forced_by_device", {}).get(reference)
+            forced_by_prompt = {a["prompt"]: a for a in forced or []}
             for answer in payload["answers"]:
-                judged = compare_answer(ref.get(answer["prompt"]), answer, near_tie_sd)
+                free = compare_answer(ref.get(answer["prompt"]), answer, near_tie_sd)
+                judged = free
+                if forced is not None:
+                    judged = compare_forced(
+                        ref.get(answer["prompt"]),
+                        forced_by_prompt.get(answer["prompt"]),
+                        near_tie_sd,
+                        max_logit_diff_sd,
+                    )
                 fact = facts[device]
                 rows.append(
                     {
@@ -44,12 +72,15 @@ def agreement_table(
                             f"{k}={v}" for k, v in sorted(payload.get("env", {}).items())
                         ),
                         "prompt": answer["prompt"],
-                        "tokens": judged["tokens"],
-                        "agree": judged["agree"],
-                        "first_divergence": judged["first_divergence"],
-                        "identical": judged["first_divergence"] is None,
+                        "tokens": free["tokens"],
+                        "agree": free["agree"],
+                        "first_divergence": free["first_divergence"],
+                        "teacher_forced": forced is not None,
+                        **{k: judged.get(k) for k in FORCED_COLUMNS},
+                        "identical": judged["kind"] == IDENTICAL,
                         "judged": judged["kind"],
-                        "logit_drift_sd": judged["logit_drift_sd"],
+                        "free_judged": free["kind"],
+                        "logit_drift_sd": free["logit_drift_sd"],
                         "reason": judged["reason"],
                         "crashed": answer.get("crashed", ""),
                         "engine_line": payload["engine"].get("device_supports", ""),

@@ -15,17 +15,28 @@ def _pct(x) -> str:
 
 
 def emulation_section(tables: list[pd.DataFrame]) -> list[str]:
-    from mnnrepro.analysis.correctness import CRASHED, IDENTICAL, NEAR_TIE_RULE, ROUNDING, WRONG
+    from mnnrepro.analysis.correctness import (
+        CRASHED,
+        IDENTICAL,
+        NEAR_TIE_RULE,
+        ROUNDING,
+        TEACHER_FORCED_RULE,
+        WRONG,
+    )
 
     references = sorted({r for table in tables for r in table["reference"].dropna()})
+    forced = all(
+        "teacher_forced" in table and table["teacher_forced"].fillna(False).astype(bool).all()
+        for table in tables
+    )
+    rule = TEACHER_FORCED_RULE if forced else f"judged at the first divergence: {NEAR_TIE_RULE}"
     out = [
         "",
         "## Emulated SME2 checks (QEMU)",
         "",
         f"Greedy tokens of every device compared with the reference device "
-        f"({', '.join(f'`{r}`' for r in references)}), per variant and prompt; each "
-        f"divergence judged by the near-tie rule: {NEAR_TIE_RULE} Emulated timings are "
-        "recorded but never judged.",
+        f"({', '.join(f'`{r}`' for r in references)}), per variant and prompt. {rule} "
+        "Emulated timings are recorded but never judged.",
         "",
         "| model | device | variant | SME vector length | sme2 | identical | rounding | "
         "wrong | crashed | earliest divergence |",
@@ -38,7 +49,8 @@ def emulation_section(tables: list[pd.DataFrame]) -> list[str]:
             key=lambda kv: (kv[0][0], kv[1]["vl"].iloc[0], kv[0][1], kv[0][2]),
         )
         for (model, device, variant), g in groups:
-            first = g["first_divergence"].dropna()
+            column = "first_top1_difference" if forced else "first_divergence"
+            first = g[column].dropna()
             vl = g["sme_vector_length_bits"].iloc[0]
             vl_text = "-" if pd.isna(vl) else f"{int(vl)} bits"
             first_text = "-" if first.empty else f"token {int(first.min())}"
