@@ -274,3 +274,32 @@ def test_every_pair_of_comparison_also_is_judged_with_its_own_checks():
     by_pair = summary.groupby(["baseline", "treatment"])["verdict"].agg(set).to_dict()
     assert vd.INVALID not in by_pair[("off", "on")]  # its own checks passed
     assert by_pair[("masked", "on")] == {vd.INVALID}  # the mask did not take: that pair only
+
+
+def test_precision_on_demand_reaches_the_summary_with_the_stopping_df():
+    """bench.repetitions {min: 4, ...}: the summary's t interval of a run that stopped after 8
+    blocks uses the first look's quantile, df = min - 1 = 3, not n - 1 = 7, and says so; a
+    fixed number of repetitions uses n - 1."""
+    from scipy import stats as sps
+
+    bench = table({"prefill": 0.3, "decode": 0.1})
+    ok = {("x300", "m"): {"checks": [{"name": "gate", "passed": True, "evidence": ""}]}}
+    on_demand = {
+        **CONFIG,
+        "bench": {"repetitions": {"min": 4, "max": 20, "target_half_width": 0.02}},
+    }
+    row = summarize(bench, ok, on_demand).set_index("phase").loc["prefill"]
+    assert row["interval"] == "t on log ratios (df 3, after stopping)"
+    part = bench[bench["phase"] == "prefill"].pivot(index="block", columns="variant", values="tps")
+    log_ratios = np.log(part["on"] / part["off"]).to_numpy()
+    assert row["n_pairs"] == len(log_ratios) == 8
+
+    def high(df):
+        half = sps.t.ppf(0.975, df) * log_ratios.std(ddof=1) / np.sqrt(len(log_ratios))
+        return float(np.exp(log_ratios.mean() + half))
+
+    assert row["ci_high"] == pytest.approx(high(3))
+    fixed = summarize(bench, ok, {**CONFIG, "bench": {"repetitions": 8}})
+    fixed_row = fixed.set_index("phase").loc["prefill"]
+    assert fixed_row["interval"] == "t on log ratios"
+    assert fixed_row["ci_high"] == pytest.approx(high(7)) and fixed_row["ci_high"] < row["ci_high"]

@@ -107,13 +107,15 @@ def restore(
             inside = ("results", experiment, *raw_dir.split("/"))
             for index in sorted((source / kind).rglob("*.json")):
                 for entry in read_record(index, "run_index")["runs"]:
-                    raw = PurePosixPath(entry["raw"])
-                    if ".." in raw.parts or raw.parts[: len(inside)] != inside:
-                        raise DataError(
-                            archive,
-                            f"{index.relative_to(root)} names raw record {entry['raw']!r}, "
-                            f"which is not inside the archive's results/{experiment}/{raw_dir}/",
-                        )
+                    # the raw record and every earlier measurement it superseded
+                    for named in [entry["raw"], *(s["raw"] for s in entry.get("superseded", []))]:
+                        raw = PurePosixPath(named)
+                        if ".." in raw.parts or raw.parts[: len(inside)] != inside:
+                            raise DataError(
+                                archive,
+                                f"{index.relative_to(root)} names raw record {named!r}, which "
+                                f"is not inside the archive's results/{experiment}/{raw_dir}/",
+                            )
         found = {}
         for path in sorted((root / "results" / "engines").glob("*/*.json")):
             record = read_record(path, "engine")
