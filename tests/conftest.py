@@ -185,7 +185,7 @@ def start_loopback_phone(root: Path, adb_server_port: int):
     from loopback_adbd import LoopbackAdbDevice, make_sandbox
 
     cpuinfo = (ROOT / "tests" / "data" / "devices" / "dimensity9500.cpuinfo").read_text()
-    sandbox = make_sandbox(root, ILLUSTRATIVE_PROPS, cpuinfo, [38.5, 41.0])
+    sandbox = make_sandbox(root, ILLUSTRATIVE_PROPS, cpuinfo)
     phone = LoopbackAdbDevice(sandbox, ILLUSTRATIVE_PROPS)
     spec = {
         "serial": phone.serial,

@@ -73,17 +73,57 @@ def message(cmd: int, arg0: int, arg1: int, data: bytes = b"") -> bytes:
     )
 
 
+# A phone's thermal layout (illustrative values, the shape of real phones' zones): two CPU die
+# zones first (thermal_zone0, thermal_zone1), then what phones expose beside them: the
+# battery, a hot charger sensor, power-amplifier and PMIC placeholders stuck at 127 and 255
+# degrees, a zero and a negative reading, a battery state-of-charge "zone".
+PHONE_ZONES = [
+    ("cpu-0-0", 38.5),
+    ("cpu-1-0", 41.0),
+    ("battery", 31.0),
+    ("charger-therm", 52.0),
+    ("pa-therm0", 127.0),
+    ("pmic-tz", 255.0),
+    ("ddr-therm", 0.0),
+    ("sdm-therm", -40.0),
+    ("soc", 87.0),
+]
+# Android's own view (dumpsys thermalservice, "Current temperatures from HAL"): name, type
+# (0 CPU, 2 BATTERY, 3 SKIN), value
+PHONE_HAL = [
+    ("cpu-0-0-usr", 0, 38.5),
+    ("cpu-1-0-usr", 0, 41.0),
+    ("battery", 2, 31.0),
+    ("skin", 3, 33.5),
+]
+
+
+def thermalservice_text(status: int, hal: list[tuple[str, int, float]]) -> str:
+    lines = [f"IsStatusOverride: false\nThermal Status: {status}\n"]
+    if hal:
+        lines.append("HAL Ready: true\nCurrent temperatures from HAL:\n")
+        lines += [
+            f"\tTemperature{{mValue={v}, mType={t}, mName={n}, mStatus=0}}\n" for n, t, v in hal
+        ]
+        lines.append(
+            "Current cooling devices from HAL:\n\tCoolingDevice{mValue=0, mType=2, mName=cpu}\n"
+        )
+    return "".join(lines)
+
+
 def make_sandbox(
     root: Path,
     props: dict[str, str],
     cpuinfo: str,
-    temps_c: list[float],
+    zones: list[tuple[str, float]] = PHONE_ZONES,
+    hal: list[tuple[str, int, float]] = PHONE_HAL,
     battery_temp_c: float = 31.0,
     thermal_status: int = 0,
     cpufreq_khz: tuple[int, ...] = (2_000_000, 3_200_000),
     battery_ua_uv: tuple[int, int] | None = (-850_000, 4_012_000),
 ) -> Path:
-    """An Android-like userland in root (bin/, props, /proc/cpuinfo, thermal zones, per core
+    """An Android-like userland in root (bin/, props, /proc/cpuinfo, a phone's thermal zones
+    and the HAL temperatures of `dumpsys thermalservice` (PHONE_ZONES, PHONE_HAL), per core
     the cpufreq files a phone has: governor, current and maximum frequency, and the battery's
     power-supply files a phone has: current_now in µA, negative while discharging as on Pixel
     phones, voltage_now in µV; None leaves them out, as on phones that hide them). The values
@@ -96,10 +136,10 @@ def make_sandbox(
     (root / "props.txt").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     (root / "proc").mkdir(exist_ok=True)
     (root / "proc" / "cpuinfo").write_text(cpuinfo)
-    for i, temp in enumerate(temps_c):
+    for i, (kind, temp) in enumerate(zones):
         zone = root / "sys" / "class" / "thermal" / f"thermal_zone{i}"
         zone.mkdir(parents=True, exist_ok=True)
-        (zone / "type").write_text(f"cpu-{i}\n")
+        (zone / "type").write_text(f"{kind}\n")
         (zone / "temp").write_text(f"{int(temp * 1000)}\n")
     for i, khz in enumerate(cpufreq_khz):
         freq = root / "sys" / "devices" / "system" / "cpu" / f"cpu{i}" / "cpufreq"
@@ -114,9 +154,7 @@ def make_sandbox(
         (supply / "voltage_now").write_text(f"{battery_ua_uv[1]}\n")
         (supply / "type").write_text("Battery\n")
     (root / "dumpsys").mkdir(exist_ok=True)
-    (root / "dumpsys" / "thermalservice.txt").write_text(
-        f"IsStatusOverride: false\nThermal Status: {thermal_status}\n"
-    )
+    (root / "dumpsys" / "thermalservice.txt").write_text(thermalservice_text(thermal_status, hal))
     (root / "dumpsys" / "battery.txt").write_text(
         "Current Battery Service state:\n  AC powered: false\n  USB powered: true\n"
         f"  level: 87\n  temperature: {int(battery_temp_c * 10)}\n"

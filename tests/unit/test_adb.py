@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from conftest import PREBUILT_ENGINE, SHORT_BENCH, two_variant_specs
+from conftest import ILLUSTRATIVE_PROPS, PREBUILT_ENGINE, SHORT_BENCH, two_variant_specs
 
 from mnnrepro.devices.adb import AdbDevice, AdbDeviceError
 from mnnrepro.files import read_json
@@ -31,7 +31,11 @@ def test_facts_of_the_phone(loopback_phone):
     assert facts["sme2"] is True  # from a Dimensity 9500's real /proc/cpuinfo
     assert facts["cpu_count"] == 2 and "sme2" in facts["cpu_features_per_core"][0]
     assert facts["thermal_status"] == 0
-    assert max(facts["thermal_c"].values()) == 41.0
+    assert facts["fingerprint"] == ILLUSTRATIVE_PROPS["ro.build.fingerprint"]
+    assert facts["kernel"]  # `uname -r` on the phone
+    # every zone is recorded as the phone reports it, temperatures or not
+    assert facts["thermal_c"]["thermal_zone1:cpu-1-0"] == 41.0
+    assert facts["thermal_c"]["thermal_zone5:pmic-tz"] == 255.0
     assert facts["battery"] == {"level": 87, "temperature_c": 31.0, "charging": True}
     assert facts["workdir_free_kb"] > 0
 
@@ -170,6 +174,34 @@ def test_thermal_gate_waits_for_the_phone_to_cool_and_is_bounded(loopback_phone)
     zone.write_text("52000\n")  # stays hot: the gate gives up at its timeout and says so
     gate = thermal_gate(device, {"max_temp_c": 45, "thermal_timeout_s": 1})
     assert not gate["cool"] and gate["waited_s"] >= 1
+
+
+def test_a_real_phones_zone_layout_passes_the_thermal_gate_at_once(loopback_phone):
+    """A cool phone whose charger sensor reads 52 degrees and whose placeholders read 127 and
+    255: the gate waits on Android's CPU and skin temperatures, not on every zone (the old gate
+    waited out its timeout before every invocation); without HAL temperatures it waits on the
+    die zones and says what it ignored and why; `bench.thermal_zones` overrides both."""
+    phone, spec = loopback_phone
+    device = AdbDevice("phone", spec)
+    bench = {"max_temp_c": 45, "thermal_timeout_s": 1}
+    gate = thermal_gate(device, bench)
+    assert gate["cool"] and gate["hottest_gated_c"] == 41.0
+    assert gate["gated_on"] == ["hal:cpu-0-0-usr", "hal:cpu-1-0-usr", "hal:skin"]
+    assert gate["temps_c"]["thermal_zone3:charger-therm"] == 52.0  # recorded all the same
+    assert gate["temps_c"]["hal:battery"] == 31.0
+
+    status = phone.sandbox / "dumpsys" / "thermalservice.txt"
+    status.write_text("Thermal Status: 0\n")  # a phone whose HAL lists no temperatures
+    gate = thermal_gate(device, bench)
+    assert gate["cool"] and gate["gated_on"] == ["thermal_zone0:cpu-0-0", "thermal_zone1:cpu-1-0"]
+    ignored = gate["ignored"]
+    assert "not a die temperature" in ignored["thermal_zone3:charger-therm"]
+    assert ignored["thermal_zone6:ddr-therm"] == "reads 0 °C: not a die temperature"
+    assert ignored["thermal_zone7:sdm-therm"] == "reads -40 °C: not a die temperature"
+    assert set(ignored) >= {"thermal_zone4:pa-therm0", "thermal_zone5:pmic-tz", "thermal_zone8:soc"}
+
+    chosen = thermal_gate(device, {**bench, "thermal_zones": ["*:charger-therm"]})
+    assert not chosen["cool"] and chosen["gated_on"] == ["thermal_zone3:charger-therm"]
 
 
 # ---- Android conventions: ANDROID_SERIAL, the adb server's host and port, adb itself ---------

@@ -303,3 +303,20 @@ def test_precision_on_demand_reaches_the_summary_with_the_stopping_df():
     fixed_row = fixed.set_index("phase").loc["prefill"]
     assert fixed_row["interval"] == "t on log ratios"
     assert fixed_row["ci_high"] == pytest.approx(high(7)) and fixed_row["ci_high"] < row["ci_high"]
+
+
+def test_firmware_that_changes_mid_experiment_makes_the_pair_invalid():
+    """MNN #4828: SME2 garbage on old vivo X300 firmware, fixed by a system update. Blocks
+    measured on two builds of the system software are not one comparison."""
+    from mnnrepro.analysis.summary import run_problems
+
+    bench = table({"prefill": 0.8, "decode": 0.1})
+    bench["build_fingerprint"] = "vivo/x300:16/BP2A.1/1:user/release-keys"
+    assert run_problems(bench, ("off", "on")) == []
+    bench.loc[bench["block"] >= 5, "build_fingerprint"] = "vivo/x300:16/BP2A.2/2:user/release-keys"
+    (problem,) = run_problems(bench, ("off", "on"))
+    assert "system software changed during the experiment (2 build fingerprints" in problem
+    summary = summarize(
+        bench, {("x300", "m"): {"checks": [{"name": "g", "passed": True, "evidence": ""}]}}, CONFIG
+    )
+    assert set(summary["verdict"]) == {vd.INVALID}

@@ -142,6 +142,14 @@ def run_problems(group: pd.DataFrame, pair: tuple[str, str]) -> list[str]:
                 f"settings that ran differ from the config ({variant}, "
                 f"{part['block'].nunique()} invocations): {part['settings_mismatch'].iloc[0]}"
             )
+    if "build_fingerprint" in rows:
+        prints = sorted(set(rows["build_fingerprint"].dropna().astype(str)))
+        if len(prints) > 1:
+            problems.append(
+                f"the device's system software changed during the experiment ({len(prints)} "
+                f"build fingerprints: {', '.join(prints)}): runs on different firmware are "
+                "not one comparison"
+            )
     if "timing_plausible" in rows:
         bad = rows[rows["timing_plausible"].astype(str) == "False"]
         if len(bad):

@@ -49,6 +49,7 @@ BENCH_COLUMNS = [
     "power_window",
     "joules_per_token",
     "charging",
+    "build_fingerprint",
     "remeasure",
     "superseded",
     "superseded_reasons",
@@ -129,6 +130,15 @@ def check_speeds(record: dict, path: str) -> None:
             )
 
 
+def gated_max(record: dict, temps: dict) -> float | None:
+    """The hottest gated temperature before the invocation; records from before the gate chose
+    its zones: the hottest zone."""
+    gate = record.get("thermal_gate") or {}
+    if "gated_on" in gate:
+        return gate.get("hottest_gated_c")
+    return max(temps.values()) if temps else None
+
+
 def rows_from_record(
     record: dict,
     experiment: str,
@@ -168,7 +178,8 @@ def rows_from_record(
         "emulated": emulated,
         "load_s": record.get("load_s"),
         "attempts": record.get("attempts", 1),
-        "max_temp_before_c": max(temps.values()) if temps else None,
+        # the hottest temperature the gate waited on (every zone's value is in the raw record)
+        "max_temp_before_c": gated_max(record, temps),
         "other_load": record.get("other_load"),
         "load_before": (record.get("quiet_gate") or {}).get("load"),
         "quiet_wait_s": (record.get("quiet_gate") or {}).get("waited_s"),
@@ -185,6 +196,7 @@ def rows_from_record(
     energy = phase_joules(power, record["results"], record.get("wall_s"), record.get("phase_clock"))
     base["power_source"] = power.get("source") or power.get("unavailable")
     base["charging"] = (record.get("battery_after") or {}).get("charging")
+    base["build_fingerprint"] = record.get("build_fingerprint")
     return [
         {
             **base,

@@ -36,6 +36,7 @@ PROPS = {
     "soc_model": "ro.soc.model",
     "soc_manufacturer": "ro.soc.manufacturer",
     "fingerprint": "ro.build.fingerprint",
+    "security_patch": "ro.build.version.security_patch",
     "android_release": "ro.build.version.release",
     "sdk": "ro.build.version.sdk",
     "abi": "ro.product.cpu.abi",
@@ -347,6 +348,11 @@ class AdbDevice(Device):
             return f"{' and '.join(files)} not readable on {self.name}"
         return PowerReader(f"sysfs {files[0]} x {files[1]} (adb)", read)
 
+    def hal_temperatures(self) -> dict[str, dict]:
+        from mnnrepro.runs.thermal import hal_temperatures
+
+        return hal_temperatures(self.run(["dumpsys", "thermalservice"], timeout=30).stdout)
+
     def thermal_status(self) -> int | None:
         out = self.run(["dumpsys", "thermalservice"], timeout=30).stdout
         match = re.search(r"Thermal Status:\s*(\d+)", out)
@@ -409,4 +415,8 @@ class AdbDevice(Device):
             "workdir": self.workdir,
             "workdir_free_kb": free_kb,
             "os": f"Android {self.getprop('ro.build.version.release')}",
+            "kernel": self.run(["uname", "-r"], timeout=30).stdout.strip(),
         }
+
+    def build_fingerprint(self) -> str | None:
+        return self.getprop("ro.build.fingerprint") or None

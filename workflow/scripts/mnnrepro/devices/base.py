@@ -83,6 +83,11 @@ class Device:
         """Current temperatures in °C by zone name (empty where the device has none)."""
         return {}
 
+    def hal_temperatures(self) -> dict[str, dict]:
+        """Android's own temperatures (`dumpsys thermalservice`, from the thermal HAL): name
+        -> {"c", "type"}; empty where there are none (runs/thermal.py)."""
+        return {}
+
     def thermal_status(self) -> int | None:
         """Android thermal status (0 = NONE ... 6 = SHUTDOWN), None where there is none."""
         return None
@@ -106,6 +111,12 @@ class Device:
     def power_reader(self):
         """A runs.power.PowerReader for energy per token, or a sentence saying why none."""
         return f"a {self.kind} device has no power readings"
+
+    def build_fingerprint(self) -> str | None:
+        """The system software's build fingerprint (a phone's ro.build.fingerprint), recorded
+        with every invocation: firmware that changes mid-experiment makes it invalid (MNN
+        #4828: SME2 garbage fixed by a system update). None where there is none."""
+        return None
 
     def battery(self) -> dict | None:
         """{"level", "temperature_c", "charging"} where the device runs on a battery (a

@@ -165,23 +165,39 @@ def run_one(device: Device, engine, argv: list[str], env: dict, out: str, bench:
 
 
 def thermal_gate(device: Device, bench: dict) -> dict:
-    """Wait until the device is cool (status NONE, hottest zone <= max_temp_c), bounded."""
+    """Wait until the device is cool (status NONE, the hottest gated temperature <=
+    max_temp_c), bounded by thermal_timeout_s. Which temperatures are gated on, and which are
+    ignored and why: runs/thermal.py."""
+    from mnnrepro.runs.thermal import StuckZones, gate_temperatures
+
     limit = bench.get("max_temp_c")
     start = time.monotonic()
     deadline = start + bench.get("thermal_timeout_s", 0)
+    stuck = StuckZones()
     while True:
         temps, status = device.thermal(), device.thermal_status()
-        hottest = max(temps.values()) if temps else None
+        hal = device.hal_temperatures()
+        gated, ignored, rule = gate_temperatures(temps, hal, bench.get("thermal_zones"))
+        gated = stuck.update(gated, limit)
+        hottest = max(gated.values()) if gated else None
         cool = status in (None, 0) and (limit is None or hottest is None or hottest <= limit)
         if cool or time.monotonic() >= deadline:
             return {
                 "waited_s": round(time.monotonic() - start, 1),
                 "cool": cool,
                 "thermal_status": status,
-                "temps_c": temps,
+                "temps_c": {**temps, **{f"hal:{n}": t["c"] for n, t in hal.items()}},
+                "gated_on": sorted(gated),
+                "hottest_gated_c": hottest,
+                "ignored": {**ignored, **stuck.stuck},
+                "rule": rule,
             }
         log.info(
-            "waiting for %s to cool down: status %s, hottest %s C", device.name, status, hottest
+            "waiting for %s to cool down: status %s, hottest %s C (%s)",
+            device.name,
+            status,
+            hottest,
+            ", ".join(f"{n} {v:g}" for n, v in sorted(gated.items()) if limit and v > limit),
         )
         time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
 
@@ -274,13 +290,20 @@ def run_schedule(
                 "emulated": device.emulated,
                 # a phone on USB power: its battery current is the charger's balance
                 "battery_after": device.battery(),
+                "build_fingerprint": device.build_fingerprint(),
                 "plan_key": key,
                 "invocation": inv.to_dict(),
                 "variant": inv.variant,
                 "device": device.name,
                 "started_unix": started,
                 "thermal_before_c": gate["temps_c"],
-                "thermal_gate": {k: gate[k] for k in ("waited_s", "cool", "thermal_status")},
+                "thermal_gate": {
+                    k: gate[k]
+                    for k in (
+                        *("waited_s", "cool", "thermal_status", "gated_on", "hottest_gated_c"),
+                        *("ignored", "rule"),
+                    )
+                },
                 "thermal_after_c": device.thermal(),
                 "quiet_gate": quiet,
                 "cpufreq_before": cpufreq_before,

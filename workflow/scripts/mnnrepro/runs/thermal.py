@@ -1,0 +1,120 @@
+"""Which temperatures the thermal gate waits on.
+
+A phone exposes many `/sys/class/thermal` zones that are not die temperatures: the battery,
+the charger, PMIC and modem sensors, power-amplifier placeholders stuck at 127 or 255 °C,
+battery-percentage "zones", negative or zero readings. Waiting until the hottest of *all*
+zones is cool would wait out `bench.thermal_timeout_s` before every invocation. The gate
+therefore waits on, in this order:
+
+1. `bench.thermal_zones`, when configured: the zones (or Android HAL sensors, named
+   `hal:<name>`) whose names match one of its shell-style patterns;
+2. else the temperatures Android itself reports for CPU and skin (`dumpsys thermalservice`,
+   "Current temperatures from HAL", types CPU and SKIN), where the device has them;
+3. else the sysfs zones whose type does not name a non-die sensor (NOT_DIE).
+
+In every case a reading that cannot be a die temperature (at or below 0 °C, or at or above
+120 °C) is ignored, and so is a zone that stays at exactly the same value over
+`STUCK_READINGS` readings while the gate waits on it (a placeholder that never moves). What
+was ignored, and why, is recorded with every invocation; every zone's value is recorded as it
+was, gated on or not.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+
+PLAUSIBLE_C = (0.0, 120.0)  # a die temperature lies strictly between these
+# identical readings of a zone above the limit that make it "stuck": with the gate's 5 s
+# between readings, a minute without the least change (a cooling die moves in that time)
+STUCK_READINGS = 12
+# sensors that are not a CPU/SoC die or the skin: battery, charging, power management,
+# radios and their amplifiers, the crystal oscillator, battery-current limiters, state of charge
+NOT_DIE = re.compile(
+    r"batt|charg|chg|pmic|pmi\d|bms|usb|modem|mdm|pa[_-]?therm|^pa\d|xo[_-]?therm|bcl|ibat|vbat|"
+    r"vbus|wlan|wifi|flash|camera|ambient|^soc$|pm\d{3,}",
+    re.IGNORECASE,
+)
+HAL_GATED_TYPES = {0: "CPU", 3: "SKIN"}  # android.os.Temperature TYPE_CPU, TYPE_SKIN
+HAL_LINE = re.compile(
+    r"Temperature\{mValue=(?P<value>-?[\d.]+|NaN), mType=(?P<type>-?\d+), "
+    r"mName=(?P<name>[^,}]+)"
+)
+
+
+def hal_temperatures(dumpsys_text: str) -> dict[str, dict]:
+    """`dumpsys thermalservice`'s "Current temperatures from HAL" section: name -> {"c",
+    "type"} (an empty dict where the device prints none)."""
+    section = dumpsys_text.split("Current temperatures from HAL:", 1)
+    if len(section) < 2:
+        return {}
+    body = re.split(r"\n\S", "\n" + section[1].lstrip("\n"), maxsplit=1)[0]
+    out = {}
+    for match in HAL_LINE.finditer(body):
+        value = float(match["value"])
+        if not math.isfinite(value):  # a sensor the HAL could not read
+            continue
+        out[match["name"].strip()] = {"c": value, "type": int(match["type"])}
+    return out
+
+
+def plausible(value: float) -> bool:
+    low, high = PLAUSIBLE_C
+    return low < value < high
+
+
+def gate_temperatures(
+    zones: dict[str, float], hal: dict[str, dict], patterns: list[str] | None = None
+) -> tuple[dict[str, float], dict[str, str], str]:
+    """(what the gate waits on: name -> °C, what it ignores: name -> why, the rule used).
+
+    zones: sysfs zones as `thermal_zoneN:type` -> °C; hal: hal_temperatures()."""
+    candidates = {**zones, **{f"hal:{name}": t["c"] for name, t in hal.items()}}
+    ignored: dict[str, str] = {}
+    if patterns:
+        rule = f"bench.thermal_zones {patterns}"
+        chosen = {
+            name: value
+            for name, value in candidates.items()
+            if any(fnmatch.fnmatchcase(name, p) for p in patterns)
+        }
+    elif any(t["type"] in HAL_GATED_TYPES for t in hal.values()):
+        rule = "Android's HAL temperatures of types CPU and SKIN"
+        chosen = {f"hal:{name}": t["c"] for name, t in hal.items() if t["type"] in HAL_GATED_TYPES}
+    else:
+        rule = "sysfs zones that name a CPU/SoC die (not battery, charger, PMIC, modem, ...)"
+        chosen = {}
+        for name, value in zones.items():
+            kind = name.split(":", 1)[-1]
+            if NOT_DIE.search(kind):
+                ignored[name] = f"type {kind!r} is not a die temperature"
+            else:
+                chosen[name] = value
+    gated = {}
+    for name, value in chosen.items():
+        if plausible(value):
+            gated[name] = value
+        else:
+            ignored[name] = f"reads {value:g} °C: not a die temperature"
+    return gated, ignored, rule
+
+
+class StuckZones:
+    """Zones the gate waited on that never moved: the same value over STUCK_READINGS readings
+    while above the limit (a placeholder, or a sensor that is not read any more)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list[float]] = {}
+        self.stuck: dict[str, str] = {}
+
+    def update(self, gated: dict[str, float], limit: float | None) -> dict[str, float]:
+        """The gated zones less those found stuck (which are kept in `stuck`, with why)."""
+        for name, value in gated.items():
+            history = self.seen.setdefault(name, [])
+            history.append(value)
+            recent = history[-STUCK_READINGS:]
+            hot = limit is not None and value > limit
+            if hot and len(recent) == STUCK_READINGS and len(set(recent)) == 1:
+                self.stuck[name] = f"stuck at {value:g} °C over {STUCK_READINGS} readings"
+        return {n: v for n, v in gated.items() if n not in self.stuck}
