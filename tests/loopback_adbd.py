@@ -54,6 +54,7 @@ grep -m1 "^$1=" "$props" | cut -d= -f2-
 case "$1" in
   thermalservice) cat "$ADBD_SANDBOX/dumpsys/thermalservice.txt" ;;
   battery) cat "$ADBD_SANDBOX/dumpsys/battery.txt" ;;
+  power) cat "$ADBD_SANDBOX/dumpsys/power.txt" ;;
   *) echo "Can't find service: $1"; exit 1 ;;
 esac
 """,
@@ -158,6 +159,10 @@ def make_sandbox(
     (root / "dumpsys" / "battery.txt").write_text(
         "Current Battery Service state:\n  AC powered: false\n  USB powered: true\n"
         f"  level: 87\n  temperature: {int(battery_temp_c * 10)}\n"
+    )
+    (root / "dumpsys" / "power.txt").write_text(
+        "POWER MANAGER (dumpsys power)\n  mWakefulness=Awake\n  mStayOn=true\n"
+        "Display Power: state=ON\n"
     )
     (root / "data" / "local" / "tmp").mkdir(parents=True, exist_ok=True)
     return root

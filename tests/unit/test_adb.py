@@ -14,7 +14,7 @@ from conftest import ILLUSTRATIVE_PROPS, PREBUILT_ENGINE, SHORT_BENCH, two_varia
 
 from mnnrepro.devices.adb import AdbDevice, AdbDeviceError
 from mnnrepro.files import read_json
-from mnnrepro.runs.benchmark import run_schedule, thermal_gate
+from mnnrepro.runs.benchmark import quiet_gate, run_schedule, thermal_gate
 from mnnrepro.runs.greedy import run_greedy
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.runs.staging import push_receipt
@@ -136,6 +136,11 @@ def test_greedy_and_interleaved_bench_on_the_phone(loopback_phone, tiny_model, t
                 "cpu1": {"governor": "schedutil", "cur_khz": 3_200_000},
             }
     assert all(r["results"][1]["tokens"] == 4 for r in records)
+    # what ran on the phone, per invocation: its firmware, its screen, its battery
+    for r in records:
+        assert r["build_fingerprint"] == ILLUSTRATIVE_PROPS["ro.build.fingerprint"]
+        assert r["screen_before"] == {"wakefulness": "Awake", "display": "ON"}
+        assert r["battery_after"]["charging"] is True
 
 
 def test_disconnect_mid_benchmark_loses_nothing(loopback_phone, tiny_model, tmp_path):
@@ -174,6 +179,27 @@ def test_thermal_gate_waits_for_the_phone_to_cool_and_is_bounded(loopback_phone)
     zone.write_text("52000\n")  # stays hot: the gate gives up at its timeout and says so
     gate = thermal_gate(device, {"max_temp_c": 45, "thermal_timeout_s": 1})
     assert not gate["cool"] and gate["waited_s"] >= 1
+
+
+def test_the_phones_background_load_comes_from_its_own_proc_stat(loopback_phone):
+    """Over adb: /proc/stat and /proc/uptime read twice in one shell command (the loopback
+    phone's are this host's, which it shares), so the quiet gate measures phones too."""
+    import os
+
+    from mnnrepro.devices.adb import phone_load
+
+    _, spec = loopback_phone
+    load = AdbDevice("phone", spec).other_load_now(0.3)
+    assert load is not None and 0 <= load <= os.cpu_count()
+    gate = quiet_gate(
+        AdbDevice("phone", spec),
+        {"max_other_load": 64, "quiet_timeout_s": 5, "quiet_window_s": 0.2},
+    )
+    assert gate["quiet"] is True and gate["load"] is not None
+    # two readings 2 s apart in which the phone's CPUs were busy for 150 ticks: 0.75 CPUs
+    lines = ["100.00 50.0", "cpu 1000 0 500 9000 0 0 0 0 0 0", "102.00 50.0"]
+    assert phone_load([*lines, "cpu 1100 0 550 9100 0 0 0 0 0 0"]) == 0.75
+    assert phone_load(lines) is None  # a reading missing: no number, not a guess
 
 
 def test_a_real_phones_zone_layout_passes_the_thermal_gate_at_once(loopback_phone):

@@ -165,12 +165,14 @@ def test_schema_defaults_are_filled(root):
                 "fetch_mnn_source",
                 "build_engine",
                 "fetch_modelscope_model",
-                "fetch_modelscope_checkpoint",
-                "export_mnn_model",
                 "push_to_device",
                 "run_bench",
                 "write_summary_report",
             ],
+        ),
+        (
+            "config/paper.yaml config/paper-export.yaml",
+            ["fetch_modelscope_model", "fetch_modelscope_checkpoint", "export_mnn_model"],
         ),
         ("config/host-sme2.yaml", ["build_engine", "make_synthetic_model", "run_bench"]),
     ],
@@ -179,9 +181,12 @@ def test_whole_dag_dry_run(root, tmp_path, rel, must_run):
     """`snakemake -n` plans every stage from toolchain to report, offline."""
     work = tmp_path / "work"
     (tmp_path / "MNN").mkdir()  # where a config's `../MNN` checkout would be
-    proc = run_snakemake(root, "-n", "--configfile", str(root / rel), "--directory", str(work))
+    files = [str(root / name) for name in rel.split()]
+    proc = run_snakemake(root, "-n", "--configfile", *files, "--directory", str(work))
     for rule in must_run:
         assert f"\n{rule} " in proc.stdout, rule
+    if rel == "config/paper.yaml":  # one model by default: the export is an explicit option
+        assert "\nexport_mnn_model " not in proc.stdout
 
 
 def test_build_engines_need_a_source_and_android_needs_the_ndk(root):

@@ -50,6 +50,7 @@ BENCH_COLUMNS = [
     "joules_per_token",
     "charging",
     "build_fingerprint",
+    "screen",
     "remeasure",
     "superseded",
     "superseded_reasons",
@@ -197,6 +198,10 @@ def rows_from_record(
     base["power_source"] = power.get("source") or power.get("unavailable")
     base["charging"] = (record.get("battery_after") or {}).get("charging")
     base["build_fingerprint"] = record.get("build_fingerprint")
+    screen = record.get("screen_before") or {}
+    base["screen"] = (
+        "/".join(str(screen.get(k)) for k in ("wakefulness", "display")) if screen else None
+    )
     return [
         {
             **base,

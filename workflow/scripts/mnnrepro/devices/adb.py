@@ -47,6 +47,29 @@ class AdbDeviceError(ReproError, RuntimeError):
     pass
 
 
+USER_HZ = 100  # the clock ticks of /proc/stat on Linux and Android
+
+
+def phone_load(lines: list[str]) -> float | None:
+    """CPUs busy over the window between two (uptime, /proc/stat cpu) readings; None unless
+    both readings are there."""
+    try:
+        (t0, s0), (t1, s1) = (
+            (float(lines[i].split()[0]), [int(x) for x in lines[i + 1].split()[1:9]])
+            for i in (0, 2)
+        )
+    except (IndexError, ValueError):
+        return None
+
+    def busy(fields: list[int]) -> int:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+        return user + nice + system + irq + softirq + steal
+
+    if t1 <= t0:
+        return None
+    return round(max(0, busy(s1) - busy(s0)) / USER_HZ / (t1 - t0), 3)
+
+
 def adb_binary() -> str:
     """The adb program as adbutils finds it: $ADBUTILS_ADB_PATH, then `adb` on $PATH, then the
     one in its wheel (which has none for Linux aarch64 or Apple Silicon)."""
@@ -420,3 +443,27 @@ class AdbDevice(Device):
 
     def build_fingerprint(self) -> str | None:
         return self.getprop("ro.build.fingerprint") or None
+
+    def other_load_now(self, window_s: float) -> float | None:
+        """CPUs the phone's other work keeps busy over window_s, from its /proc/stat read
+        twice in one shell command (with /proc/uptime for the window as the phone counts it);
+        the shell and `sleep` themselves use next to nothing."""
+        script = (
+            "cat /proc/uptime; head -n1 /proc/stat; sleep "
+            f"{float(window_s):g}; cat /proc/uptime; head -n1 /proc/stat"
+        )
+        lines = self.run(["sh", "-c", script], timeout=30 + window_s).stdout.splitlines()
+        return phone_load(lines)
+
+    def screen_state(self) -> dict | None:
+        """Wakefulness and display state (`dumpsys power`): a phone that dozes or turns its
+        screen on mid-run is not the phone that was measured before."""
+        out = self.run(["dumpsys", "power"], timeout=30).stdout
+        wake = re.search(r"mWakefulness=(\w+)", out)
+        display = re.search(r"Display Power: state=(\w+)", out)
+        if not wake and not display:
+            return None
+        return {
+            "wakefulness": wake.group(1) if wake else None,
+            "display": display.group(1) if display else None,
+        }

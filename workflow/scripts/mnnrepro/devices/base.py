@@ -105,7 +105,11 @@ class Device:
 
     def other_load_now(self, window_s: float) -> float | None:
         """CPUs busy with other work over the next window_s seconds (nothing of ours runs
-        meanwhile); None where it cannot be measured (phones: the thermal gate guards them)."""
+        meanwhile); None where it cannot be measured."""
+        return None
+
+    def screen_state(self) -> dict | None:
+        """A phone's wakefulness and display state; None where there is no screen."""
         return None
 
     def power_reader(self):

@@ -204,8 +204,9 @@ def thermal_gate(device: Device, bench: dict) -> dict:
 
 def quiet_gate(device: Device, bench: dict) -> dict:
     """Wait until other work keeps at most `max_other_load` CPUs busy, bounded by
-    `quiet_timeout_s`; the load is sampled over `quiet_window_s` while nothing of ours runs.
-    Devices that cannot measure it (phones) pass with quiet None."""
+    `quiet_timeout_s`; the load is sampled over `quiet_window_s` while nothing of ours runs
+    (a phone's from its own /proc/stat over adb). Devices that cannot measure it pass with
+    quiet None."""
     limit = bench.get("max_other_load")
     start = time.monotonic()
     deadline = start + bench.get("quiet_timeout_s", 0)
@@ -269,6 +270,7 @@ def run_schedule(
                 time.sleep(bench["cooldown_s"])
             gate = thermal_gate(device, bench)
             quiet = quiet_gate(device, bench)
+            screen = device.screen_state()
             device.verify(engine_files(spec["engine"], receipt))
             cpufreq_before = device.cpufreq()
             started = time.time()
@@ -291,6 +293,7 @@ def run_schedule(
                 # a phone on USB power: its battery current is the charger's balance
                 "battery_after": device.battery(),
                 "build_fingerprint": device.build_fingerprint(),
+                "screen_before": screen,
                 "plan_key": key,
                 "invocation": inv.to_dict(),
                 "variant": inv.variant,
