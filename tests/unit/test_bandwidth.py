@@ -103,3 +103,17 @@ def test_probe_output_that_is_not_a_sample_is_refused():
 def test_zero_threads_means_every_core_of_the_device():
     assert probe_threads(0, {"cpu_count": 8}) == 8
     assert probe_threads(3, {"cpu_count": 8}) == 3
+
+
+def test_the_probe_is_pinned_to_the_fastest_cores_where_the_facts_tell_them():
+    from mnnrepro.runs.bandwidth import fastest_cores
+
+    # a 1 + 3 + 4 phone: cpu7 the prime core, cpu4-6 big, cpu0-3 little
+    freqs = {f"cpu{i}": 2_000_000 for i in range(4)}
+    freqs |= {f"cpu{i}": 3_300_000 for i in (4, 5, 6)} | {"cpu7": 4_200_000}
+    facts = {"cpu_max_freq_khz": freqs}
+    assert fastest_cores(facts, 1) == [7]
+    assert fastest_cores(facts, 4) == [4, 5, 6, 7]
+    assert fastest_cores(facts, 6) == [0, 1, 4, 5, 6, 7]
+    assert fastest_cores({"cpu_max_freq_khz": {"cpu0": 1, "cpu1": 1}}, 1) is None  # all alike
+    assert fastest_cores({}, 1) is None and fastest_cores(facts, 9) is None

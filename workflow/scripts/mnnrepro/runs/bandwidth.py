@@ -5,7 +5,12 @@ device, staged there by hash, and run once after the quiet gate with `bandwidth.
 reads of a `bandwidth.buffer_mib` buffer (much larger than any last-level cache) on
 every thread count a variant uses and on `bandwidth.threads` threads (0: every core of the
 device). Every sample is kept, with the probe's own output, so the ceiling can be recomputed
-from the record alone."""
+from the record alone.
+
+On a device whose facts list each core's maximum frequency (a phone: big, mid and little
+cores), a run at t threads is pinned with `taskset` to the t fastest cores, where the engine's
+threads run (MNN places its threads on the big cores first), so that the ceiling comes from
+the cores the benchmark uses; the record says which cores (`cores`, null where unpinned)."""
 
 from __future__ import annotations
 
@@ -60,9 +65,27 @@ def stage_probe(device: Device, probe_dir: str, digest: str) -> str:
     return remote
 
 
-def measure_probe(device: Device, remote: str, settings: dict, threads: int) -> dict:
-    """Run the staged probe at one thread count and return its samples."""
+def fastest_cores(facts: dict, threads: int) -> list[int] | None:
+    """The `threads` cores with the highest maximum frequency (ties: the lower number), or
+    None where the facts do not list frequencies per core, or there are not that many."""
+    freqs = {
+        int(name.removeprefix("cpu")): khz
+        for name, khz in (facts.get("cpu_max_freq_khz") or {}).items()
+        if name.removeprefix("cpu").isdigit()
+    }
+    if len(freqs) < threads or len(set(freqs.values())) < 2:
+        return None  # unknown, or all cores alike: nothing to choose
+    return sorted(sorted(freqs, key=lambda core: (-freqs[core], core))[:threads])
+
+
+def measure_probe(
+    device: Device, remote: str, settings: dict, threads: int, cores: list[int] | None = None
+) -> dict:
+    """Run the staged probe at one thread count (pinned to `cores` when given) and return its
+    samples."""
     argv = [remote, str(settings["buffer_mib"]), str(threads), str(settings["repetitions"])]
+    if cores:
+        argv = ["taskset", format(sum(1 << c for c in cores), "x"), *argv]
     started = time.time()
     result = device.run(argv, timeout=settings["timeout_s"])
     if not result.ok:
@@ -80,6 +103,7 @@ def measure_probe(device: Device, remote: str, settings: dict, threads: int) -> 
     log.info("%s: read bandwidth %s GB/s", device.name, ", ".join(f"{r:.2f}" for r in rates))
     return {
         "argv": argv,
+        "cores": cores,
         "started_unix": started,
         "wall_s": result.seconds,
         "other_load": result.other_load,
@@ -114,10 +138,11 @@ def measure_bandwidth(
         remote = stage_probe(device, probe["dir"], digest)
         for threads in counts:
             gate = quiet_gate(device, bench)
+            cores = fastest_cores(facts, threads) if threads < all_cores else None
             measurements.append(
                 {
                     "probe_sha256": digest,
-                    **measure_probe(device, remote, settings, threads),
+                    **measure_probe(device, remote, settings, threads, cores),
                     "threads": threads,
                     "platform": record["platform"],
                     "compiler": record["compiler"],
