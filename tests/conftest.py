@@ -44,16 +44,22 @@ def pytest_xdist_auto_num_workers(config):
 
 
 def pytest_addoption(parser):
-    parser.addoption("--run-device", action="store_true", help="run tests that need a phone")
-
-
-def pytest_collection_modifyitems(config, items):
-    if config.getoption("--run-device"):
-        return
-    skip = pytest.mark.skip(reason="needs a physical phone: pass --run-device")
-    for item in items:
-        if "device" in item.keywords:
-            item.add_marker(skip)
+    """The phone tier (tests/phone/, marker `device`) runs on the loopback phone unless given a
+    real phone's serial: `pytest -m device --phone-serial SERIAL --phone-engine DIR ...`."""
+    parser.addoption("--phone-serial", default="", help="run the phone tier on this phone")
+    parser.addoption(
+        "--phone-engine",
+        action="append",
+        default=[],
+        help="a built engine's results/engines/<key>/ directory (repeat for each build)",
+    )
+    parser.addoption("--phone-model", default="", help="a small exported model directory")
+    parser.addoption(
+        "--phone-sme2",
+        choices=["yes", "no"],
+        default="yes",
+        help="whether the phone must have SME2 (no: a negative-control phone)",
+    )
 
 
 def reachable(host: str, port: int) -> bool:
