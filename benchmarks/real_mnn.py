@@ -252,8 +252,9 @@ def markdown(result: dict) -> str:
         f"## Emulated SME2 (config/emulated-paper.yaml, whole workflow {emu['workflow_s']} s)",
         "",
         "Greedy answers (16 tokens, 3 prompts) of each variant on each QEMU CPU vs the same "
-        "variant on `qemu-no-sme`, judged by the near-tie rule (identical / equivalent within "
-        "rounding / wrong / crashed):",
+        "variant on `qemu-no-sme`, teacher-forced: every device fed `qemu-no-sme`'s tokens and "
+        "every step judged, the top-1 and the logits (identical / equivalent within rounding / "
+        "wrong / crashed; docs/method.md):",
         "",
     ]
     kinds = ["identical", "equivalent within rounding", "wrong", "crashed"]
