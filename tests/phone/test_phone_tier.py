@@ -105,7 +105,8 @@ def test_background_load_and_screen_are_measured(phone):
     load = phone.other_load_now(0.5)
     screen = phone.screen_state()
     print(f"other load: {load} CPUs; screen: {screen}")
-    assert load is not None and 0 <= load <= phone.facts()["cpu_count"]
+    # a CPU count, give or take /proc/stat's clock ticks over the window
+    assert load is not None and 0 <= load <= phone.facts()["cpu_count"] + 0.5
     assert screen and screen["wakefulness"] and screen["display"]
 
 

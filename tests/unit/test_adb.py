@@ -190,7 +190,7 @@ def test_the_phones_background_load_comes_from_its_own_proc_stat(loopback_phone)
 
     _, spec = loopback_phone
     load = AdbDevice("phone", spec).other_load_now(0.3)
-    assert load is not None and 0 <= load <= os.cpu_count()
+    assert load is not None and 0 <= load <= os.cpu_count() + 0.5  # give or take the ticks
     gate = quiet_gate(
         AdbDevice("phone", spec),
         {"max_other_load": 64, "quiet_timeout_s": 5, "quiet_window_s": 0.2},

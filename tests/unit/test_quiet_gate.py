@@ -40,9 +40,10 @@ def test_a_limit_no_host_can_exceed_passes_at_once():
         LocalDevice("host"), {"max_other_load": 64, "quiet_timeout_s": 60, "quiet_window_s": 0.2}
     )
     # quiet at the first look (it did not wait out its 60 s), and the load is a CPU count
-    # (busy CPUs of this host's other work): never more than the host has
+    # (busy CPUs of this host's other work): not more than the host has, give or take the
+    # clock ticks of /proc/stat over a 0.2 s window (a percentage or a tick count is far off)
     assert gate["quiet"] is True and gate["waited_s"] < 60
-    assert 0 <= gate["load"] <= __import__("os").cpu_count()
+    assert 0 <= gate["load"] <= __import__("os").cpu_count() + 0.5
 
 
 class ScriptedLoad(Device):
