@@ -138,17 +138,27 @@ def judge_divergence(ref_step: dict, other_step: dict, near_tie_sd: float) -> di
     }
 
 
+def _logit_diffs_sd(ref_step: dict, step: dict) -> list[float]:
+    """|logit difference| of every token in both engines' top-k at one step, in the
+    reference's logit SDs."""
+    top = {int(t): v for t, v in step.get("top", []) if v is not None}
+    scale = ref_step.get("sd") or 0
+    return [
+        abs(value - top[int(token)]) / scale
+        for token, value in ref_step.get("top", [])
+        if value is not None and int(token) in top and scale > 0
+    ]
+
+
 def logit_drift_sd(ref_steps: list[dict], steps: list[dict], upto: int) -> float | None:
     """Largest |logit difference| of a token in both engines' top-k over the steps both saw
     the same context (before the first divergence), in the reference's logit SDs: how far
     the two engines' arithmetic differs where it did not change the answer."""
-    drifts = []
-    for ref, other in zip(ref_steps[:upto], steps[:upto], strict=False):
-        top = {int(t): v for t, v in other.get("top", []) if v is not None}
-        scale = ref.get("sd") or 0
-        for token, value in ref.get("top", []):
-            if value is not None and int(token) in top and scale > 0:
-                drifts.append(abs(value - top[int(token)]) / scale)
+    drifts = [
+        drift
+        for ref, other in zip(ref_steps[:upto], steps[:upto], strict=False)
+        for drift in _logit_diffs_sd(ref, other)
+    ]
     return max(drifts) if drifts else None
 
 
@@ -209,16 +219,6 @@ TEACHER_FORCED_RULE = (
     "`correctness.near_tie_sd`) and the logits stay within the bound; otherwise `wrong`. "
     "A wrong kernel that misbehaves only late in the answer is caught at its step."
 )
-
-
-def _logit_diffs_sd(ref_step: dict, step: dict) -> list[float]:
-    top = {int(t): v for t, v in step.get("top", []) if v is not None}
-    scale = ref_step.get("sd") or 0
-    return [
-        abs(value - top[int(token)]) / scale
-        for token, value in ref_step.get("top", [])
-        if value is not None and int(token) in top and scale > 0
-    ]
 
 
 def compare_forced(
