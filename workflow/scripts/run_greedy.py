@@ -58,23 +58,25 @@ def gate_answers(device) -> dict:
         )
         return label_answers(payload, sent)
 
+    def fed(name: str, reference: dict) -> list[dict]:
+        """name's answers when fed the reference payload's tokens (teacher forcing)."""
+        plan = forced_plan(reference, prompts)
+        if not plan:
+            return []
+        return answers_of(name, [p for p, _ in plan], [t for _, t in plan])["answers"]
+
     free = {name: answers_of(name, prompts) for name in sorted(variants)}
     # teacher forcing: each treatment fed its baseline's greedy answer, every step compared
     for base, treat in comparison_pairs(comparison):
-        plan = forced_plan(free[base], prompts)
-        forced = answers_of(treat, [p for p, _ in plan], [t for _, t in plan]) if plan else None
-        free[treat].setdefault("teacher_forced", {})[base] = (forced or {}).get("answers", [])
+        free[treat].setdefault("teacher_forced", {})[base] = fed(treat, free[base])
     # across devices (emulation): each variant fed the reference device's answer of the same
     # variant, so the emulated CPUs are compared step by step in the reference's context
     if snakemake.input.reference:
         reference = read_json(snakemake.input.reference)
         where = snakemake.params.emulation_reference
         for name in sorted(set(variants) & set(reference)):
-            plan = forced_plan(reference[name], prompts)
-            forced = answers_of(name, [p for p, _ in plan], [t for _, t in plan]) if plan else None
-            free[name].setdefault("teacher_forced_by_device", {})[where] = (forced or {}).get(
-                "answers", []
-            )
+            by_device = free[name].setdefault("teacher_forced_by_device", {})
+            by_device[where] = fed(name, reference[name])
     return free
 
 
