@@ -24,7 +24,7 @@ from mnnrepro.devices.adb import AdbDevice
 from mnnrepro.runs.benchmark import thermal_gate
 from mnnrepro.runs.power import PowerReader
 from mnnrepro.runs.staging import push_receipt
-from mnnrepro.runs.thermal import gate_temperatures
+from mnnrepro.runs.thermal import gate_temperatures, named_temperatures
 
 pytestmark = [pytest.mark.device, pytest.mark.xdist_group("phone-tier")]
 
@@ -71,7 +71,7 @@ def test_thermal_zones_are_readable_and_the_idle_phone_passes_the_gate(phone):
     zones, hal = phone.thermal(), phone.hal_temperatures()
     gated, ignored, rule = gate_temperatures(zones, hal)
     print(f"gate rule: {rule}")
-    for name, value in sorted({**zones, **{f"hal:{n}": t["c"] for n, t in hal.items()}}.items()):
+    for name, value in sorted(named_temperatures(zones, hal).items()):
         mark = "gated" if name in gated else ignored.get(name, "not gated")
         print(f"  {name}: {value:g} °C ({mark})")
     assert zones and gated, "no temperature the thermal gate could wait on"

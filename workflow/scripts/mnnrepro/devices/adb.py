@@ -20,6 +20,7 @@ from mnnrepro.devices.base import (
     CPUFREQ_SCRIPT,
     CommandResult,
     Device,
+    busy_ticks,
     cpuinfo_summary,
     parse_cpufreq,
     shell_line,
@@ -60,14 +61,9 @@ def phone_load(lines: list[str]) -> float | None:
         )
     except (IndexError, ValueError):
         return None
-
-    def busy(fields: list[int]) -> int:
-        user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-        return user + nice + system + irq + softirq + steal
-
     if t1 <= t0:
         return None
-    return round(max(0, busy(s1) - busy(s0)) / USER_HZ / (t1 - t0), 3)
+    return round(max(0, busy_ticks(s1) - busy_ticks(s0)) / USER_HZ / (t1 - t0), 3)
 
 
 def adb_binary() -> str:
@@ -371,15 +367,19 @@ class AdbDevice(Device):
             return f"{' and '.join(files)} not readable on {self.name}"
         return PowerReader(f"sysfs {files[0]} x {files[1]} (adb)", read)
 
-    def hal_temperatures(self) -> dict[str, dict]:
+    def thermal_service(self) -> tuple[int | None, dict[str, dict]]:
+        """The thermal status and the HAL temperatures from one `dumpsys thermalservice`."""
         from mnnrepro.runs.thermal import hal_temperatures
 
-        return hal_temperatures(self.run(["dumpsys", "thermalservice"], timeout=30).stdout)
-
-    def thermal_status(self) -> int | None:
         out = self.run(["dumpsys", "thermalservice"], timeout=30).stdout
         match = re.search(r"Thermal Status:\s*(\d+)", out)
-        return int(match.group(1)) if match else None
+        return (int(match.group(1)) if match else None), hal_temperatures(out)
+
+    def hal_temperatures(self) -> dict[str, dict]:
+        return self.thermal_service()[1]
+
+    def thermal_status(self) -> int | None:
+        return self.thermal_service()[0]
 
     def battery(self) -> dict:
         out = self.run(["dumpsys", "battery"], timeout=30).stdout

@@ -92,6 +92,11 @@ class Device:
         """Android thermal status (0 = NONE ... 6 = SHUTDOWN), None where there is none."""
         return None
 
+    def thermal_service(self) -> tuple[int | None, dict[str, dict]]:
+        """(thermal_status(), hal_temperatures()) at once: a phone reads both from one
+        `dumpsys thermalservice`, which the thermal gate runs every few seconds."""
+        return self.thermal_status(), self.hal_temperatures()
+
     @property
     def lock_key(self) -> str:
         """What is locked while a job runs on this device (runs/device_lock.py): the device
@@ -187,8 +192,14 @@ def busy_cpu_seconds() -> float | None:
             fields = [int(x) for x in fh.readline().split()[1:9]]
     except (OSError, ValueError):
         return None
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    return busy_ticks(fields) / os.sysconf("SC_CLK_TCK")
+
+
+def busy_ticks(fields: list[int]) -> int:
+    """Clock ticks not idle in the first eight fields of a /proc/stat `cpu` line (steal
+    included, idle and iowait not)."""
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    return user + nice + system + irq + softirq + steal
 
 
 def idle_host_load(window_s: float) -> float | None:

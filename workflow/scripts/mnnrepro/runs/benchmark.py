@@ -168,15 +168,14 @@ def thermal_gate(device: Device, bench: dict) -> dict:
     """Wait until the device is cool (status NONE, the hottest gated temperature <=
     max_temp_c), bounded by thermal_timeout_s. Which temperatures are gated on, and which are
     ignored and why: runs/thermal.py."""
-    from mnnrepro.runs.thermal import StuckZones, gate_temperatures
+    from mnnrepro.runs.thermal import StuckZones, gate_temperatures, named_temperatures
 
     limit = bench.get("max_temp_c")
     start = time.monotonic()
     deadline = start + bench.get("thermal_timeout_s", 0)
     stuck = StuckZones()
     while True:
-        temps, status = device.thermal(), device.thermal_status()
-        hal = device.hal_temperatures()
+        temps, (status, hal) = device.thermal(), device.thermal_service()
         gated, ignored, rule = gate_temperatures(temps, hal, bench.get("thermal_zones"))
         gated = stuck.update(gated, limit)
         hottest = max(gated.values()) if gated else None
@@ -186,7 +185,7 @@ def thermal_gate(device: Device, bench: dict) -> dict:
                 "waited_s": round(time.monotonic() - start, 1),
                 "cool": cool,
                 "thermal_status": status,
-                "temps_c": {**temps, **{f"hal:{n}": t["c"] for n, t in hal.items()}},
+                "temps_c": named_temperatures(temps, hal),
                 "gated_on": sorted(gated),
                 "hottest_gated_c": hottest,
                 "ignored": {**ignored, **stuck.stuck},

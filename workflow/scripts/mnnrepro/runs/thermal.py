@@ -59,6 +59,12 @@ def hal_temperatures(dumpsys_text: str) -> dict[str, dict]:
     return out
 
 
+def named_temperatures(zones: dict[str, float], hal: dict[str, dict]) -> dict[str, float]:
+    """Every temperature under the name it is recorded and matched by: the sysfs zones as
+    they are, the HAL's as `hal:<name>`."""
+    return {**zones, **{f"hal:{name}": t["c"] for name, t in hal.items()}}
+
+
 def plausible(value: float) -> bool:
     low, high = PLAUSIBLE_C
     return low < value < high
@@ -70,7 +76,7 @@ def gate_temperatures(
     """(what the gate waits on: name -> °C, what it ignores: name -> why, the rule used).
 
     zones: sysfs zones as `thermal_zoneN:type` -> °C; hal: hal_temperatures()."""
-    candidates = {**zones, **{f"hal:{name}": t["c"] for name, t in hal.items()}}
+    candidates = named_temperatures(zones, hal)
     ignored: dict[str, str] = {}
     if patterns:
         rule = f"bench.thermal_zones {patterns}"
