@@ -62,9 +62,9 @@ esac
 cat "$ADBD_SANDBOX/logcat.txt" 2>/dev/null
 """,
 }
-# Device paths that live in the sandbox: a command's `/sys/...` and `/proc/cpuinfo` are
-# rewritten to the sandbox's copies before the host shell runs it (globs included).
-SANDBOXED_PATHS = re.compile(r"(?<![\w./-])(/sys/|/proc/cpuinfo\b)")
+# Device paths that live in the sandbox: a command's `/sys/...`, `/proc/cpuinfo` and
+# `/proc/sys/abi/` are rewritten to the sandbox's copies before the host shell runs it.
+SANDBOXED_PATHS = re.compile(r"(?<![\w./-])(/sys/|/proc/cpuinfo\b|/proc/sys/abi/)")
 
 
 def message(cmd: int, arg0: int, arg1: int, data: bytes = b"") -> bytes:
@@ -137,6 +137,9 @@ def make_sandbox(
     (root / "props.txt").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     (root / "proc").mkdir(exist_ok=True)
     (root / "proc" / "cpuinfo").write_text(cpuinfo)
+    if re.search(r"^Features\s*:.*\bsme\b", cpuinfo, re.M):  # Linux's SME ABI file
+        (root / "proc" / "sys" / "abi").mkdir(parents=True, exist_ok=True)
+        (root / "proc" / "sys" / "abi" / "sme_default_vector_length").write_text("64\n")
     for i, (kind, temp) in enumerate(zones):
         zone = root / "sys" / "class" / "thermal" / f"thermal_zone{i}"
         zone.mkdir(parents=True, exist_ok=True)
@@ -145,6 +148,8 @@ def make_sandbox(
     for i, khz in enumerate(cpufreq_khz):
         freq = root / "sys" / "devices" / "system" / "cpu" / f"cpu{i}" / "cpufreq"
         freq.mkdir(parents=True, exist_ok=True)
+        (freq.parent / "topology").mkdir(exist_ok=True)
+        (freq.parent / "topology" / "cluster_id").write_text(f"{i}\n")  # one core per cluster
         (freq / "scaling_governor").write_text("schedutil\n")
         (freq / "scaling_cur_freq").write_text(f"{khz}\n")
         (freq / "cpuinfo_max_freq").write_text(f"{khz}\n")

@@ -61,8 +61,13 @@ def test_the_phone_says_what_it_is_and_has_sme2_on_every_core(phone, request):
     per_core = facts["cpu_features_per_core"]
     assert per_core and len(per_core) == facts["cpu_count"]
     expect = request.config.getoption("--phone-sme2")
+    print(
+        f"sme2 cores by cluster: {facts['sme2_cores_by_cluster']}; default streaming vector "
+        f"length: {facts['sme_default_vector_length_bytes']} bytes; SME units: "
+        f"{facts['sme_units']}"
+    )
     assert facts["sme2"] is (expect == "yes"), (
-        f"cores with sme2: {sum('sme2' in f for f in per_core)} of {len(per_core)}"
+        f"cores with sme2: {len(facts['sme2_cores'])} of {len(per_core)}"
         + ("" if expect == "yes" else " (a negative-control phone must have none)")
     )
 
@@ -103,6 +108,9 @@ def test_power_is_readable_and_the_charging_state_known(phone):
 
 def test_background_load_and_screen_are_measured(phone):
     load = phone.other_load_now(0.5)
+    during = phone.run_invocation(["sleep", "1"], timeout=30)
+    print(f"other load while `sleep 1` ran: {during.other_load} CPUs")
+    assert during.ok and during.other_load is not None and during.own_cpu_s is not None
     screen = phone.screen_state()
     print(f"other load: {load} CPUs; screen: {screen}")
     # a CPU count, give or take /proc/stat's clock ticks over the window

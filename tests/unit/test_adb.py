@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from conftest import ILLUSTRATIVE_PROPS, PREBUILT_ENGINE, SHORT_BENCH, two_variant_specs
+from conftest import ILLUSTRATIVE_PROPS, PREBUILT_ENGINE, ROOT, SHORT_BENCH, two_variant_specs
 
 from mnnrepro.devices.adb import AdbDevice, AdbDeviceError
 from mnnrepro.files import read_json
@@ -33,11 +33,36 @@ def test_facts_of_the_phone(loopback_phone):
     assert facts["thermal_status"] == 0
     assert facts["fingerprint"] == ILLUSTRATIVE_PROPS["ro.build.fingerprint"]
     assert facts["kernel"]  # `uname -r` on the phone
+    # SME as the kernel tells it: cores listing sme2 per cluster, the default streaming vector
+    # length where the kernel supports SME (the loopback phone's 64 bytes is illustrative)
+    assert facts["sme2_cores"] == [0, 1]
+    assert facts["sme2_cores_by_cluster"] == {"0": [0], "1": [1]}
+    assert facts["sme_default_vector_length_bytes"] == 64
+    assert facts["sme_units"] == "not exposed by the kernel"
     # every zone is recorded as the phone reports it, temperatures or not
     assert facts["thermal_c"]["thermal_zone1:cpu-1-0"] == 41.0
     assert facts["thermal_c"]["thermal_zone5:pmic-tz"] == 255.0
     assert facts["battery"] == {"level": 87, "temperature_c": 31.0, "charging": True}
     assert facts["workdir_free_kb"] > 0
+
+
+def test_a_phone_without_sme2_has_no_sme2_cores_and_no_vector_length():
+    """A Dimensity 9400+'s real cpuinfo (sve2, no SME), one cluster per line as adb reads it;
+    the facts of a phone whose kernel has no SME ABI file."""
+    from mnnrepro.devices.adb import sme_facts
+
+    cpuinfo = (ROOT / "tests" / "data" / "devices" / "dimensity9400plus.cpuinfo").read_text()
+    per_core = [
+        line.split(":", 1)[1].split() for line in cpuinfo.splitlines() if "Features" in line
+    ]
+    facts = sme_facts(per_core, "cpu0 3000000 0\ncpu1 3000000 0\n", "")
+    assert facts["sme2_cores"] == [] and facts["sme2_cores_by_cluster"] == {}
+    assert facts["sme_default_vector_length_bytes"] is None
+    # a phone where only the big cores list sme2 (made-up layout): grouped by cluster
+    mixed = [["asimd"], ["asimd", "sme", "sme2"], ["asimd", "sme", "sme2"]]
+    facts = sme_facts(mixed, "cpu0 2000000 0\ncpu1 3000000 1\ncpu2 3000000 1\n", "64")
+    assert facts["sme2_cores"] == [1, 2] and facts["sme2_cores_by_cluster"] == {"1": [1, 2]}
+    assert facts["sme_default_vector_length_bytes"] == 64
 
 
 def test_serial_errors_list_what_is_attached(loopback_phone):
@@ -200,6 +225,41 @@ def test_the_phones_background_load_comes_from_its_own_proc_stat(loopback_phone)
     lines = ["100.00 50.0", "cpu 1000 0 500 9000 0 0 0 0 0 0", "102.00 50.0"]
     assert phone_load([*lines, "cpu 1100 0 550 9100 0 0 0 0 0 0"]) == 0.75
     assert phone_load(lines) is None  # a reading missing: no number, not a guess
+
+
+def test_the_phones_load_during_an_invocation_excludes_the_invocations_own_work(
+    loopback_phone,
+):
+    """A measured invocation on the phone: its own CPU time (a fixed amount of work, however
+    busy the host) is counted as its own, not as other load; a real neighbour spinning on the
+    loopback phone's CPUs (this host's) while it runs shows as other load; the command's
+    output, exit code and recorded line are its own, the probe around it is not in them."""
+    import subprocess
+    import sys
+
+    from mnnrepro.devices.adb import invocation_load
+
+    _, spec = loopback_phone
+    phone = AdbDevice("phone", spec)
+    work = [sys.executable, "-c", "n = 0\nfor i in range(10_000_000): n += i\nprint(n)"]
+    result = phone.run_invocation(work, timeout=120)
+    assert result.ok and result.stdout.strip() == str(sum(range(10_000_000)))
+    assert result.own_cpu_s > 0.2 and result.other_load is not None
+    assert ".load-probe" not in result.command_line and "range(10_000_000)" in result.command_line
+    failed = phone.run_invocation(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=30)
+    assert (failed.returncode, failed.stdout, failed.stderr) == (3, "out\n", "err\n")
+    neighbour = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        busy = phone.run_invocation(["sleep", "1.5"], timeout=30)
+    finally:
+        neighbour.kill()
+        neighbour.wait()
+    assert busy.other_load > 0.6 and busy.own_cpu_s < 0.2
+    # the arithmetic: 2 s window, 300 busy ticks (1.5 CPUs), 1 s of it the command's own
+    readings = ["10.0 1", "cpu 0 0 0 0 0 0 0 0", "12.0 1", "cpu 200 0 100 0 0 0 0 0"]
+    stat = "77 (sh) S 1 77 77 0 -1 0 0 0 0 0 0 0 " + "60 40 20 0"
+    assert invocation_load([*readings, stat]) == (1.0, 1.0)
+    assert invocation_load(readings) == (None, None)  # no stat line: no number, not a guess
 
 
 def test_a_real_phones_zone_layout_passes_the_thermal_gate_at_once(loopback_phone):

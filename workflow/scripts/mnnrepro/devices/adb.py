@@ -66,6 +66,53 @@ def phone_load(lines: list[str]) -> float | None:
     return round(max(0, busy_ticks(s1) - busy_ticks(s0)) / USER_HZ / (t1 - t0), 3)
 
 
+def load_probe_wrapper(command: str, probe: str) -> str:
+    """command between two readings of the phone's clock and CPU counters, written to the
+    file probe (stdout and stderr stay the command's own), then the shell's own stat line:
+    its waited-for children's CPU time is the command's. Exits with the command's code."""
+    reading = "cat /proc/uptime; head -n1 /proc/stat"
+    return (
+        f"{{ {reading}; }} > {probe}; ( {command} ); rc=$?; "
+        f"{{ {reading}; cat /proc/$$/stat; }} >> {probe}; exit $rc"
+    )
+
+
+def invocation_load(lines: list[str]) -> tuple[float | None, float | None]:
+    """(other CPUs busy, the command's own CPU seconds) from a load_probe_wrapper file: the
+    phone's busy time over the window less what the command used itself (the shell's
+    cutime + cstime, fields 16 and 17 of /proc/<pid>/stat); (None, None) if incomplete."""
+    load = phone_load(lines[:4])
+    try:
+        after_comm = lines[4].rsplit(")", 1)[1].split()
+        own = (int(after_comm[13]) + int(after_comm[14])) / USER_HZ
+        window = float(lines[2].split()[0]) - float(lines[0].split()[0])
+    except (IndexError, ValueError):
+        return None, None
+    if load is None:
+        return None, round(own, 3)
+    return round(max(0.0, load - own / window), 3), round(own, 3)
+
+
+def sme_facts(per_core: list[list[str]], cores: str, sme_vl: str) -> dict:
+    """What the kernel says about SME: which cores list `sme2`, grouped by cluster (from
+    `<cpu>/topology/cluster_id`, where readable), and Linux's default streaming vector length
+    (/proc/sys/abi/sme_default_vector_length, bytes; present only where the kernel supports
+    SME). Linux exposes no count of SME units (on Arm's C1 cores one unit serves a cluster,
+    which the core list per cluster shows but does not prove): recorded as not exposed."""
+    clusters: dict[str, list[int]] = {}
+    for parts in map(str.split, cores.splitlines()):
+        cpu = parts[0].removeprefix("cpu") if parts else ""
+        index = int(cpu) if cpu.isdigit() else -1
+        if 0 <= index < len(per_core) and "sme2" in per_core[index] and len(parts) == 3:
+            clusters.setdefault(parts[2], []).append(index)
+    return {
+        "sme2_cores": [i for i, features in enumerate(per_core) if "sme2" in features],
+        "sme2_cores_by_cluster": dict(sorted(clusters.items())),
+        "sme_default_vector_length_bytes": int(sme_vl) if sme_vl.isdigit() else None,
+        "sme_units": "not exposed by the kernel",
+    }
+
+
 def adb_binary() -> str:
     """The adb program as adbutils finds it: $ADBUTILS_ADB_PATH, then `adb` on $PATH, then the
     one in its wheel (which has none for Linux aarch64 or Apple Silicon)."""
@@ -187,13 +234,30 @@ class AdbDevice(Device):
 
     def run(self, argv, timeout, env: dict[str, str] | None = None) -> CommandResult:
         # the assignments stand right before the command they are for (not before `cd`)
+        return self._run_line(argv, shell_line(self.workdir, env, argv), timeout)
+
+    def run_invocation(self, argv, timeout, env=None) -> CommandResult:
+        """run, also measuring the phone's other work meanwhile: its /proc/stat before and
+        after, less the command's own CPU time (as the host does for every command). The
+        record's command line is the command's, without the probe around it."""
         command = shell_line(self.workdir, env, argv)
-        # as typed on the controller: the device's shell gets the command as one word
+        probe = shlex.quote(f"{self.workdir}/.load-probe")
+        result = self._run_line(argv, load_probe_wrapper(command, probe), timeout)
+        readings = self.run(["sh", "-c", f"cat {probe}; rm -f {probe}"], 30).stdout
+        result.other_load, result.own_cpu_s = invocation_load(readings.splitlines())
+        result.command_line = self.adb_line(command)
+        return result
+
+    def adb_line(self, command: str) -> str:
+        """The command as typed on the controller: the device's shell gets it as one word."""
         host, port = self.server
-        line = (
+        return (
             f"adb -H {shlex.quote(host)} -P {port} -s {shlex.quote(self.serial)} "
             f"shell {shlex.quote(command)}"
         )
+
+    def _run_line(self, argv, command: str, timeout) -> CommandResult:
+        line = self.adb_line(command)
         start = time.monotonic()
         try:
             result = self.dev.shell2(command, timeout=timeout, v2=True)
@@ -401,16 +465,19 @@ class AdbDevice(Device):
             for line in cpuinfo.splitlines()
             if line.lower().startswith("features")
         ]
-        freqs = self.run(
+        cores = self.run(
             [
                 "sh",
                 "-c",
                 "for c in /sys/devices/system/cpu/cpu[0-9]*; do "
-                'echo "$(basename $c) $(cat $c/cpufreq/cpuinfo_max_freq 2>/dev/null)"'
-                "; done",
+                'echo "$(basename $c) $(cat $c/cpufreq/cpuinfo_max_freq 2>/dev/null)'
+                ' $(cat $c/topology/cluster_id 2>/dev/null)"; done',
             ],
             timeout=30,
         ).stdout
+        sme_vl = self.run(
+            ["cat", "/proc/sys/abi/sme_default_vector_length"], timeout=30
+        ).stdout.strip()
         df = self.run(["df", "-k", self.workdir.rsplit("/", 1)[0] or "/"], timeout=30).stdout
         free_kb = None
         rows = [r.split() for r in df.splitlines()[1:] if len(r.split()) >= 4]
@@ -427,10 +494,11 @@ class AdbDevice(Device):
             "cpu_features": cpu["features"],
             "cpu_features_per_core": per_core,
             "sme2": bool(per_core) and all("sme2" in f for f in per_core),
+            **sme_facts(per_core, cores, sme_vl),
             "cpu_max_freq_khz": {
                 p[0]: int(p[1])
-                for p in map(str.split, freqs.splitlines())
-                if len(p) == 2 and p[1].isdigit()
+                for p in map(str.split, cores.splitlines())
+                if len(p) >= 2 and p[1].isdigit()
             },
             "thermal_status": self.thermal_status(),
             "thermal_c": self.thermal(),

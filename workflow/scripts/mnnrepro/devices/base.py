@@ -62,6 +62,12 @@ class Device:
         """Run argv (never through a shell string built by hand) with extra env variables."""
         raise NotImplementedError
 
+    def run_invocation(self, argv: list[str], timeout: float, env: dict | None = None):
+        """run one measured invocation: also measures the device's other work meanwhile
+        (`other_load`) where that costs more than run does (a phone); the host's run always
+        measures it."""
+        return self.run(argv, timeout, env)
+
     def engine_log_supports(self) -> str:
         """MNN's `The device supports:` line where the engine logs elsewhere (Android logcat)."""
         return ""

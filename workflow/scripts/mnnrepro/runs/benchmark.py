@@ -145,7 +145,7 @@ def run_one(device: Device, engine, argv: list[str], env: dict, out: str, bench:
     attempts = bench["retries"] + 1
     failures = []
     for attempt in range(1, attempts + 1):
-        result = device.run(argv, timeout=bench["timeout_s"], env=env)
+        result = device.run_invocation(argv, timeout=bench["timeout_s"], env=env)
         if result.ok:
             payload = engine.read_bench(device, result, out)
             payload["attempts"] = attempt
