@@ -95,3 +95,19 @@ def test_precision_on_demand_stops_at_the_target_or_at_max_and_says_which():
     assert stop["reason"].startswith("max 8 blocks reached")
     # a function of the records: a resumed run decides the same
     assert stopping_decision(noisy, 8, ON_DEMAND, PAIRS, 0.95) == stop
+
+
+def test_joint_stopping_waits_for_every_ci_and_says_when_the_target_was_missed():
+    """Precision on demand with several judged CIs stops when all are narrow: more CIs need at
+    least as many blocks; a quiet device stops at min and reaches the target, a noisy one runs
+    to max and does not; coverage stays near nominal either way."""
+    from mnnrepro.analysis.calibration import joint_stopping
+
+    one = joint_stopping(6, 30, 0.03, 0.04, cis=1, sims=400, seed=1)
+    six = joint_stopping(6, 30, 0.03, 0.04, cis=6, sims=400, seed=1)
+    assert six["mean_blocks"] > one["mean_blocks"]
+    quiet = joint_stopping(6, 30, 0.03, 0.002, cis=6, sims=200, seed=2)
+    assert quiet["mean_blocks"] == 6 and quiet["reached_target"] == 1.0
+    noisy = joint_stopping(6, 30, 0.03, 0.3, cis=6, sims=200, seed=3)
+    assert noisy["mean_blocks"] == 30 and noisy["reached_target"] == 0.0
+    assert 0.9 < noisy["coverage"] <= 1.0 and 0.9 < six["coverage"] <= 1.0

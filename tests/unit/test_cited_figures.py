@@ -106,3 +106,27 @@ def test_the_quickstart_claims_are_quickstart_pair_md():
         "prefill": round(number(quoted.group(1)) / 100, 2),
         "decode": round(number(quoted.group(3)) / 100, 2),
     }
+
+
+def test_the_paper_precision_bounds_are_phone_precision_json():
+    """config/paper.yaml's `bench.repetitions` is one of the rules benchmarks/phone_precision.py
+    simulated, at the commit the config has now, and the blocks and hours its comment quotes
+    are that rule's cells."""
+    import yaml
+
+    text = (ROOT / "config" / "paper.yaml").read_text()
+    result = json.loads((RESULTS / "phone_precision.json").read_text())
+    reps = yaml.safe_load(text)["bench"]["repetitions"]
+    assert result["paper_repetitions"] == reps, "re-run benchmarks/phone_precision.py"
+    label = f"min {reps['min']}, max {reps['max']}, target {reps['target_half_width']}"
+    cells = result["rules"][label]
+    quoted = re.findall(r"at (\d+) %(?: noise)? it stops after ([\d.]+)\s+(?:#\s+)?blocks", text)
+    quoted += re.findall(r"at (\d+) % after\s+(?:#\s+)?([\d.]+) \(", text)
+    hours = re.findall(r"([\d.]+) h\)", text.split("repetitions: {")[0])
+    assert len(quoted) == 2 and len(hours) == 2, "paper.yaml's comment is not in the form read here"
+    for (cv, blocks), hour in zip(quoted, hours, strict=True):
+        cell = cells[f"{cv}%"]
+        assert round(cell["mean_blocks"], 1) == float(blocks)
+        assert round(cell["phone_hours"], 1) == float(hour)
+    for phase, half in result["gain_half_width"][str(reps["target_half_width"])].items():
+        assert f"+-{half:.3f} of the {phase} gain" in " ".join(text.split()).replace("# ", "")

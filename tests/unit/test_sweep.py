@@ -54,6 +54,23 @@ def test_a_point_sets_its_lengths_and_every_variants_threads(same_threads):
     assert point_variants(cfg["variants"], {**point, "thread_num": None}) == cfg["variants"]
 
 
+def test_sweep_points_run_the_sweeps_own_repetitions_else_the_main_points(same_threads):
+    """The sweep explains, the main point judges: `bench.sweep.repetitions` sets a point's
+    blocks (a number or precision on demand) and leaves the main point's alone."""
+    main_reps = {"min": 10, "max": 30, "target_half_width": 0.03}
+    cfg = config_with(same_threads, thread_num=[2], repetitions=6)
+    cfg["bench"]["repetitions"] = main_reps
+    check(cfg)
+    (point,) = sweep_points(cfg).values()
+    assert point_bench(cfg["bench"], point)["repetitions"] == 6
+    assert cfg["bench"]["repetitions"] == main_reps
+    del cfg["bench"]["sweep"]["repetitions"]
+    assert point_bench(cfg["bench"], point)["repetitions"] == main_reps
+    cfg["bench"]["sweep"]["repetitions"] = {"min": 8, "max": 4, "target_half_width": 0.05}
+    with pytest.raises(ConfigError, match=r"bench\.sweep\.repetitions\.min"):
+        check(cfg)
+
+
 def test_no_sweep_no_points(base_config):
     assert sweep_points(base_config) == {}
 

@@ -176,12 +176,16 @@ def check_references(config: dict) -> None:
             f"config key `emulation.reference`: {reference!r} is not a device; "
             f"defined devices: {sorted(config['devices'])}"
         )
-    repetitions = config.get("bench", {}).get("repetitions")
-    if isinstance(repetitions, dict) and repetitions["min"] > repetitions["max"]:
-        problems.append(
-            f"config key `bench.repetitions.min`: {repetitions['min']} is more than "
-            f"`bench.repetitions.max` {repetitions['max']}"
-        )
+    bench = config.get("bench", {})
+    for key, repetitions in (
+        ("bench.repetitions", bench.get("repetitions")),
+        ("bench.sweep.repetitions", (bench.get("sweep") or {}).get("repetitions")),
+    ):
+        if isinstance(repetitions, dict) and repetitions["min"] > repetitions["max"]:
+            problems.append(
+                f"config key `{key}.min`: {repetitions['min']} is more than "
+                f"`{key}.max` {repetitions['max']}"
+            )
     problems += sweep_problems(config)
     problems += reserved_name_clashes(config)
     if problems:
@@ -308,12 +312,19 @@ def point_label(point: dict) -> str:
 
 
 def point_bench(bench: dict, point: dict) -> dict:
-    """The bench settings of one sweep point (its own P and N; no nested sweep)."""
+    """The bench settings of one sweep point (its own P and N and the sweep's repetitions;
+    no nested sweep)."""
     return {
         **{k: v for k, v in bench.items() if k != "sweep"},
         "prompt_tokens": point["prompt_tokens"],
         "generate_tokens": point["generate_tokens"],
+        "repetitions": sweep_repetitions(bench),
     }
+
+
+def sweep_repetitions(bench: dict):
+    """`bench.sweep.repetitions`, else the main point's `bench.repetitions`."""
+    return (bench.get("sweep") or {}).get("repetitions", bench["repetitions"])
 
 
 def point_variants(variants: dict, point: dict) -> dict:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from mnnrepro.analysis.stats import compare_phase
 from mnnrepro.analysis.tables import bench_table, thread_num
-from mnnrepro.config import comparison_pairs
+from mnnrepro.config import comparison_pairs, sweep_repetitions
 from mnnrepro.records import read_record
 from mnnrepro.runs.precision import ci_df
 
@@ -84,7 +84,8 @@ def sweep_summary(
 
     stats_cfg, comparison = config["stats"], config["comparison"]
     rng = np.random.default_rng(stats_cfg["seed"])
-    df = ci_df(config["bench"]["repetitions"])
+    bench = config["bench"]
+    df_of = {MAIN: ci_df(bench["repetitions"])}
     table = pd.concat([with_point(main, MAIN), sweep], ignore_index=True)
     rows = []
     for (device, model, point), group in table.groupby(["device", "model", "point"], sort=True):
@@ -97,6 +98,7 @@ def sweep_summary(
             main_passed = (checks or {}).get((device, model, *pair))
             for phase in ("prefill", "decode"):
                 part = group[group["phase"] == phase]
+                df = df_of.get(point, ci_df(sweep_repetitions(bench)))
                 r = compare_phase(part, *pair, stats_cfg, rng, df)
                 claim = comparison.get("claims", {}).get(phase) if point == MAIN else None
                 rows.append(
