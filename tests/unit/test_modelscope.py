@@ -75,6 +75,14 @@ def test_the_manifest_records_the_commit_a_branch_resolved_to(hub, tmp_path):
     manifest = fetch_model(spec_for(hub, revision="master"), tmp_path / "c", tmp_path / "m", "t")
     assert manifest["revision"] == "master" and manifest["resolved_commit"] == commit
     assert set(manifest["file_revisions"]) == set(FILES)
+    # the report says so: a branch is not a pin, and unpinned hashes were trusted
+    from mnnrepro.analysis.report import model_pin
+
+    said = model_pin(manifest)
+    assert "`master` (**not a commit**" in said and commit in said
+    assert "trusted on first use" in said
+    pinned = {**manifest, "revision": commit, "hashes": "pinned"}
+    assert model_pin(pinned) == f"; MNN/Tiny-MNN at revision `{commit}`"
 
 
 def test_an_existing_modelscope_cache_is_used(hub, tmp_path, monkeypatch):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from mnnrepro.analysis import verdict as vd
@@ -214,6 +216,27 @@ def statistics_section(summary: pd.DataFrame, document: dict, facts: dict) -> li
     return out
 
 
+COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def model_pin(manifest: dict) -> str:
+    """How a downloaded model is pinned: its revision, and a warning where that is a name
+    that moves (a branch such as `master`) or where the file hashes were trusted on first use."""
+    if manifest.get("source") != "modelscope":
+        return ""
+    revision, resolved = manifest.get("revision"), manifest.get("resolved_commit")
+    text = f"; {manifest['id']} at revision `{revision}`"
+    if not COMMIT.fullmatch(str(revision)):
+        text += (
+            f" (**not a commit**: a name that moves; it resolved to `{resolved}`)"
+            if resolved
+            else " (**not a commit**: a name that moves; its commit could not be listed)"
+        )
+    if manifest.get("hashes") != "pinned":
+        text += "; file hashes **trusted on first use** (docs/paper.md: pinning a model)"
+    return text
+
+
 def provenance_section(facts: dict, engines: dict, models: dict) -> list[str]:
     out = ["", "## Provenance", ""]
     for name, engine in sorted(engines.items()):
@@ -226,13 +249,18 @@ def provenance_section(facts: dict, engines: dict, models: dict) -> list[str]:
         out.append(
             f"- model `{name}`: {manifest['source']}, {len(manifest['files'])} files, "
             f"{total / 2**20:.1f} MiB, exporter {manifest['exporter']['package']} "
-            f"{manifest['exporter']['version']}"
+            f"{manifest['exporter']['version']}{model_pin(manifest)}"
         )
     for name, fact in sorted(facts.items()):
         out.append(
             f"- device `{name}` ({fact['kind']}{', emulated' if fact['emulated'] else ''}): "
             f"{fact['cpu_model']}, {fact['cpu_count']} CPUs, {fact['os']}, "
             f"sme2 {'yes' if fact['sme2'] else 'no'}"
+            + (
+                f", firmware `{fact['fingerprint']}` (security patch {fact.get('security_patch')})"
+                if fact.get("fingerprint")
+                else ""
+            )
         )
     out += [
         "",
