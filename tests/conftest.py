@@ -169,9 +169,9 @@ ILLUSTRATIVE_PROPS = {  # a test device's own values, not a real phone's
 }
 
 
-@pytest.fixture(scope="session")
-def adb_server_port():
-    """A private adb server (never a developer's real one on 5037), killed at the end."""
+def private_adb_server():
+    """Start a private adb server (never a developer's real one on 5037) on a free port; yields
+    the port and kills the server afterwards."""
     import socket
     import subprocess
 
@@ -183,6 +183,28 @@ def adb_server_port():
     ensure_server(port)
     yield port
     subprocess.run([adb_binary(), "-P", str(port), "kill-server"], capture_output=True, check=False)
+
+
+@pytest.fixture(scope="session")
+def adb_server_port():
+    """A private adb server, killed at the end of the session."""
+    yield from private_adb_server()
+
+
+@pytest.fixture(scope="session")
+def second_adb_server_port():
+    """Another private adb server: a second "host" that phones hang off."""
+    yield from private_adb_server()
+
+
+@pytest.fixture
+def phones_on_two_adb_servers(tmp_path, adb_server_port, second_adb_server_port):
+    """A loopback phone behind each of two adb servers: [(phone, spec), (phone, spec)]."""
+    ports = (adb_server_port, second_adb_server_port)
+    phones = [start_loopback_phone(tmp_path / f"host{i}", port) for i, port in enumerate(ports)]
+    yield phones
+    for (phone, _), port in zip(phones, ports, strict=True):
+        stop_loopback_phone(phone, port)
 
 
 def start_loopback_phone(root: Path, adb_server_port: int):

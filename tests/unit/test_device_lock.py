@@ -55,6 +55,28 @@ def test_two_phones_run_in_parallel_and_one_phone_runs_one_job(two_phones, tiny_
         device.close()
 
 
+def test_adb_servers_each_phone_is_locked_by_its_server_and_serial(phones_on_two_adb_servers):
+    """Phones behind two adb servers (two "hosts"): each server lists only its own phone, each
+    phone's lock names its server and serial, and holding one never blocks the other."""
+    (_, spec1), (_, spec2) = phones_on_two_adb_servers
+    first, second = AdbDevice("phone-a", spec1), AdbDevice("phone-b", spec2)
+    assert [d.serial for d in first.client.list()] == [first.serial]
+    assert [d.serial for d in second.client.list()] == [second.serial]
+    for device, spec in ((first, spec1), (second, spec2)):
+        assert device.lock_key == f"adb-127.0.0.1-{spec['server_port']}-{device.serial}"
+        assert device.facts()["adb_server"] == f"127.0.0.1:{spec['server_port']}"
+    # the same serial on another server is another phone (emulator-5554 exists on every host)
+    elsewhere = AdbDevice("phone-a-seen-from-b", {**spec1, "server_port": spec2["server_port"]})
+    assert elsewhere.serial == first.serial and elsewhere.lock_key != first.lock_key
+    with holding(first.lock_key, first.name):
+        assert is_locked(first.lock_key) and not is_locked(second.lock_key)
+        with holding(second.lock_key, second.name):
+            assert is_locked(second.lock_key)
+    elsewhere.client.disconnect(first.serial)  # server b is shared by the session's tests
+    for device in (first, second, elsewhere):
+        device.close()
+
+
 def test_the_host_and_its_emulated_devices_share_one_lock(tmp_path):
     """They share the host's CPUs: an emulated run beside a host benchmark would disturb it."""
     receipt = tmp_path / "userland.json"  # what fetch_emulation_userland writes (paths only)

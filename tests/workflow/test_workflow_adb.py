@@ -120,3 +120,39 @@ def test_ctrl_c_mid_benchmark_then_rerun_finishes_only_the_rest(root, loopback_p
     bench = pd.read_csv(tmp_path / "results" / "tiny-adb" / "bench.csv")
     counts = bench.groupby(["variant", "phase", "block"]).size()
     assert len(counts) == 2 * 2 * 3 and (counts == 1).all()
+
+
+def test_adb_servers_one_experiment_on_phones_behind_two_servers(
+    root, phones_on_two_adb_servers, tmp_path
+):
+    """Two phones on two "hosts" (two adb servers, each phone attached to its own) in one
+    experiment: every stage runs on each through its own server, under its own lock (the two
+    phones' jobs never wait for each other's; no timing is asserted)."""
+    import json
+
+    from mnnrepro.runs.device_lock import lock_path
+
+    (_, spec_a), (_, spec_b) = phones_on_two_adb_servers
+    cfg = adb_config(root, spec_a, repetitions=2)
+    cfg["devices"] = {"phone-a": {"adb": spec_a}, "phone-b": {"adb": spec_b}}
+    config_path = tmp_path / "adb.yaml"
+    config_path.write_text(yaml.safe_dump(cfg))
+    run_snakemake(root, "--cores", "4", "--configfile", config_path, "--directory", tmp_path)
+    out = tmp_path / "results" / "tiny-adb"
+    bench = pd.read_csv(out / "bench.csv")
+    assert bench.groupby("device").size().to_dict() == {"phone-a": 8, "phone-b": 8}
+    for name, spec in (("phone-a", spec_a), ("phone-b", spec_b)):
+        facts = json.loads((out / "devices" / f"{name}.json").read_text())
+        assert facts["adb_server"] == f"127.0.0.1:{spec['server_port']}"
+        assert facts["serial"] == spec["serial"]
+        records = [json.loads(p.read_text()) for p in (out / "raw" / name).rglob("rep-*.json")]
+        assert len(records) == 4
+        for record in records:  # what was typed names this phone's server and serial
+            line = record["command"]["line"]
+            assert line.startswith(
+                f"adb -H 127.0.0.1 -P {spec['server_port']} -s {spec['serial']} "
+            )
+        key = f"adb-127.0.0.1-{spec['server_port']}-{spec['serial']}"
+        assert lock_path(key).exists()  # its own lock, by server and serial
+    summary = pd.read_csv(out / "summary.csv")
+    assert set(summary["device"]) == {"phone-a", "phone-b"}

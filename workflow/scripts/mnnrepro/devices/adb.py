@@ -400,7 +400,11 @@ class AdbDevice(Device):
 
     @property
     def lock_key(self) -> str:
-        return f"adb-{self.serial}"  # the phone, whatever the config calls it
+        # the phone, whatever the config calls it: a serial is unique only on its adb server
+        # (two hosts may each have an emulator-5554), so the key names the server too
+        host, port = self.server
+        host = "127.0.0.1" if host in ("localhost", "::1") else host
+        return f"adb-{host}-{port}-{self.serial}"
 
     def cpufreq(self) -> dict:
         return parse_cpufreq(self.run(["sh", "-c", CPUFREQ_SCRIPT], timeout=30).stdout)
@@ -488,6 +492,7 @@ class AdbDevice(Device):
             "kind": self.kind,
             "emulated": self.emulated,
             "serial": self.serial,
+            "adb_server": "{}:{}".format(*self.server),
             **{key: self.getprop(prop) for key, prop in PROPS.items()},
             "cpu_model": self.getprop("ro.soc.model") or cpu["model"],
             "cpu_count": len(per_core) or cpu["processors"],
