@@ -3,10 +3,10 @@
 A Snakemake resource is a global count, so `device=1` serialised every phone behind every
 other. Instead each job that runs on a device holds an exclusive lock on that device while it
 runs: an OS file lock (flock) on `<temp dir>/mnnrepro-device-locks/<key>.lock`, keyed by what
-the device is (an adb server's address and the phone's serial on it; for the local host and its QEMU devices, the host itself, since
-they share its CPUs). The lock lives outside the working directory, so two experiments in
-different directories on the same phone do not overlap either; the OS releases it when the
-process ends, however it ends."""
+the device is (an adb server's address and the phone's serial on it; for the local host and
+its QEMU devices, the host itself, since they share its CPUs). The lock lives outside the
+working directory, so two experiments in different directories on the same phone do not
+overlap either; the OS releases it when the process ends, however it ends."""
 
 from __future__ import annotations
 
