@@ -21,7 +21,8 @@ rule check_validity:
         validity="results/{experiment}/validity/{device}/{model}.json",
     log:
         "logs/check_validity/{experiment}/{device}/{model}.log",
-    localrule: True
+    benchmark:
+        "logs/check_validity/{experiment}/{device}/{model}.benchmark.tsv"
     conda:
         "../../envs/analysis.yaml"
     params:
@@ -46,7 +47,8 @@ rule collect_bench_table:
         ),
     log:
         "logs/collect_bench_table/{experiment}.log",
-    localrule: True
+    benchmark:
+        "logs/collect_bench_table/{experiment}.benchmark.tsv"
     conda:
         "../../envs/analysis.yaml"
     params:
@@ -75,7 +77,8 @@ rule compute_summary:
         document="results/{experiment}/summary.json",
     log:
         "logs/compute_summary/{experiment}.log",
-    localrule: True
+    benchmark:
+        "logs/compute_summary/{experiment}.benchmark.tsv"
     conda:
         "../../envs/analysis.yaml"
     params:
@@ -95,7 +98,8 @@ rule collect_sweep_table:
         table="results/{experiment}/sweep/bench.csv",
     log:
         "logs/collect_sweep_table/{experiment}.log",
-    localrule: True
+    benchmark:
+        "logs/collect_sweep_table/{experiment}.benchmark.tsv"
     conda:
         "../../envs/analysis.yaml"
     params:
@@ -123,7 +127,8 @@ rule compute_sweep_summary:
         document="results/{experiment}/sweep/summary.json",
     log:
         "logs/compute_sweep_summary/{experiment}.log",
-    localrule: True
+    benchmark:
+        "logs/compute_sweep_summary/{experiment}.benchmark.tsv"
     conda:
         "../../envs/analysis.yaml"
     params:
@@ -151,7 +156,8 @@ rule explain_gain:
         document="results/{experiment}/mechanism.json",
     log:
         "logs/explain_gain/{experiment}.log",
-    localrule: True
+    benchmark:
+        "logs/explain_gain/{experiment}.benchmark.tsv"
     conda:
         "../../envs/analysis.yaml"
     params:
@@ -190,7 +196,8 @@ rule check_emulation:
         ),
     log:
         "logs/check_emulation/{experiment}/{model}.log",
-    localrule: True
+    benchmark:
+        "logs/check_emulation/{experiment}/{model}.benchmark.tsv"
     conda:
         "../../envs/analysis.yaml"
     params:

@@ -18,7 +18,8 @@ rule archive_results:
         archive="results/{experiment}/{experiment}-archive.tar.gz",
     log:
         "logs/archive_results/{experiment}.log",
-    localrule: True
+    benchmark:
+        "logs/archive_results/{experiment}.benchmark.tsv"
     conda:
         "../../envs/analysis.yaml"
     params:

@@ -7,6 +7,7 @@ rule fetch_ndk:
         receipt="resources/ndk/{version}.json",
     log:
         "logs/fetch_ndk/{version}.log",
+    localrule: True  # the network is where Snakemake runs, not a compute node
     conda:
         "../../envs/analysis.yaml"
     params:
@@ -22,6 +23,7 @@ rule fetch_mnn_source:
         receipt="resources/mnn/{source}/source.json",
     log:
         "logs/fetch_mnn_source/{source}.log",
+    localrule: True  # the network is where Snakemake runs, not a compute node
     conda:
         "../../envs/analysis.yaml"
     params:
@@ -67,6 +69,8 @@ rule build_gate_tool:
         tool=directory("results/engines/{engine}/gate-tool"),
     log:
         "logs/build_gate_tool/{engine}.log",
+    benchmark:
+        "logs/build_gate_tool/{engine}.benchmark.tsv"
     conda:
         "../../envs/build.yaml"
     params:
@@ -88,6 +92,8 @@ rule build_bandwidth_probe:
         probe=directory("results/engines/{engine}/bandwidth-probe"),
     log:
         "logs/build_bandwidth_probe/{engine}.log",
+    benchmark:
+        "logs/build_bandwidth_probe/{engine}.benchmark.tsv"
     conda:
         "../../envs/build.yaml"
     params:

@@ -131,8 +131,9 @@ DOWNLOADED_MODELS = models_from("modelscope")
 EXPORTED_MODELS = models_from("export")
 
 
-# Rules that touch a device, or are too small to queue on a cluster, say `localrule: True`:
-# they run where Snakemake runs (profiles/slurm).
+# Rules that touch a device (the phones hang off the host Snakemake runs on), download (compute
+# nodes often have no network) or only name targets say `localrule: True`: they run where
+# Snakemake runs. Builds, exports and analysis go to the cluster (profiles/slurm).
 
 
 wildcard_constraints:

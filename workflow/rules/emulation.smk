@@ -7,6 +7,7 @@ rule fetch_emulation_userland:
         receipt="resources/emulation/userland.json",
     log:
         "logs/fetch_emulation_userland.log",
+    localrule: True  # the network is where Snakemake runs, not a compute node
     conda:
         "../../envs/analysis.yaml"
     params:

@@ -6,7 +6,8 @@ rule describe_engine:
         engine="results/engines/{engine}/engine.json",
     log:
         "logs/describe_engine/{engine}.log",
-    localrule: True
+    benchmark:
+        "logs/describe_engine/{engine}.benchmark.tsv"
     conda:
         "../../envs/bench.yaml"
     params:

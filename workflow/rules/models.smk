@@ -10,6 +10,7 @@ rule fetch_modelscope_model:
         "logs/fetch_modelscope_model/{model}.log",
     wildcard_constraints:
         model=_alternatives(DOWNLOADED_MODELS),
+    localrule: True  # the network is where Snakemake runs, not a compute node
     conda:
         "../../envs/export.yaml"
     params:
@@ -29,6 +30,7 @@ rule fetch_modelscope_checkpoint:
         "logs/fetch_modelscope_checkpoint/{model}.log",
     wildcard_constraints:
         model=_alternatives(EXPORTED_MODELS),
+    localrule: True  # the network is where Snakemake runs, not a compute node
     conda:
         "../../envs/export.yaml"
     params:
@@ -45,6 +47,8 @@ rule make_synthetic_model:
         hf=temp(directory("results/models/{model}/hf")),
     log:
         "logs/make_synthetic_model/{model}.log",
+    benchmark:
+        "logs/make_synthetic_model/{model}.benchmark.tsv"
     wildcard_constraints:
         model=_alternatives(SYNTHETIC_MODELS),
     conda:
@@ -91,7 +95,8 @@ rule describe_model_layout:
         layout="results/models/{model}/layout.json",
     log:
         "logs/describe_model_layout/{model}.log",
-    localrule: True
+    benchmark:
+        "logs/describe_model_layout/{model}.benchmark.tsv"
     conda:
         "../../envs/analysis.yaml"
     params:

@@ -30,9 +30,10 @@ rule plot:
         png="results/{experiment}/plots/{chart}.png",
     log:
         "logs/plot/{experiment}/{chart}.log",
+    benchmark:
+        "logs/plot/{experiment}/{chart}.benchmark.tsv"
     wildcard_constraints:
         chart="|".join(PLOTS),
-    localrule: True
     conda:
         "../../envs/analysis.yaml"
     params:

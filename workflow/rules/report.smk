@@ -19,7 +19,8 @@ rule write_summary_report:
         ),
     log:
         "logs/write_summary_report/{experiment}.log",
-    localrule: True
+    benchmark:
+        "logs/write_summary_report/{experiment}.benchmark.tsv"
     conda:
         "../../envs/analysis.yaml"
     params:
