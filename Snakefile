@@ -5,10 +5,13 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-# The default experiment. Another one given with --configfile replaces it instead of being
-# deep-merged into it (`replace-workflow-config` in profiles/default), so models and devices
-# of two experiments never mix; --config overrides alone apply to this default (common.smk).
-configfile: f"{workflow.current_basedir}/config/config.yaml"
+# The default experiment, unless another is given with --configfile: that one replaces it
+# instead of being deep-merged into it, so models and devices of two experiments never mix, in
+# every profile and in the jobs a cluster runs (which get the --configfile, not the profile's
+# settings); --config overrides alone apply to this default.
+if not workflow.overwrite_configfiles:
+
+    configfile: f"{workflow.current_basedir}/config/config.yaml"
 
 
 report: "workflow/report/workflow.rst"

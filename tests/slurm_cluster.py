@@ -4,8 +4,12 @@ Debian's `slurm-wlm` and `munge` (installed by .ci/run), run as root: munged wit
 log and lib directories owned by `munge` (as Debian's service would), and slurmctld + slurmd
 from a short slurm.conf in a temporary directory (no cgroups: proctrack/linuxproc, task/none;
 no accounting, so job states come from `squeue`; MinJobAge keeps finished jobs visible to it
-long enough). Nothing outside the temporary directory is configured: clients find the cluster
-through $SLURM_CONF. `stop` kills the Slurm daemons (munged stays, as a system service would)."""
+long enough). Clients find the cluster through $SLURM_CONF, and inside a job through
+/etc/slurm/slurm.conf (the executor plugin's job step drops every SLURM_* variable but the
+job's identity before its nested `srun`, as on a real cluster, whose nodes have that file): the
+file is made only where none exists (a machine with its own Slurm is not touched; the tests
+skip there) and removed by `stop`, which also stops the Slurm daemons (munged stays, as a
+system service would)."""
 
 from __future__ import annotations
 
@@ -28,7 +32,12 @@ def missing() -> str | None:
         return f"no {', '.join(absent)}: apt-get install slurm-wlm munge (.ci/run does)"
     if os.geteuid() != 0:
         return "slurmd runs jobs as their users only when started as root"
+    if SYSTEM_CONF.exists() and not SYSTEM_CONF.is_symlink():
+        return f"{SYSTEM_CONF} exists: this machine has its own Slurm, which the tests leave alone"
     return None
+
+
+SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
 
 
 def free_port() -> int:
@@ -92,7 +101,8 @@ SelectTypeParameters=CR_Core_Memory
 ReturnToService=2
 MinJobAge=600
 MpiDefault=none
-NodeName={NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} RealMemory={memory_mb()} State=UNKNOWN
+NodeName={NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} \
+RealMemory={memory_mb()} State=UNKNOWN
 PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
 """
 
@@ -104,6 +114,9 @@ def start(root: Path) -> dict[str, str]:
         (root / sub).mkdir(parents=True, exist_ok=True)
     conf = root / "slurm.conf"
     conf.write_text(slurm_conf(root))
+    SYSTEM_CONF.parent.mkdir(parents=True, exist_ok=True)
+    SYSTEM_CONF.unlink(missing_ok=True)  # only ever a link an earlier test run left
+    SYSTEM_CONF.symlink_to(conf)
     env = {**os.environ, "SLURM_CONF": str(conf)}
     subprocess.run(["slurmctld", "-f", str(conf)], check=True, env=env)
     subprocess.run(["slurmd", "-f", str(conf), "-N", NODE], check=True, env=env)
@@ -126,10 +139,26 @@ def start(root: Path) -> dict[str, str]:
 
 
 def stop(root: Path) -> None:
+    """Stop both daemons and wait until they are gone (a next cluster reuses the node name)."""
+    if SYSTEM_CONF.is_symlink():
+        SYSTEM_CONF.unlink()
+    pids = []
     for name in ("slurmd.pid", "slurmctld.pid"):
         pid = root / name
         if pid.exists() and pid.read_text().strip().isdigit():
+            pids.append(int(pid.read_text()))
             try:
-                os.kill(int(pid.read_text()), 15)
+                os.kill(pids[-1], 15)
             except ProcessLookupError:
-                pass
+                pids.pop()
+    deadline = time.monotonic() + 30
+    while pids and time.monotonic() < deadline:
+        pids = [p for p in pids if Path(f"/proc/{p}").exists() and not zombie(p)]
+        time.sleep(0.2)
+
+
+def zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True

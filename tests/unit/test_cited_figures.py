@@ -130,3 +130,40 @@ def test_the_paper_precision_bounds_are_phone_precision_json():
         assert round(cell["phone_hours"], 1) == float(hour)
     for phase, half in result["gain_half_width"][str(reps["target_half_width"])].items():
         assert f"+-{half:.3f} of the {phase} gain" in " ".join(text.split()).replace("# ", "")
+
+
+def local_rules() -> set[str]:
+    """Rules that say `localrule: True`: they run on the controller, no cluster resources."""
+    local = set()
+    for path in (ROOT / "workflow" / "rules").glob("*.smk"):
+        for block in re.split(r"\n(?=rule \w+:)", path.read_text()):
+            name = re.match(r"rule (\w+):", block)
+            if name and re.search(r"^    localrule: True", block, re.M):
+                local.add(name.group(1))
+    return local
+
+
+def test_the_slurm_profile_leaves_room_over_what_the_rules_were_measured_to_need():
+    """profiles/slurm sizes every submitted rule's memory and time from rule_resources.json:
+    at least 1.5 x the largest max RSS and 2 x the longest wall time measured; it sets
+    resources only for rules that exist and are submitted, and no resource no rule requests."""
+    import yaml
+
+    profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "profile.yaml").read_text())
+    measured = json.loads((RESULTS / "rule_resources.json").read_text())["rules"]
+    local = local_rules()
+    rules = set(
+        re.findall(
+            r"^rule (\w+):",
+            "\n".join(p.read_text() for p in (ROOT / "workflow" / "rules").glob("*.smk")),
+            re.M,
+        )
+    )
+    assert "resources" not in profile, "a global resource no rule requests"
+    assert set(profile["set-resources"]) <= rules - local
+    submitted = {rule: m for rule, m in measured.items() if rule not in local}
+    assert {"build_engine", "export_mnn_model", "compute_summary"} <= set(submitted)
+    for rule, m in submitted.items():
+        res = {**profile["default-resources"], **profile["set-resources"].get(rule, {})}
+        assert res["mem_mb"] >= 1.5 * m["max_rss_mb"], f"{rule}: {res} vs {m}"
+        assert res["runtime"] * 60 >= 2 * m["wall_s"], f"{rule}: {res} vs {m}"
