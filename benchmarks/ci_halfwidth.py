@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from provenance import stamped  # noqa: E402
 
-from mnnrepro.analysis.stats import paired_ratio  # noqa: E402
+from mnnrepro.stats import paired_ratio  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

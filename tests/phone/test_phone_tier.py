@@ -21,8 +21,8 @@ import pytest
 from conftest import PREBUILT_ENGINE, start_loopback_phone, stop_loopback_phone
 
 from mnnrepro.devices.adb import AdbDevice
+from mnnrepro.devices.power import PowerReader
 from mnnrepro.runs.benchmark import thermal_gate
-from mnnrepro.runs.power import PowerReader
 from mnnrepro.runs.staging import push_receipt
 from mnnrepro.runs.thermal import gate_temperatures, named_temperatures
 

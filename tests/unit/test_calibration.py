@@ -13,8 +13,8 @@ from mnnrepro.analysis.calibration import (
     coverage,
     stopping_coverage,
 )
-from mnnrepro.analysis.stats import paired_ratio
 from mnnrepro.runs.precision import stopping_decision
+from mnnrepro.stats import paired_ratio
 
 SIMS = 2000
 

@@ -271,3 +271,11 @@ def test_a_replay_does_not_need_the_archived_runs_local_directories(root, tmp_pa
     check(cfg, local_paths=False)
     with pytest.raises(ConfigError):
         check(cfg)
+
+
+def test_bench_csv_has_one_column_per_runtime_setting_of_the_schema():
+    from mnnrepro.analysis.tables import BENCH_COLUMNS, RUNTIME_COLUMNS
+    from mnnrepro.config import runtime_defaults
+
+    assert set(RUNTIME_COLUMNS) == set(runtime_defaults())
+    assert set(RUNTIME_COLUMNS) <= set(BENCH_COLUMNS) and "runtime" not in BENCH_COLUMNS

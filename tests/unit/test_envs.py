@@ -106,7 +106,7 @@ def test_the_closure_follows_lazy_imports_programs_and_requirements():
     """What the check must see, on rules whose needs are known: a gap is found, not hidden."""
     by_name = {rule.name: rule for rule in closure.rules()}
     bench = closure.closure_of([by_name["run_bench"].script])
-    # run_bench -> runs.benchmark -> runs.precision -> analysis.stats imports pandas and scipy
+    # run_bench -> runs.benchmark -> runs.precision -> stats imports pandas and scipy
     assert {"pandas", "scipy"} <= bench.distributions
     # the engine runner is a program started with sys.executable: its `import MNN` counts
     assert "mnnrepro.runs.prebuilt_runner" in bench.modules and "mnn" in bench.distributions

@@ -50,8 +50,34 @@ def test_no_import_cycle():
 
 def test_every_module_belongs_to_a_stage_or_is_shared():
     top_level = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
-    # used by every stage: config, job logs, file I/O, error types, verified reading of records
-    assert top_level == {"config", "logs", "files", "errors", "records"}
+    # used by every stage: config, job logs, file I/O, error types, verified reading of records,
+    # the statistics (the runs' stopping rule and the analysis compute the same CIs)
+    assert top_level == {"config", "logs", "files", "errors", "records", "stats"}
     assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} == STAGES
     for stage in STAGES:
         assert (PACKAGE / stage / "__init__.py").read_text().startswith('"""'), stage
+
+
+# The stages, bottom up: a module imports the ground floor (top-level modules), its own stage
+# and stages below it, never one above (a device does not know how runs use it; a run's
+# stopping rule does not import the analysis).
+LAYERS = [{"build", "models"}, {"devices"}, {"runs"}, {"analysis"}, {"archive"}]
+
+
+def stage_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 else None  # None: the ground floor
+
+
+def test_no_stage_imports_a_stage_above_it():
+    level = {stage: i for i, stages in enumerate(LAYERS) for stage in stages}
+    assert set(level) == STAGES
+
+    def above(module: str, dep: str) -> bool:
+        here, there = stage_of(module), stage_of(dep)
+        if there is None:
+            return False  # the ground floor: everyone may import it
+        return here is None or level[there] > level[here]
+
+    upward = [(m, d) for m, deps in imports().items() for d in deps if above(m, d)]
+    assert upward == []

@@ -71,7 +71,7 @@ def test_without_a_bandwidth_measurement_the_ceiling_is_unavailable_not_guessed(
             "phase": ["prefill", "decode"],
             "tps": [100.0, 20.0],
             "engine": "e",
-            "runtime": "thread_num=2",
+            "thread_num": 2,
             "emulated": False,
             "power_source": None,
             "joules_per_token": None,

@@ -12,14 +12,8 @@ from pathlib import Path
 import pytest
 
 from mnnrepro.devices.local import LocalDevice
-from mnnrepro.runs.power import (
-    PowerReader,
-    PowerSampler,
-    RaplReader,
-    battery_watts,
-    phase_joules,
-    rapl_reader,
-)
+from mnnrepro.devices.power import PowerReader, RaplReader, battery_watts, rapl_reader
+from mnnrepro.runs.power import PowerSampler, phase_joules
 
 
 def test_battery_power_is_current_times_voltage_whatever_the_sign():

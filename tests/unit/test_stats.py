@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mnnrepro.analysis.stats import compare_phase, paired_ratio, reps_for_half_width
+from mnnrepro.stats import compare_phase, paired_ratio, reps_for_half_width
 
 
 def simulate(rng, n, true_ratio, cv=0.05, drift=0.1):
@@ -76,8 +76,8 @@ def test_extreme_but_legal_results_are_reported_and_plotted_bounded(tmp_path):
     needed stays a bounded number, the report says "more than", and the speedup chart renders
     (vl-convert refused a 32-digit integer before)."""
     from mnnrepro.analysis.plots import save, speedup_chart
-    from mnnrepro.analysis.stats import REPS_CAP, reps_text
     from mnnrepro.analysis.summary import stop_reason
+    from mnnrepro.stats import REPS_CAP, reps_text
 
     rows = [{"block": 0, "variant": "off", "tps": 10.0}, {"block": 0, "variant": "on", "tps": 10.0}]
     rows += [{"block": 1, "variant": "off", "tps": 10.0}, {"block": 1, "variant": "on", "tps": 1e4}]

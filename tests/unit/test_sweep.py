@@ -111,7 +111,6 @@ def bench_rows(point_speeds: dict[str, tuple[float, float]], extra=None, blocks=
                             "emulated": False,
                             "prompt_tokens": 64,
                             "generate_tokens": 8,
-                            "runtime": "thread_num=1",
                             "thread_num": 1,
                             "settings_mismatch": "",
                             "timing_plausible": True,

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mnnrepro.runs.thermal import (
-    STUCK_READINGS,
-    StuckZones,
-    gate_temperatures,
-    hal_temperatures,
-)
+from mnnrepro.devices.android import hal_temperatures
+from mnnrepro.runs.thermal import STUCK_READINGS, StuckZones, gate_temperatures
 
 DUMPSYS = """IsStatusOverride: false
 Thermal Status: 1

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from mnnrepro.analysis.stats import aa_stable, stopping_df, t_interval
+from mnnrepro.stats import aa_stable, stopping_df, t_interval
 
 NOISE = ("lognormal", "t3", "drift")
 TRUE_RATIO = 1.3  # the simulated treatment's true speedup

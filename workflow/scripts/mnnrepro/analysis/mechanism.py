@@ -29,9 +29,8 @@ import numpy as np
 import pandas as pd
 
 from mnnrepro.analysis.ceiling import GB, ceiling_tps
-from mnnrepro.analysis.stats import compare_phase
-from mnnrepro.analysis.tables import thread_num
 from mnnrepro.config import comparison_pairs
+from mnnrepro.stats import compare_phase
 
 NEAR_CEILING = 0.5  # share of the decode ceiling that counts as bandwidth-bound
 
@@ -100,7 +99,8 @@ def mechanism_table(
         per_token = layout.get("decode_bytes_per_token")
         ops = layout.get("prefill_ops_per_token")
         # the bandwidth its own thread count can draw on (else every core's)
-        threads = thread_num(group["runtime"].iloc[0])
+        threads = group["thread_num"].iloc[0]
+        threads = None if pd.isna(threads) else int(threads)
         bw = bandwidth.get((device, engine, threads)) or bandwidth.get((device, engine, 0), {})
         ceiling = ceiling_tps(bw["median_gb_per_s"], per_token) if bw and per_token else None
         sources = sorted(set(group["power_source"].dropna().astype(str)))

@@ -7,7 +7,7 @@ import re
 import pandas as pd
 
 from mnnrepro.analysis import verdict as vd
-from mnnrepro.analysis.stats import reps_text
+from mnnrepro.stats import reps_text
 
 OTHER_LOAD_WARNING = 0.25  # CPUs busy with other work during an invocation
 

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from mnnrepro.analysis import verdict as vd
-from mnnrepro.analysis.stats import aa_stable, compare_phase, reps_text
 from mnnrepro.config import comparison_pairs
+from mnnrepro.stats import aa_stable, compare_phase, reps_text
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +230,7 @@ def summarize(
     stopping: dict[tuple[str, str], dict] | None = None,
 ) -> pd.DataFrame:
     """stopping: (device, model) -> why its benchmark stopped (from the run index)."""
-    from mnnrepro.runs.precision import ci_df
+    from mnnrepro.stats import ci_df
 
     comparison, stats_cfg = config["comparison"], config["stats"]
     rng = np.random.default_rng(stats_cfg["seed"])

@@ -7,11 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mnnrepro.analysis.stats import compare_phase
-from mnnrepro.analysis.tables import bench_table, thread_num
+from mnnrepro.analysis.tables import bench_table
 from mnnrepro.config import comparison_pairs, sweep_repetitions
 from mnnrepro.records import read_record
-from mnnrepro.runs.precision import ci_df
+from mnnrepro.stats import ci_df, compare_phase
 
 MAIN = "main"
 POINT_COLUMNS = ["point", "prompt_tokens", "generate_tokens", "thread_num"]
@@ -42,7 +41,6 @@ SWEEP_SUMMARY_COLUMNS = [
 def with_point(table: pd.DataFrame, point: str) -> pd.DataFrame:
     table = table.copy()
     table.insert(3, "point", point)
-    table["thread_num"] = table["runtime"].map(thread_num)
     return table
 
 

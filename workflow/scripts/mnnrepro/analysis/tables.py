@@ -12,6 +12,8 @@ from mnnrepro.runs.power import phase_joules
 KEY_COLUMNS = ["experiment", "device", "model", "variant", "phase"]
 
 
+# the variant's runtime settings, one column each (the schema's `runtime` keys)
+RUNTIME_COLUMNS = ("backend_type", "thread_num", "precision", "memory", "power")
 BENCH_COLUMNS = [
     *KEY_COLUMNS,
     "block",
@@ -22,7 +24,7 @@ BENCH_COLUMNS = [
     "tps",
     "engine",
     "engine_version",
-    "runtime",
+    *RUNTIME_COLUMNS,
     "prompt_tokens",
     "generate_tokens",
     "warmup",
@@ -60,15 +62,6 @@ BENCH_COLUMNS = [
 
 # an engine's tok/s must be its tokens / seconds (llm_bench prints both from one timer)
 TPS_RELATIVE_TOLERANCE = 1e-3
-
-
-def thread_num(runtime_text: str) -> int | None:
-    """thread_num from bench.csv's `runtime` column (`k=v;k=v`)."""
-    for item in str(runtime_text).split(";"):
-        key, _, value = item.partition("=")
-        if key == "thread_num" and value.isdigit():
-            return int(value)
-    return None
 
 
 def under_load(record: dict, limit: float | None) -> bool:
@@ -163,7 +156,7 @@ def rows_from_record(
         "run_order": inv["run_order"],
         "engine": spec["engine"]["engine"],
         "engine_version": spec["engine"]["version"],
-        "runtime": ";".join(f"{k}={v}" for k, v in sorted(spec["runtime"].items())),
+        **{key: spec["runtime"].get(key) for key in RUNTIME_COLUMNS},
         "prompt_tokens": record["bench"]["prompt_tokens"],
         "generate_tokens": record["bench"]["generate_tokens"],
         "warmup": record["bench"]["warmup"],

@@ -413,7 +413,7 @@ class AdbDevice(Device):
 
     def power_reader(self):
         """Battery current x voltage from the phone's power-supply sysfs, read through adb."""
-        from mnnrepro.runs.power import PowerReader, battery_watts
+        from mnnrepro.devices.power import PowerReader, battery_watts
 
         files = [f"{self.POWER_SUPPLY}/current_now", f"{self.POWER_SUPPLY}/voltage_now"]
 
@@ -437,7 +437,7 @@ class AdbDevice(Device):
 
     def thermal_service(self) -> tuple[int | None, dict[str, dict]]:
         """The thermal status and the HAL temperatures from one `dumpsys thermalservice`."""
-        from mnnrepro.runs.thermal import hal_temperatures
+        from mnnrepro.devices.android import hal_temperatures
 
         out = self.run(["dumpsys", "thermalservice"], timeout=30).stdout
         match = re.search(r"Thermal Status:\s*(\d+)", out)

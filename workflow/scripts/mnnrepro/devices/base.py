@@ -124,7 +124,7 @@ class Device:
         return None
 
     def power_reader(self):
-        """A runs.power.PowerReader for energy per token, or a sentence saying why none."""
+        """A devices.power.PowerReader for energy per token, or a sentence saying why none."""
         return f"a {self.kind} device has no power readings"
 
     def build_fingerprint(self) -> str | None:

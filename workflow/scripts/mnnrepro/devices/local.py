@@ -90,7 +90,7 @@ class LocalDevice(Device):
         return idle_host_load(window_s)
 
     def power_reader(self):
-        from mnnrepro.runs.power import rapl_reader
+        from mnnrepro.devices.power import rapl_reader
 
         return rapl_reader()
 

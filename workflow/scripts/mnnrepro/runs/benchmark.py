@@ -17,13 +17,15 @@ from pathlib import Path
 
 from mnnrepro.config import with_runtime_defaults
 from mnnrepro.devices.base import Device
+from mnnrepro.devices.power import PowerReader
 from mnnrepro.files import read_json, sha256_file, sha256_text, write_json
 from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.engine_kinds import BenchError, command_record, engine_for
-from mnnrepro.runs.power import PowerReader, PowerSampler, unavailable
-from mnnrepro.runs.precision import block_range, stopping_decision
+from mnnrepro.runs.power import PowerSampler, unavailable
+from mnnrepro.runs.precision import stopping_decision
 from mnnrepro.runs.schedule import Invocation
 from mnnrepro.runs.staging import RUNNER, check_receipt, engine_files
+from mnnrepro.stats import block_range
 
 log = logging.getLogger(__name__)
 

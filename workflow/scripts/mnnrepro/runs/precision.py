@@ -12,22 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mnnrepro.analysis.stats import stopping_df, t_interval
+from mnnrepro.stats import block_range, ci_df, t_interval
 
 PHASES = ("prefill", "decode")
-
-
-def block_range(repetitions) -> tuple[int, int, float | None]:
-    """(min blocks, max blocks, target half-width or None) of `bench.repetitions`."""
-    if isinstance(repetitions, dict):
-        return repetitions["min"], repetitions["max"], repetitions["target_half_width"]
-    return repetitions, repetitions, None
-
-
-def ci_df(repetitions) -> int | None:
-    """Degrees of freedom of the t quantile the summary uses for a run with these settings."""
-    n_min, _, target = block_range(repetitions)
-    return stopping_df(n_min) if target is not None else None
 
 
 def half_widths(records: list[dict], pairs, ci_level: float, df: int | None) -> dict[str, float]:

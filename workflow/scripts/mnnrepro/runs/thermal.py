@@ -22,7 +22,6 @@ was, gated on or not.
 from __future__ import annotations
 
 import fnmatch
-import math
 import re
 
 PLAUSIBLE_C = (0.0, 120.0)  # a die temperature lies strictly between these
@@ -37,26 +36,6 @@ NOT_DIE = re.compile(
     re.IGNORECASE,
 )
 HAL_GATED_TYPES = {0: "CPU", 3: "SKIN"}  # android.os.Temperature TYPE_CPU, TYPE_SKIN
-HAL_LINE = re.compile(
-    r"Temperature\{mValue=(?P<value>-?[\d.]+|NaN), mType=(?P<type>-?\d+), "
-    r"mName=(?P<name>[^,}]+)"
-)
-
-
-def hal_temperatures(dumpsys_text: str) -> dict[str, dict]:
-    """`dumpsys thermalservice`'s "Current temperatures from HAL" section: name -> {"c",
-    "type"} (an empty dict where the device prints none)."""
-    section = dumpsys_text.split("Current temperatures from HAL:", 1)
-    if len(section) < 2:
-        return {}
-    body = re.split(r"\n\S", "\n" + section[1].lstrip("\n"), maxsplit=1)[0]
-    out = {}
-    for match in HAL_LINE.finditer(body):
-        value = float(match["value"])
-        if not math.isfinite(value):  # a sensor the HAL could not read
-            continue
-        out[match["name"].strip()] = {"c": value, "type": int(match["type"])}
-    return out
 
 
 def named_temperatures(zones: dict[str, float], hal: dict[str, dict]) -> dict[str, float]:

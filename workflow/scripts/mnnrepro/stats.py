@@ -182,3 +182,16 @@ def compare_phase(
             stats["target_half_width"],
         ),
     }
+
+
+def block_range(repetitions) -> tuple[int, int, float | None]:
+    """(min blocks, max blocks, target half-width or None) of `bench.repetitions`."""
+    if isinstance(repetitions, dict):
+        return repetitions["min"], repetitions["max"], repetitions["target_half_width"]
+    return repetitions, repetitions, None
+
+
+def ci_df(repetitions) -> int | None:
+    """Degrees of freedom of the t quantile the summary uses for a run with these settings."""
+    n_min, _, target = block_range(repetitions)
+    return stopping_df(n_min) if target is not None else None
