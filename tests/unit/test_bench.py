@@ -9,10 +9,10 @@ from conftest import PREBUILT_ENGINE, SHORT_BENCH, two_variant_specs
 
 from mnnrepro.devices.base import CommandResult
 from mnnrepro.devices.local import LocalDevice
+from mnnrepro.engines.base import BenchError
 from mnnrepro.errors import DataError
 from mnnrepro.files import read_json
 from mnnrepro.runs.benchmark import run_schedule
-from mnnrepro.runs.engine_kinds import BenchError
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.runs.staging import push_receipt
 

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow" / "scripts" / "mnnrepro"
-STAGES = {"build", "models", "devices", "runs", "analysis", "archive"}
+STAGES = {"build", "models", "devices", "engines", "runs", "analysis", "archive"}
 
 
 def module_name(path: Path) -> str:
@@ -61,7 +61,7 @@ def test_every_module_belongs_to_a_stage_or_is_shared():
 # The stages, bottom up: a module imports the ground floor (top-level modules), its own stage
 # and stages below it, never one above (a device does not know how runs use it; a run's
 # stopping rule does not import the analysis).
-LAYERS = [{"build", "models"}, {"devices"}, {"runs"}, {"analysis"}, {"archive"}]
+LAYERS = [{"build", "models"}, {"devices"}, {"engines"}, {"runs"}, {"analysis"}, {"archive"}]
 
 
 def stage_of(module: str) -> str | None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mnnrepro.runs import llmbench
+from mnnrepro.engines import llmbench
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llm_bench"
 PAIRS = sorted(p.name.removesuffix(".stdout.txt") for p in DATA.glob("llm_bench_*.stdout.txt"))
@@ -103,7 +103,7 @@ def test_build_args_one_configuration_per_invocation():
 
 
 def test_built_engine_command_sets_its_own_library_path():
-    from mnnrepro.runs.engine_kinds import BuiltEngine
+    from mnnrepro.engines.mnn_build import BuiltEngine
 
     engine = BuiltEngine(
         {"engine": "sme2-on", "kind": "build"},
@@ -127,7 +127,7 @@ def test_built_engine_reads_a_real_capture(tmp_path):
     """The reader on llm_bench 3.6.1's real -kv output (JSON + table, cross-checked)."""
     from mnnrepro.devices.base import CommandResult
     from mnnrepro.devices.local import LocalDevice
-    from mnnrepro.runs.engine_kinds import BuiltEngine
+    from mnnrepro.engines.mnn_build import BuiltEngine
 
     out = tmp_path / "out.json"
     out.write_text((DATA / "llm_bench_q06kv361.json").read_text())
@@ -152,7 +152,7 @@ def test_the_gate_and_the_benchmark_of_a_built_engine_get_identical_settings(tmp
     import stat
 
     from mnnrepro.devices.local import LocalDevice
-    from mnnrepro.runs.engine_kinds import LEVELS, BuiltEngine, llm_bench_config
+    from mnnrepro.engines.mnn_build import LEVELS, BuiltEngine, llm_bench_config
 
     model = tmp_path / "model"
     model.mkdir()

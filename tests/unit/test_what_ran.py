@@ -13,7 +13,7 @@ import pandas as pd
 from mnnrepro.analysis.summary import run_problems
 from mnnrepro.analysis.tables import cpufreq_summary, settings_mismatch, timing_plausible
 from mnnrepro.devices.base import parse_cpufreq
-from mnnrepro.runs.llmbench import settings_ran
+from mnnrepro.engines.llmbench import settings_ran
 from mnnrepro.runs.staging import RUNNER
 
 CAPTURED = Path(__file__).resolve().parents[2] / "tests" / "data" / "llm_bench"

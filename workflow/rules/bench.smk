@@ -4,7 +4,7 @@
 
 rule push_to_device:
     input:
-        model="results/models/{model}/mnn",
+        model=MODEL_DIR,
         manifest="results/models/{model}/manifest.json",
         facts="results/{experiment}/devices/{device}.json",
         userland=get_userland,
@@ -29,7 +29,7 @@ rule push_to_device:
 
 rule run_greedy:
     input:
-        model="results/models/{model}/mnn",
+        model=MODEL_DIR,
         manifest="results/models/{model}/manifest.json",
         engines=get_engine_files,
         gate_tools=get_gate_tool_records,
@@ -64,7 +64,7 @@ rule run_greedy:
 
 # What a benchmark (the main point's or a sweep point's) runs from.
 BENCH_INPUTS = dict(
-    model="results/models/{model}/mnn",
+    model=MODEL_DIR,
     manifest="results/models/{model}/manifest.json",
     engines=get_engine_files,
     facts="results/{experiment}/devices/{device}.json",

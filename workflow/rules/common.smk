@@ -14,6 +14,7 @@ sys.path.insert(0, str(SCRIPTS))
 
 from mnnrepro.files import code_digest  # noqa: E402
 from mnnrepro.build.records import engine_key, source_key  # noqa: E402
+from mnnrepro.engines.registry import kind_of_spec  # noqa: E402
 from mnnrepro.config import (  # noqa: E402
     ConfigError,
     canonical,
@@ -84,7 +85,7 @@ DEVICES = sorted(config["devices"])
 VARIANTS = sorted(config["variants"])
 BUILT_ENGINES = sorted(
     {config["variants"][v]["engine"] for v in VARIANTS}
-    & {e for e, spec in config["engines"].items() if "build" in spec}
+    & {e for e, spec in config["engines"].items() if kind_of_spec(spec).from_source}
 )
 # Engine outputs live under results/engines/<name>-<digest of what defines the engine>, so
 # configs that define an engine differently never overwrite each other's builds.
@@ -238,14 +239,23 @@ def get_variant_specs(wildcards):
     return canonical(run_variants(config))
 
 
+# The model in the format the engines read (a property of their kind: MNN's export for both
+# MNN kinds), one format per experiment.
+MODEL_FORMATS = {kind_of_spec(spec).model_format for spec in config["engines"].values()}
+if len(MODEL_FORMATS) != 1:
+    raise WorkflowError(
+        f"config key `engines`: the engines read different model formats {sorted(MODEL_FORMATS)}"
+    )
+MODEL_DIR = f"results/models/{{model}}/{MODEL_FORMATS.pop()}"
+
 # the pairs whose CIs precision on demand watches: the compared ones and the A/A control
 JUDGED_PAIRS = judged_pairs(config)
 
 
 def engine_record(engine):
-    # A built engine is described by its build.json, a prebuilt one by engine.json.
-    kind = "build" if "build" in config["engines"][engine] else "engine"
-    return f"{ENGINES_DIR}/{ENGINE_KEYS[engine]}/{kind}.json"
+    # what its rules write: a built engine's build.json, a prebuilt one's engine.json
+    name = kind_of_spec(config["engines"][engine]).record_name
+    return f"{ENGINES_DIR}/{ENGINE_KEYS[engine]}/{name}"
 
 
 def get_engine_files(wildcards):

@@ -4,7 +4,7 @@
 
 rule fetch_modelscope_model:
     output:
-        model=directory("results/models/{model}/mnn"),
+        model=directory(MODEL_DIR),
         manifest="results/models/{model}/manifest.json",
     log:
         "logs/fetch_modelscope_model/{model}.log",
@@ -65,7 +65,7 @@ rule export_mnn_model:
     input:
         hf=get_checkpoint,
     output:
-        model=directory("results/models/{model}/mnn"),
+        model=directory(MODEL_DIR),
         manifest="results/models/{model}/manifest.json",
     log:
         "logs/export_mnn_model/{model}.log",
@@ -90,7 +90,7 @@ rule export_mnn_model:
 # ceiling's denominator; a replay restores it from the archive).
 rule describe_model_layout:
     input:
-        model="results/models/{model}/mnn",
+        model=MODEL_DIR,
     output:
         layout="results/models/{model}/layout.json",
     log:

@@ -10,6 +10,7 @@ from mnnrepro.analysis.correctness import (
 )
 from mnnrepro.build.kernels import can_have_sme2
 from mnnrepro.config import comparison_pairs
+from mnnrepro.engines.registry import kind_of_record
 
 
 def correctness_check(greedy: dict, pair: tuple[str, str], correctness: dict) -> dict:
@@ -89,8 +90,8 @@ def kernel_checks(
     base_variant, treat_variant = pair
     base = engines[variants[base_variant]["engine"]]
     treat = engines[variants[treat_variant]["engine"]]
-    if "build" not in (base.get("kind"), treat.get("kind")):
-        return []  # prebuilt engines: the comparison is not about SME2 kernels
+    if not any(kind_of_record(r).carries_sme2_kernels(r) for r in (base, treat)):
+        return []  # e.g. prebuilt engines: the comparison is not about kernels of their own
     count = {"treatment": _sme2_count(treat), "baseline": _sme2_count(base)}
     checks = []
     if base["engine"] == treat["engine"]:

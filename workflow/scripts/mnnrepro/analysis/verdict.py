@@ -54,7 +54,9 @@ FALLBACK_RULE = (
 
 
 def needs_sme2(engine_record: dict) -> bool:
-    return engine_record.get("kind") == "build" and bool(
+    from mnnrepro.engines.registry import kind_of_record
+
+    return kind_of_record(engine_record).carries_sme2_kernels(engine_record) and bool(
         engine_record.get("sme2", {}).get("sme2_kernel_count")
     )
 
@@ -89,9 +91,9 @@ def equality_verdict(gain_low: float, gain_high: float, tolerance: float) -> str
 def check_device_for(treatment: dict, facts: dict, policy: str) -> str:
     """'claim', 'fallback' or 'equal' for this device; raises early where the comparison
     cannot hold."""
-    from mnnrepro.build.kernels import can_have_sme2
+    from mnnrepro.engines.registry import kind_of_record
 
-    if treatment.get("kind") == "build" and not can_have_sme2(treatment):
+    if kind_of_record(treatment).sme2_impossible(treatment):
         return "equal"
     if not needs_sme2(treatment) or facts.get("sme2"):
         return "claim"

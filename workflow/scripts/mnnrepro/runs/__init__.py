@@ -1,5 +1,7 @@
 """Runs on a device (rules in workflow/rules/bench.smk): staging by hash (staging), the
-interleaved schedule (schedule), engine kinds with their command lines and output readers
-(engine_kinds, llmbench), the on-device runner of the prebuilt engine (prebuilt_runner), the
-resumable benchmark (benchmark), the greedy answers of the correctness gate (greedy), the
-memory-bandwidth probe's run (bandwidth) and power sampling for energy per token (power)."""
+interleaved schedule (schedule), the resumable benchmark (benchmark) with its thermal and quiet
+gates (thermal) and stopping rule (precision), the greedy answers of the correctness gate
+(greedy), the memory-bandwidth probe's run (bandwidth), power sampling for energy per token
+(power), the device lock (device_lock) and the on-device runner of the prebuilt engine
+(prebuilt_runner). What an engine runs and how its output is read is
+its kind's (mnnrepro.engines)."""

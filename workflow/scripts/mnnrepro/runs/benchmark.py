@@ -18,9 +18,10 @@ from pathlib import Path
 from mnnrepro.config import with_runtime_defaults
 from mnnrepro.devices.base import Device
 from mnnrepro.devices.power import PowerReader
+from mnnrepro.engines.base import BenchError, command_record
+from mnnrepro.engines.registry import engine_for, kind_of_record
 from mnnrepro.files import read_json, sha256_file, sha256_text, write_json
 from mnnrepro.runs.device_lock import holding
-from mnnrepro.runs.engine_kinds import BenchError, command_record, engine_for
 from mnnrepro.runs.power import PowerSampler, unavailable
 from mnnrepro.runs.precision import stopping_decision
 from mnnrepro.runs.schedule import Invocation
@@ -40,18 +41,7 @@ def engine_identity(record: dict) -> dict:
     (platform, flags, source commit), and the content of every file it runs. Not where it
     was built, when, or how long it took: a rebuild of the same inputs keeps every
     measurement, a changed artifact measures again."""
-    files = sorted((f["path"], f["sha256"]) for f in record["files"])
-    if record["kind"] != "build":
-        return {"kind": record["kind"], "pin": record.get("pin"), "files": files}
-    source = record.get("source", {})
-    return {
-        "kind": "build",
-        "platform": record["platform"],
-        "flags": record.get("flags", {}),
-        "commit": source.get("commit"),
-        "dirty": source.get("dirty", False),
-        "files": files,
-    }
+    return kind_of_record(record).identity(record)
 
 
 def measurement_key(spec: dict, measured: dict) -> str:
@@ -351,8 +341,8 @@ def run_schedule(
 def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str) -> dict:
     """What identifies each variant's measurement: engine (with file hashes), runtime, model.
 
-    For the prebuilt engine the runner script is part of the measurement (it holds the
-    timing loop), so its hash is too: a changed runner measures everything again.
+    An engine that runs through the prebuilt runner depends on it too (it holds the timing
+    loop), so its hash is part of the measurement: a changed runner measures everything again.
     """
     runner = {"runner_sha256": sha256_file(RUNNER)}
     return {
@@ -361,7 +351,7 @@ def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str
             "runtime": with_runtime_defaults(variant.get("runtime", {})),
             "env": variant.get("env", {}),
             "model_manifest_sha256": manifest_sha256,
-            **(runner if engines[variant["engine"]]["kind"] == "prebuilt" else {}),
+            **(runner if kind_of_record(engines[variant["engine"]]).runs_through_runner else {}),
         }
         for name, variant in variants.items()
     }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mnnrepro.devices.base import Device
-from mnnrepro.runs.engine_kinds import engine_for
+from mnnrepro.engines.registry import engine_for
 from mnnrepro.runs.staging import check_receipt, engine_files
 
 

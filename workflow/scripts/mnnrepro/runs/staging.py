@@ -8,12 +8,12 @@ import logging
 from pathlib import Path
 
 from mnnrepro.devices.base import Device
+from mnnrepro.engines.registry import kind_of_record
 from mnnrepro.files import sha256_file
 
-log = logging.getLogger(__name__)
-
-
 RUNNER = Path(__file__).with_name("prebuilt_runner.py")
+
+log = logging.getLogger(__name__)
 
 
 def stage_inputs(
@@ -76,8 +76,10 @@ def check_receipt(device: Device, receipt: dict) -> None:
 
 
 def engine_files(record: dict, receipt: dict) -> dict[str, str]:
-    """Device path -> sha256 of the files one engine runs from, re-verified before each run."""
-    if record["kind"] == "prebuilt":
-        return {receipt["runner"]: sha256_file(RUNNER)}
-    base = receipt["engines"][record["engine"]]
-    return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}
+    """Device path -> sha256 of the files one engine runs from, re-verified before each run:
+    its kind's, and the prebuilt runner where the kind runs through it."""
+    kind = kind_of_record(record)
+    files = kind.device_files(record, receipt)
+    if kind.runs_through_runner:
+        files[receipt["runner"]] = sha256_file(RUNNER)
+    return files

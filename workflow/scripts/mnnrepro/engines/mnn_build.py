@@ -1,25 +1,27 @@
-"""How one benchmark invocation is run and read, per engine kind.
-
-* `prebuilt`: the PyPI wheel through prebuilt_runner.py (needs a Python on the device);
-* `build`: MNN's own `llm_bench` from a build of ours, one configuration per invocation
-  (`-rep 1`; llm_bench drops its own first run), `-kv true` so prefill and decode are split
-  at release 3.6.1, `-j` JSON cross-checked against the Markdown table, run from a scratch
-  directory (it creates ./tmp) with LD_LIBRARY_PATH set to this engine's directory only;
-  its correctness gate runs `mnn_greedy`, a tool built against the same engine's libraries,
-  which writes token ids and top-k logits (llm_demo prints only text, which a model's tokens
-  may not even decode to)."""
+"""The MNN-from-source kind: MNN's own `llm_bench` from a build of ours, one configuration per
+invocation (`-rep 1`; llm_bench drops its own first run), `-kv true` so prefill and decode are
+split at release 3.6.1, `-j` JSON cross-checked against the Markdown table, run from a scratch
+directory (it creates ./tmp) with LD_LIBRARY_PATH set to this engine's directory only; its
+correctness gate runs `mnn_greedy`, a tool built against the same engine's libraries, which
+writes token ids and top-k logits (llm_demo prints only text, which a model's tokens may not
+even decode to)."""
 
 from __future__ import annotations
 
 import json
-import logging
 import posixpath
-import tempfile
-from pathlib import Path
 
+from mnnrepro.build.kernels import can_have_sme2
 from mnnrepro.config import with_runtime_defaults
-from mnnrepro.errors import ReproError
-from mnnrepro.runs import llmbench
+from mnnrepro.engines import llmbench
+from mnnrepro.engines.base import (
+    GATE_TOP_K,
+    EngineKind,
+    command_record,
+    crashed_answer,
+    fetch_text,
+    files_of,
+)
 
 LEVELS = {"normal": 0, "high": 1, "low": 2}  # llm_bench's -c, --memory and --power codes
 
@@ -41,116 +43,40 @@ def llm_bench_config(runtime: dict, prompt_tokens: int) -> dict:
     }
 
 
-log = logging.getLogger(__name__)
-
-
-class BenchError(ReproError, RuntimeError):
-    pass
-
-
-GATE_TOP_K = 8  # logits kept per step: mnn_greedy's default, the prebuilt runner's TOP_K
-
-
-def command_record(argv: list[str], env: dict | None, result) -> dict:
-    """What ran, so that it can be repeated by hand: argv, the variables set for it, and the
-    exact shell line on the device (every word quoted)."""
-    return {"argv": [str(a) for a in argv], "env": dict(env or {}), "line": result.command_line}
-
-
-def crashed_answer(device, prompt: str, argv: list[str], result) -> dict:
-    """On an emulated device a crash is what the check found; elsewhere it is an error."""
-    last = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
-    if not device.emulated:
-        raise BenchError("greedy run failed:\n$ " + " ".join(argv) + "\n" + result.stderr[-4000:])
-    log.warning("%s crashed on prompt %r: %s", device.name, prompt, last)
-    return {"prompt": prompt, "tokens": [], "crashed": last}
-
-
-class PrebuiltEngine:
-    kind = "prebuilt"
-
-    def __init__(self, record: dict, receipt: dict):
-        self.record, self.runner = record, receipt["runner"]
-
-    def bench_command(
-        self, device, model_config: str, runtime: dict, bench: dict, out: str
-    ) -> tuple[list[str], dict]:
-        runtime = with_runtime_defaults(runtime)
-        argv = [
-            device.python(),
-            self.runner,
-            "bench",
-            "--config",
-            model_config,
-            "--runtime",
-            json.dumps(runtime, sort_keys=True),
-            "--out",
-            out,
-            "--prompt-tokens",
-            str(bench["prompt_tokens"]),
-            "--generate-tokens",
-            str(bench["generate_tokens"]),
-            "--warmup",
-            str(bench["warmup"]),
-        ]
-        return argv, {}
-
-    def read_bench(self, device, result, out: str) -> dict:
-        return json.loads(fetch_text(device, out))
-
-    def greedy(
-        self,
-        device,
-        receipt: dict,
-        runtime: dict,
-        prompts: list[str],
-        max_new_tokens: int,
-        timeout: float,
-        env: dict | None = None,
-        prompt_tokens: int = 512,
-        forced: list[list[int]] | None = None,
-    ) -> dict:
-        """The runner's greedy mode, one process per prompt, with the runtime its benchmark
-        mode applies (llm.set_config(runtime) in both). forced: per prompt, the tokens to feed
-        (teacher forcing, see the runner)."""
-        runtime = with_runtime_defaults(runtime)
-        out = device.scratch("greedy.json")
-        payload, answers = None, []
-        for i, prompt in enumerate(prompts):  # one process per prompt: a crash is its prompt's
-            argv = [
-                device.python(),
-                self.runner,
-                "greedy",
-                "--config",
-                receipt["model_config"],
-                "--runtime",
-                json.dumps(runtime, sort_keys=True),
-                "--out",
-                out,
-                "--prompts",
-                json.dumps([prompt], ensure_ascii=False),
-                "--max-new-tokens",
-                str(max_new_tokens),
-            ]
-            if forced is not None:
-                argv += ["--forced", json.dumps([forced[i]])]
-            result = device.run(argv, timeout=timeout, env=env or None)
-            command = command_record(argv, env, result)
-            if result.ok:
-                payload = json.loads(fetch_text(device, out))
-                answers += [{**a, "command": command} for a in payload["answers"]]
-            else:
-                answers.append({**crashed_answer(device, prompt, argv, result), "command": command})
-        payload = payload or {"kind": "greedy", "runtime": runtime, "engine": {}}
-        return {**payload, "env": env or {}, "answers": answers}
-
-
-class BuiltEngine:
+class BuiltEngine(EngineKind):
     kind = "build"
+    config_key = "build"
+    record_name = "build.json"
+    from_source = True
 
     def __init__(self, record: dict, receipt: dict):
         self.record = record
         self.dir = receipt["engines"][record["engine"]]
+
+    @classmethod
+    def identity(cls, record: dict) -> dict:
+        source = record.get("source", {})
+        return {
+            "kind": "build",
+            "platform": record["platform"],
+            "flags": record.get("flags", {}),
+            "commit": source.get("commit"),
+            "dirty": source.get("dirty", False),
+            "files": files_of(record),
+        }
+
+    @classmethod
+    def device_files(cls, record: dict, receipt: dict) -> dict[str, str]:
+        base = receipt["engines"][record["engine"]]
+        return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}
+
+    @classmethod
+    def carries_sme2_kernels(cls, record: dict) -> bool:
+        return True
+
+    @classmethod
+    def sme2_impossible(cls, record: dict) -> bool:
+        return not can_have_sme2(record)
 
     def bench_command(
         self, device, model_config: str, runtime: dict, bench: dict, out: str
@@ -283,18 +209,6 @@ def engine_lines(stdout: str, device) -> dict:
             (ln.strip() for ln in stdout.splitlines() if ln.startswith("MNN_CPU_TARGET=")), ""
         ),
     }
-
-
-def fetch_text(device, path: str) -> str:
-    with tempfile.TemporaryDirectory() as tmp:
-        local = Path(tmp) / "out"
-        device.fetch(path, local)
-        return local.read_text(encoding="utf-8")
-
-
-def engine_for(record: dict, receipt: dict):
-    kinds = {"prebuilt": PrebuiltEngine, "build": BuiltEngine}
-    return kinds[record["kind"]](record, receipt)
 
 
 def greedy_config(model_config: dict, model_dir: str, settings: dict, max_new_tokens: int) -> dict:

@@ -1,0 +1,65 @@
+"""Engine kinds as plugins (mnnrepro/engines/): every kind says what defines it, and the rest of
+the workflow asks the kind instead of testing its name."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from mnnrepro.engines.base import EngineKind
+from mnnrepro.engines.mnn_build import BuiltEngine
+from mnnrepro.engines.prebuilt import PrebuiltEngine
+from mnnrepro.engines.registry import KINDS, kind_of_record, kind_of_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "workflow" / "scripts" / "mnnrepro"
+
+
+def test_every_kind_is_registered_once_and_says_what_defines_it():
+    assert set(KINDS) == {PrebuiltEngine, BuiltEngine}
+    for attribute in ("kind", "config_key", "record_name"):
+        values = [getattr(kind, attribute) for kind in KINDS]
+        assert all(values) and len(set(values)) == len(values), attribute
+    assert all(issubclass(kind, EngineKind) and kind.model_format == "mnn" for kind in KINDS)
+    assert [k for k in KINDS if k.from_source] == [BuiltEngine]
+    assert [k for k in KINDS if k.runs_through_runner] == [PrebuiltEngine]
+
+
+def test_a_config_entry_and_a_record_find_their_kind_and_nothing_else():
+    assert kind_of_spec({"prebuilt": {"pypi": "mnn==3.6.1"}}) is PrebuiltEngine
+    assert kind_of_spec({"build": {"platform": "host"}}) is BuiltEngine
+    assert kind_of_record({"kind": "build"}) is BuiltEngine
+    with pytest.raises(ValueError, match="unknown kind 'gguf'"):
+        kind_of_record({"kind": "gguf"})
+    with pytest.raises(ValueError, match="names no engine kind"):
+        kind_of_spec({"llamacpp": {}})
+
+
+def test_sme2_questions_are_the_kinds():
+    """A prebuilt wheel has no kernels of ours to check; a build for x86 cannot have SME2."""
+    wheel = {"kind": "prebuilt", "files": []}
+    arm = {"kind": "build", "target_arch": "aarch64", "files": []}
+    x86 = {"kind": "build", "target_arch": "x86_64", "files": []}
+    assert not PrebuiltEngine.carries_sme2_kernels(wheel)
+    assert not PrebuiltEngine.sme2_impossible(wheel)
+    assert BuiltEngine.carries_sme2_kernels(arm) and not BuiltEngine.sme2_impossible(arm)
+    assert BuiltEngine.sme2_impossible(x86)
+
+
+def test_no_module_outside_the_kinds_tests_a_kinds_name():
+    """Only engines/ (the kinds) may spell a kind's name in a comparison; the rules ask the kind
+    too. (config.py, the ground floor below every stage, validates the config's own keys:
+    `engines.<name>.build` there is the schema's key, checked before any kind is asked.)"""
+    spelled = re.compile(
+        r"""(==|!=|\bin\b)\s*\(?["'](build|prebuilt)["']|["'](build|prebuilt)["']\s*(==|!=|in\b)"""
+    )
+    offenders = []
+    for path in [*PACKAGE.rglob("*.py"), *(ROOT / "workflow" / "rules").glob("*.smk")]:
+        if path.is_relative_to(PACKAGE / "engines") or path == PACKAGE / "config.py":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if spelled.search(line):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert offenders == []

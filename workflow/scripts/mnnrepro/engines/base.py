@@ -1,0 +1,98 @@
+"""What every engine kind is, and what the kinds share.
+
+An engine kind says what defines an engine of its kind (its `config_key` in `engines.<name>`,
+the record its rules write, `record_name`), what of a record a measurement depends on
+(`identity`), which files it runs on a device (`device_files`), whether it is built from a
+source here (`from_source`: the build rules, the gate tool, the kernel checks), whether
+SME2 kernels can exist in it (`carries_sme2_kernels`) and the model format it reads
+(`model_format`); an instance, made from an engine record and a push receipt, gives the
+benchmark command and its parser (`bench_command`, `read_bench`) and the greedy / teacher-forced
+gate (`greedy`). Rules, staging, identity, verdict and validity ask the kind
+(engines.registry), never test a kind's name."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from pathlib import Path
+
+from mnnrepro.errors import ReproError
+
+log = logging.getLogger(__name__)
+
+
+class EngineKind:
+    kind = "abstract"  # the `kind` its engine records carry
+    config_key = ""  # the key of `engines.<name>` that selects this kind
+    record_name = ""  # the record its rules write under results/engines/<key>/
+    from_source = False  # built here: build rules, a gate tool, the kernel checks
+    model_format = "mnn"  # the directory under results/models/<model>/ it reads
+    # run through the prebuilt runner (runs/prebuilt_runner.py), whose timing loop a
+    # measurement then depends on
+    runs_through_runner = False
+
+    def __init__(self, record: dict, receipt: dict):
+        self.record = record
+
+    @classmethod
+    def identity(cls, record: dict) -> dict:
+        """What of an engine a measurement depends on."""
+        raise NotImplementedError
+
+    @classmethod
+    def device_files(cls, record: dict, receipt: dict) -> dict[str, str]:
+        """Device path -> sha256 of the files one engine runs from."""
+        raise NotImplementedError
+
+    @classmethod
+    def carries_sme2_kernels(cls, record: dict) -> bool:
+        """Whether kernels of the engine's own can be SME2 code (its kernel checks apply)."""
+        return False
+
+    @classmethod
+    def sme2_impossible(cls, record: dict) -> bool:
+        """Whether SME2 cannot exist in this engine at all (a build for another
+        architecture): the comparison then judges equality, not the claim."""
+        return False
+
+    def bench_command(self, device, model_config: str, runtime: dict, bench: dict, out: str):
+        raise NotImplementedError
+
+    def read_bench(self, device, result, out: str) -> dict:
+        raise NotImplementedError
+
+    def greedy(self, device, receipt, runtime, prompts, max_new_tokens, timeout, **options):
+        raise NotImplementedError
+
+
+def files_of(record: dict) -> list[tuple[str, str]]:
+    return sorted((f["path"], f["sha256"]) for f in record["files"])
+
+
+class BenchError(ReproError, RuntimeError):
+    pass
+
+
+GATE_TOP_K = 8  # logits kept per step: mnn_greedy's default, the prebuilt runner's TOP_K
+
+
+def command_record(argv: list[str], env: dict | None, result) -> dict:
+    """What ran, so that it can be repeated by hand: argv, the variables set for it, and the
+    exact shell line on the device (every word quoted)."""
+    return {"argv": [str(a) for a in argv], "env": dict(env or {}), "line": result.command_line}
+
+
+def crashed_answer(device, prompt: str, argv: list[str], result) -> dict:
+    """On an emulated device a crash is what the check found; elsewhere it is an error."""
+    last = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
+    if not device.emulated:
+        raise BenchError("greedy run failed:\n$ " + " ".join(argv) + "\n" + result.stderr[-4000:])
+    log.warning("%s crashed on prompt %r: %s", device.name, prompt, last)
+    return {"prompt": prompt, "tokens": [], "crashed": last}
+
+
+def fetch_text(device, path: str) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(tmp) / "out"
+        device.fetch(path, local)
+        return local.read_text(encoding="utf-8")

@@ -1,0 +1,107 @@
+"""The prebuilt kind: MNN's PyPI wheel, run through the prebuilt runner (runs/, staged by the
+push as the receipt's `runner`; it needs a Python on the device), which holds the timing loop
+and the greedy / teacher-forced gate."""
+
+from __future__ import annotations
+
+import json
+
+from mnnrepro.config import with_runtime_defaults
+from mnnrepro.engines.base import (
+    EngineKind,
+    command_record,
+    crashed_answer,
+    fetch_text,
+    files_of,
+)
+
+
+class PrebuiltEngine(EngineKind):
+    kind = "prebuilt"
+    config_key = "prebuilt"
+    record_name = "engine.json"
+
+    def __init__(self, record: dict, receipt: dict):
+        self.record, self.runner = record, receipt["runner"]
+
+    @classmethod
+    def identity(cls, record: dict) -> dict:
+        return {"kind": record["kind"], "pin": record.get("pin"), "files": files_of(record)}
+
+    runs_through_runner = True
+
+    @classmethod
+    def device_files(cls, record: dict, receipt: dict) -> dict[str, str]:
+        return {}  # the wheel lives in the device's Python; the runner is staging's
+
+    def bench_command(
+        self, device, model_config: str, runtime: dict, bench: dict, out: str
+    ) -> tuple[list[str], dict]:
+        runtime = with_runtime_defaults(runtime)
+        argv = [
+            device.python(),
+            self.runner,
+            "bench",
+            "--config",
+            model_config,
+            "--runtime",
+            json.dumps(runtime, sort_keys=True),
+            "--out",
+            out,
+            "--prompt-tokens",
+            str(bench["prompt_tokens"]),
+            "--generate-tokens",
+            str(bench["generate_tokens"]),
+            "--warmup",
+            str(bench["warmup"]),
+        ]
+        return argv, {}
+
+    def read_bench(self, device, result, out: str) -> dict:
+        return json.loads(fetch_text(device, out))
+
+    def greedy(
+        self,
+        device,
+        receipt: dict,
+        runtime: dict,
+        prompts: list[str],
+        max_new_tokens: int,
+        timeout: float,
+        env: dict | None = None,
+        prompt_tokens: int = 512,
+        forced: list[list[int]] | None = None,
+    ) -> dict:
+        """The runner's greedy mode, one process per prompt, with the runtime its benchmark
+        mode applies (llm.set_config(runtime) in both). forced: per prompt, the tokens to feed
+        (teacher forcing, see the runner)."""
+        runtime = with_runtime_defaults(runtime)
+        out = device.scratch("greedy.json")
+        payload, answers = None, []
+        for i, prompt in enumerate(prompts):  # one process per prompt: a crash is its prompt's
+            argv = [
+                device.python(),
+                self.runner,
+                "greedy",
+                "--config",
+                receipt["model_config"],
+                "--runtime",
+                json.dumps(runtime, sort_keys=True),
+                "--out",
+                out,
+                "--prompts",
+                json.dumps([prompt], ensure_ascii=False),
+                "--max-new-tokens",
+                str(max_new_tokens),
+            ]
+            if forced is not None:
+                argv += ["--forced", json.dumps([forced[i]])]
+            result = device.run(argv, timeout=timeout, env=env or None)
+            command = command_record(argv, env, result)
+            if result.ok:
+                payload = json.loads(fetch_text(device, out))
+                answers += [{**a, "command": command} for a in payload["answers"]]
+            else:
+                answers.append({**crashed_answer(device, prompt, argv, result), "command": command})
+        payload = payload or {"kind": "greedy", "runtime": runtime, "engine": {}}
+        return {**payload, "env": env or {}, "answers": answers}

@@ -1,0 +1,30 @@
+"""Every engine kind, and the kind of a config entry or an engine record."""
+
+from __future__ import annotations
+
+from mnnrepro.engines.base import EngineKind
+from mnnrepro.engines.mnn_build import BuiltEngine
+from mnnrepro.engines.prebuilt import PrebuiltEngine
+
+KINDS: tuple[type[EngineKind], ...] = (PrebuiltEngine, BuiltEngine)
+
+
+def kind_of_record(record: dict) -> type[EngineKind]:
+    """The kind of an engine record (engine.json / build.json: its `kind`)."""
+    for kind in KINDS:
+        if kind.kind == record.get("kind"):
+            return kind
+    raise ValueError(f"engine record of unknown kind {record.get('kind')!r}")
+
+
+def kind_of_spec(spec: dict) -> type[EngineKind]:
+    """The kind an `engines.<name>` config entry selects (its one key)."""
+    for kind in KINDS:
+        if kind.config_key in spec:
+            return kind
+    raise ValueError(f"engine config {sorted(spec)} names no engine kind")
+
+
+def engine_for(record: dict, receipt: dict) -> EngineKind:
+    """The engine a record describes, ready to run on the device of a push receipt."""
+    return kind_of_record(record)(record, receipt)
