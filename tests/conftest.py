@@ -276,8 +276,9 @@ def snakemake_argv(*args) -> list[str]:
     return [sys.executable, "-m", "snakemake", *map(str, args)]
 
 
-def run_snakemake(root: Path, *args: str, check: bool = True):
-    """`python -m snakemake ARGS` from the repository root, as a user runs it.
+def run_snakemake(root: Path, *args: str, check: bool = True, env: dict | None = None):
+    """`python -m snakemake ARGS` from the repository root, as a user runs it (in env: the
+    whole environment; None: this one's).
 
     With check, a non-zero exit fails the test and shows the end of Snakemake's output.
     """
@@ -289,6 +290,7 @@ def run_snakemake(root: Path, *args: str, check: bool = True):
         capture_output=True,
         text=True,
         check=False,
+        env=env,
     )
     if check:
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

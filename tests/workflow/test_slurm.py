@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import slurm_cluster
 import yaml
-from conftest import snakemake_argv
+from conftest import run_snakemake
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
@@ -56,37 +56,14 @@ def test_slurm_runs_builds_exports_and_analysis_as_jobs_with_a_local_runs_result
     config_path = tmp_path / "tiny.yaml"
     config_path.write_text(yaml.safe_dump(cfg))
     common = ("--configfile", str(config_path))
-    cluster = subprocess.run(
-        snakemake_argv(
-            "--profile",
-            "profiles/slurm",
-            "--directory",
-            str(tmp_path / "slurm"),
-            *common,
-            "--slurm-init-seconds-before-status-checks",
-            "1",
-            "--seconds-between-status-checks",
-            "2",
-            "--cores",
-            "2",
-            "--local-cores",
-            "2",
-        ),
-        cwd=root,
+    run_snakemake(
+        root,
+        "--profile", "profiles/slurm", "--directory", str(tmp_path / "slurm"), *common,
+        "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
+        "--cores", "2", "--local-cores", "2",
         env=slurm,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert cluster.returncode == 0, cluster.stdout[-3000:] + cluster.stderr[-4000:]
-    local = subprocess.run(
-        snakemake_argv("--cores", "2", "--directory", str(tmp_path / "local"), *common),
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert local.returncode == 0, local.stdout[-3000:] + local.stderr[-3000:]
+    )  # fmt: skip
+    run_snakemake(root, "--cores", "2", "--directory", str(tmp_path / "local"), *common)
 
     jobs = subprocess.run(
         ["squeue", "-t", "all", "-h", "-o", "%k|%T"],
