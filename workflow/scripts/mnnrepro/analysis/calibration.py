@@ -94,43 +94,40 @@ def stopping_coverage(
     cv=0.05,
     first_look_df: bool = True,
 ) -> dict:
-    """Precision on demand: add blocks from n_min until the CI's relative half-width is at most
-    target or n_max is reached; coverage of the CI where it stopped, and the blocks used. The
-    CI is the one the summary reports for such a run (t quantile at stopping_df(n_min)), or
-    with first_look_df=False the usual one (n - 1), to show what that would cost."""
-    rng = np.random.default_rng(seed)
-    base, treat = simulate(rng, sims, n_max, TRUE_RATIO, noise, cv)
-    log_ratios = np.log(treat) - np.log(base)
-    covered = np.zeros(sims, dtype=bool)
-    stopped = np.full(sims, n_max)
-    open_ = np.ones(sims, dtype=bool)
-    for n in range(n_min, n_max + 1):
-        df = stopping_df(n_min) if first_look_df else None
-        low, high = t_interval(log_ratios[:, :n], 0.95, df)
-        ratio = np.exp(log_ratios[:, :n].mean(axis=1))
-        done = open_ & (((high - low) / 2 / ratio <= target) | (n == n_max))
-        covered[done] = ((low <= TRUE_RATIO) & (high >= TRUE_RATIO))[done]
-        stopped[done] = n
-        open_ &= ~done
-    return {"coverage": float(covered.mean()), "mean_blocks": float(stopped.mean())}
+    """Precision on demand with one CI: coverage where the run stopped and the blocks used
+    (joint_stopping with a single CI). With first_look_df=False the CI is the usual one
+    (n - 1 df), to show what that would cost."""
+    result = joint_stopping(
+        n_min, n_max, target, cv, 1, sims, seed, noise=noise, first_look_df=first_look_df
+    )
+    return {"coverage": result["coverage"], "mean_blocks": result["mean_blocks"]}
 
 
 def joint_stopping(
-    n_min: int, n_max: int, target: float, cv: float, cis: int, sims: int, seed: int
+    n_min: int,
+    n_max: int,
+    target: float,
+    cv: float,
+    cis: int,
+    sims: int,
+    seed: int,
+    noise: str = "lognormal",
+    first_look_df: bool = True,
 ) -> dict:
     """Precision on demand as a run with several judged CIs stops: after n_min blocks, when
-    every one of `cis` CIs (pairs x phases, independent, log-normal noise of sd cv per
-    invocation) has a relative half-width of at most target, or at n_max. Returns the mean
-    blocks used, the share of runs that reached the target, and the coverage of the CIs where
-    the run stopped (t quantile at stopping_df(n_min), as the summary computes it)."""
+    every one of `cis` CIs (pairs x phases, independent, `noise` of sd cv per invocation) has
+    a relative half-width of at most target, or at n_max. Returns the mean blocks used, the
+    share of runs that reached the target, and the coverage of the CIs where the run stopped
+    (t quantile at stopping_df(n_min), as the summary computes it; first_look_df=False: the
+    usual n - 1)."""
     rng = np.random.default_rng(seed)
-    pairs = [simulate(rng, sims, n_max, TRUE_RATIO, "lognormal", cv) for _ in range(cis)]
+    pairs = [simulate(rng, sims, n_max, TRUE_RATIO, noise, cv) for _ in range(cis)]
     log_ratios = np.stack([np.log(t) - np.log(b) for b, t in pairs], axis=1)  # sims, cis, n
     stopped = np.full(sims, n_max)
     reached = np.zeros(sims, dtype=bool)
     covered = np.zeros((sims, cis), dtype=bool)
     open_ = np.ones(sims, dtype=bool)
-    df = stopping_df(n_min)
+    df = stopping_df(n_min) if first_look_df else None
     for n in range(n_min, n_max + 1):
         low, high = t_interval(log_ratios[..., :n], 0.95, df)
         ratio = np.exp(log_ratios[..., :n].mean(axis=-1))

@@ -83,7 +83,8 @@ def sweep_summary(
     stats_cfg, comparison = config["stats"], config["comparison"]
     rng = np.random.default_rng(stats_cfg["seed"])
     bench = config["bench"]
-    df_of = {MAIN: ci_df(bench["repetitions"])}
+    # the t quantile's df of each point's own stopping rule
+    main_df, point_df = ci_df(bench["repetitions"]), ci_df(sweep_repetitions(bench))
     table = pd.concat([with_point(main, MAIN), sweep], ignore_index=True)
     rows = []
     for (device, model, point), group in table.groupby(["device", "model", "point"], sort=True):
@@ -96,7 +97,7 @@ def sweep_summary(
             main_passed = (checks or {}).get((device, model, *pair))
             for phase in ("prefill", "decode"):
                 part = group[group["phase"] == phase]
-                df = df_of.get(point, ci_df(sweep_repetitions(bench)))
+                df = main_df if point == MAIN else point_df
                 r = compare_phase(part, *pair, stats_cfg, rng, df)
                 claim = comparison.get("claims", {}).get(phase) if point == MAIN else None
                 rows.append(

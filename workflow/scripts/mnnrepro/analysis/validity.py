@@ -8,7 +8,6 @@ from mnnrepro.analysis.correctness import (
     TEACHER_FORCED_RULE,
     compare_answers,
 )
-from mnnrepro.build.kernels import can_have_sme2
 from mnnrepro.config import comparison_pairs
 from mnnrepro.engines.registry import kind_of_record
 
@@ -107,7 +106,7 @@ def kernel_checks(
                 "details": {"line": line, "env": variants[base_variant].get("env", {})},
             }
         )
-    elif not can_have_sme2(treat):
+    elif kind_of_record(treat).sme2_impossible(treat):
         differ = differing_files(base, treat)
         same = "are byte-identical" if not differ else f"differ in {differ}"
         checks.append(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mnnrepro.engines.registry import kind_of_record
+
 REPRODUCED = "reproduced"
 
 
@@ -54,8 +56,6 @@ FALLBACK_RULE = (
 
 
 def needs_sme2(engine_record: dict) -> bool:
-    from mnnrepro.engines.registry import kind_of_record
-
     return kind_of_record(engine_record).carries_sme2_kernels(engine_record) and bool(
         engine_record.get("sme2", {}).get("sme2_kernel_count")
     )
@@ -91,8 +91,6 @@ def equality_verdict(gain_low: float, gain_high: float, tolerance: float) -> str
 def check_device_for(treatment: dict, facts: dict, policy: str) -> str:
     """'claim', 'fallback' or 'equal' for this device; raises early where the comparison
     cannot hold."""
-    from mnnrepro.engines.registry import kind_of_record
-
     if kind_of_record(treatment).sme2_impossible(treatment):
         return "equal"
     if not needs_sme2(treatment) or facts.get("sme2"):

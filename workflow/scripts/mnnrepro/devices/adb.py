@@ -22,6 +22,7 @@ from mnnrepro.devices.base import (
     Device,
     busy_ticks,
     cpuinfo_summary,
+    other_load,
     parse_cpufreq,
     shell_line,
 )
@@ -49,11 +50,13 @@ class AdbDeviceError(ReproError, RuntimeError):
 
 
 USER_HZ = 100  # the clock ticks of /proc/stat on Linux and Android
+# the phone's clock (CLOCK_BOOTTIME) and its CPU counters, read together
+CPU_READING = "cat /proc/uptime; head -n1 /proc/stat"
 
 
-def phone_load(lines: list[str]) -> float | None:
-    """CPUs busy over the window between two (uptime, /proc/stat cpu) readings; None unless
-    both readings are there."""
+def busy_window(lines: list[str]) -> tuple[float, float] | None:
+    """(busy CPU seconds, window seconds) between two CPU_READING outputs; None unless both
+    readings are there and the window is positive."""
     try:
         (t0, s0), (t1, s1) = (
             (float(lines[i].split()[0]), [int(x) for x in lines[i + 1].split()[1:9]])
@@ -63,17 +66,22 @@ def phone_load(lines: list[str]) -> float | None:
         return None
     if t1 <= t0:
         return None
-    return round(max(0, busy_ticks(s1) - busy_ticks(s0)) / USER_HZ / (t1 - t0), 3)
+    return (busy_ticks(s1) - busy_ticks(s0)) / USER_HZ, t1 - t0
+
+
+def phone_load(lines: list[str]) -> float | None:
+    """CPUs busy over the window between two CPU_READING outputs; None unless both are there."""
+    window = busy_window(lines)
+    return None if window is None else other_load(window[0], 0.0, window[1])
 
 
 def load_probe_wrapper(command: str, probe: str) -> str:
-    """command between two readings of the phone's clock and CPU counters, written to the
-    file probe (stdout and stderr stay the command's own), then the shell's own stat line:
-    its waited-for children's CPU time is the command's. Exits with the command's code."""
-    reading = "cat /proc/uptime; head -n1 /proc/stat"
+    """command between two CPU_READINGs, written to the file probe (stdout and stderr stay the
+    command's own), then the shell's own stat line: its waited-for children's CPU time is the
+    command's. Exits with the command's code."""
     return (
-        f"{{ {reading}; }} > {probe}; ( {command} ); rc=$?; "
-        f"{{ {reading}; cat /proc/$$/stat; }} >> {probe}; exit $rc"
+        f"{{ {CPU_READING}; }} > {probe}; ( {command} ); rc=$?; "
+        f"{{ {CPU_READING}; cat /proc/$$/stat; }} >> {probe}; exit $rc"
     )
 
 
@@ -81,16 +89,15 @@ def invocation_load(lines: list[str]) -> tuple[float | None, float | None]:
     """(other CPUs busy, the command's own CPU seconds) from a load_probe_wrapper file: the
     phone's busy time over the window less what the command used itself (the shell's
     cutime + cstime, fields 16 and 17 of /proc/<pid>/stat); (None, None) if incomplete."""
-    load = phone_load(lines[:4])
     try:
         after_comm = lines[4].rsplit(")", 1)[1].split()
         own = (int(after_comm[13]) + int(after_comm[14])) / USER_HZ
-        window = float(lines[2].split()[0]) - float(lines[0].split()[0])
     except (IndexError, ValueError):
         return None, None
-    if load is None:
+    window = busy_window(lines[:4])
+    if window is None:
         return None, round(own, 3)
-    return round(max(0.0, load - own / window), 3), round(own, 3)
+    return other_load(window[0], own, window[1]), round(own, 3)
 
 
 def sme_facts(per_core: list[list[str]], cores: str, sme_vl: str) -> dict:
@@ -521,10 +528,7 @@ class AdbDevice(Device):
         """CPUs the phone's other work keeps busy over window_s, from its /proc/stat read
         twice in one shell command (with /proc/uptime for the window as the phone counts it);
         the shell and `sleep` themselves use next to nothing."""
-        script = (
-            "cat /proc/uptime; head -n1 /proc/stat; sleep "
-            f"{float(window_s):g}; cat /proc/uptime; head -n1 /proc/stat"
-        )
+        script = f"{CPU_READING}; sleep {float(window_s):g}; {CPU_READING}"
         lines = self.run(["sh", "-c", script], timeout=30 + window_s).stdout.splitlines()
         return phone_load(lines)
 

@@ -4,8 +4,9 @@ An engine kind says what defines an engine of its kind (its `config_key` in `eng
 the record its rules write, `record_name`), what of a record a measurement depends on
 (`identity`), which files it runs on a device (`device_files`), whether it is built from a
 source here (`from_source`: the build rules, the gate tool, the kernel checks), whether
-SME2 kernels can exist in it (`carries_sme2_kernels`) and the model format it reads
-(`model_format`); an instance, made from an engine record and a push receipt, gives the
+SME2 kernels of its own can exist in it (`carries_sme2_kernels`, `sme2_impossible`), the
+model format it reads (`model_format`) and whether it runs through the prebuilt runner
+(`runs_through_runner`); an instance, made from an engine record and a push receipt, gives the
 benchmark command and its parser (`bench_command`, `read_bench`) and the greedy / teacher-forced
 gate (`greedy`). Rules, staging, identity, verdict and validity ask the kind
 (engines.registry), never test a kind's name."""
@@ -61,7 +62,21 @@ class EngineKind:
     def read_bench(self, device, result, out: str) -> dict:
         raise NotImplementedError
 
-    def greedy(self, device, receipt, runtime, prompts, max_new_tokens, timeout, **options):
+    def greedy(
+        self,
+        device,
+        receipt: dict,
+        runtime: dict,
+        prompts: list[str],
+        max_new_tokens: int,
+        timeout: float,
+        env: dict | None = None,
+        prompt_tokens: int = 512,
+        forced: list[list[int]] | None = None,
+    ) -> dict:
+        """Greedy answers per prompt (token ids, top-k logits per step) with the runtime its
+        benchmark applies for a P = prompt_tokens prompt; forced: per prompt, the tokens to
+        feed instead of its own choices (teacher forcing)."""
         raise NotImplementedError
 
 

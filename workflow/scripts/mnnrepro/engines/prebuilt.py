@@ -20,6 +20,7 @@ class PrebuiltEngine(EngineKind):
     kind = "prebuilt"
     config_key = "prebuilt"
     record_name = "engine.json"
+    runs_through_runner = True
 
     def __init__(self, record: dict, receipt: dict):
         self.record, self.runner = record, receipt["runner"]
@@ -27,8 +28,6 @@ class PrebuiltEngine(EngineKind):
     @classmethod
     def identity(cls, record: dict) -> dict:
         return {"kind": record["kind"], "pin": record.get("pin"), "files": files_of(record)}
-
-    runs_through_runner = True
 
     @classmethod
     def device_files(cls, record: dict, receipt: dict) -> dict[str, str]:
