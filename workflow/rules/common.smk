@@ -3,9 +3,6 @@ import re
 import sys
 from pathlib import Path
 
-import yaml
-from snakemake.utils import update_config, validate
-
 # This workflow's own files, found from this file (not workflow.basedir, which is the
 # including workflow's when this one is used as a Snakemake `module`).
 WORKFLOW_ROOT = Path(workflow.current_basedir).resolve().parents[1]
@@ -15,12 +12,11 @@ sys.path.insert(0, str(SCRIPTS))
 from mnnrepro.files import code_digest  # noqa: E402
 from mnnrepro.build.records import engine_key, source_key  # noqa: E402
 from mnnrepro.engines.registry import kind_of_spec  # noqa: E402
+from mnnrepro.archive.experiment import resolve as resolve_experiment  # noqa: E402
 from mnnrepro.config import (  # noqa: E402
     ConfigError,
     canonical,
     use_this_package,
-    check as check_config,
-    check_config_files,
     judged_pairs,
     point_bench,
     point_variants,
@@ -31,54 +27,32 @@ from mnnrepro.config import (  # noqa: E402
 )
 
 use_this_package(SCRIPTS)  # jobs import this workflow's package, whatever is installed
-DEFAULT_CONFIG = WORKFLOW_ROOT / "config" / "config.yaml"
-GIVEN_CONFIGFILES = [f for f in workflow.configfiles if Path(f).resolve() != DEFAULT_CONFIG]
-if not GIVEN_CONFIGFILES and "replay" not in config:
-    # no --configfile: --config overrides (if any) adjust the default experiment, which
-    # replace-workflow-config would otherwise have dropped
-    _overrides = dict(config)
-    config.clear()
-    config.update(yaml.safe_load(DEFAULT_CONFIG.read_text(encoding="utf-8")))
-    update_config(config, _overrides)
-LIVE = "experiment" in config or "replay" not in config  # a replay brings its own config
-try:
-    check_config_files(workflow.configfiles)  # a key given twice is an error, not the last
-    if LIVE:
-        check_config(config)  # clear errors that name the key, before any job runs
-except ConfigError as err:
+try:  # the config given (or the default, or a replayed archive's), checked and completed
+    THE_EXPERIMENT = resolve_experiment(
+        config,
+        workflow.configfiles,
+        default_config=WORKFLOW_ROOT / "config" / "config.yaml",
+        schema=WORKFLOW_ROOT / "workflow" / "schemas" / "config.schema.yaml",
+    )
+    # configured image -> its file (a replay re-derives from the archive: no images needed)
+    PROMPT_IMAGES = {} if THE_EXPERIMENT.replay else prompt_images(config, WORKFLOW_ROOT)
+except ConfigError as err:  # names the key, file or archive, before any job runs
     raise WorkflowError(str(err)) from None
-if LIVE:
-    validate(config, "../schemas/config.schema.yaml")  # fills the schema's defaults
-
-REPLAY = config.get("replay", "")  # an archive to re-derive results from (no device needed)
-if REPLAY:
-    # The archived resolved config replaces this one, checked as a live config is.
-    from mnnrepro.archive.replay import archived_config, replay_name  # noqa: E402
-
-    try:
-        archived = archived_config(REPLAY)
-        check_config(archived, local_paths=False)  # a replay builds nothing
-    except (ConfigError, ValueError, OSError) as err:
-        raise WorkflowError(f"--config replay={REPLAY}: {err}") from None
-    config.clear()
-    config.update({**archived, "replay": REPLAY})
-    validate(config, "../schemas/config.schema.yaml")
-EXPERIMENT = config["experiment"]
+REPLAY = THE_EXPERIMENT.replay  # an archive to re-derive results from (no device needed)
+EXPERIMENT = THE_EXPERIMENT.name
 # Where this experiment's files are: results/<experiment>/, or for a replay
 # results/replay/<archive name>/ (records restored from the archive, the rest derived by the
 # same rules as a live run). The {experiment} wildcard of every rule path is this key.
-RESULTS_KEY = f"replay/{replay_name(REPLAY)}" if REPLAY else EXPERIMENT
-ENGINES_DIR = f"results/{RESULTS_KEY}/engines" if REPLAY else "results/engines"
-MODELS_DIR = f"results/{RESULTS_KEY}/models" if REPLAY else "results/models"
+RESULTS_KEY = THE_EXPERIMENT.results_key
+ENGINES_DIR = THE_EXPERIMENT.engines_dir
+MODELS_DIR = THE_EXPERIMENT.models_dir
+MEASURES_BANDWIDTH = THE_EXPERIMENT.measures_bandwidth
+EXPLAINS = THE_EXPERIMENT.explains
 # The prebuilt engine's device-side runner holds the timing loop: an input of every device run.
 ENGINE_RUNNER = str(SCRIPTS / "mnnrepro/runs/prebuilt_runner.py")
 # Analysis rules rerun when the package's code changes (Snakemake tracks only the script
 # files themselves); measurements do not: they rerun when what they measure changes.
 ANALYSIS_CODE = code_digest(SCRIPTS / "mnnrepro")
-try:  # configured image -> its file (a replay re-derives from the archive: no images needed)
-    PROMPT_IMAGES = {} if REPLAY else prompt_images(config, WORKFLOW_ROOT)
-except ConfigError as err:
-    raise WorkflowError(str(err)) from None
 ENGINES = sorted(config["engines"])
 MODELS = sorted(config["models"])
 DEVICES = sorted(config["devices"])
@@ -105,18 +79,6 @@ SWEEP = sweep_points(config)
 VARIANT_THREADS = sorted(set(thread_nums(config["variants"]).values()))
 # What a benchmark measures at the main point (the sweep's lists are not part of it).
 MAIN_BENCH = canonical({k: v for k, v in config["bench"].items() if k != "sweep"})
-if REPLAY:  # what explains the gain is re-derived where the archive holds its records
-    from mnnrepro.archive.replay import archived_names  # noqa: E402
-
-    try:
-        ARCHIVED = archived_names(REPLAY)
-    except ValueError as err:  # a DataError naming the archive and the member
-        raise WorkflowError(f"--config replay={REPLAY}: {err}") from None
-    MEASURES_BANDWIDTH = any(n.startswith(f"results/{EXPERIMENT}/bandwidth/") for n in ARCHIVED)
-    EXPLAINS = all(f"results/models/{m}/layout.json" in ARCHIVED for m in config["models"])
-else:
-    MEASURES_BANDWIDTH = config["bandwidth"]["enabled"]
-    EXPLAINS = True
 
 
 def _alternatives(names):
@@ -285,7 +247,7 @@ def get_ndk_receipt(wildcards):
 
 
 # a replay's run indexes name the archived raw paths; the files are restored here
-RAW_ROOTS = (f"results/{EXPERIMENT}/", f"results/{RESULTS_KEY}/") if REPLAY else ("", "")
+RAW_ROOTS = THE_EXPERIMENT.raw_roots
 
 
 def get_run_indexes(wildcards):

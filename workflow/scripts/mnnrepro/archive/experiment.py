@@ -1,0 +1,98 @@
+"""The experiment one workflow invocation runs: its config (the one given, the default, or a
+replayed archive's) checked and completed, and where its files are.
+
+The workflow's `common.smk` calls `resolve` once, before any rule is defined; everything it
+decides is here, so it is tested without Snakemake parsing a workflow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mnnrepro.archive.replay import archived_config, archived_names, replay_name
+from mnnrepro.config import ConfigError, check, check_config_files, load_yaml
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Where one experiment's files are, and which of its optional parts exist."""
+
+    name: str  # config key `experiment`
+    replay: str  # the archive replayed ("" for a live run)
+    results_key: str  # results/<results_key>/: the {experiment} wildcard of every rule path
+    engines_dir: str  # engine records (a replay restores its archive's)
+    models_dir: str  # model manifests and layouts (likewise)
+    measures_bandwidth: bool  # bandwidth records exist (measured, or in the archive)
+    explains: bool  # the mechanism analysis runs (its inputs exist)
+
+    @property
+    def raw_roots(self) -> tuple[str, str]:
+        """A replay's run indexes name the archived raw paths: (archived prefix, restored
+        prefix); a live run's are where they are."""
+        if not self.replay:
+            return ("", "")
+        return (f"results/{self.name}/", f"results/{self.results_key}/")
+
+
+def _with_default(config: dict, configfiles, default_config: Path) -> None:
+    """Without --configfile, --config overrides adjust the default experiment (which
+    replace-workflow-config, or a cluster job's command line, would otherwise have dropped)."""
+    given = [f for f in configfiles if Path(f).resolve() != default_config.resolve()]
+    if given or "replay" in config:
+        return
+    from snakemake.utils import update_config  # merges --config as Snakemake itself does
+
+    overrides = dict(config)
+    config.clear()
+    config.update(load_yaml(default_config.read_text(encoding="utf-8"), str(default_config)))
+    update_config(config, overrides)
+
+
+def _fill_defaults(config: dict, schema: Path) -> None:
+    """The schema's defaults, filled as Snakemake's own `validate` fills them."""
+    from snakemake.utils import validate  # the workflow's engine: present wherever it runs
+
+    validate(config, str(schema))
+
+
+def resolve(config: dict, configfiles, default_config: Path, schema: Path) -> Experiment:
+    """Complete and check `config` in place (Snakemake's global config, which the rules read)
+    and say where the experiment's files are. A bad config, or a replay of a damaged archive,
+    is a ConfigError naming the key, file or archive."""
+    _with_default(config, configfiles, default_config)
+    check_config_files(configfiles)  # a key given twice is an error, not the last one
+    replay = config.get("replay", "")
+    if "experiment" in config or not replay:  # a live run (a replay brings its own config)
+        check(config)
+        _fill_defaults(config, schema)
+    if not replay:
+        return Experiment(
+            name=config["experiment"],
+            replay="",
+            results_key=config["experiment"],
+            engines_dir="results/engines",
+            models_dir="results/models",
+            measures_bandwidth=config["bandwidth"]["enabled"],
+            explains=True,
+        )
+    try:  # the archived resolved config replaces this one, checked as a live one is
+        archived = archived_config(replay)
+        check(archived, local_paths=False)  # a replay builds nothing
+        names = archived_names(replay)
+    except (ConfigError, ValueError, OSError) as err:
+        raise ConfigError(f"--config replay={replay}: {err}") from None
+    config.clear()
+    config.update({**archived, "replay": replay})
+    _fill_defaults(config, schema)
+    name, key = config["experiment"], f"replay/{replay_name(replay)}"
+    return Experiment(
+        name=name,
+        replay=replay,
+        results_key=key,
+        engines_dir=f"results/{key}/engines",
+        models_dir=f"results/{key}/models",
+        # what explains the gain is re-derived where the archive holds its records
+        measures_bandwidth=any(n.startswith(f"results/{name}/bandwidth/") for n in names),
+        explains=all(f"results/models/{m}/layout.json" in names for m in config["models"]),
+    )
