@@ -62,7 +62,7 @@ def measure(model_dir: str, base: dict, treat: dict, reps: int, seed: int):
     )
     device = LocalDevice("host")
     with tempfile.TemporaryDirectory() as raw:
-        receipt = push_receipt(device, model_dir, "model")
+        receipt = push_receipt(device, {"mnn": model_dir}, "model")
         index, _ = run_schedule(
             device, interleaved(["base", "treat"], reps), specs, receipt, BENCH, raw
         )

@@ -1,11 +1,13 @@
 """The paper's comparison for real: both SME2 builds of MNN from source, through our rules.
 
-Usage: python benchmarks/real_mnn.py --mnn /path/to/MNN [--kleidiai URL] [--workdir DIR]
-                                     [--cores 2]
+Usage: python benchmarks/real_mnn.py --mnn /path/to/MNN [--kleidiai URL]
+                                     [--kleidiai-llamacpp URL] [--workdir DIR] [--cores 2]
 
 `--mnn` is a local checkout of MNN release 3.6.1 (the workflow records its commit and refuses
 local changes); `--kleidiai` a mirror URL (e.g. file://) of the pinned KleidiAI v1.16.0 tarball,
-checked against the same md5 as config/paper.yaml's pin. In a fresh working directory, with a
+checked against the same md5 as config/paper.yaml's pin; `--kleidiai-llamacpp` one of the
+control engine's KleidiAI v1.24.0 (config/emulated-paper.yaml's pin). Both configs carry the
+control engine, llama.cpp from the pinned sdist (PyPI). In a fresh working directory, with a
 fresh ccache, it runs:
 
 1. host: `snakemake --configfile config/host-sme2.yaml` (two host builds, SME2 OFF/ON, the
@@ -14,7 +16,8 @@ fresh ccache, it runs:
    be kept), and config/paper.yaml's dry run must leave the host results up to date;
 2. emulated: `snakemake --configfile config/emulated-paper.yaml` (two linux-arm64 builds run
    by QEMU 11: the gate between the two real builds, the ON build's fallback on a CPU without
-   SME, the vector-length sweep, the runtime mask MNN_CPU_TARGET=2).
+   SME, the vector-length sweep, the runtime mask MNN_CPU_TARGET=2), and llama.cpp's
+   KleidiAI SME kernels off vs on (GGML_KLEIDIAI_SME=0) gated the same way on every CPU.
 
 It writes benchmarks/results/real_mnn.{json,md}: build times (cold, ccache-warm), artifact
 sizes, SME2 kernel counts, the host comparison, the emulated gate, sweep and mask tables.
@@ -35,6 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results"
@@ -45,7 +49,9 @@ from provenance import measured_record  # noqa: E402
 KLEIDIAI_MD5 = "0a9e9008adb6031f9e8cf70dff4a3321"  # config/paper.yaml's pin
 
 
-def snakemake(workdir: Path, configfile: str, mnn: dict | None, cores: int, *args: str) -> dict:
+def snakemake(
+    workdir: Path, configfile: str, mnn: dict | None, cores: int, *args: str, llamacpp=None
+) -> dict:
     """Run the workflow; returns wall time and output (raises with the output on failure)."""
     cmd = [
         sys.executable,
@@ -61,6 +67,7 @@ def snakemake(workdir: Path, configfile: str, mnn: dict | None, cores: int, *arg
         "--configfile",
         str(ROOT / configfile),
         *(["--config", f"mnn={json.dumps(mnn)}"] if mnn else []),
+        *([f"llamacpp={json.dumps(llamacpp)}"] if llamacpp else []),
     ]
     workdir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -82,17 +89,25 @@ def engines(workdir: Path) -> dict[str, dict]:
     records = {}
     for path in sorted(workdir.glob("results/engines/*/build.json")):
         record = json.loads(path.read_text())
+        # MNN's builds list its SME2 kernels (`sme2`), llama.cpp's KleidiAI's (`sme`)
+        mnn_sme2 = record.get("sme2") or {
+            "sme2_kernel_count": 0,
+            "sme2_named_without_sme": [],
+            "kleidiai_sme_functions": record["sme"]["kleidiai_sme_functions"],
+            "sme_instruction_sites": record["sme"]["sme_instruction_sites"],
+        }
         records[record["engine"]] = {
+            "kind": record["kind"],
             "key": path.parent.name,
             "platform": record["platform"],
             "target_arch": record.get("target_arch"),
             "flags": record["flags"],
             "build_wall_s": record["build_wall_s"],
             "artifacts": {f["path"]: f["size"] for f in record["files"]},
-            "sme2_kernels": record["sme2"]["sme2_kernel_count"],
-            "sme2_named_without_sme": record["sme2"]["sme2_named_without_sme"],
-            "sme_instruction_sites": record["sme2"]["sme_instruction_sites"],
-            "kleidiai_sme_functions": len(record["sme2"]["kleidiai_sme_functions"]),
+            "sme2_kernels": mnn_sme2["sme2_kernel_count"],
+            "sme2_named_without_sme": mnn_sme2["sme2_named_without_sme"],
+            "sme_instruction_sites": mnn_sme2["sme_instruction_sites"],
+            "kleidiai_sme_functions": len(mnn_sme2["kleidiai_sme_functions"]),
             "compiler": record["compiler"]["version"],
             "source_commit": record["source"]["commit"],
         }
@@ -166,8 +181,8 @@ def host_part(workdir: Path, mnn: dict, cores: int) -> dict:
     }
 
 
-def emulated_part(workdir: Path, mnn: dict, cores: int) -> dict:
-    run = snakemake(workdir, "config/emulated-paper.yaml", mnn, cores)
+def emulated_part(workdir: Path, mnn: dict, cores: int, llamacpp: dict | None) -> dict:
+    run = snakemake(workdir, "config/emulated-paper.yaml", mnn, cores, llamacpp=llamacpp)
     table = pd.read_csv(workdir / "results/emulated-paper/emulation/synth-tiny.csv")
     table["judged"] = table["judged"].fillna("")
     counts = (
@@ -204,19 +219,22 @@ def markdown(result: dict) -> str:
         "",
         "## Builds",
         "",
-        "| engine | platform | wall (s) | libMNN.so | libllm.so | llm_bench | SME2 kernels | "
-        "SME2-named, no SME instruction | SME instruction sites |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| engine | platform | wall (s) | libMNN.so / libggml-cpu.so | libllm.so / libllama.so "
+        "| llm_bench / llama-bench | MNN SME2 kernels | SME2-named, no SME instruction "
+        "| KleidiAI SME functions | SME instruction sites |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for part in (host, emu):
         for name, e in part["engines"].items():
             art = e["artifacts"]
+            lib = art.get("libMNN.so", art.get("libggml-cpu.so", 0))
+            llm = art.get("libllm.so", art.get("libllama.so", 0))
+            tool = art.get("llm_bench", art.get("llama-bench", 0))
             lines.append(
                 f"| {name} | {e['platform']} ({e['target_arch']}) | {e['build_wall_s']} | "
-                f"{art.get('libMNN.so', 0) / 1e6:.1f} MB | "
-                f"{art.get('libllm.so', 0) / 1e6:.1f} MB | "
-                f"{art.get('llm_bench', 0) / 1e3:.0f} kB | {e['sme2_kernels']} | "
-                f"{len(e['sme2_named_without_sme'])} | {e['sme_instruction_sites']} |"
+                f"{lib / 1e6:.1f} MB | {llm / 1e6:.1f} MB | {tool / 1e3:.0f} kB | "
+                f"{e['sme2_kernels']} | {len(e['sme2_named_without_sme'])} | "
+                f"{e['kleidiai_sme_functions']} | {e['sme_instruction_sites']} |"
             )
     cold = host["engines"]["sme2-off"]["build_wall_s"]
     lines += [
@@ -232,12 +250,14 @@ def markdown(result: dict) -> str:
         "",
         f"## Host comparison (config/host-sme2.yaml, whole workflow {host['workflow_cold_s']} s)",
         "",
-        "| phase | baseline tok/s | treatment tok/s | gain | 95 % CI | expectation | verdict |",
-        "|---|---:|---:|---:|---|---|---|",
+        "| treatment vs baseline | phase | baseline tok/s | treatment tok/s | gain | 95 % CI "
+        "| expectation | verdict |",
+        "|---|---|---:|---:|---:|---|---|---|",
     ]
     for row in host["summary"]:
         lines.append(
-            f"| {row['phase']} | {row['median_baseline_tps']:.1f} | "
+            f"| {row['treatment']} vs {row['baseline']} | {row['phase']} | "
+            f"{row['median_baseline_tps']:.1f} | "
             f"{row['median_treatment_tps']:.1f} | {pct(row['gain'])} | "
             f"[{pct(row['gain_ci_low'])}, {pct(row['gain_ci_high'])}] | {row['expectation']} | "
             f"{row['verdict']} |"
@@ -301,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mnn", type=Path, required=True, help="local MNN 3.6.1 checkout")
     parser.add_argument("--kleidiai", help="URL of the KleidiAI v1.16.0 tarball (a mirror)")
+    parser.add_argument(
+        "--kleidiai-llamacpp",
+        help="URL of the KleidiAI v1.24.0 tag archive (a mirror) for the control engine",
+    )
     parser.add_argument("--workdir", type=Path, help="run here (kept); default: a temp dir")
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument(
@@ -313,10 +337,18 @@ def main(argv: list[str] | None = None) -> int:
     host_mnn = {"source": {"path": str(mnn)}}
     kleidiai = {"version": "v1.16.0", "url": args.kleidiai, "md5": KLEIDIAI_MD5}
     emulated_mnn = {**host_mnn, **({"kleidiai": kleidiai} if args.kleidiai else {})}
+    llamacpp = None
+    if args.kleidiai_llamacpp:  # the emulated config's pin, fetched from the mirror given
+        pinned = yaml.safe_load((ROOT / "config" / "emulated-paper.yaml").read_text())
+        llamacpp = {
+            **pinned["llamacpp"],
+            "kleidiai": {**pinned["llamacpp"]["kleidiai"], "url": args.kleidiai_llamacpp},
+        }
     measured = measured_record()
     measured["command"] = (
         f"python benchmarks/real_mnn.py --mnn <MNN 3.6.1> --kleidiai <KleidiAI v1.16.0 "
-        f"tarball, md5 as pinned> --cores {args.cores}"
+        "tarball, md5 as pinned> --kleidiai-llamacpp <KleidiAI v1.24.0 tag archive, md5 as "
+        f"pinned> --cores {args.cores}"
     )
     result = {
         "measured": measured,
@@ -337,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         "emulated": part(
             workdir / "emulated.json",
             args.resume,
-            lambda: emulated_part(workdir / "emulated", emulated_mnn, args.cores),
+            lambda: emulated_part(workdir / "emulated", emulated_mnn, args.cores, llamacpp),
         ),
     }
     OUT.mkdir(parents=True, exist_ok=True)

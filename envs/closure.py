@@ -47,6 +47,14 @@ THROUGH_EXTRAS = {
     "transformers": {"pillow": "image processors of vision models (the synthetic Qwen3-VL)"},
 }
 
+# Modules our programs import from a source tree the workflow fetches (not a distribution):
+# llama.cpp's converter (`conversion`, convert_hf_to_gguf.py) and its gguf-py, run by
+# models/gguf_convert_main.py -> the distributions their code imports at the pinned commit.
+FROM_FETCHED_TREES = {
+    "conversion": {"torch", "transformers", "numpy", "safetensors", "sentencepiece", "requests"},
+    "gguf": {"numpy", "pyyaml", "tqdm", "requests"},
+}
+
 # The installer itself.
 INSTALLER_OWNED = {"pip"}  # pinned in the conda part of every env
 
@@ -194,6 +202,9 @@ def closure_of(scripts: list[Path], names_imported: set[str] = frozenset()) -> C
                 result.third_party.add(top)
     providers = metadata.packages_distributions()
     for top in result.third_party:
+        if top in FROM_FETCHED_TREES:
+            result.distributions.update(FROM_FETCHED_TREES[top])
+            continue
         dists = providers.get(top)
         if not dists:
             result.unknown.add(top)

@@ -155,7 +155,7 @@ def test_each_engine_answers_a_short_prompt_and_prints_its_feature_line(phone, r
     for engine in engines_to_run(request, tiny_model):
         record = engine["record"]
         receipt = push_receipt(
-            phone, str(engine["model"]), "tier-model", engine["dirs"], engine["tools"]
+            phone, {"mnn": str(engine["model"])}, "tier-model", engine["dirs"], engine["tools"]
         )
         variant = {"runtime": {"thread_num": 1}, "env": {"MNN_CPU_TARGET": "2"}}
         answers = run_greedy(phone, receipt, record, variant, ["hello"], 4, 300, engine["tool"])

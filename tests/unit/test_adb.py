@@ -76,9 +76,9 @@ def test_serial_errors_list_what_is_attached(loopback_phone):
 
 def test_second_push_moves_zero_bytes(loopback_phone, tiny_model):
     _, spec = loopback_phone
-    first = push_receipt(AdbDevice("phone", spec), str(tiny_model), "tiny")
+    first = push_receipt(AdbDevice("phone", spec), {"mnn": str(tiny_model)}, "tiny")
     assert first["bytes_pushed"] > 0 and first["files_skipped"] == 0
-    second = push_receipt(AdbDevice("phone", spec), str(tiny_model), "tiny")
+    second = push_receipt(AdbDevice("phone", spec), {"mnn": str(tiny_model)}, "tiny")
     assert second["bytes_pushed"] == 0
     assert second["files_skipped"] == len(first["files"])
 
@@ -86,7 +86,7 @@ def test_second_push_moves_zero_bytes(loopback_phone, tiny_model):
 def test_corrupted_file_on_the_device_is_refused_by_name(loopback_phone, tiny_model):
     _, spec = loopback_phone
     device = AdbDevice("phone", spec)
-    receipt = push_receipt(device, str(tiny_model), "tiny")
+    receipt = push_receipt(device, {"mnn": str(tiny_model)}, "tiny")
     runner = receipt["runner"]
     with open(runner, "a") as fh:  # the device's file system is the sandbox on this host
         fh.write("# tampered\n")
@@ -137,7 +137,7 @@ def test_env_reaches_the_command_quoted(loopback_phone, tmp_path):
 
 def test_greedy_and_interleaved_bench_on_the_phone(loopback_phone, tiny_model, tmp_path):
     _, spec = loopback_phone
-    receipt = push_receipt(AdbDevice("phone", spec), str(tiny_model), "tiny")
+    receipt = push_receipt(AdbDevice("phone", spec), {"mnn": str(tiny_model)}, "tiny")
     greedy = run_greedy(
         AdbDevice("phone", spec), receipt, ENGINE, {"runtime": {"thread_num": 1}}, ["hi"], 4, 60
     )
@@ -172,7 +172,7 @@ def test_disconnect_mid_benchmark_loses_nothing(loopback_phone, tiny_model, tmp_
     phone, spec = loopback_phone
     plan = interleaved(["a", "b"], 3)
     device = AdbDevice("phone", spec)
-    receipt = push_receipt(device, str(tiny_model), "tiny")
+    receipt = push_receipt(device, {"mnn": str(tiny_model)}, "tiny")
     phone.drop_after_opens(40)  # somewhere inside the schedule: the cable is pulled
     with pytest.raises(AdbDeviceError, match="lost"):
         run_schedule(device, plan, specs(), receipt, BENCH, tmp_path)

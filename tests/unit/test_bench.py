@@ -22,7 +22,7 @@ specs = two_variant_specs
 
 
 def staged(device, model):
-    return push_receipt(device, str(model), "tiny")
+    return push_receipt(device, {"mnn": str(model)}, "tiny")
 
 
 class CountingDevice(LocalDevice):

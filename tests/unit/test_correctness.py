@@ -260,7 +260,7 @@ def test_the_runner_fed_the_reference_tokens_reproduces_its_steps(tiny_model, tm
 
     device = LocalDevice("host")
     try:
-        receipt = push_receipt(device, str(tiny_model), "tiny")
+        receipt = push_receipt(device, {"mnn": str(tiny_model)}, "tiny")
         variant = {"runtime": {"thread_num": 1}}
         free = run_greedy(device, receipt, PREBUILT_ENGINE, variant, ["hello"], 6, 120)
         tokens = free["answers"][0]["tokens"]

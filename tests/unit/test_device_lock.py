@@ -34,7 +34,7 @@ def test_two_phones_run_in_parallel_and_one_phone_runs_one_job(two_phones, tiny_
     same_as_first = AdbDevice("another-name-for-phone-a", spec1)
     assert first.lock_key != second.lock_key
     assert same_as_first.lock_key == first.lock_key  # the phone, not what the config calls it
-    receipt = push_receipt(second, str(tiny_model), "tiny")
+    receipt = push_receipt(second, {"mnn": str(tiny_model)}, "tiny")
     with holding(first.lock_key, first.name):
         assert is_locked(first.lock_key)  # a second job on phone-a would wait here
         # ... while a whole benchmark runs on phone-b meanwhile (it would block if it waited

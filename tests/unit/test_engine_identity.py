@@ -48,18 +48,26 @@ def checkout(root, tmp_path):
 
 def test_engine_keys_follow_platform_flags_and_source(checkout):
     config = {"mnn": {"source": {"path": str(checkout)}}}
-    on_host = engine_key("sme2-on", engine("host", MNN_SME2=True), config)
+    on_host = engine_key("sme2-on", engine("host", MNN_SME2=True), config, "build", "mnn")
     assert on_host.startswith("sme2-on-")
-    assert on_host == engine_key("sme2-on", engine("host", MNN_SME2="ON"), config)  # same value
-    assert on_host != engine_key("sme2-on", engine("linux-arm64", MNN_SME2=True), config)
-    assert on_host != engine_key("sme2-on", engine("host", MNN_SME2=False), config)
+    assert on_host == engine_key(
+        "sme2-on", engine("host", MNN_SME2="ON"), config, "build", "mnn"
+    )  # same value
+    assert on_host != engine_key(
+        "sme2-on", engine("linux-arm64", MNN_SME2=True), config, "build", "mnn"
+    )
+    assert on_host != engine_key("sme2-on", engine("host", MNN_SME2=False), config, "build", "mnn")
     # the checkout moved to another commit: another source, another engine
     (checkout / "mnn_core.c").write_text("int changed(void) { return 1; }\n")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "two", cwd=checkout)
-    assert on_host != engine_key("sme2-on", engine("host", MNN_SME2=True), config)
+    assert on_host != engine_key("sme2-on", engine("host", MNN_SME2=True), config, "build", "mnn")
     android = {"toolchains": {"ndk": {"version": "r27c", "sha256": "0" * 64}}, **config}
-    assert engine_key("e", engine("android-arm64"), android) != engine_key(
-        "e", engine("android-arm64"), {**android, "toolchains": {"ndk": {"version": "r28"}}}
+    assert engine_key("e", engine("android-arm64"), android, "build", "mnn") != engine_key(
+        "e",
+        engine("android-arm64"),
+        {**android, "toolchains": {"ndk": {"version": "r28"}}},
+        "build",
+        "mnn",
     )
 
 
@@ -114,7 +122,7 @@ def test_a_variants_env_reaches_the_process_and_the_raw_record(tiny_model, tmp_p
     specs = two_variant_specs()
     specs["a"]["env"] = {"MNN_CPU_TARGET": "2"}
     recording = EnvRecordingDevice()
-    receipt = push_receipt(recording, str(tiny_model), "tiny")
+    receipt = push_receipt(recording, {"mnn": str(tiny_model)}, "tiny")
     run_schedule(recording, interleaved(["a", "b"], 1), specs, receipt, SHORT_BENCH, tmp_path)
     recording.close()
     assert {"MNN_CPU_TARGET": "2"} in recording.envs

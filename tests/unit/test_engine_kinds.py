@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mnnrepro.engines.base import EngineKind
+from mnnrepro.engines.llamacpp import LlamaCppEngine
 from mnnrepro.engines.mnn_build import BuiltEngine
 from mnnrepro.engines.prebuilt import PrebuiltEngine
 from mnnrepro.engines.registry import KINDS, kind_of_record, kind_of_spec
@@ -18,13 +19,20 @@ PACKAGE = ROOT / "workflow" / "scripts" / "mnnrepro"
 
 
 def test_every_kind_is_registered_once_and_says_what_defines_it():
-    assert set(KINDS) == {PrebuiltEngine, BuiltEngine}
-    for attribute in ("kind", "config_key", "record_name"):
+    assert set(KINDS) == {PrebuiltEngine, BuiltEngine, LlamaCppEngine}
+    for attribute in ("kind", "config_key"):
         values = [getattr(kind, attribute) for kind in KINDS]
         assert all(values) and len(set(values)) == len(values), attribute
-    assert all(issubclass(kind, EngineKind) and kind.model_format == "mnn" for kind in KINDS)
-    assert [k for k in KINDS if k.from_source] == [BuiltEngine]
+    assert all(issubclass(kind, EngineKind) and kind.record_name for kind in KINDS)
+    assert {k: k.model_format for k in KINDS} == {
+        PrebuiltEngine: "mnn",
+        BuiltEngine: "mnn",
+        LlamaCppEngine: "gguf",
+    }
+    assert [k for k in KINDS if k.from_source] == [BuiltEngine, LlamaCppEngine]
+    assert all(k.source_section for k in KINDS if k.from_source)
     assert [k for k in KINDS if k.runs_through_runner] == [PrebuiltEngine]
+    assert [k for k in KINDS if k.sme_switch] == [LlamaCppEngine]
 
 
 def test_a_config_entry_and_a_record_find_their_kind_and_nothing_else():
@@ -33,8 +41,9 @@ def test_a_config_entry_and_a_record_find_their_kind_and_nothing_else():
     assert kind_of_record({"kind": "build"}) is BuiltEngine
     with pytest.raises(ValueError, match="unknown kind 'gguf'"):
         kind_of_record({"kind": "gguf"})
+    assert kind_of_spec({"llamacpp": {"platform": "host"}}) is LlamaCppEngine
     with pytest.raises(ValueError, match="names no engine kind"):
-        kind_of_spec({"llamacpp": {}})
+        kind_of_spec({"onnx": {}})
 
 
 def test_sme2_questions_are_the_kinds():
@@ -53,7 +62,7 @@ def test_no_module_outside_the_kinds_tests_a_kinds_name():
     too. (config.py, the ground floor below every stage, validates the config's own keys:
     `engines.<name>.build` there is the schema's key, checked before any kind is asked.)"""
     spelled = re.compile(
-        r"""(==|!=|\bin\b)\s*\(?["'](build|prebuilt)["']|["'](build|prebuilt)["']\s*(==|!=|in\b)"""
+        r"""(==|!=|\bin\b)\s*\(?["'](build|prebuilt|llamacpp)["']|["'](build|prebuilt|llamacpp)["']\s*(==|!=|in\b)"""
     )
     offenders = []
     for path in [*PACKAGE.rglob("*.py"), *(ROOT / "workflow" / "rules").glob("*.smk")]:
@@ -63,3 +72,10 @@ def test_no_module_outside_the_kinds_tests_a_kinds_name():
             if spelled.search(line):
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_the_records_schema_accepts_the_records_of_every_kind_and_no_other(root):
+    import yaml
+
+    schema = yaml.safe_load((root / "workflow" / "schemas" / "records.schema.yaml").read_text())
+    assert set(schema["$defs"]["engine"]["properties"]["kind"]["enum"]) == {k.kind for k in KINDS}

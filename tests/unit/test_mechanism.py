@@ -77,11 +77,15 @@ def test_without_a_bandwidth_measurement_the_ceiling_is_unavailable_not_guessed(
             "joules_per_token": None,
         }
     )
-    layouts = {"m": {"decode_bytes_per_token": 10**9, "prefill_ops_per_token": 2e9}}
+    layouts = {("m", "mnn"): {"decode_bytes_per_token": 10**9, "prefill_ops_per_token": 2e9}}
     config = {"experiment": "x"}
     (row,) = mechanism_table(bench, layouts, {}, config).to_dict("records")
     assert row["decode_ceiling_tps"] is None and row["prefill_gops"] == 200.0
     assert ceiling_check(row)["status"] == "unavailable"
+    # an engine that reads the GGUF is measured against the GGUF's layout, not MNN's
+    layouts[("m", "gguf")] = {"decode_bytes_per_token": 10**9, "prefill_ops_per_token": 4e9}
+    (row,) = mechanism_table(bench, layouts, {}, config, {"e": "gguf"}).to_dict("records")
+    assert row["prefill_gops"] == 400.0
 
 
 def test_bandwidth_off_takes_the_probe_out_of_the_workflow(root, tmp_path):

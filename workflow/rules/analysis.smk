@@ -164,6 +164,7 @@ rule explain_gain:
         experiment=EXPERIMENT,
         comparison=canonical(config["comparison"]),
         stats=canonical(config["stats"]),
+        engine_formats=ENGINE_FORMATS,
         code=ANALYSIS_CODE,
     message:
         "Decode ceiling, prefill arithmetic and energy per token (mechanism.csv)"

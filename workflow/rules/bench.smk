@@ -4,7 +4,7 @@
 
 rule push_to_device:
     input:
-        model=MODEL_DIR,
+        model=get_model_dirs,
         manifest="results/models/{model}/manifest.json",
         facts="results/{experiment}/devices/{device}.json",
         userland=get_userland,
@@ -21,6 +21,7 @@ rule push_to_device:
     params:
         device=get_device_spec,
         engine_names=BUILT_ENGINES,
+        model_formats=MODEL_FORMATS,
     message:
         "Pushing model {wildcards.model} and the engine runner to device {wildcards.device}"
     script:
@@ -29,7 +30,7 @@ rule push_to_device:
 
 rule run_greedy:
     input:
-        model=MODEL_DIR,
+        model=get_model_dirs,
         manifest="results/models/{model}/manifest.json",
         engines=get_engine_files,
         gate_tools=get_gate_tool_records,
@@ -52,6 +53,7 @@ rule run_greedy:
         variants=get_variant_specs,
         correctness=canonical(config["correctness"]),
         image_names=list(PROMPT_IMAGES),
+        model_formats=MODEL_FORMATS,
         comparison=canonical(config["comparison"]),
         timeout_s=config["bench"]["timeout_s"],
         prompt_tokens=config["bench"]["prompt_tokens"],  # the gate runs the benchmark's settings
@@ -64,7 +66,7 @@ rule run_greedy:
 
 # What a benchmark (the main point's or a sweep point's) runs from.
 BENCH_INPUTS = dict(
-    model=MODEL_DIR,
+    model=get_model_dirs,
     manifest="results/models/{model}/manifest.json",
     engines=get_engine_files,
     facts="results/{experiment}/devices/{device}.json",

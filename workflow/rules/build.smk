@@ -1,5 +1,6 @@
-# Build side: pinned NDK, MNN source (+ KleidiAI) at a pinned commit, engines per platform,
-# and per engine the correctness gate's token-id tool.
+# Build side: pinned NDK, MNN source (+ KleidiAI) at a pinned commit, llama.cpp source (the
+# control engine, + KleidiAI), engines per platform, and per engine the correctness gate's
+# token-id tool.
 
 
 rule fetch_ndk:
@@ -35,9 +36,26 @@ rule fetch_mnn_source:
         "../scripts/fetch_mnn_source.py"
 
 
+rule fetch_llamacpp_source:
+    output:
+        receipt="resources/llamacpp/{source}/source.json",
+    log:
+        "logs/fetch_llamacpp_source/{source}.log",
+    localrule: True  # the network is where Snakemake runs, not a compute node
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        source=config.get("llamacpp", {}).get("source", {}),
+        kleidiai=config.get("llamacpp", {}).get("kleidiai", {}),
+    message:
+        "Providing llama.cpp source (the pinned sdist's tree) and KleidiAI (the pinned tag archive)"
+    script:
+        "../scripts/fetch_llamacpp_source.py"
+
+
 rule build_engine:
     input:
-        source=MNN_SOURCE_RECEIPT,
+        source=get_source_receipt,
         ndk=get_ndk_receipt,
     output:
         build="results/engines/{engine}/build.json",
@@ -51,17 +69,17 @@ rule build_engine:
     threads: all_cores()
     params:
         name=engine_name,
-        spec=get_build_spec,
+        spec=get_engine_spec,
         build_dir="resources/build/{engine}",
     message:
-        "Building MNN engine {wildcards.engine} (CMake + Ninja + ccache); log: {log}"
+        "Building engine {wildcards.engine} from source (CMake + Ninja + ccache); log: {log}"
     script:
         "../scripts/build_engine.py"
 
 
 rule build_gate_tool:
     input:
-        source=MNN_SOURCE_RECEIPT,
+        source=get_source_receipt,
         build="results/engines/{engine}/build.json",
         bin="results/engines/{engine}/bin",
     output:

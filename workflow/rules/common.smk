@@ -61,11 +61,27 @@ BUILT_ENGINES = sorted(
     {config["variants"][v]["engine"] for v in VARIANTS}
     & {e for e, spec in config["engines"].items() if kind_of_spec(spec).from_source}
 )
+
+
 # Engine outputs live under results/engines/<name>-<digest of what defines the engine>, so
 # configs that define an engine differently never overwrite each other's builds.
-ENGINE_KEYS = {name: engine_key(name, spec, config) for name, spec in config["engines"].items()}
+def _engine_key(name, spec):
+    kind = kind_of_spec(spec)
+    section = kind.config_key if kind.from_source else None
+    return engine_key(name, spec, config, section, kind.source_section)
+
+
+ENGINE_KEYS = {name: _engine_key(name, spec) for name, spec in config["engines"].items()}
 ENGINE_OF_KEY = {key: name for name, key in ENGINE_KEYS.items()}
-MNN_SOURCE_RECEIPT = f"resources/mnn/{source_key(config)}/source.json"
+# the source trees of the from-source kinds: `mnn` and `llamacpp` (resources/<section>/<key>/)
+SOURCE_RECEIPTS = {
+    section: f"resources/{section}/{source_key(config, section)}/source.json"
+    for section in ("mnn", "llamacpp")
+}
+MNN_SOURCE_RECEIPT = SOURCE_RECEIPTS["mnn"]
+LLAMACPP_SOURCE_RECEIPT = SOURCE_RECEIPTS["llamacpp"]
+# llama-quantize for this host: the GGUF is quantized here, whatever device runs it
+QUANTIZER_DIR = f"results/tools/llama-quantize-{source_key(config, 'llamacpp')}"
 # The correctness gate's token-id tool, built per engine: its sources are a parameter of
 # its rule, so an edit rebuilds the tool (not MNN).
 GATE_TOOL_CODE = code_digest(SCRIPTS / "mnnrepro/build/greedy_tool", ("*.cpp", "*.txt"))
@@ -201,14 +217,16 @@ def get_variant_specs(wildcards):
     return canonical(run_variants(config))
 
 
-# The model in the format the engines read (a property of their kind: MNN's export for both
-# MNN kinds), one format per experiment.
-MODEL_FORMATS = {kind_of_spec(spec).model_format for spec in config["engines"].values()}
-if len(MODEL_FORMATS) != 1:
-    raise WorkflowError(
-        f"config key `engines`: the engines read different model formats {sorted(MODEL_FORMATS)}"
-    )
-MODEL_DIR = f"results/models/{{model}}/{MODEL_FORMATS.pop()}"
+# The model in every format the engines read (a property of their kind: MNN's export for both
+# MNN kinds, GGUF for llama.cpp), each in results/models/<model>/<format>/.
+MODEL_FORMATS = sorted({kind_of_spec(spec).model_format for spec in config["engines"].values()})
+MNN_MODEL_DIR = "results/models/{model}/mnn"
+GGUF_MODEL_DIR = "results/models/{model}/gguf"
+
+
+def get_model_dirs(wildcards):
+    return [f"results/models/{wildcards.model}/{fmt}" for fmt in MODEL_FORMATS]
+
 
 # the pairs whose CIs precision on demand watches: the compared ones and the A/A control
 JUDGED_PAIRS = judged_pairs(config)
@@ -237,7 +255,15 @@ def get_gate_tool_records(wildcards):
 
 
 def get_build_spec(wildcards):
-    return get_engine_spec(wildcards)["build"]
+    """What the engine's kind builds from (`engines.<name>.build` or `.llamacpp`)."""
+    spec = config["engines"][ENGINE_OF_KEY[wildcards.engine]]
+    return canonical(spec[kind_of_spec(spec).config_key])
+
+
+def get_source_receipt(wildcards):
+    """The source tree an engine is built from: its kind's (MNN's, or llama.cpp's)."""
+    kind = kind_of_spec(config["engines"][ENGINE_OF_KEY[wildcards.engine]])
+    return SOURCE_RECEIPTS[kind.source_section]
 
 
 def get_ndk_receipt(wildcards):
@@ -320,10 +346,17 @@ def get_bandwidth(wildcards):
     return [f"results/{wildcards.experiment}/bandwidth/{wildcards.device}.json"]
 
 
+# the layout file of each model format: MNN's (describe_model_layout), GGUF's (its conversion)
+LAYOUT_FILES = {"mnn": "layout.json", "gguf": "layout-gguf.json"}
+# engine -> the model format it reads: the decode ceiling takes that format's layout
+ENGINE_FORMATS = {name: kind_of_spec(spec).model_format for name, spec in config["engines"].items()}
+
+
 def get_model_layouts(wildcards):
     if not EXPLAINS:
         return []
-    return expand("{root}/{model}/layout.json", root=MODELS_DIR, model=MODELS)
+    names = [LAYOUT_FILES[fmt] for fmt in MODEL_FORMATS]
+    return expand("{root}/{model}/{name}", root=MODELS_DIR, model=MODELS, name=names)
 
 
 def get_bandwidth_files(wildcards):

@@ -4,7 +4,7 @@
 
 rule fetch_modelscope_model:
     output:
-        model=directory(MODEL_DIR),
+        model=directory(MNN_MODEL_DIR),
         manifest="results/models/{model}/manifest.json",
     log:
         "logs/fetch_modelscope_model/{model}.log",
@@ -65,7 +65,7 @@ rule export_mnn_model:
     input:
         hf=get_checkpoint,
     output:
-        model=directory(MODEL_DIR),
+        model=directory(MNN_MODEL_DIR),
         manifest="results/models/{model}/manifest.json",
     log:
         "logs/export_mnn_model/{model}.log",
@@ -85,12 +85,60 @@ rule export_mnn_model:
         "../scripts/export_mnn_model.py"
 
 
+# The control engine's model: the same checkpoint in GGUF, Q4_0 (the type KleidiAI's kernels
+# take), with the llama.cpp tree's own converter and quantizer.
+rule build_llamacpp_quantizer:
+    input:
+        source=LLAMACPP_SOURCE_RECEIPT,
+    output:
+        record=f"{QUANTIZER_DIR}.json",
+        tool=directory(QUANTIZER_DIR),
+    log:
+        f"logs/build_llamacpp_quantizer/{Path(QUANTIZER_DIR).name}.log",
+    benchmark:
+        f"logs/build_llamacpp_quantizer/{Path(QUANTIZER_DIR).name}.benchmark.tsv"
+    conda:
+        "../../envs/build.yaml"
+    threads: all_cores()
+    params:
+        build_dir=f"resources/build/{Path(QUANTIZER_DIR).name}",
+    message:
+        "Building llama.cpp's llama-quantize for this host"
+    script:
+        "../scripts/build_llamacpp_quantizer.py"
+
+
+rule convert_gguf_model:
+    input:
+        hf=get_checkpoint,
+        source=LLAMACPP_SOURCE_RECEIPT,
+        quantizer=QUANTIZER_DIR,
+    output:
+        model=directory(GGUF_MODEL_DIR),
+        record="results/models/{model}/gguf.json",
+        layout="results/models/{model}/layout-gguf.json",  # the decode ceiling's, like MNN's
+    log:
+        "logs/convert_gguf_model/{model}.log",
+    benchmark:
+        "logs/convert_gguf_model/{model}.benchmark.tsv"
+    wildcard_constraints:
+        model=_alternatives(SYNTHETIC_MODELS + EXPORTED_MODELS),
+    conda:
+        "../../envs/export.yaml"
+    resources:
+        mem_mb=6000,
+    message:
+        "Converting model {wildcards.model} to GGUF Q4_0 with llama.cpp's converter and quantizer"
+    script:
+        "../scripts/convert_gguf_model.py"
+
+
 # `snakemake models_all`: every model of the experiment, nothing else.
 # What a decode step reads and a prefill token computes, from the model's files (the decode
 # ceiling's denominator; a replay restores it from the archive).
 rule describe_model_layout:
     input:
-        model=MODEL_DIR,
+        model=MNN_MODEL_DIR,
     output:
         layout="results/models/{model}/layout.json",
     log:

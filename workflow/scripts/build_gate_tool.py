@@ -1,10 +1,11 @@
-from mnnrepro.build.tools import build_gate_tool
+from mnnrepro.engines.registry import kind_of_record
 from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
 
 log = log_to(snakemake.log[0])
-record = build_gate_tool(
-    read_json(snakemake.input.build),
+engine = read_json(snakemake.input.build)
+record = kind_of_record(engine).build_gate_tool(
+    engine,
     read_json(snakemake.input.source),
     snakemake.input.bin,
     snakemake.params.build_dir,

@@ -8,11 +8,11 @@ config = {key: getattr(snakemake.params, key) for key in ("experiment", "compari
 bench = read_chained_table(snakemake.input.bench, snakemake.input.document)
 summary = read_chained_table(snakemake.input.summary, snakemake.input.document)
 bandwidth = bandwidth_of([read_record(p, "bandwidth") for p in snakemake.input.bandwidth])
-layouts = {
-    layout.pop("model"): layout
+layouts = {  # (model, format) -> layout
+    (layout.pop("model"), layout.get("format", "mnn")): layout
     for layout in (read_record(p, "model_layout") for p in snakemake.input.layouts)
 }
-table = mechanism_table(bench, layouts, bandwidth, config)
+table = mechanism_table(bench, layouts, bandwidth, config, snakemake.params.engine_formats)
 table.to_csv(snakemake.output.table, index=False)
 write_json(
     snakemake.output.document,

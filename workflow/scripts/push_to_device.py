@@ -10,7 +10,7 @@ try:
     with holding(device.lock_key, device.name):  # never while a benchmark runs on it
         receipt = push_receipt(
             device,
-            snakemake.input.model,
+            dict(zip(snakemake.params.model_formats, snakemake.input.model, strict=True)),
             snakemake.wildcards.model,
             dict(zip(snakemake.params.engine_names, snakemake.input.engines, strict=True)),
             dict(zip(snakemake.params.engine_names, snakemake.input.gate_tools, strict=True)),

@@ -22,7 +22,8 @@ for _, treatment_variant in comparison_pairs(comparison):  # before any run
         read_json(snakemake.input.facts),
         comparison.get("on_non_sme2_device", "fail"),
     )
-vision = is_vision_model(snakemake.input.model)
+model_dirs = dict(zip(snakemake.params.model_formats, snakemake.input.model, strict=True))
+vision = "mnn" in model_dirs and is_vision_model(model_dirs["mnn"])  # image prompts: MNN's
 
 
 def gate_answers(device) -> dict:

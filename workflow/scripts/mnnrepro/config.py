@@ -158,6 +158,30 @@ def check_references(config: dict) -> None:
             f"config key `mnn.source`: engines {sorted(builds)} are built from "
             "source; give `mnn.source` (git + commit, path, or archive + sha256)"
         )
+    llamas = {n: e["llamacpp"] for n, e in engines.items() if "llamacpp" in e}
+    if llamas and "llamacpp" not in config:
+        problems.append(
+            f"config key `llamacpp`: engines {sorted(llamas)} are llama.cpp built from "
+            "source; give `llamacpp.source` (sdist or path) and `llamacpp.kleidiai`"
+        )
+    kleidiai = sorted(
+        n for n, e in llamas.items() if e.get("flags", {}).get("GGML_CPU_KLEIDIAI") in (True, "ON")
+    )
+    if kleidiai and "kleidiai" not in config.get("llamacpp", {}):
+        problems.append(
+            f"config key `llamacpp.kleidiai`: engines {kleidiai} build with GGML_CPU_KLEIDIAI, "
+            "which would download KleidiAI at configure time; pin its archive (version, url, "
+            "md5 or sha256)"
+        )
+    if llamas:  # the GGUF is converted from a transformers checkpoint
+        without = sorted(m for m, spec in config["models"].items() if "modelscope" in spec)
+        if without:
+            problems.append(
+                f"config key `models`: {without} are MNN exports downloaded as they are; the "
+                f"llama.cpp engines {sorted(llamas)} need a model with a transformers "
+                "checkpoint (`synthetic`, or `export` from ModelScope or a local path)"
+            )
+    builds = {**builds, **llamas}
     android = sorted(n for n, b in builds.items() if b["platform"] == "android-arm64")
     if android and "ndk" not in config.get("toolchains", {}):
         problems.append(
@@ -200,9 +224,10 @@ def missing_local_paths(config: dict) -> list[str]:
     """Local directories the config names that do not exist (relative to the working
     directory): said before any job, naming the key, instead of a rule that cannot run."""
     named = []
-    source = config.get("mnn", {}).get("source", {})
-    if "path" in source:
-        named.append(("mnn.source.path", source["path"]))
+    for section in ("mnn", "llamacpp"):
+        source = config.get(section, {}).get("source", {})
+        if "path" in source:
+            named.append((f"{section}.source.path", source["path"]))
     for name, spec in config.get("models", {}).items():
         local = spec.get("export", {}).get("from", {}).get("path")
         if local is not None:

@@ -86,14 +86,20 @@ def _median(rows: pd.DataFrame, column: str):
 
 
 def mechanism_table(
-    bench: pd.DataFrame, layouts: dict[str, dict], bandwidth: dict, config: dict
+    bench: pd.DataFrame,
+    layouts: dict[tuple[str, str], dict],
+    bandwidth: dict,
+    config: dict,
+    engine_formats: dict[str, str] | None = None,
 ) -> pd.DataFrame:
-    """layouts: model -> its layout.json (ceiling.describe_model); bandwidth: bandwidth_of."""
+    """layouts: (model, format) -> its layout (ceiling.describe_model for MNN's export, the
+    GGUF's from its conversion); engine_formats: engine -> the format it reads (default MNN's);
+    bandwidth: bandwidth_of."""
     rows = []
     live = bench[~bench["emulated"].astype(bool)]
     for (device, model, variant), group in live.groupby(["device", "model", "variant"]):
-        layout = layouts.get(model, {})
         engine = group["engine"].iloc[0]  # the engine's name, as every raw record says
+        layout = layouts.get((model, (engine_formats or {}).get(engine, "mnn")), {})
         decode, prefill = group[group["phase"] == "decode"], group[group["phase"] == "prefill"]
         decode_tps, prefill_tps = _median(decode, "tps"), _median(prefill, "tps")
         per_token = layout.get("decode_bytes_per_token")
@@ -261,7 +267,7 @@ def mechanism_document(
     summary: pd.DataFrame,
     bench: pd.DataFrame,
     bandwidth: dict,
-    layouts: dict[str, dict],
+    layouts: dict[tuple[str, str], dict],
     config: dict,
 ) -> dict:
     from mnnrepro.analysis import ceiling
@@ -276,7 +282,11 @@ def mechanism_document(
         "bandwidth": [
             {"device": d, "engine": e, **v} for (d, e, t), v in sorted(bandwidth.items()) if t
         ],
-        "models": layouts,
+        "models": {m: layout for (m, fmt), layout in sorted(layouts.items()) if fmt == "mnn"},
+        # every format's: MNN's export and, with the control engine, the GGUF
+        "model_layouts": [
+            {"model": m, **layout, "format": fmt} for (m, fmt), layout in sorted(layouts.items())
+        ],
         "variants": table.replace({np.nan: None}).to_dict(orient="records"),
         "energy": energy_comparison(bench, config),
         "energy_conditions": energy_conditions(bench),

@@ -155,6 +155,34 @@ def verdicts_section(summary: pd.DataFrame, document: dict) -> list[str]:
     return out
 
 
+def side_by_side_section(summary: pd.DataFrame) -> list[str]:
+    """Every compared pair's gain per phase, one column per pair: the engines' SME2 gains side
+    by side (e.g. MNN's two builds, MNN masked vs allowed, llama.cpp's KleidiAI switch)."""
+    pairs = list(dict.fromkeys(f"{r.treatment} vs {r.baseline}" for r in summary.itertuples()))
+    if len(pairs) < 2:
+        return []
+    cells: dict[tuple[str, str, str], dict[str, str]] = {}
+    for row in summary.itertuples():
+        key = (row.device, row.model, row.phase)
+        cells.setdefault(key, {})[f"{row.treatment} vs {row.baseline}"] = (
+            f"{_pct(row.gain)} [{_pct(row.gain_ci_low)}, {_pct(row.gain_ci_high)}] {row.verdict}"
+        )
+    out = [
+        "",
+        "## Gains side by side",
+        "",
+        "Gain (treatment over baseline) with its CI and verdict, per pair; a pair of another "
+        "engine is a control: the same device, model and phase with that engine's SME2 kernels.",
+        "",
+        "| device | model | phase | " + " | ".join(pairs) + " |",
+        "|---|---|---|" + "---|" * len(pairs),
+    ]
+    for (device, model, phase), by_pair in cells.items():
+        row = " | ".join(by_pair.get(p, "-") for p in pairs)
+        out.append(f"| {device} | {model} | {phase} | {row} |")
+    return out
+
+
 def validity_section(document: dict) -> list[str]:
     out = ["", "## Validity checks", ""]
     for item in document["validity"]:
@@ -416,6 +444,7 @@ def markdown(
         [
             *header_section(document),
             *verdicts_section(summary, document),
+            *side_by_side_section(summary),
             *validity_section(document),
             *(emulation_section(list(emulation)) if len(emulation) else []),
             *statistics_section(summary, document, facts),

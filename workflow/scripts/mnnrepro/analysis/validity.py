@@ -89,6 +89,8 @@ def kernel_checks(
     base_variant, treat_variant = pair
     base = engines[variants[base_variant]["engine"]]
     treat = engines[variants[treat_variant]["engine"]]
+    if kind_of_record(treat).sme_switch:
+        return switch_checks(greedy, pair, base, treat, variants, facts)
     if not any(kind_of_record(r).carries_sme2_kernels(r) for r in (base, treat)):
         return []  # e.g. prebuilt engines: the comparison is not about kernels of their own
     count = {"treatment": _sme2_count(treat), "baseline": _sme2_count(base)}
@@ -146,6 +148,57 @@ def kernel_checks(
                 "evidence": f"{treat_variant} printed {line or 'no feature line'!r}"
                 + (f" and {masked!r}" if masked else ""),
                 "details": {"line": line, "cpu_target": masked},
+            }
+        )
+    return checks
+
+
+def switch_checks(
+    greedy: dict, pair: tuple[str, str], base: dict, treat: dict, variants: dict, facts: dict
+) -> list[dict]:
+    """An engine whose SME kernels are switched off at run time (llama.cpp's KleidiAI kernels,
+    `GGML_KLEIDIAI_SME=0`): one binary, the switch set in the baseline only, the kernels in the
+    build where SME2 can exist, and on an SME2 device the engine saying which it chose."""
+    kind = kind_of_record(treat)
+    base_variant, treat_variant = pair
+    env = {v: variants[v].get("env", {}).get(kind.sme_switch) for v in pair}
+    count = treat.get("sme", {}).get("kleidiai_sme_function_count", 0)
+    impossible = kind.sme2_impossible(treat)
+    expected = "none (no SME2 on this architecture)" if impossible else "some"
+    checks = [
+        {
+            "name": f"SME kernels switched off in {base_variant} only "
+            f"(same binary as {treat_variant})",
+            "pair": list(pair),
+            "passed": base["engine"] == treat["engine"]
+            and env[base_variant] == "0"
+            and env[treat_variant] in (None, ""),
+            "evidence": f"engines {base['engine']} / {treat['engine']}; {kind.sme_switch}: "
+            f"{base_variant}={env[base_variant]!r}, {treat_variant}={env[treat_variant]!r}",
+            "details": {"env": env},
+        },
+        {
+            "name": f"KleidiAI SME kernels in the build ({treat.get('target_arch')})",
+            "pair": list(pair),
+            # none can exist off arm64: both variants then run the same code (equality)
+            "passed": count == 0 if impossible else count > 0,
+            "evidence": f"{treat['engine']}: {count} KleidiAI functions that execute SME "
+            f"instructions; expectation: {expected}",
+            "details": {"kleidiai_sme_function_count": count},
+        },
+    ]
+    if facts.get("sme2"):
+        chosen = {v: greedy[v]["engine"].get("kleidiai_sme", False) for v in pair}
+        checks.append(
+            {
+                "name": f"KleidiAI chose SME kernels in {treat_variant}, not in {base_variant}",
+                "pair": list(pair),
+                "passed": chosen[treat_variant] and not chosen[base_variant],
+                "evidence": "; ".join(
+                    f"{v}: {greedy[v]['engine'].get('device_supports') or 'no feature line'!r}"
+                    for v in pair
+                ),
+                "details": chosen,
             }
         )
     return checks

@@ -128,7 +128,7 @@ def restore(
             Path(dest).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(found[name], dest)
             restored.append(dest)
-        for name in ("manifest.json", "layout.json"):
+        for name in ("manifest.json", "layout.json", "layout-gguf.json"):
             for record in sorted((root / "results" / "models").glob(f"*/{name}")):
                 dest = Path(models_dir) / record.parent.name / name
                 dest.parent.mkdir(parents=True, exist_ok=True)

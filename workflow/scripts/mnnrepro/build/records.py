@@ -52,10 +52,10 @@ def describe_prebuilt(name: str, pin: str) -> dict:
 PLATFORM_COMPILERS = {"host": "c++", "linux-arm64": "aarch64-linux-gnu-g++"}
 
 
-def compiler_version(platform: str) -> str:
+def compiler_version(platform: str, compilers: dict = PLATFORM_COMPILERS) -> str:
     """First line of `<compiler> --version` for a platform built with the machine's compiler
     (android-arm64 is defined by the pinned NDK instead); empty where there is none."""
-    compiler = PLATFORM_COMPILERS.get(platform)
+    compiler = compilers.get(platform)
     if platform == "host":
         compiler = os.environ.get("CXX") or compiler
     if not compiler or not shutil.which(compiler):
@@ -83,39 +83,52 @@ def short_digest(payload) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def engine_key(name: str, spec: dict, config: dict) -> str:
+# the compiler whose version defines a build, per source tree (llama.cpp's linux-arm64 builds
+# use clang: build/llamacpp.py)
+TREE_COMPILERS = {
+    "mnn": PLATFORM_COMPILERS,
+    "llamacpp": {**PLATFORM_COMPILERS, "linux-arm64": "clang++-16"},
+}
+
+
+def engine_key(
+    name: str, spec: dict, config: dict, section: str | None = None, tree: str = ""
+) -> str:
     """`<name>-<digest>`: the directory name of an engine's outputs.
 
-    The digest covers what defines the engine: for a build its platform, -D flags, targets
-    and expectations, the source (commit), KleidiAI pin, and the toolchain (NDK pin, or the
-    compiler's version); for a prebuilt engine its pin. Two configs that build differently
-    (e.g. sme2-on for android-arm64 and for the host) never share, and never overwrite,
-    each other's outputs; the same definition always maps to the same directory.
+    The digest covers what defines the engine: for a build (`section`, the key of its
+    definition in the engine's config entry, built from the source tree `tree`: `mnn` or
+    `llamacpp`) its platform, -D flags, targets and expectations, the source (commit),
+    KleidiAI pin, and the toolchain (NDK pin, or the compiler's version); for a prebuilt
+    engine (no section) its pin. Two configs that build differently (e.g. sme2-on for
+    android-arm64 and for the host) never share, and never overwrite, each other's outputs;
+    the same definition always maps to the same directory.
     """
-    if "build" not in spec:
+    if section is None:
         return f"{name}-{short_digest(spec)}"
-    build = spec["build"]
-    mnn = config.get("mnn", {})
+    build = spec[section]
+    source = config.get(tree, {})
     material = {
-        "build": {
+        section: {
             "platform": build["platform"],
             "flags": {k: flag_text(v) for k, v in sorted(build.get("flags", {}).items())},
             "targets": build.get("targets"),
             "expect": build.get("expect", {}),
         },
-        "source": source_identity(mnn.get("source", {}), mnn.get("kleidiai")),
+        "source": source_identity(source.get("source", {}), source.get("kleidiai")),
         "toolchain": (
             config.get("toolchains", {}).get("ndk", {})
             if build["platform"] == "android-arm64"
-            else compiler_version(build["platform"])
+            else compiler_version(build["platform"], TREE_COMPILERS[tree])
         ),
     }
     return f"{name}-{short_digest(material)}"
 
 
-def source_key(config: dict) -> str:
-    mnn = config.get("mnn", {})
-    return short_digest({"source": mnn.get("source", {}), "kleidiai": mnn.get("kleidiai", {})})
+def source_key(config: dict, section: str = "mnn") -> str:
+    """The directory key of a source tree's receipt (`mnn` or `llamacpp`)."""
+    tree = config.get(section, {})
+    return short_digest({"source": tree.get("source", {}), "kleidiai": tree.get("kleidiai", {})})
 
 
 def flag_text(value) -> str:

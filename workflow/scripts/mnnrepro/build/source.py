@@ -83,18 +83,23 @@ def provide_source(source: dict, kleidiai: dict, cache: str | os.PathLike) -> di
     if kleidiai:
         # MNN downloads KleidiAI at configure time and silently builds without it on failure;
         # we fetch the pinned tarball ourselves and point MNN at it.
-        dest = cache / f"kleidiai-{kleidiai['version']}"
-        tarball = download(
-            pin_urls(kleidiai),
-            cache / f"kleidiai-{kleidiai['version']}.tar.gz",
-            kleidiai.get("sha256"),
-            md5=kleidiai.get("md5"),
-        )
-        if not dest.is_dir():
-            safe_extract(tarball, dest)
-        roots = [p for p in dest.iterdir() if p.is_dir()]
-        # absolute: CMake resolves a relative KLEIDIAI_SRC_DIR against MNN's source tree
-        tree = (roots[0] if len(roots) == 1 else dest).resolve()
-        receipt["kleidiai"] = {**kleidiai, "path": str(tree)}
+        receipt["kleidiai"] = provide_kleidiai(kleidiai, cache)
         receipt["cmake_flags"]["KLEIDIAI_SRC_DIR"] = receipt["kleidiai"]["path"]
     return receipt
+
+
+def provide_kleidiai(kleidiai: dict, cache: Path) -> dict:
+    """KleidiAI's pinned source archive, downloaded (verified) and extracted under cache; the
+    pin with the absolute path of its tree (CMake resolves a relative one against the project)."""
+    dest = cache / f"kleidiai-{kleidiai['version']}"
+    tarball = download(
+        pin_urls(kleidiai),
+        cache / f"kleidiai-{kleidiai['version']}.tar.gz",
+        kleidiai.get("sha256"),
+        md5=kleidiai.get("md5"),
+    )
+    if not dest.is_dir():
+        safe_extract(tarball, dest)
+    roots = [p for p in dest.iterdir() if p.is_dir()]
+    tree = (roots[0] if len(roots) == 1 else dest).resolve()
+    return {**kleidiai, "path": str(tree)}

@@ -13,6 +13,7 @@ from mnnrepro.build.cmake import compiler, configure_command, platform_args, run
 from mnnrepro.files import file_table, sha256_file
 
 GATE_TOOL_SOURCE = Path(__file__).with_name("greedy_tool")
+LLAMA_GATE_TOOL_SOURCE = Path(__file__).with_name("llama_gate_tool")
 PROBE_SOURCE = Path(__file__).with_name("bandwidth_probe")
 
 
@@ -25,12 +26,14 @@ def build_tool(
     out_dir: str,
     log_file,
     language: str = "CXX",
+    toolchain=platform_args,
 ) -> dict:
     """Configure and build the CMake project at source for the platform of the engine that
-    record describes (a prebuilt engine: this host), and copy its program `name` to out_dir."""
+    record describes (a prebuilt engine: this host) with that engine's toolchain arguments,
+    and copy its program `name` to out_dir."""
     ndk = (record.get("ndk") or {}).get("path")
     cmd = configure_command(
-        str(source), build_dir, cache, platform_args(record.get("platform", "host"), ndk)
+        str(source), build_dir, cache, toolchain(record.get("platform", "host"), ndk)
     )
     run_logged(cmd, log_file)
     run_logged(["cmake", "--build", str(build_dir)], log_file)
@@ -58,6 +61,30 @@ def build_gate_tool(
         raise BuildError(f"{engine_dir}: no shared library to link the gate tool against")
     cache = {"MNN_SOURCE": source["path"], "MNN_LIBS": ";".join(libs)}
     built = build_tool(GATE_TOOL_SOURCE, "mnn_greedy", record, cache, build_dir, out_dir, log_file)
+    return {**built, "linked": [Path(lib).name for lib in libs]}
+
+
+def build_llama_gate_tool(
+    record: dict, source: dict, engine_dir: str, build_dir: str, out_dir: str, log_file
+) -> dict:
+    """Build llama_greedy for one llama.cpp engine: its toolchain (clang-16 for linux-arm64),
+    the tree's headers, that engine's own libllama and ggml libraries."""
+    from mnnrepro.build.llamacpp import cross_args
+
+    libs = sorted(str(p.resolve()) for p in Path(engine_dir).glob("*.so"))
+    if not any(Path(lib).name == "libllama.so" for lib in libs):
+        raise BuildError(f"{engine_dir}: no libllama.so to link the gate tool against")
+    cache = {"LLAMA_SOURCE": source["path"], "LLAMA_LIBS": ";".join(libs)}
+    built = build_tool(
+        LLAMA_GATE_TOOL_SOURCE,
+        "llama_greedy",
+        record,
+        cache,
+        build_dir,
+        out_dir,
+        log_file,
+        toolchain=cross_args,
+    )
     return {**built, "linked": [Path(lib).name for lib in libs]}
 
 

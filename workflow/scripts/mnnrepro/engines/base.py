@@ -32,8 +32,35 @@ class EngineKind:
     # measurement then depends on
     runs_through_runner = False
 
+    source_section = ""  # a from-source kind: the top-level config key of its source tree
+    # the environment variable that switches the kind's SME kernels off in the same binary
+    # ("0"), whose pairs get the switch's checks instead of MNN's kernel checks
+    sme_switch = ""
+
     def __init__(self, record: dict, receipt: dict):
         self.record = record
+
+    @classmethod
+    def build(
+        cls,
+        name: str,
+        source: dict,
+        spec: dict,
+        build_dir: str,
+        out_dir: str,
+        log_file,
+        ndk: dict | None,
+        jobs: int,
+    ) -> dict:
+        """A from-source kind: configure, build, collect and check one engine (build.json)."""
+        raise NotImplementedError
+
+    @classmethod
+    def build_gate_tool(
+        cls, record: dict, source: dict, engine_dir: str, build_dir: str, out_dir: str, log_file
+    ) -> dict:
+        """A from-source kind: its correctness gate's token-id tool, against its libraries."""
+        raise NotImplementedError
 
     @classmethod
     def identity(cls, record: dict) -> dict:
@@ -55,6 +82,11 @@ class EngineKind:
         """Whether SME2 cannot exist in this engine at all (a build for another
         architecture): the comparison then judges equality, not the claim."""
         return False
+
+    @classmethod
+    def model_path(cls, receipt: dict) -> str:
+        """Where the model it reads is on the device (a push receipt's)."""
+        return receipt["model_config"]
 
     def bench_command(self, device, model_config: str, runtime: dict, bench: dict, out: str):
         raise NotImplementedError

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import posixpath
 
+from mnnrepro.build import cmake, tools
 from mnnrepro.build.kernels import can_have_sme2
 from mnnrepro.config import with_runtime_defaults
 from mnnrepro.engines import llmbench
@@ -48,10 +49,29 @@ class BuiltEngine(EngineKind):
     config_key = "build"
     record_name = "build.json"
     from_source = True
+    source_section = "mnn"
 
     def __init__(self, record: dict, receipt: dict):
         self.record = record
         self.dir = receipt["engines"][record["engine"]]
+
+    @classmethod
+    def build(cls, name, source, spec, build_dir, out_dir, log_file, ndk, jobs) -> dict:
+        return cmake.build_engine(
+            name,
+            source,
+            spec,
+            build_dir,
+            out_dir,
+            log_file,
+            ndk=ndk,
+            jobs=jobs,
+            extra_flags=source.get("cmake_flags", {}),
+        )
+
+    @classmethod
+    def build_gate_tool(cls, record, source, engine_dir, build_dir, out_dir, log_file) -> dict:
+        return tools.build_gate_tool(record, source, engine_dir, build_dir, out_dir, log_file)
 
     @classmethod
     def identity(cls, record: dict) -> dict:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from mnnrepro.engines.base import EngineKind
+from mnnrepro.engines.llamacpp import LlamaCppEngine
 from mnnrepro.engines.mnn_build import BuiltEngine
 from mnnrepro.engines.prebuilt import PrebuiltEngine
 
-KINDS: tuple[type[EngineKind], ...] = (PrebuiltEngine, BuiltEngine)
+KINDS: tuple[type[EngineKind], ...] = (PrebuiltEngine, BuiltEngine, LlamaCppEngine)
 
 
 def kind_of_record(record: dict) -> type[EngineKind]:

@@ -267,7 +267,7 @@ def run_schedule(
             started = time.time()
             engine = engine_for(spec["engine"], receipt)
             argv, env = engine.bench_command(
-                device, receipt["model_config"], spec["runtime"], bench, device_out
+                device, engine.model_path(receipt), spec["runtime"], bench, device_out
             )
             env = {**spec.get("env", {}), **env}  # the variant's env; the engine's own wins
             try:

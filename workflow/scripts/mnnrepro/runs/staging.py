@@ -18,14 +18,15 @@ log = logging.getLogger(__name__)
 
 def stage_inputs(
     device: Device,
-    model_dir: str,
+    model_dirs: dict[str, str],
     model: str,
     engine_dirs: dict[str, str] | None = None,
     tool_dirs: dict[str, str] | None = None,
 ) -> dict:
-    """Stage the runner, built engines (each with its gate tool) and the model; returns where
-    each one is. A built engine is staged under its key (results/engines/<key>/bin), so two
-    definitions of one engine name never share a device directory."""
+    """Stage the runner, built engines (each with its gate tool) and the model in every format
+    the engines read (format -> its directory); returns where each one is. A built engine is
+    staged under its key (results/engines/<key>/bin), so two definitions of one engine name
+    never share a device directory."""
 
     def staged(dirs: dict[str, str] | None, suffix: str) -> dict[str, str]:
         return {
@@ -33,23 +34,31 @@ def stage_inputs(
             for name, path in sorted((dirs or {}).items())
         }
 
-    return {
+    # MNN's export keeps the device path it always had (models/<model>)
+    models = {
+        fmt: device.stage(path, f"models/{model}" + ("" if fmt == "mnn" else f"-{fmt}"))
+        for fmt, path in sorted(model_dirs.items())
+    }
+    where = {
         "runner": device.stage(RUNNER, "engines/prebuilt-runner"),
         "engines": staged(engine_dirs, ""),
         "gate_tools": staged(tool_dirs, "-gate-tool"),
-        "model_config": f"{device.stage(model_dir, f'models/{model}')}/config.json",
+        "models": models,
     }
+    if "mnn" in models:
+        where["model_config"] = f"{models['mnn']}/config.json"
+    return where
 
 
 def push_receipt(
     device: Device,
-    model_dir: str,
+    model_dirs: dict[str, str],
     model: str,
     engine_dirs: dict[str, str] | None = None,
     tool_dirs: dict[str, str] | None = None,
 ) -> dict:
     """Stage what the runs need and say what moved: a second push of unchanged files is 0 B."""
-    where = stage_inputs(device, model_dir, model, engine_dirs, tool_dirs)
+    where = stage_inputs(device, model_dirs, model, engine_dirs, tool_dirs)
     log.info(
         "pushed %d bytes to %s, %d files already there",
         device.bytes_pushed,

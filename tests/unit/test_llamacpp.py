@@ -1,0 +1,216 @@
+"""The llama.cpp kind (the control engine): its llama-bench parser on real captures, its source
+pin, its GGUF converter's pre-tokenizer registration, its config checks and its validity checks.
+The build and the runs themselves are exercised for real by tests/workflow/test_control.py."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+import yaml
+
+from mnnrepro.analysis.validity import switch_checks
+from mnnrepro.build.llamacpp import changelog_names
+from mnnrepro.build.records import engine_key
+from mnnrepro.config import ConfigError, check
+from mnnrepro.engines.llamacpp import (
+    LlamaBenchParseError,
+    LlamaCppEngine,
+    kleidiai_lines,
+    parse_output,
+    sme_selected,
+)
+from mnnrepro.engines.registry import kind_of_record, kind_of_spec
+from mnnrepro.models.gguf_convert_main import declared_pre_tokenizer, update_script_text
+
+
+@pytest.fixture
+def captures(root):
+    return root / "tests" / "data" / "llama_bench"
+
+
+@pytest.mark.parametrize("name", ["host-x86-p64-n16-d0-64.json", "qemu-sme512-p64-n16-d0-64.json"])
+def test_llama_bench_json_gives_prefill_at_depth_0_and_decode_after_the_prompt(captures, name):
+    text = (captures / name).read_text()
+    tests = json.loads(text)
+    parsed = parse_output(text, 64, 16)
+    prefill, decode = parsed["results"]
+    # what the file says: the test with n_prompt=64 at depth 0, and n_gen=16 at depth 64
+    want = {(t["n_prompt"], t["n_gen"], t["n_depth"]): t["samples_ns"][0] for t in tests}
+    assert (prefill["phase"], prefill["tokens"], prefill["context_start"]) == ("prefill", 64, 0)
+    assert prefill["seconds"] == want[(64, 0, 0)] / 1e9
+    assert (decode["phase"], decode["tokens"], decode["context_start"]) == ("decode", 16, 64)
+    assert decode["seconds"] == want[(0, 16, 64)] / 1e9
+    assert decode["tps"] == pytest.approx(16 / decode["seconds"])
+    assert parsed["ran"]["build_commit"] == "0c1e57098" and parsed["ran"]["n_threads"] == 2
+    assert len(parsed["tests"]) == 4  # the two unused combinations are kept in the record
+
+
+def test_llama_bench_output_without_the_asked_test_is_refused_naming_it(captures):
+    text = (captures / "host-x86-p64-n16-d0-64.json").read_text()
+    with pytest.raises(LlamaBenchParseError, match="0 decode tests with n_prompt=0, n_gen=32"):
+        parse_output(text, 64, 32)
+    tests = json.loads(text)
+    tests[0]["samples_ns"] = [1, 2]  # two samples: not one invocation's one measurement
+    with pytest.raises(LlamaBenchParseError, match=r"prefill test: samples_ns \[1, 2\]"):
+        parse_output(json.dumps(tests), 64, 16)
+    with pytest.raises(LlamaBenchParseError, match="no readable JSON"):
+        parse_output(text[: len(text) // 2], 64, 16)
+    with pytest.raises(LlamaBenchParseError, match="no test results"):
+        parse_output("main: error: failed to load model\n", 64, 16)
+
+
+def test_kleidiai_says_whether_it_chose_sme(captures):
+    chose = kleidiai_lines((captures / "qemu-sme512-verbose-kleidiai.txt").read_text())
+    off = kleidiai_lines((captures / "qemu-sme512-sme0-verbose-kleidiai.txt").read_text())
+    assert sme_selected(chose) and not sme_selected(off)
+    assert "kleidiai: primary q4 kernel feature SME2" in chose
+    assert "kleidiai: SME disabled" in off
+
+
+def test_the_bench_command_asks_for_what_the_parser_checks():
+    engine = LlamaCppEngine({"engine": "llama"}, {"engines": {"llama": "/d/e"}})
+    argv, env = engine.bench_command(
+        None,
+        "/d/m/model.gguf",
+        {"thread_num": 4},
+        {"prompt_tokens": 512, "generate_tokens": 128},
+        "o",
+    )
+    assert argv[0] == "/d/e/llama-bench" and env == {"LD_LIBRARY_PATH": "/d/e"}
+    args = dict(zip(argv[1::2], argv[2::2], strict=True))
+    assert args == {
+        "-m": "/d/m/model.gguf",
+        "-p": "512",
+        "-n": "128",
+        "-d": "0,512",
+        "-t": "4",
+        "-r": "1",
+        "-o": "json",
+    }
+    assert engine.asked == (512, 128)
+
+
+def test_the_sdist_pin_must_name_the_commit_its_changelog_names(tmp_path):
+    (tmp_path / "CHANGELOG.md").write_text(
+        "# Changelog\n\n## [Unreleased]\n\n## [0.3.36]\n\n"
+        "- feat: update llama.cpp to ggml-org/llama.cpp@0c1e57098\n\n"
+        "## [0.3.35]\n\n- feat: update llama.cpp to ggml-org/llama.cpp@4df29be4f\n"
+    )
+    assert changelog_names(tmp_path, "0.3.36", "0c1e57098")
+    assert changelog_names(tmp_path, "0.3.36", "0c1e570")  # a shorter prefix of it
+    assert not changelog_names(tmp_path, "0.3.36", "4df29be4f")  # the previous release's
+    assert not changelog_names(tmp_path, "0.3.37", "0c1e57098")  # no such release
+
+
+def test_only_a_declared_gpt2_byte_level_pre_tokenizer_is_registered(tmp_path):
+    def declared(pre):
+        (tmp_path / "tokenizer.json").write_text(json.dumps({"pre_tokenizer": pre}))
+        return declared_pre_tokenizer(tmp_path)
+
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True}
+    assert declared({**byte_level, "use_regex": True}) == "gpt-2"
+    assert declared({**byte_level, "use_regex": False}) is None  # another split
+    assert declared({"type": "Metaspace", "replacement": "▁"}) is None
+    assert declared(None) is None
+    (tmp_path / "convert_hf_to_gguf_update.py").write_text("import os\nCHK_TXT = 'a\\nb'\n")
+    assert update_script_text(tmp_path) == "a\nb"
+
+
+@pytest.fixture
+def control_config(root):
+    return yaml.safe_load((root / "tests" / "workflow" / "config-control.yaml").read_text())
+
+
+def test_the_control_config_is_valid_and_its_mistakes_name_the_key(control_config):
+    check(control_config)
+    no_source = copy.deepcopy(control_config)
+    del no_source["llamacpp"]
+    with pytest.raises(ConfigError, match=r"config key `llamacpp`: engines \['llama'\]"):
+        check(no_source)
+    downloaded = copy.deepcopy(control_config)
+    downloaded["models"]["synth-tiny"] = {"modelscope": {"id": "a/b", "revision": "c" * 40}}
+    with pytest.raises(ConfigError, match=r"config key `models`: \['synth-tiny'\]"):
+        check(downloaded)
+    kleidiai = copy.deepcopy(control_config)
+    kleidiai["engines"]["llama"]["llamacpp"]["flags"] = {"GGML_CPU_KLEIDIAI": True}
+    with pytest.raises(ConfigError, match=r"config key `llamacpp\.kleidiai`"):
+        check(kleidiai)
+
+
+def test_llama_engine_keys_follow_their_own_source_tree(control_config):
+    spec = control_config["engines"]["llama"]
+    key = engine_key("llama", spec, control_config, "llamacpp", "llamacpp")
+    other = copy.deepcopy(control_config)
+    other["llamacpp"]["source"]["sdist"]["sha256"] = "0" * 64
+    assert key != engine_key("llama", spec, other, "llamacpp", "llamacpp")
+    mnn_moved = {**control_config, "mnn": {"source": {"archive": "file:///x", "sha256": "1" * 64}}}
+    assert key == engine_key("llama", spec, mnn_moved, "llamacpp", "llamacpp")
+    assert kind_of_spec(spec) is LlamaCppEngine and kind_of_record({"kind": "llamacpp"}) is (
+        LlamaCppEngine
+    )
+
+
+def record(arch="aarch64", count=145, engine="llama"):
+    return {
+        "engine": engine,
+        "kind": "llamacpp",
+        "target_arch": arch,
+        "sme": {"kleidiai_sme_function_count": count},
+        "files": [],
+    }
+
+
+VARIANTS = {
+    "off": {"engine": "llama", "env": {"GGML_KLEIDIAI_SME": "0"}},
+    "on": {"engine": "llama", "env": {}},
+}
+
+
+def answers(sme_on: bool, sme_off: bool) -> dict:
+    line = {True: "kleidiai: SME enabled", False: "kleidiai: SME disabled"}
+    return {
+        "off": {"engine": {"device_supports": line[sme_off], "kleidiai_sme": sme_off}},
+        "on": {"engine": {"device_supports": line[sme_on], "kleidiai_sme": sme_on}},
+    }
+
+
+def passed(checks):
+    return {c["name"].split(" (")[0]: c["passed"] for c in checks}
+
+
+def test_the_switch_pair_passes_only_with_one_binary_the_switch_and_the_kernels():
+    sme2 = {"sme2": True}
+    good = switch_checks(answers(True, False), ("off", "on"), record(), record(), VARIANTS, sme2)
+    assert all(c["passed"] for c in good) and len(good) == 3
+    # the switch not set in the baseline: both variants would run the SME kernels
+    unswitched = {**VARIANTS, "off": {"engine": "llama", "env": {}}}
+    bad = switch_checks(answers(True, True), ("off", "on"), record(), record(), unswitched, sme2)
+    assert [c["passed"] for c in bad] == [False, True, False]
+    # an arm64 build without KleidiAI's SME kernels (GGML_CPU_KLEIDIAI off)
+    none = switch_checks(
+        answers(False, False), ("off", "on"), record(count=0), record(count=0), VARIANTS, sme2
+    )
+    assert [c["passed"] for c in none] == [True, False, False]
+    # two different binaries are not the switch pair
+    other = record(engine="llama2")
+    two = switch_checks(answers(True, False), ("off", "on"), other, record(), VARIANTS, sme2)
+    assert not two[0]["passed"]
+
+
+def test_on_x86_the_switch_pair_expects_no_kernels_and_no_run_time_choice():
+    x86 = record(arch="x86_64", count=0)
+    checks = switch_checks(
+        answers(False, False), ("off", "on"), x86, x86, VARIANTS, {"sme2": False}
+    )
+    assert [c["passed"] for c in checks] == [True, True]  # no run-time check without SME2
+    wrong = switch_checks(
+        answers(False, False),
+        ("off", "on"),
+        record(arch="x86_64"),
+        record(arch="x86_64"),
+        VARIANTS,
+        {"sme2": False},
+    )
+    assert not wrong[1]["passed"]  # SME kernels in an x86 build: something else was built

@@ -1,0 +1,11 @@
+from pathlib import Path
+
+from mnnrepro.build.llamacpp import provide_source
+from mnnrepro.files import write_json
+from mnnrepro.logs import log_to
+
+log_to(snakemake.log[0])
+receipt = provide_source(
+    snakemake.params.source, snakemake.params.kleidiai, Path(snakemake.output.receipt).parent
+)
+write_json(snakemake.output.receipt, receipt)

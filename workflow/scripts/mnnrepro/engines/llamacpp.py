@@ -1,0 +1,267 @@
+"""The llama.cpp kind, the control engine: `llama-bench` of a build of ours on the GGUF model
+(Q4_0, the type KleidiAI's kernels take), one invocation per repetition (`-r 1`, llama-bench's
+own warm-up run first), its JSON output (`-o json`) parsed into the same raw records as MNN's;
+its correctness gate runs `llama_greedy`, built against the same engine's libllama.
+
+One invocation runs `-p P -n N -d 0,P`: llama-bench crosses depths with tests, so it measures
+prefill of P tokens at depth 0 (the MNN path's prefill) and decode of N tokens after a P-token
+context (the MNN path's decode, `-kv true`), plus the two other combinations, which the raw
+record keeps and the analysis does not use.
+
+KleidiAI's SME kernels are chosen at run time; `GGML_KLEIDIAI_SME=0` turns them off in the same
+binary. ggml logs the choice (`kleidiai: ...` lines on stderr), which the records keep as the
+engine's feature line.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+
+from mnnrepro.build import llamacpp, tools
+from mnnrepro.build.kernels import can_have_sme2
+from mnnrepro.config import with_runtime_defaults
+from mnnrepro.engines.base import (
+    GATE_TOP_K,
+    BenchError,
+    EngineKind,
+    command_record,
+    crashed_answer,
+    fetch_text,
+    files_of,
+)
+
+MODEL_FILE = "model.gguf"  # in results/models/<model>/gguf/
+SME_SWITCH = "GGML_KLEIDIAI_SME"  # "0": KleidiAI's SME kernels off, the same binary
+KLEIDIAI_LINE = "kleidiai:"
+
+
+class LlamaBenchParseError(BenchError, ValueError):
+    pass
+
+
+SYSTEM_INFO = "system_info:"  # llama_greedy prints llama_print_system_info() so
+
+
+def kleidiai_lines(text: str) -> list[str]:
+    """ggml's KleidiAI log lines: which kernels it chose for this CPU (and whether SME)."""
+    return [ln.strip() for ln in text.splitlines() if KLEIDIAI_LINE in ln]
+
+
+def feature_lines(text: str) -> list[str]:
+    """What the engine said about the CPU: ggml's system info and KleidiAI's choices."""
+    return [ln.strip() for ln in text.splitlines() if ln.startswith(SYSTEM_INFO)][:1] + (
+        kleidiai_lines(text)
+    )
+
+
+def sme_selected(lines: list[str]) -> bool:
+    """Whether ggml says it enabled KleidiAI's SME kernels."""
+    return any("SME enabled" in ln for ln in lines)
+
+
+def parse_output(stdout: str, prompt_tokens: int, generate_tokens: int) -> dict:
+    """llama-bench -o json: the prefill test (P tokens, depth 0) and the decode test (N tokens
+    after P), one sample each; anything else missing or malformed is an error naming it."""
+    start = stdout.find("[")
+    try:
+        tests = json.loads(stdout[start:]) if start >= 0 else None
+    except json.JSONDecodeError as err:
+        raise LlamaBenchParseError(f"llama-bench printed no readable JSON: {err}") from None
+    if not isinstance(tests, list) or not tests:
+        raise LlamaBenchParseError("llama-bench printed no test results (expected a JSON list)")
+
+    def one(n_prompt: int, n_gen: int, n_depth: int, phase: str) -> dict:
+        found = [
+            t
+            for t in tests
+            if (t.get("n_prompt"), t.get("n_gen"), t.get("n_depth")) == (n_prompt, n_gen, n_depth)
+        ]
+        if len(found) != 1:
+            raise LlamaBenchParseError(
+                f"llama-bench: {len(found)} {phase} tests with n_prompt={n_prompt}, "
+                f"n_gen={n_gen}, n_depth={n_depth} (expected 1)"
+            )
+        test = found[0]
+        samples = test.get("samples_ns") or []
+        if len(samples) != 1 or not samples[0] or samples[0] <= 0:
+            raise LlamaBenchParseError(f"llama-bench {phase} test: samples_ns {samples!r}")
+        tokens = n_prompt or n_gen
+        seconds = samples[0] / 1e9
+        return {
+            "phase": phase,
+            "tokens": tokens,
+            "seconds": seconds,
+            "tps": tokens / seconds,
+            "context_start": n_depth,
+        }
+
+    results = [
+        one(prompt_tokens, 0, 0, "prefill"),
+        one(0, generate_tokens, prompt_tokens, "decode"),
+    ]
+    first = tests[0]
+    ran = {
+        key: first.get(key)
+        for key in (
+            "build_commit",
+            "n_threads",
+            "n_batch",
+            "n_ubatch",
+            "type_k",
+            "type_v",
+            "flash_attn",
+            "model_type",
+            "model_size",
+            "cpu_info",
+        )
+    }
+    return {"results": results, "ran": ran, "tests": tests}
+
+
+class LlamaCppEngine(EngineKind):
+    kind = "llamacpp"
+    config_key = "llamacpp"
+    record_name = "build.json"
+    from_source = True
+    model_format = "gguf"
+    source_section = "llamacpp"
+    sme_switch = SME_SWITCH
+
+    def __init__(self, record: dict, receipt: dict):
+        self.record = record
+        self.dir = receipt["engines"][record["engine"]]
+
+    @classmethod
+    def build(cls, name, source, spec, build_dir, out_dir, log_file, ndk, jobs) -> dict:
+        return llamacpp.build_engine(name, source, spec, build_dir, out_dir, log_file, ndk, jobs)
+
+    @classmethod
+    def build_gate_tool(cls, record, source, engine_dir, build_dir, out_dir, log_file) -> dict:
+        return tools.build_llama_gate_tool(record, source, engine_dir, build_dir, out_dir, log_file)
+
+    @classmethod
+    def identity(cls, record: dict) -> dict:
+        source = record.get("source", {})
+        return {
+            "kind": cls.kind,
+            "platform": record["platform"],
+            "flags": record.get("flags", {}),
+            "commit": source.get("commit"),
+            "kleidiai": source.get("kleidiai", {}).get("version"),
+            "dirty": source.get("dirty", False),
+            "files": files_of(record),
+        }
+
+    @classmethod
+    def device_files(cls, record: dict, receipt: dict) -> dict[str, str]:
+        base = receipt["engines"][record["engine"]]
+        return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}
+
+    @classmethod
+    def sme2_impossible(cls, record: dict) -> bool:
+        return not can_have_sme2(record)
+
+    @classmethod
+    def model_path(cls, receipt: dict) -> str:
+        return posixpath.join(receipt["models"][cls.model_format], MODEL_FILE)
+
+    def library_env(self) -> dict:
+        return {"LD_LIBRARY_PATH": self.dir}
+
+    def bench_command(self, device, model: str, runtime: dict, bench: dict, out: str):
+        threads = with_runtime_defaults(runtime)["thread_num"]
+        prompt, generate = bench["prompt_tokens"], bench["generate_tokens"]
+        self.asked = (prompt, generate)  # what read_bench must find in the output
+        argv = [
+            posixpath.join(self.dir, "llama-bench"),
+            "-m",
+            model,
+            "-p",
+            str(prompt),
+            "-n",
+            str(generate),
+            "-d",
+            f"0,{prompt}",
+            "-t",
+            str(threads),
+            "-r",
+            "1",
+            "-o",
+            "json",
+        ]
+        return argv, self.library_env()
+
+    def read_bench(self, device, result, out: str) -> dict:
+        parsed = parse_output(result.stdout, *self.asked)
+        lines = [f"cpu_info: {parsed['ran']['cpu_info']}", *kleidiai_lines(result.stderr)]
+        return {
+            "kind": "bench",
+            "warmup": 1,  # llama-bench runs each test once unmeasured first
+            "ran": parsed["ran"],
+            "results": parsed["results"],
+            "engine": {
+                "device_supports": "; ".join(lines),
+                "kleidiai_sme": sme_selected(lines),
+                "tool": "llama-bench",
+                "version": self.record.get("version"),
+            },
+            "llama_bench_tests": parsed["tests"],
+        }
+
+    def greedy(
+        self,
+        device,
+        receipt: dict,
+        runtime: dict,
+        prompts: list[str],
+        max_new_tokens: int,
+        timeout: float,
+        env: dict | None = None,
+        prompt_tokens: int = 512,
+        forced: list[list[int]] | None = None,
+    ) -> dict:
+        """llama_greedy (against this engine's libllama) per prompt, with llama-bench's
+        context settings and the variant's threads: token ids, top-k logits per step."""
+        tool = posixpath.join(receipt["gate_tools"][self.record["engine"]], "llama_greedy")
+        threads = with_runtime_defaults(runtime)["thread_num"]
+        answers, lines = [], []
+        for i, prompt in enumerate(prompts):  # one process per prompt: a crash is its prompt's
+            prompt_path, out = device.scratch(f"prompt-{i}.txt"), device.scratch(f"greedy-{i}.json")
+            device.put_text(prompt + "\n", prompt_path)
+            argv = [tool, self.model_path(receipt), prompt_path, str(max_new_tokens), out]
+            argv += [str(threads), str(GATE_TOP_K)]
+            if forced is not None:
+                forced_path = device.scratch(f"forced-{i}.txt")
+                device.put_text(" ".join(map(str, forced[i])) + "\n", forced_path)
+                argv.append(forced_path)
+            run_env = {**(env or {}), **self.library_env()}
+            result = device.run(argv, timeout=timeout, env=run_env)
+            command = command_record(argv, run_env, result)
+            if not result.ok:
+                answers.append({**crashed_answer(device, prompt, argv, result), "command": command})
+                continue
+            answer = json.loads(fetch_text(device, out))["answers"][0]
+            answers.append(
+                {
+                    "prompt": prompt,
+                    "tokens": answer["tokens"],
+                    "steps": answer["steps"],
+                    "prompt_tokens": answer["prompt_tokens"],
+                    **({"forced_tokens": answer["forced_tokens"]} if forced is not None else {}),
+                    "command": command,
+                }
+            )
+            lines = lines or feature_lines(result.stderr)
+        return {
+            "kind": "greedy",
+            "unit": "token ids",
+            "runtime": runtime,
+            "env": env or {},
+            "answers": answers,
+            "engine": {
+                "device_supports": "; ".join(lines),
+                "kleidiai_sme": sme_selected(lines),
+                "tool": "llama_greedy",
+            },
+        }
