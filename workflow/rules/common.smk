@@ -108,6 +108,10 @@ def models_from(source):
 SYNTHETIC_MODELS = models_from("synthetic")
 DOWNLOADED_MODELS = models_from("modelscope")
 EXPORTED_MODELS = models_from("export")
+# models whose original weights are downloaded from ModelScope: to export, or (beside an MNN
+# download) for the engines that convert it themselves
+CHECKPOINT_MODELS = sorted(set(EXPORTED_MODELS) | set(models_from("checkpoint")))
+CONVERTIBLE_MODELS = sorted(set(SYNTHETIC_MODELS) | set(CHECKPOINT_MODELS))
 
 
 # Rules that touch a device (the phones hang off the host Snakemake runs on), download (compute
@@ -195,7 +199,7 @@ def get_checkpoint(wildcards):
     spec = config["models"][wildcards.model]
     if "synthetic" in spec:
         return f"results/models/{wildcards.model}/hf"
-    source = spec["export"]["from"]
+    source = spec["export"]["from"] if "export" in spec else spec["checkpoint"]
     if "modelscope" in source:
         return f"resources/checkpoints/{wildcards.model}"
     return source["path"]

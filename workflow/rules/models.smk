@@ -15,6 +15,7 @@ rule fetch_modelscope_model:
         "../../envs/export.yaml"
     params:
         spec=get_model_spec,
+        route="model",
         cache="resources/modelscope",
     message:
         "Downloading model {wildcards.model} from ModelScope (pinned revision, verified hashes)"
@@ -29,12 +30,13 @@ rule fetch_modelscope_checkpoint:
     log:
         "logs/fetch_modelscope_checkpoint/{model}.log",
     wildcard_constraints:
-        model=_alternatives(EXPORTED_MODELS),
+        model=_alternatives(CHECKPOINT_MODELS),
     localrule: True  # the network is where Snakemake runs, not a compute node
     conda:
         "../../envs/export.yaml"
     params:
         spec=get_model_spec,
+        route="checkpoint",
         cache="resources/modelscope",
     message:
         "Downloading the original weights of model {wildcards.model} from ModelScope"
@@ -122,7 +124,7 @@ rule convert_gguf_model:
     benchmark:
         "logs/convert_gguf_model/{model}.benchmark.tsv"
     wildcard_constraints:
-        model=_alternatives(SYNTHETIC_MODELS + EXPORTED_MODELS),
+        model=_alternatives(CONVERTIBLE_MODELS),
     conda:
         "../../envs/export.yaml"
     resources:

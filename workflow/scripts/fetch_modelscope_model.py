@@ -7,9 +7,12 @@ from mnnrepro.models.modelscope import fetch_model
 
 log_to(snakemake.log[0])
 spec = snakemake.params.spec
-repo = spec["modelscope"] if "modelscope" in spec else spec["export"]["from"]["modelscope"]
+if snakemake.params.route == "model":  # an MNN export, used as downloaded
+    repo = spec["modelscope"]
+else:  # the original weights: to export, or for the engines that convert the model themselves
+    repo = (spec["export"]["from"] if "export" in spec else spec["checkpoint"])["modelscope"]
 manifest = fetch_model(repo, snakemake.params.cache, snakemake.output[0], snakemake.wildcards.model)
-if "modelscope" in spec:  # an MNN model, used as downloaded: it must be loadable
+if snakemake.params.route == "model":  # it must be loadable
     missing = missing_files(Path(snakemake.output[0]))
     if missing:
         raise SystemExit(

@@ -174,12 +174,22 @@ def check_references(config: dict) -> None:
             "md5 or sha256)"
         )
     if llamas:  # the GGUF is converted from a transformers checkpoint
-        without = sorted(m for m, spec in config["models"].items() if "modelscope" in spec)
+        without = sorted(
+            m
+            for m, spec in config["models"].items()
+            if "modelscope" in spec and "checkpoint" not in spec
+        )
         if without:
             problems.append(
                 f"config key `models`: {without} are MNN exports downloaded as they are; the "
-                f"llama.cpp engines {sorted(llamas)} need a model with a transformers "
-                "checkpoint (`synthetic`, or `export` from ModelScope or a local path)"
+                f"llama.cpp engines {sorted(llamas)} need the transformers checkpoint "
+                "(`synthetic`, `export`, or `checkpoint.modelscope` beside `modelscope`)"
+            )
+    for m, spec in config["models"].items():
+        if "checkpoint" in spec and "modelscope" not in spec:
+            problems.append(
+                f"config key `models.{m}.checkpoint`: only for a `modelscope` model (the others "
+                "are converted from their own checkpoint)"
             )
     builds = {**builds, **llamas}
     android = sorted(n for n, b in builds.items() if b["platform"] == "android-arm64")
