@@ -84,7 +84,10 @@ LLAMACPP_SOURCE_RECEIPT = SOURCE_RECEIPTS["llamacpp"]
 QUANTIZER_DIR = f"results/tools/llama-quantize-{source_key(config, 'llamacpp')}"
 # The correctness gate's token-id tool, built per engine: its sources are a parameter of
 # its rule, so an edit rebuilds the tool (not MNN).
-GATE_TOOL_CODE = code_digest(SCRIPTS / "mnnrepro/build/greedy_tool", ("*.cpp", "*.txt"))
+GATE_TOOL_CODE = "".join(
+    code_digest(SCRIPTS / "mnnrepro/build" / tool, ("*.cpp", "*.hpp", "*.txt"))
+    for tool in ("greedy_tool", "llama_gate_tool", "gate_common")
+)
 
 
 # The bandwidth probe's sources, a parameter of its rule: an edit rebuilds the probe.

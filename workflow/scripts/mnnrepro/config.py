@@ -176,7 +176,7 @@ def check_references(config: dict) -> None:
     if llamas:  # the GGUF is converted from a transformers checkpoint
         without = sorted(
             m
-            for m, spec in config["models"].items()
+            for m, spec in config.get("models", {}).items()
             if "modelscope" in spec and "checkpoint" not in spec
         )
         if without:
@@ -185,7 +185,7 @@ def check_references(config: dict) -> None:
                 f"llama.cpp engines {sorted(llamas)} need the transformers checkpoint "
                 "(`synthetic`, `export`, or `checkpoint.modelscope` beside `modelscope`)"
             )
-    for m, spec in config["models"].items():
+    for m, spec in config.get("models", {}).items():
         if "checkpoint" in spec and "modelscope" not in spec:
             problems.append(
                 f"config key `models.{m}.checkpoint`: only for a `modelscope` model (the others "

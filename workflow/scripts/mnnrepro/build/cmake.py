@@ -189,6 +189,25 @@ def target_arch(platform_name: str) -> str:
     return TARGET_ARCH.get(platform_name) or platform.machine()
 
 
+def build_record(
+    engine: str, kind: str, spec: dict, source: dict, ndk, build_dir, cmd: list[str]
+) -> dict:
+    """What every build.json says first: the engine, its kind and platform, the source it was
+    built from, the toolchain and the configure command."""
+    return {
+        "engine": engine,
+        "kind": kind,
+        "platform": spec["platform"],
+        "target_arch": target_arch(spec["platform"]),
+        "version": source.get("commit") or "unknown",
+        "pin": f"{source['kind']}:{source.get('commit')}",
+        "source": source,
+        "ndk": ndk,
+        "compiler": compiler(build_dir),
+        "cmake_command": cmd,
+    }
+
+
 def build_engine(
     engine: str,
     source: dict,
@@ -230,16 +249,7 @@ def build_engine(
     kernels = sme2_kernels(engine_dir, **disassembly_tools(spec, ndk))
     check_expectation(engine, kernels, spec.get("expect", {}))
     return {
-        "engine": engine,
-        "kind": "build",
-        "platform": spec["platform"],
-        "target_arch": target_arch(spec["platform"]),
-        "version": source.get("commit") or "unknown",
-        "pin": f"{source['kind']}:{source.get('commit')}",
-        "source": source,
-        "ndk": ndk,
-        "compiler": compiler(build_dir),
-        "cmake_command": cmd,
+        **build_record(engine, "build", spec, source, ndk, build_dir, cmd),
         "cmake_cache": cmake_cache(build_dir),
         "flags": {k: flag_text(v) for k, v in sorted(flags.items())},
         "sme2": kernels,

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from mnnrepro.build import BuildError
 from mnnrepro.build.cmake import (
+    build_record,
     cmake_cache,
     compiler,
     configure_command,
     platform_args,
     run_logged,
-    target_arch,
     unused_flags,
 )
 from mnnrepro.build.kernels import disassembly_tools, sme2_kernels
@@ -195,16 +195,7 @@ def build_engine(
     collect(build_dir, engine_dir, ENGINE_TARGETS)
     flags = {**BASE_FLAGS, **spec.get("flags", {})}
     return {
-        "engine": engine,
-        "kind": "llamacpp",
-        "platform": spec["platform"],
-        "target_arch": target_arch(spec["platform"]),
-        "version": source["commit"],
-        "pin": f"{source['kind']}:{source['commit']}",
-        "source": source,
-        "ndk": ndk,
-        "compiler": compiler(build_dir),
-        "cmake_command": cmd,
+        **build_record(engine, "llamacpp", spec, source, ndk, build_dir, cmd),
         "cmake_cache": cmake_cache(build_dir, ("GGML_", "LLAMA_", "FETCHCONTENT_SOURCE_DIR")),
         "flags": {k: flag_text(v) for k, v in sorted(flags.items())},
         "sme": kleidiai_kernels(engine_dir, {**spec, "engine": engine}, ndk),

@@ -14,6 +14,7 @@ from mnnrepro.files import file_table, sha256_file
 
 GATE_TOOL_SOURCE = Path(__file__).with_name("greedy_tool")
 LLAMA_GATE_TOOL_SOURCE = Path(__file__).with_name("llama_gate_tool")
+GATE_COMMON = Path(__file__).with_name("gate_common")  # what both gate tools include
 PROBE_SOURCE = Path(__file__).with_name("bandwidth_probe")
 
 
@@ -27,10 +28,12 @@ def build_tool(
     log_file,
     language: str = "CXX",
     toolchain=platform_args,
+    shared: Path | None = None,
 ) -> dict:
     """Configure and build the CMake project at source for the platform of the engine that
     record describes (a prebuilt engine: this host) with that engine's toolchain arguments,
-    and copy its program `name` to out_dir."""
+    and copy its program `name` to out_dir. shared: a directory of sources it includes (its
+    files are recorded with the tool's own)."""
     ndk = (record.get("ndk") or {}).get("path")
     cmd = configure_command(
         str(source), build_dir, cache, toolchain(record.get("platform", "host"), ndk)
@@ -44,7 +47,11 @@ def build_tool(
         "tool": name,
         "engine": record["engine"],
         "platform": record.get("platform", "host"),
-        "source_sha256": {p.name: sha256_file(p) for p in sorted(source.iterdir())},
+        "source_sha256": {
+            p.name: sha256_file(p)
+            for p in sorted([*source.iterdir(), *(shared.iterdir() if shared else [])])
+            if p.is_file()
+        },
         "compiler": compiler(build_dir, language),
         "cmake_command": cmd,
         "files": file_table(out),
@@ -60,7 +67,16 @@ def build_gate_tool(
     if not libs:
         raise BuildError(f"{engine_dir}: no shared library to link the gate tool against")
     cache = {"MNN_SOURCE": source["path"], "MNN_LIBS": ";".join(libs)}
-    built = build_tool(GATE_TOOL_SOURCE, "mnn_greedy", record, cache, build_dir, out_dir, log_file)
+    built = build_tool(
+        GATE_TOOL_SOURCE,
+        "mnn_greedy",
+        record,
+        cache,
+        build_dir,
+        out_dir,
+        log_file,
+        shared=GATE_COMMON,
+    )
     return {**built, "linked": [Path(lib).name for lib in libs]}
 
 
@@ -84,6 +100,7 @@ def build_llama_gate_tool(
         out_dir,
         log_file,
         toolchain=cross_args,
+        shared=GATE_COMMON,
     )
     return {**built, "linked": [Path(lib).name for lib in libs]}
 

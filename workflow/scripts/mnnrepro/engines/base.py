@@ -13,6 +13,7 @@ gate (`greedy`). Rules, staging, identity, verdict and validity ask the kind
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 from pathlib import Path
@@ -136,6 +137,40 @@ def crashed_answer(device, prompt: str, argv: list[str], result) -> dict:
         raise BenchError("greedy run failed:\n$ " + " ".join(argv) + "\n" + result.stderr[-4000:])
     log.warning("%s crashed on prompt %r: %s", device.name, prompt, last)
     return {"prompt": prompt, "tokens": [], "crashed": last}
+
+
+def tool_answers(device, prompts, forced, argv_of, env: dict, timeout: float):
+    """A gate tool's answers (token ids, top-k logits per step), one process per prompt so
+    that a crash is its prompt's. argv_of(prompt file, output file, forced-tokens file or None)
+    gives the tool's command line; env is the whole environment it runs with. Returns the
+    answers and the first successful run's result (whose output names the engine's features)."""
+    answers, first = [], None
+    for i, prompt in enumerate(prompts):
+        prompt_path, out = device.scratch(f"prompt-{i}.txt"), device.scratch(f"greedy-{i}.json")
+        device.put_text(prompt + "\n", prompt_path)
+        forced_path = None
+        if forced is not None:
+            forced_path = device.scratch(f"forced-{i}.txt")
+            device.put_text(" ".join(map(str, forced[i])) + "\n", forced_path)
+        argv = argv_of(prompt_path, out, forced_path)
+        result = device.run(argv, timeout=timeout, env=env)
+        command = command_record(argv, env, result)
+        if not result.ok:
+            answers.append({**crashed_answer(device, prompt, argv, result), "command": command})
+            continue
+        answer = json.loads(fetch_text(device, out))["answers"][0]
+        answers.append(
+            {
+                "prompt": prompt,
+                "tokens": answer["tokens"],
+                "steps": answer["steps"],
+                "prompt_tokens": answer["prompt_tokens"],
+                **({"forced_tokens": answer["forced_tokens"]} if forced is not None else {}),
+                "command": command,
+            }
+        )
+        first = first or result
+    return answers, first
 
 
 def fetch_text(device, path: str) -> str:

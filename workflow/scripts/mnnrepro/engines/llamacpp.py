@@ -21,15 +21,7 @@ import posixpath
 from mnnrepro.build import llamacpp, tools
 from mnnrepro.build.kernels import can_have_sme2
 from mnnrepro.config import with_runtime_defaults
-from mnnrepro.engines.base import (
-    GATE_TOP_K,
-    BenchError,
-    EngineKind,
-    command_record,
-    crashed_answer,
-    fetch_text,
-    files_of,
-)
+from mnnrepro.engines.base import GATE_TOP_K, BenchError, EngineKind, files_of, tool_answers
 
 MODEL_FILE = "model.gguf"  # in results/models/<model>/gguf/
 SME_SWITCH = "GGML_KLEIDIAI_SME"  # "0": KleidiAI's SME kernels off, the same binary
@@ -225,34 +217,14 @@ class LlamaCppEngine(EngineKind):
         context settings and the variant's threads: token ids, top-k logits per step."""
         tool = posixpath.join(receipt["gate_tools"][self.record["engine"]], "llama_greedy")
         threads = with_runtime_defaults(runtime)["thread_num"]
-        answers, lines = [], []
-        for i, prompt in enumerate(prompts):  # one process per prompt: a crash is its prompt's
-            prompt_path, out = device.scratch(f"prompt-{i}.txt"), device.scratch(f"greedy-{i}.json")
-            device.put_text(prompt + "\n", prompt_path)
+
+        def argv_of(prompt_path: str, out: str, forced_path: str | None) -> list[str]:
             argv = [tool, self.model_path(receipt), prompt_path, str(max_new_tokens), out]
-            argv += [str(threads), str(GATE_TOP_K)]
-            if forced is not None:
-                forced_path = device.scratch(f"forced-{i}.txt")
-                device.put_text(" ".join(map(str, forced[i])) + "\n", forced_path)
-                argv.append(forced_path)
-            run_env = {**(env or {}), **self.library_env()}
-            result = device.run(argv, timeout=timeout, env=run_env)
-            command = command_record(argv, run_env, result)
-            if not result.ok:
-                answers.append({**crashed_answer(device, prompt, argv, result), "command": command})
-                continue
-            answer = json.loads(fetch_text(device, out))["answers"][0]
-            answers.append(
-                {
-                    "prompt": prompt,
-                    "tokens": answer["tokens"],
-                    "steps": answer["steps"],
-                    "prompt_tokens": answer["prompt_tokens"],
-                    **({"forced_tokens": answer["forced_tokens"]} if forced is not None else {}),
-                    "command": command,
-                }
-            )
-            lines = lines or feature_lines(result.stderr)
+            return argv + [str(threads), str(GATE_TOP_K)] + ([forced_path] if forced_path else [])
+
+        run_env = {**(env or {}), **self.library_env()}
+        answers, first = tool_answers(device, prompts, forced, argv_of, run_env, timeout)
+        lines = feature_lines(first.stderr) if first else []
         return {
             "kind": "greedy",
             "unit": "token ids",

@@ -15,14 +15,7 @@ from mnnrepro.build import cmake, tools
 from mnnrepro.build.kernels import can_have_sme2
 from mnnrepro.config import with_runtime_defaults
 from mnnrepro.engines import llmbench
-from mnnrepro.engines.base import (
-    GATE_TOP_K,
-    EngineKind,
-    command_record,
-    crashed_answer,
-    fetch_text,
-    files_of,
-)
+from mnnrepro.engines.base import GATE_TOP_K, EngineKind, fetch_text, files_of, tool_answers
 
 LEVELS = {"normal": 0, "high": 1, "low": 2}  # llm_bench's -c, --memory and --power codes
 
@@ -151,33 +144,14 @@ class BuiltEngine(EngineKind):
             ),
             config_path,
         )
-        answers, printed = [], ""
-        for i, prompt in enumerate(prompts):  # one process per prompt: a crash is its prompt's
-            prompt_path, out = device.scratch(f"prompt-{i}.txt"), device.scratch(f"greedy-{i}.json")
-            device.put_text(prompt + "\n", prompt_path)
+
+        def argv_of(prompt_path: str, out: str, forced_path: str | None) -> list[str]:
             argv = [tool, config_path, prompt_path, str(max_new_tokens), out]
-            if forced is not None:
-                forced_path = device.scratch(f"forced-{i}.txt")
-                device.put_text(" ".join(map(str, forced[i])) + "\n", forced_path)
-                argv += [str(GATE_TOP_K), forced_path]
-            run_env = {**(env or {}), **self.library_env()}
-            result = device.run(argv, timeout=timeout, env=run_env)
-            command = command_record(argv, run_env, result)
-            if not result.ok:
-                answers.append({**crashed_answer(device, prompt, argv, result), "command": command})
-                continue
-            answer = json.loads(fetch_text(device, out))["answers"][0]
-            answers.append(
-                {
-                    "prompt": prompt,
-                    "tokens": answer["tokens"],
-                    "steps": answer["steps"],
-                    "prompt_tokens": answer["prompt_tokens"],
-                    **({"forced_tokens": answer["forced_tokens"]} if forced is not None else {}),
-                    "command": command,
-                }
-            )
-            printed = printed or result.stdout
+            return argv + ([str(GATE_TOP_K), forced_path] if forced_path else [])
+
+        run_env = {**(env or {}), **self.library_env()}
+        answers, first = tool_answers(device, prompts, forced, argv_of, run_env, timeout)
+        printed = first.stdout if first else ""
         return {
             "kind": "greedy",
             "unit": "token ids",

@@ -19,53 +19,13 @@
 // written.
 #include <llama.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <numeric>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "gate_output.hpp"
+
 namespace {
-
-struct Step {
-    std::vector<std::pair<int, float>> top;  // (token id, logit), best first
-    double mean = 0.0;
-    double sd = 0.0;
-};
-
-Step describe(const float* row, int vocab, int topK) {
-    Step step;
-    std::vector<int> order(vocab);
-    std::iota(order.begin(), order.end(), 0);
-    const int k = std::min(topK, vocab);
-    // ties broken by the lower id, as an argmax over the row would
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
-        return row[a] > row[b] || (row[a] == row[b] && a < b);
-    });
-    for (int i = 0; i < k; ++i) {
-        step.top.emplace_back(order[i], row[order[i]]);
-    }
-    double sum = 0.0, squares = 0.0;
-    for (int i = 0; i < vocab; ++i) {
-        sum += row[i];
-        squares += static_cast<double>(row[i]) * row[i];
-    }
-    step.mean = sum / vocab;
-    step.sd = std::sqrt(std::max(0.0, squares / vocab - step.mean * step.mean));
-    return step;
-}
-
-void writeNumber(FILE* out, double value) {
-    if (std::isfinite(value)) {
-        std::fprintf(out, "%.9g", value);
-    } else {
-        std::fprintf(out, "null");  // JSON has no NaN/Inf: a broken kernel shows as null
-    }
-}
 
 std::vector<llama_token> tokenize(const llama_vocab* vocab, const std::string& text) {
     int n = -llama_tokenize(vocab, text.c_str(), text.size(), nullptr, 0, true, true);
@@ -88,45 +48,20 @@ int main(int argc, const char* argv[]) {
     }
     const std::string modelPath = argv[1];
     const int maxNew = std::atoi(argv[3]);
-    const std::string outPath = argv[4];
     const int threads = std::atoi(argv[5]);
     const int topK = argc > 6 ? std::atoi(argv[6]) : 8;
     if (maxNew < 1 || topK < 2 || threads < 1) {
         std::fprintf(stderr, "max_new_tokens and threads must be >= 1, top_k >= 2\n");
         return 2;
     }
-    std::vector<std::string> prompts;
-    {
-        std::ifstream in(argv[2]);
-        std::string line;
-        while (std::getline(in, line)) {
-            if (!line.empty()) {
-                prompts.push_back(line);
-            }
-        }
-    }
+    const std::vector<std::string> prompts = gate::readPrompts(argv[2]);
     if (prompts.empty()) {
         std::fprintf(stderr, "%s: no prompt\n", argv[2]);
         return 2;
     }
     std::vector<std::vector<int>> forced;  // empty: free-running greedy
-    if (argc > 7) {
-        std::ifstream in(argv[7]);
-        std::string line;
-        while (std::getline(in, line)) {
-            std::istringstream words(line);
-            std::vector<int> ids;
-            int id = 0;
-            while (words >> id) {
-                ids.push_back(id);
-            }
-            forced.push_back(ids);
-        }
-        if (forced.size() != prompts.size()) {
-            std::fprintf(stderr, "%s: %zu token lines for %zu prompts\n", argv[7], forced.size(),
-                         prompts.size());
-            return 2;
-        }
+    if (argc > 7 && !gate::readForced(argv[7], prompts.size(), forced)) {
+        return 2;
     }
     llama_backend_init();
     // the engine's feature line: what ggml was built with and found (`SME = 1` on an SME CPU)
@@ -140,13 +75,11 @@ int main(int argc, const char* argv[]) {
     }
     const llama_vocab* vocab = llama_model_get_vocab(model);
     const int nVocab = llama_vocab_n_tokens(vocab);
-    const std::string partPath = outPath + ".part";
-    FILE* out = std::fopen(partPath.c_str(), "w");
-    if (out == nullptr) {
-        std::fprintf(stderr, "%s: cannot write\n", partPath.c_str());
+    gate::Writer out(argv[4], "llama_greedy", topK);
+    if (!out.ok()) {
+        std::fprintf(stderr, "%s.part: cannot write\n", argv[4]);
         return 4;
     }
-    std::fprintf(out, "{\"tool\": \"llama_greedy\", \"top_k\": %d, \"answers\": [", topK);
     for (size_t p = 0; p < prompts.size(); ++p) {
         std::vector<llama_token> ids = tokenize(vocab, prompts[p]);
         const bool teacher = !forced.empty();
@@ -162,7 +95,7 @@ int main(int argc, const char* argv[]) {
         cparams.type_v = GGML_TYPE_F16;
         llama_context* ctx = llama_init_from_model(model, cparams);  // a fresh context per prompt
         std::vector<int> tokens;
-        std::vector<Step> steps;
+        std::vector<gate::Step> steps;
         if (ctx != nullptr && !ids.empty()) {
             int status = llama_decode(ctx, llama_batch_get_one(ids.data(), ids.size()));
             while (status == 0) {
@@ -170,7 +103,7 @@ int main(int argc, const char* argv[]) {
                 if (row == nullptr) {
                     break;
                 }
-                steps.push_back(describe(row, nVocab, topK));
+                steps.push_back(gate::describe(row, nVocab, topK));
                 tokens.push_back(steps.back().top.front().first);
                 if (static_cast<int>(tokens.size()) >= length) {
                     break;
@@ -186,40 +119,8 @@ int main(int argc, const char* argv[]) {
         if (ctx != nullptr) {
             llama_free(ctx);
         }
-        std::fprintf(out, "%s\n {\"index\": %zu, \"prompt_tokens\": %zu, \"tokens\": [",
-                     p ? "," : "", p, ids.size());
-        for (size_t i = 0; i < tokens.size(); ++i) {
-            std::fprintf(out, "%s%d", i ? ", " : "", tokens[i]);
-        }
-        std::fprintf(out, "]");
-        if (teacher) {
-            std::fprintf(out, ", \"forced_tokens\": [");
-            for (size_t i = 0; i < forced[p].size(); ++i) {
-                std::fprintf(out, "%s%d", i ? ", " : "", forced[p][i]);
-            }
-            std::fprintf(out, "]");
-        }
-        std::fprintf(out, ", \"steps\": [");
-        for (size_t i = 0; i < steps.size(); ++i) {
-            std::fprintf(out, "%s\n  {\"mean\": ", i ? "," : "");
-            writeNumber(out, steps[i].mean);
-            std::fprintf(out, ", \"sd\": ");
-            writeNumber(out, steps[i].sd);
-            std::fprintf(out, ", \"top\": [");
-            for (size_t j = 0; j < steps[i].top.size(); ++j) {
-                std::fprintf(out, "%s[%d, ", j ? ", " : "", steps[i].top[j].first);
-                writeNumber(out, steps[i].top[j].second);
-                std::fprintf(out, "]");
-            }
-            std::fprintf(out, "]}");
-        }
-        std::fprintf(out, "]}");
+        out.answer(p, ids.size(), tokens, teacher ? &forced[p] : nullptr, steps);
     }
-    std::fprintf(out, "\n]}\n");
     llama_model_free(model);
-    if (std::fclose(out) != 0 || std::rename(partPath.c_str(), outPath.c_str()) != 0) {
-        std::fprintf(stderr, "%s: cannot write\n", outPath.c_str());
-        return 4;
-    }
-    return 0;
+    return out.close() ? 0 : 4;
 }
