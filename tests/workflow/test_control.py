@@ -42,7 +42,7 @@ def test_the_control_engine_runs_beside_mnn_and_both_pairs_reach_one_report(root
     assert (llama.groupby(["variant", "phase"]).size() == 3).all()  # 3 repetitions each
     raw = sorted((out / "raw" / "host" / "synth-tiny").rglob("*.json"))
     records = [json.loads(p.read_text()) for p in raw]
-    from_llama = [r for r in records if r["engine"]["tool"] == "llama-bench"]
+    from_llama = [r for r in records if r.get("engine", {}).get("tool") == "llama-bench"]
     assert from_llama and all(
         {(x["phase"], x["tokens"], x["context_start"]) for x in r["results"]}
         == {("prefill", 32, 0), ("decode", 8, 32)}  # decode after the P-token prompt
