@@ -214,3 +214,16 @@ def test_on_x86_the_switch_pair_expects_no_kernels_and_no_run_time_choice():
         {"sme2": False},
     )
     assert not wrong[1]["passed"]  # SME kernels in an x86 build: something else was built
+
+
+def test_on_a_device_without_sme2_the_control_is_a_fallback_check_like_mnns_pair():
+    from mnnrepro.analysis.verdict import check_device_for
+
+    no_sme2 = {"device": "old-phone", "sme2": False, "cpu_features": ["asimd", "i8mm"]}
+    with pytest.raises(ValueError, match="treatment engine llama is built with SME2 kernels"):
+        check_device_for(record(), no_sme2, "fail")
+    assert check_device_for(record(), no_sme2, "fallback-check") == "fallback"
+    assert check_device_for(record(), {**no_sme2, "sme2": True}, "fail") == "claim"
+    assert check_device_for(record(arch="x86_64", count=0), no_sme2, "fail") == "equal"
+    # an arm64 build without KleidiAI's SME kernels has nothing SME2 to compare
+    assert check_device_for(record(count=0), no_sme2, "fail") == "claim"

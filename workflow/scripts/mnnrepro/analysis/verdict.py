@@ -56,9 +56,7 @@ FALLBACK_RULE = (
 
 
 def needs_sme2(engine_record: dict) -> bool:
-    return kind_of_record(engine_record).carries_sme2_kernels(engine_record) and bool(
-        engine_record.get("sme2", {}).get("sme2_kernel_count")
-    )
+    return kind_of_record(engine_record).needs_sme2(engine_record)
 
 
 def fallback_verdict(gain_low: float, gain_high: float, tolerance: float) -> str:

@@ -79,6 +79,12 @@ class EngineKind:
         return False
 
     @classmethod
+    def needs_sme2(cls, record: dict) -> bool:
+        """Whether the engine's build holds SME2 code of its own that the comparison is about:
+        on a device without SME2 the pair is then a fallback check (or refused)."""
+        return False
+
+    @classmethod
     def sme2_impossible(cls, record: dict) -> bool:
         """Whether SME2 cannot exist in this engine at all (a build for another
         architecture): the comparison then judges equality, not the claim."""

@@ -151,6 +151,10 @@ class LlamaCppEngine(EngineKind):
         return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}
 
     @classmethod
+    def needs_sme2(cls, record: dict) -> bool:
+        return bool(record.get("sme", {}).get("kleidiai_sme_function_count"))  # KleidiAI's
+
+    @classmethod
     def sme2_impossible(cls, record: dict) -> bool:
         return not can_have_sme2(record)
 

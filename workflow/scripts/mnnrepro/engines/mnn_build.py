@@ -88,6 +88,10 @@ class BuiltEngine(EngineKind):
         return True
 
     @classmethod
+    def needs_sme2(cls, record: dict) -> bool:
+        return bool(record.get("sme2", {}).get("sme2_kernel_count"))  # MNN's own SME2 kernels
+
+    @classmethod
     def sme2_impossible(cls, record: dict) -> bool:
         return not can_have_sme2(record)
 
