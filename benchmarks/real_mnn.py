@@ -175,6 +175,8 @@ def host_part(workdir: Path, mnn: dict, cores: int) -> dict:
                 "gain_ci_high",
                 "expectation",
                 "verdict",
+                "blocks_under_load",
+                "max_other_load",
             ]
         ].to_dict(orient="records"),
         "validity": validity(workdir, "host-sme2"),
@@ -201,6 +203,13 @@ def emulated_part(workdir: Path, mnn: dict, cores: int, llamacpp: dict | None) -
         "cpu_target_lines": sorted(set(table["cpu_target"].dropna())),
         "validity": validity(workdir, "emulated-paper"),
     }
+
+
+def load_text(row: dict) -> str:
+    """How many blocks ran while something else used the CPUs, as the run recorded it."""
+    if row.get("blocks_under_load") is None:
+        return "-"
+    return f"{int(row['blocks_under_load'])}/{row['n_pairs']} ({row['max_other_load']:.2f} CPUs)"
 
 
 def pct(x: float) -> str:
@@ -251,8 +260,8 @@ def markdown(result: dict) -> str:
         f"## Host comparison (config/host-sme2.yaml, whole workflow {host['workflow_cold_s']} s)",
         "",
         "| treatment vs baseline | phase | baseline tok/s | treatment tok/s | gain | 95 % CI "
-        "| expectation | verdict |",
-        "|---|---|---:|---:|---:|---|---|---|",
+        "| expectation | verdict | blocks under load (max other load) |",
+        "|---|---|---:|---:|---:|---|---|---|---|",
     ]
     for row in host["summary"]:
         lines.append(
@@ -260,7 +269,7 @@ def markdown(result: dict) -> str:
             f"{row['median_baseline_tps']:.1f} | "
             f"{row['median_treatment_tps']:.1f} | {pct(row['gain'])} | "
             f"[{pct(row['gain_ci_low'])}, {pct(row['gain_ci_high'])}] | {row['expectation']} | "
-            f"{row['verdict']} |"
+            f"{row['verdict']} | {load_text(row)} |"
         )
     lines += ["", "Validity checks:", ""]
     lines += [
