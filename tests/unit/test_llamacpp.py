@@ -227,3 +227,58 @@ def test_on_a_device_without_sme2_the_control_is_a_fallback_check_like_mnns_pair
     assert check_device_for(record(arch="x86_64", count=0), no_sme2, "fail") == "equal"
     # an arm64 build without KleidiAI's SME kernels has nothing SME2 to compare
     assert check_device_for(record(count=0), no_sme2, "fail") == "claim"
+
+
+def sdist(tmp_path, version="0.3.36", commit="0c1e57098"):
+    """A source distribution shaped like llama-cpp-python's: the vendored tree and CHANGELOG."""
+    import hashlib
+    import tarfile
+
+    top = tmp_path / "made" / f"llama_cpp_python-{version}"
+    (top / "vendor" / "llama.cpp").mkdir(parents=True)
+    (top / "vendor" / "llama.cpp" / "CMakeLists.txt").write_text("project(llama)\n")
+    (top / "CHANGELOG.md").write_text(
+        f"## [{version}]\n\n- feat: update llama.cpp to ggml-org/llama.cpp@{commit}\n"
+    )
+    archive = tmp_path / "sdist.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(top, arcname=top.name)
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    return {"version": version, "url": f"file://{archive}", "sha256": digest, "commit": commit}
+
+
+def test_the_sdist_is_verified_unpacked_and_must_name_its_commit(tmp_path):
+    from mnnrepro.build.llamacpp import provide_source
+    from mnnrepro.build.source import SourceError
+    from mnnrepro.files import FetchError
+
+    pin = sdist(tmp_path)
+    receipt = provide_source({"sdist": pin}, {}, tmp_path / "cache")
+    assert receipt["path"].endswith("llama_cpp_python-0.3.36/vendor/llama.cpp")
+    assert (receipt["kind"], receipt["commit"]) == ("sdist", "0c1e57098")
+    assert receipt["cmake_flags"] == {"LLAMA_BUILD_COMMIT": "0c1e57098"}  # no KleidiAI pinned
+    with pytest.raises(SourceError, match=r"`llamacpp\.source\.sdist\.commit`.*@4df29be4f"):
+        provide_source({"sdist": {**pin, "commit": "4df29be4f"}}, {}, tmp_path / "cache")
+    with pytest.raises(FetchError):
+        provide_source({"sdist": {**pin, "sha256": "0" * 64}}, {}, tmp_path / "other")
+    assert not (tmp_path / "other" / "sdist").exists()  # nothing unverified was unpacked
+
+
+def test_a_local_checkout_is_used_in_place_with_its_commit(tmp_path):
+    import subprocess
+
+    from mnnrepro.build.llamacpp import provide_source
+
+    tree = tmp_path / "llama.cpp"
+    tree.mkdir()
+    (tree / "CMakeLists.txt").write_text("project(llama)\n")
+    run = {"cwd": tree, "check": True, "capture_output": True}
+    subprocess.run(["git", "init", "-q"], **run)
+    subprocess.run(["git", "add", "-A"], **run)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a"], **run
+    )
+    head = subprocess.run(["git", "rev-parse", "HEAD"], text=True, **run).stdout.strip()
+    receipt = provide_source({"path": str(tree)}, {}, tmp_path / "cache")
+    assert receipt["path"] == str(tree.resolve()) and receipt["commit"] == head[:9]
+    assert receipt["cmake_flags"]["LLAMA_BUILD_COMMIT"] == head[:9]
