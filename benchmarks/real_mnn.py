@@ -225,6 +225,12 @@ def markdown(result: dict) -> str:
         f"{result['machine']['platform']}, commit {result['measured']['commit']}; MNN checkout "
         f"at {result['mnn_commit']} ({result['mnn_subject']}). Command: "
         f"`{result['measured']['command']}`.",
+        *[
+            f"Part `{name}` measured {part['measured']['date']} at commit "
+            f"{part['measured']['commit'][:10]} (this file written with `--resume`)."
+            for name, part in (("host", host), ("emulated", emu))
+            if "measured" in part and part["measured"]["commit"] != result["measured"]["commit"]
+        ],
         "",
         "## Builds",
         "",
@@ -315,7 +321,7 @@ def part(cache: Path, resume: bool, measure) -> dict:
     """Measure one part and keep its result beside the runs (a later part may fail)."""
     if resume and cache.is_file():
         return json.loads(cache.read_text())
-    result = measure()
+    result = {**measure(), "measured": measured_record()}  # when and at which commit this part
     cache.write_text(json.dumps(result, indent=1, default=str))
     return result
 
