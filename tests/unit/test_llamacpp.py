@@ -282,3 +282,15 @@ def test_a_local_checkout_is_used_in_place_with_its_commit(tmp_path):
     receipt = provide_source({"path": str(tree)}, {}, tmp_path / "cache")
     assert receipt["path"] == str(tree.resolve()) and receipt["commit"] == head[:9]
     assert receipt["cmake_flags"]["LLAMA_BUILD_COMMIT"] == head[:9]
+
+
+def test_a_linux_arm64_build_without_clang_16_names_the_tool(monkeypatch):
+    """Checked before CMake runs (it would fail later with a compiler-test error); which()
+    is pointed at an empty PATH so that the tool is missing on any machine."""
+    from mnnrepro.build import BuildError
+    from mnnrepro.build.llamacpp import cross_args
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(BuildError, match="needs `clang-16`, which is not installed"):
+        cross_args("linux-arm64", None)
+    assert cross_args("host", None) == []  # the host build needs no cross compiler

@@ -110,6 +110,13 @@ def provide_source(source: dict, kleidiai: dict, cache: str | Path) -> dict:
 def cross_args(platform: str, ndk: str | None) -> list[str]:
     if platform != "linux-arm64":
         return platform_args(platform, ndk)
+    for tool in (CLANG, CLANG.replace("clang", "clang++"), f"{CROSS_TRIPLE}-ld"):
+        if not shutil.which(tool):
+            raise BuildError(
+                f"a linux-arm64 llama.cpp build needs `{tool}`, which is not installed (Debian: "
+                "apt-get install clang-16 g++-aarch64-linux-gnu binutils-aarch64-linux-gnu; "
+                "gcc-12's cross compiler fails on KleidiAI v1.24.0)"
+            )
     flags = f"--target={CROSS_TRIPLE}"
     return [
         "-DCMAKE_SYSTEM_NAME=Linux",
