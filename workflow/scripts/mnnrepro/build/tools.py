@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mnnrepro.build import BuildError
 from mnnrepro.build.cmake import compiler, configure_command, platform_args, run_logged
+from mnnrepro.build.llamacpp import cross_args
 from mnnrepro.files import file_table, sha256_file
 
 GATE_TOOL_SOURCE = Path(__file__).with_name("greedy_tool")
@@ -58,26 +59,50 @@ def build_tool(
     }
 
 
-def build_gate_tool(
-    record: dict, source: dict, engine_dir: str, build_dir: str, out_dir: str, log_file
+def _gate_tool(
+    tool_source: Path,
+    name: str,
+    prefix: str,
+    needed: str | None,
+    record: dict,
+    source: dict,
+    engine_dir: str,
+    build_dir: str,
+    out_dir: str,
+    log_file,
+    toolchain=platform_args,
 ) -> dict:
-    """Build mnn_greedy (the correctness gate's token-id tool) for one built engine: the same
-    platform arguments and compiler launcher, MNN's headers, that engine's own libraries."""
+    """Build a gate tool against one engine: its source tree's headers (-D<prefix>_SOURCE), the
+    engine's own shared libraries (-D<prefix>_LIBS; `needed` among them, or any), its
+    toolchain."""
     libs = sorted(str(p.resolve()) for p in Path(engine_dir).glob("*.so"))
-    if not libs:
-        raise BuildError(f"{engine_dir}: no shared library to link the gate tool against")
-    cache = {"MNN_SOURCE": source["path"], "MNN_LIBS": ";".join(libs)}
+    if not any(needed in (None, Path(lib).name) for lib in libs):
+        what = needed or "shared library"
+        raise BuildError(f"{engine_dir}: no {what} to link the gate tool against")
+    cache = {f"{prefix}_SOURCE": source["path"], f"{prefix}_LIBS": ";".join(libs)}
     built = build_tool(
-        GATE_TOOL_SOURCE,
-        "mnn_greedy",
+        tool_source,
+        name,
         record,
         cache,
         build_dir,
         out_dir,
         log_file,
+        toolchain=toolchain,
         shared=GATE_COMMON,
     )
     return {**built, "linked": [Path(lib).name for lib in libs]}
+
+
+def build_gate_tool(
+    record: dict, source: dict, engine_dir: str, build_dir: str, out_dir: str, log_file
+) -> dict:
+    """Build mnn_greedy (the correctness gate's token-id tool) for one built engine: the same
+    platform arguments and compiler launcher, MNN's headers, that engine's own libraries."""
+    return _gate_tool(
+        GATE_TOOL_SOURCE, "mnn_greedy", "MNN", None,
+        record, source, engine_dir, build_dir, out_dir, log_file,
+    )  # fmt: skip
 
 
 def build_llama_gate_tool(
@@ -85,24 +110,10 @@ def build_llama_gate_tool(
 ) -> dict:
     """Build llama_greedy for one llama.cpp engine: its toolchain (clang-16 for linux-arm64),
     the tree's headers, that engine's own libllama and ggml libraries."""
-    from mnnrepro.build.llamacpp import cross_args
-
-    libs = sorted(str(p.resolve()) for p in Path(engine_dir).glob("*.so"))
-    if not any(Path(lib).name == "libllama.so" for lib in libs):
-        raise BuildError(f"{engine_dir}: no libllama.so to link the gate tool against")
-    cache = {"LLAMA_SOURCE": source["path"], "LLAMA_LIBS": ";".join(libs)}
-    built = build_tool(
-        LLAMA_GATE_TOOL_SOURCE,
-        "llama_greedy",
-        record,
-        cache,
-        build_dir,
-        out_dir,
-        log_file,
-        toolchain=cross_args,
-        shared=GATE_COMMON,
-    )
-    return {**built, "linked": [Path(lib).name for lib in libs]}
+    return _gate_tool(
+        LLAMA_GATE_TOOL_SOURCE, "llama_greedy", "LLAMA", "libllama.so",
+        record, source, engine_dir, build_dir, out_dir, log_file, toolchain=cross_args,
+    )  # fmt: skip
 
 
 def build_bandwidth_probe(record: dict, build_dir: str, out_dir: str, log_file) -> dict:
