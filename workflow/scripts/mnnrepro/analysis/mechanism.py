@@ -272,6 +272,9 @@ def mechanism_document(
 ) -> dict:
     from mnnrepro.analysis import ceiling
 
+    models: dict[str, dict] = {}  # model -> format -> its layout (MNN's export; the GGUF)
+    for (model, fmt), layout in sorted(layouts.items()):
+        models.setdefault(model, {})[fmt] = layout
     return {
         "experiment": config["experiment"],
         "rules": {
@@ -282,11 +285,7 @@ def mechanism_document(
         "bandwidth": [
             {"device": d, "engine": e, **v} for (d, e, t), v in sorted(bandwidth.items()) if t
         ],
-        "models": {m: layout for (m, fmt), layout in sorted(layouts.items()) if fmt == "mnn"},
-        # every format's: MNN's export and, with the control engine, the GGUF
-        "model_layouts": [
-            {"model": m, **layout, "format": fmt} for (m, fmt), layout in sorted(layouts.items())
-        ],
+        "models": models,
         "variants": table.replace({np.nan: None}).to_dict(orient="records"),
         "energy": energy_comparison(bench, config),
         "energy_conditions": energy_conditions(bench),
