@@ -226,7 +226,9 @@ def get_variant_specs(wildcards):
 
 # The model in every format the engines read (a property of their kind: MNN's export for both
 # MNN kinds, GGUF for llama.cpp), each in results/models/<model>/<format>/.
-MODEL_FORMATS = sorted({kind_of_spec(spec).model_format for spec in config["engines"].values()})
+# engine -> the model format it reads (the decode ceiling takes that format's layout too)
+ENGINE_FORMATS = {name: kind_of_spec(spec).model_format for name, spec in config["engines"].items()}
+MODEL_FORMATS = sorted(set(ENGINE_FORMATS.values()))
 MNN_MODEL_DIR = "results/models/{model}/mnn"
 GGUF_MODEL_DIR = "results/models/{model}/gguf"
 
@@ -355,8 +357,6 @@ def get_bandwidth(wildcards):
 
 # the layout file of each model format: MNN's (describe_model_layout), GGUF's (its conversion)
 LAYOUT_FILES = {"mnn": "layout.json", "gguf": "layout-gguf.json"}
-# engine -> the model format it reads: the decode ceiling takes that format's layout
-ENGINE_FORMATS = {name: kind_of_spec(spec).model_format for name, spec in config["engines"].items()}
 
 
 def get_model_layouts(wildcards):
