@@ -60,18 +60,17 @@ def main(argv: list[str]) -> None:
     from conversion import base
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
-    chkhsh = sha256(str(tokenizer.encode(update_script_text(tree))).encode()).hexdigest()
+    text = update_script_text(tree)
+
+    def chkhsh_of(tok) -> str:  # as the converter and its update script compute it
+        return sha256(str(tok.encode(text)).encode()).hexdigest()
+
+    chkhsh = chkhsh_of(AutoTokenizer.from_pretrained(str(checkpoint)))
     name = declared_pre_tokenizer(checkpoint)
     original = base.TextModel.get_vocab_base_pre
 
     def get_vocab_base_pre(self, tok) -> str:
-        if (
-            name
-            and sha256(str(tok.encode(update_script_text(tree))).encode()).hexdigest() == chkhsh
-        ):
-            return name
-        return original(self, tok)
+        return name if name and chkhsh_of(tok) == chkhsh else original(self, tok)
 
     if name:
         base.TextModel.get_vocab_base_pre = get_vocab_base_pre
