@@ -18,6 +18,7 @@ import logging
 import tempfile
 from pathlib import Path
 
+from mnnrepro.build.kernels import can_have_sme2
 from mnnrepro.errors import ReproError
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,31 @@ class EngineKind:
         benchmark applies for a P = prompt_tokens prompt; forced: per prompt, the tokens to
         feed instead of its own choices (teacher forcing)."""
         raise NotImplementedError
+
+
+class BuiltFromSource(EngineKind):
+    """What the kinds built here share: build.json, a directory of files staged on the device
+    under the engine's key and run with LD_LIBRARY_PATH set to it alone, and SME2 only where
+    the build's architecture has it."""
+
+    record_name = "build.json"
+    from_source = True
+
+    def __init__(self, record: dict, receipt: dict):
+        self.record = record
+        self.dir = receipt["engines"][record["engine"]]
+
+    @classmethod
+    def device_files(cls, record: dict, receipt: dict) -> dict[str, str]:
+        base = receipt["engines"][record["engine"]]
+        return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}
+
+    @classmethod
+    def sme2_impossible(cls, record: dict) -> bool:
+        return not can_have_sme2(record)
+
+    def library_env(self) -> dict:
+        return {"LD_LIBRARY_PATH": self.dir}
 
 
 def files_of(record: dict) -> list[tuple[str, str]]:

@@ -19,9 +19,8 @@ import json
 import posixpath
 
 from mnnrepro.build import llamacpp, tools
-from mnnrepro.build.kernels import can_have_sme2
 from mnnrepro.config import with_runtime_defaults
-from mnnrepro.engines.base import GATE_TOP_K, BenchError, EngineKind, files_of, tool_answers
+from mnnrepro.engines.base import GATE_TOP_K, BenchError, BuiltFromSource, files_of, tool_answers
 
 MODEL_FILE = "model.gguf"  # in results/models/<model>/gguf/
 SME_SWITCH = "GGML_KLEIDIAI_SME"  # "0": KleidiAI's SME kernels off, the same binary
@@ -111,18 +110,12 @@ def parse_output(stdout: str, prompt_tokens: int, generate_tokens: int) -> dict:
     return {"results": results, "ran": ran, "tests": tests}
 
 
-class LlamaCppEngine(EngineKind):
+class LlamaCppEngine(BuiltFromSource):
     kind = "llamacpp"
     config_key = "llamacpp"
-    record_name = "build.json"
-    from_source = True
     model_format = "gguf"
     source_section = "llamacpp"
     sme_switch = SME_SWITCH
-
-    def __init__(self, record: dict, receipt: dict):
-        self.record = record
-        self.dir = receipt["engines"][record["engine"]]
 
     @classmethod
     def build(cls, name, source, spec, build_dir, out_dir, log_file, ndk, jobs) -> dict:
@@ -146,24 +139,12 @@ class LlamaCppEngine(EngineKind):
         }
 
     @classmethod
-    def device_files(cls, record: dict, receipt: dict) -> dict[str, str]:
-        base = receipt["engines"][record["engine"]]
-        return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}
-
-    @classmethod
     def needs_sme2(cls, record: dict) -> bool:
         return bool(record.get("sme", {}).get("kleidiai_sme_function_count"))  # KleidiAI's
 
     @classmethod
-    def sme2_impossible(cls, record: dict) -> bool:
-        return not can_have_sme2(record)
-
-    @classmethod
     def model_path(cls, receipt: dict) -> str:
         return posixpath.join(receipt["models"][cls.model_format], MODEL_FILE)
-
-    def library_env(self) -> dict:
-        return {"LD_LIBRARY_PATH": self.dir}
 
     def bench_command(self, device, model: str, runtime: dict, bench: dict, out: str):
         threads = with_runtime_defaults(runtime)["thread_num"]

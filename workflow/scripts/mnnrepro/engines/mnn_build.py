@@ -12,10 +12,9 @@ import json
 import posixpath
 
 from mnnrepro.build import cmake, tools
-from mnnrepro.build.kernels import can_have_sme2
 from mnnrepro.config import with_runtime_defaults
 from mnnrepro.engines import llmbench
-from mnnrepro.engines.base import GATE_TOP_K, EngineKind, fetch_text, files_of, tool_answers
+from mnnrepro.engines.base import GATE_TOP_K, BuiltFromSource, fetch_text, files_of, tool_answers
 
 LEVELS = {"normal": 0, "high": 1, "low": 2}  # llm_bench's -c, --memory and --power codes
 
@@ -37,16 +36,10 @@ def llm_bench_config(runtime: dict, prompt_tokens: int) -> dict:
     }
 
 
-class BuiltEngine(EngineKind):
+class BuiltEngine(BuiltFromSource):
     kind = "build"
     config_key = "build"
-    record_name = "build.json"
-    from_source = True
     source_section = "mnn"
-
-    def __init__(self, record: dict, receipt: dict):
-        self.record = record
-        self.dir = receipt["engines"][record["engine"]]
 
     @classmethod
     def build(cls, name, source, spec, build_dir, out_dir, log_file, ndk, jobs) -> dict:
@@ -79,21 +72,12 @@ class BuiltEngine(EngineKind):
         }
 
     @classmethod
-    def device_files(cls, record: dict, receipt: dict) -> dict[str, str]:
-        base = receipt["engines"][record["engine"]]
-        return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}
-
-    @classmethod
     def carries_sme2_kernels(cls, record: dict) -> bool:
         return True
 
     @classmethod
     def needs_sme2(cls, record: dict) -> bool:
         return bool(record.get("sme2", {}).get("sme2_kernel_count"))  # MNN's own SME2 kernels
-
-    @classmethod
-    def sme2_impossible(cls, record: dict) -> bool:
-        return not can_have_sme2(record)
 
     def bench_command(
         self, device, model_config: str, runtime: dict, bench: dict, out: str
@@ -164,9 +148,6 @@ class BuiltEngine(EngineKind):
             "answers": answers,
             "engine": {**engine_lines(printed, device), "tool": "mnn_greedy"},
         }
-
-    def library_env(self) -> dict:
-        return {"LD_LIBRARY_PATH": self.dir}
 
     def read_bench(self, device, result, out: str) -> dict:
         with_text = fetch_text(device, out)
