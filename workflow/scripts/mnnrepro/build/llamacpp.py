@@ -25,7 +25,7 @@ from mnnrepro.build.cmake import (
     unused_flags,
 )
 from mnnrepro.build.kernels import disassembly_tools, sme2_kernels
-from mnnrepro.build.records import flag_text
+from mnnrepro.build.records import TREE_COMPILERS, flag_text
 from mnnrepro.build.source import SourceError, describe_local, provide_kleidiai
 from mnnrepro.files import download, file_table, pin_urls, publish_dir, safe_extract
 
@@ -49,7 +49,8 @@ BASE_FLAGS = {
 }
 # clang for aarch64 over Debian's cross sysroot (binutils-aarch64-linux-gnu, libstdc++ of
 # g++-aarch64-linux-gnu): the only cross compiler here that builds KleidiAI v1.24.0.
-CLANG = "clang-16"
+CLANG_CXX = TREE_COMPILERS["llamacpp"]["linux-arm64"]  # clang++-16, whose version keys builds
+CLANG = CLANG_CXX.replace("clang++", "clang")
 CROSS_TRIPLE = "aarch64-linux-gnu"
 
 
@@ -110,7 +111,7 @@ def provide_source(source: dict, kleidiai: dict, cache: str | Path) -> dict:
 def cross_args(platform: str, ndk: str | None) -> list[str]:
     if platform != "linux-arm64":
         return platform_args(platform, ndk)
-    for tool in (CLANG, CLANG.replace("clang", "clang++"), f"{CROSS_TRIPLE}-ld"):
+    for tool in (CLANG, CLANG_CXX, f"{CROSS_TRIPLE}-ld"):
         if not shutil.which(tool):
             raise BuildError(
                 f"a linux-arm64 llama.cpp build needs `{tool}`, which is not installed (Debian: "
@@ -122,7 +123,7 @@ def cross_args(platform: str, ndk: str | None) -> list[str]:
         "-DCMAKE_SYSTEM_NAME=Linux",
         "-DCMAKE_SYSTEM_PROCESSOR=aarch64",
         f"-DCMAKE_C_COMPILER={CLANG}",
-        f"-DCMAKE_CXX_COMPILER={CLANG.replace('clang', 'clang++')}",
+        f"-DCMAKE_CXX_COMPILER={CLANG_CXX}",
         f"-DCMAKE_C_COMPILER_TARGET={CROSS_TRIPLE}",
         f"-DCMAKE_CXX_COMPILER_TARGET={CROSS_TRIPLE}",
         f"-DCMAKE_ASM_COMPILER_TARGET={CROSS_TRIPLE}",
