@@ -25,13 +25,11 @@ from mnnrepro.engines.base import GATE_TOP_K, BenchError, BuiltFromSource, files
 MODEL_FILE = "model.gguf"  # in results/models/<model>/gguf/
 SME_SWITCH = "GGML_KLEIDIAI_SME"  # "0": KleidiAI's SME kernels off, the same binary
 KLEIDIAI_LINE = "kleidiai:"
+SYSTEM_INFO = "system_info:"  # llama_greedy prints llama_print_system_info() so
 
 
 class LlamaBenchParseError(BenchError, ValueError):
     pass
-
-
-SYSTEM_INFO = "system_info:"  # llama_greedy prints llama_print_system_info() so
 
 
 def kleidiai_lines(text: str) -> list[str]:
