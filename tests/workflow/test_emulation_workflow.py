@@ -4,6 +4,8 @@ same fetch users run); everything else is offline and real."""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 import yaml
@@ -56,3 +58,22 @@ def test_fallback_and_vector_length_checks_and_no_emulated_speedups(root, tmp_pa
     assert set(summary["device"]) == {"host"}  # ... and never enter a speedup or a verdict
     text = (out / "summary.md").read_text()
     assert "## Emulated SME2 checks (QEMU)" in text and "| 256 bits |" in text
+    # what ran (attribution): MNN's SME2 kernels executed in prefill on the SME2 CPU, and no
+    # SME2 kernel on the CPU without SME (the same wheel: its dispatch took the NEON path)
+    kernels = pd.read_csv(out / "kernels.csv", keep_default_na=False)
+    sme2 = kernels[kernels["sme2_kernel"] & kernels["engine_library"]]
+    ran = sme2.groupby(["device", "phase"])["count"].sum()
+    assert ran.get(("qemu-sme2-vl512", "prefill"), 0) > 0
+    assert "qemu-no-sme" not in set(sme2["device"]) and "host" not in set(sme2["device"])
+    engine_code = kernels[kernels["engine_library"]]
+    unresolved = engine_code[engine_code["symbol"] == ""]["count"].sum()
+    assert unresolved <= 0.01 * engine_code["count"].sum()  # blocks placed in named functions
+    assert set(kernels[kernels["device"] == "host"]["profiler"]) == {"perf record -e cpu-clock"}
+    assert "## Where the time goes (profiled invocations)" in text
+    # the device's streaming vector length, measured in the emulated process
+    for device, bits in (("qemu-sme2-vl256", 256), ("qemu-sme2-vl512", 512)):
+        facts = json.loads((out / "devices" / f"{device}.json").read_text())
+        assert facts["sme_vector_length_bits"] == bits
+    validity = json.loads((out / "validity" / "qemu-sme2-vl256" / "synth-tiny.json").read_text())
+    length = [c for c in validity["checks"] if c["name"].startswith("streaming vector length")]
+    assert length and not length[0]["passed"]  # MNN's SME2 kernels: 512 bits only

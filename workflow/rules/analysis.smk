@@ -17,6 +17,7 @@ rule check_validity:
         greedy="results/{experiment}/greedy/{device}/{model}.json",
         facts="results/{experiment}/devices/{device}.json",
         engines=get_engine_files,
+        profiles=get_profile_index,
     output:
         validity="results/{experiment}/validity/{device}/{model}.json",
     log:
@@ -29,11 +30,38 @@ rule check_validity:
         comparison=canonical(config["comparison"]),
         correctness=canonical(config["correctness"]),
         variants=get_variant_specs,
+        attribution=canonical(config["attribution"]),
         code=ANALYSIS_CODE,
     message:
         "Validity checks for device {wildcards.device}, model {wildcards.model}"
     script:
         "../scripts/check_validity.py"
+
+
+# What ran (`attribution`): every profile's functions by library in one table.
+rule collect_kernel_table:
+    input:
+        profiles=expand(
+            "results/{{experiment}}/profiles/{device}/{model}.json", device=DEVICES, model=MODELS
+        ),
+    output:
+        table=report(
+            "results/{experiment}/kernels.csv",
+            caption="../report/kernels.rst",
+            category="Explaining the gain",
+        ),
+    log:
+        "logs/collect_kernel_table/{experiment}.log",
+    benchmark:
+        "logs/collect_kernel_table/{experiment}.benchmark.tsv"
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        code=ANALYSIS_CODE,
+    message:
+        "Collecting the profiled invocations into kernels.csv"
+    script:
+        "../scripts/collect_kernel_table.py"
 
 
 rule collect_bench_table:

@@ -105,6 +105,32 @@ rule run_bench:
         "../scripts/run_bench.py"
 
 
+# What ran: one profiled invocation per variant and phase, after the timed repetitions
+# (`attribution`; runs/profile.py), resumable like them.
+rule profile_kernels:
+    input:
+        **BENCH_INPUTS,
+        runs="results/{experiment}/runs/{device}/{model}.json",
+    output:
+        index="results/{experiment}/profiles/{device}/{model}.json",
+    log:
+        "logs/profile_kernels/{experiment}/{device}/{model}.log",
+    localrule: True
+    conda:
+        "../../envs/bench.yaml"
+    threads: get_bench_threads
+    params:
+        out_dir="results/{experiment}/profiles/{device}/{model}",
+        device=get_device_spec,
+        variants=get_variant_specs,
+        bench=MAIN_BENCH,
+        attribution=canonical(config["attribution"]),
+    message:
+        "Profiling every variant on device {wildcards.device}, model {wildcards.model}"
+    script:
+        "../scripts/profile_kernels.py"
+
+
 # `bench.sweep`: one job per point, each its own interleaved, resumable comparison (after the
 # main point's benchmark on that device).
 rule run_sweep:

@@ -153,6 +153,21 @@ def get_emulation_tables(wildcards):
     )
 
 
+# `attribution.enabled`: one profiled invocation per variant and phase (runs/profile.py); a
+# replay keeps the archived validity checks and has no profiles to tabulate.
+ATTRIBUTION = config["attribution"]["enabled"] and not REPLAY
+
+
+def get_profile_index(wildcards):
+    if not ATTRIBUTION:
+        return []
+    return [f"results/{wildcards.experiment}/profiles/{wildcards.device}/{wildcards.model}.json"]
+
+
+def get_kernel_table(wildcards):
+    return [f"results/{RESULTS_KEY}/kernels.csv"] if ATTRIBUTION else []
+
+
 def get_final_output(wildcards):
     """The experiment's final outputs, live or replayed: the one list of them."""
     return [
@@ -169,6 +184,7 @@ def get_final_output(wildcards):
         ),
         *get_emulation_tables(wildcards),
         *get_mechanism_outputs(wildcards),
+        *get_kernel_table(wildcards),
     ]
 
 

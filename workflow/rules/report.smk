@@ -11,6 +11,7 @@ rule write_summary_report:
         emulation=get_emulation_tables,
         mechanism=get_mechanism_report,
         sweep=get_sweep_report,
+        kernels=get_kernel_table,
     output:
         markdown=report(
             "results/{experiment}/summary.md",
@@ -24,6 +25,7 @@ rule write_summary_report:
     conda:
         "../../envs/analysis.yaml"
     params:
+        top=config["attribution"]["top"],
         code=ANALYSIS_CODE,
     message:
         "Writing results/{wildcards.experiment}/summary.md"

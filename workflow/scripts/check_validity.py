@@ -1,3 +1,4 @@
+from mnnrepro.analysis.attribution import read_profiles
 from mnnrepro.analysis.validity import check
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
@@ -13,5 +14,7 @@ result = check(
     snakemake.params.correctness,
     engines,
     snakemake.params.variants,
+    read_profiles(snakemake.input.profiles) if snakemake.input.profiles else None,
+    snakemake.params.attribution,
 )
 write_json(snakemake.output.validity, result)

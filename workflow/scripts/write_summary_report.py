@@ -1,5 +1,7 @@
 from pathlib import Path
 
+import pandas as pd
+
 from mnnrepro.analysis.report import markdown
 from mnnrepro.files import read_json
 from mnnrepro.logs import log_to
@@ -28,5 +30,9 @@ text = markdown(
         if snakemake.input.sweep
         else None
     ),
+    pd.read_csv(snakemake.input.kernels[0], keep_default_na=False)
+    if snakemake.input.kernels
+    else None,
+    snakemake.params.top,
 )
 Path(snakemake.output.markdown).write_text(text, encoding="utf-8")

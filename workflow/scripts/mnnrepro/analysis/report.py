@@ -7,6 +7,7 @@ import re
 import pandas as pd
 
 from mnnrepro.analysis import verdict as vd
+from mnnrepro.analysis.attribution import where_time_goes
 from mnnrepro.stats import reps_text
 
 OTHER_LOAD_WARNING = 0.25  # CPUs busy with other work during an invocation
@@ -438,6 +439,8 @@ def markdown(
     emulation: list[pd.DataFrame] = (),
     mechanism: dict | None = None,
     sweep: pd.DataFrame | None = None,
+    kernels: pd.DataFrame | None = None,
+    top: int = 6,
 ) -> str:
     """summary.md: one function per section."""
     return "\n".join(
@@ -449,6 +452,7 @@ def markdown(
             *(emulation_section(list(emulation)) if len(emulation) else []),
             *statistics_section(summary, document, facts),
             *(mechanism_section(mechanism, sweep) if mechanism else []),
+            *(where_time_goes(kernels, top) if kernels is not None else []),
             *provenance_section(facts, engines, models),
         ]
     )

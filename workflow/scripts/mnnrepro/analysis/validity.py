@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mnnrepro.analysis.attribution import execution_checks
 from mnnrepro.analysis.correctness import (
     MAX_LOGIT_DIFF_SD,
     NEAR_TIE_SD,
@@ -204,6 +205,35 @@ def switch_checks(
     return checks
 
 
+def device_vector_length_bits(facts: dict) -> int | None:
+    """The device's streaming vector length: measured (QEMU's prctl probe) or the kernel's
+    default for new processes (a phone's /proc/sys/abi/sme_default_vector_length)."""
+    if facts.get("sme_vector_length_bits"):
+        return int(facts["sme_vector_length_bits"])
+    if facts.get("sme_default_vector_length_bytes"):
+        return int(facts["sme_default_vector_length_bytes"]) * 8
+    return None
+
+
+def vector_length_check(pair: tuple[str, str], treat: dict, facts: dict) -> list[dict]:
+    """An SME2 device whose streaming vector length the treatment's SME2 kernels were not
+    written for: the gate's verdict there is explained before it is read."""
+    supported = kind_of_record(treat).sme2_vector_lengths_bits
+    bits = device_vector_length_bits(facts)
+    if not facts.get("sme2") or not supported or bits is None:
+        return []
+    return [
+        {
+            "name": f"streaming vector length supported by {treat['engine']}'s SME2 kernels",
+            "pair": list(pair),
+            "passed": bits in supported,
+            "evidence": f"device {facts['device']}: {bits} bits; the engine's SME2 kernels are "
+            f"written for {', '.join(map(str, supported))} bits (engines/: its kind)",
+            "details": {"device_bits": bits, "supported_bits": list(supported)},
+        }
+    ]
+
+
 def check(
     greedy: dict,
     facts: dict,
@@ -212,8 +242,12 @@ def check(
     correctness: dict,
     engines: dict[str, dict] | None = None,
     variants: dict | None = None,
+    profiles: list[dict] | None = None,
+    attribution: dict | None = None,
 ) -> dict:
-    """Every check of every compared pair (each check names its pair)."""
+    """Every check of every compared pair (each check names its pair); with profiles (what
+    ran, analysis/attribution.py) also the kernels each pair executed."""
+    by_phase = {(p["variant"], p["phase"]): p for p in profiles or []}
     checks = []
     for pair in comparison_pairs(comparison):
         checks += [
@@ -222,4 +256,7 @@ def check(
         ]
         if engines and variants:
             checks += kernel_checks(greedy, pair, engines, variants, facts)
+            checks += vector_length_check(pair, engines[variants[pair[1]]["engine"]], facts)
+        if profiles is not None and engines and variants:
+            checks += execution_checks(by_phase, pair, engines, variants, facts, attribution)
     return {"device": facts["device"], "model": model, "checks": checks}

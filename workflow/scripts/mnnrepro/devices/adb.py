@@ -283,6 +283,11 @@ class AdbDevice(Device):
             command_line=line,
         )
 
+    def profile(self, argv, timeout, env, libraries, hz):
+        from mnnrepro.devices.profilers import simpleperf_profile
+
+        return simpleperf_profile(self, argv, timeout, env, hz)
+
     def check(self, argv: list[str], timeout: float = 60) -> str:
         result = self.run(argv, timeout)
         if not result.ok:

@@ -68,6 +68,16 @@ class Device:
         measures it."""
         return self.run(argv, timeout, env)
 
+    def profile(
+        self, argv: list[str], timeout: float, env: dict | None, libraries: dict[str, str], hz: int
+    ) -> tuple[CommandResult, dict]:
+        """Run argv once under this device kind's profiler (devices/profilers.py): its result
+        and {"profiler", "unit", "rows": [{dso, symbol, count}], "total"}. libraries: the
+        engine's files by basename -> the local ELF file whose symbols name them."""
+        from mnnrepro.devices.profilers import ProfilerError
+
+        raise ProfilerError(f"device {self.name}: a {self.kind} device has no profiler")
+
     def engine_log_supports(self) -> str:
         """MNN's `The device supports:` line where the engine logs elsewhere (Android logcat)."""
         return ""

@@ -45,6 +45,23 @@ class LocalDevice(Device):
             argv, argv, timeout, self.workdir, {**os.environ, **env} if env else None, env
         )
 
+    def profile(self, argv, timeout, env, libraries, hz):
+        from mnnrepro.devices import profilers
+
+        perf = profilers.require("perf", profilers.PERF_HINT)
+        data = self.scratch("perf.data")
+        command = profilers.perf_record_command(perf, argv, data, hz)
+        result = run_process(
+            argv, command, timeout, self.workdir, {**os.environ, **(env or {})}, env
+        )
+        if not result.ok:
+            return result, {}
+        report = run_process(argv, profilers.perf_report_command(perf, data), 600, None, None)
+        if not report.ok:
+            raise profilers.ProfilerError(f"perf report failed: {report.stderr[-2000:]}")
+        rows = profilers.parse_perf_report(report.stdout)
+        return result, profilers.answer("perf record -e cpu-clock", "samples", rows)
+
     def fetch(self, device_path, local_path):
         shutil.copyfile(device_path, local_path)
 

@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+from mnnrepro.devices import profilers
 from mnnrepro.devices.base import run_process
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.errors import DataError
@@ -16,6 +17,8 @@ AT_HWCAP2 = 26
 
 
 HWCAP2_SME2 = 1 << 37  # arch/arm64/include/uapi/asm/hwcap.h
+PR_SME_GET_VL = 64  # include/uapi/linux/prctl.h: the vector length and flags, or -1 (EINVAL)
+PR_SME_VL_LEN_MASK = 0xFFFF
 
 
 def vector_length_bits(cpu: str) -> int | None:
@@ -46,7 +49,7 @@ class QemuDevice(LocalDevice):
         super().__init__(name, python=self.userland["python"])
         self.cpu = spec.get("cpu", "max")
 
-    def run(self, argv, timeout, env=None):
+    def run(self, argv, timeout, env=None, qemu_options=()):
         qemu = [self.userland["qemu"], "-cpu", self.cpu, "-L", self.userland["sysroot"]]
         guest_env = {
             "PATH": "/usr/bin:/bin",
@@ -54,25 +57,61 @@ class QemuDevice(LocalDevice):
             "PYTHONPATH": self.userland["site"],
             **(env or {}),
         }
-        return run_process(argv, [*qemu, *argv], timeout, self.workdir, guest_env, clean_env=True)
+        command = [*qemu, *qemu_options, *argv]
+        return run_process(argv, command, timeout, self.workdir, guest_env, clean_env=True)
+
+    def profile(self, argv, timeout, env, libraries, hz):
+        """Executed blocks per function (devices/profilers.py): a first run finds where the
+        engine's libraries are mapped, a second counts every block executed in them."""
+        reserve = ["-R", profilers.QEMU_RESERVED_VA]
+        maps_log = self.scratch("qemu-strace.log")
+        first = self.run(argv, timeout, env, [*reserve, "-d", "strace", "-D", maps_log])
+        if not first.ok:
+            return first, {}
+        maps = profilers.exec_mappings(Path(maps_log).read_text(errors="replace"), set(libraries))
+        if not maps:
+            raise profilers.ProfilerError(
+                f"device {self.name}: none of the engine's libraries {sorted(libraries)} was "
+                "mapped executable in the run (QEMU strace)"
+            )
+        reader = profilers.LogReader()
+        items = ["-d", "strace,exec,nochain", "-dfilter", profilers.dfilter(maps)]
+        result = self.run(argv, timeout, env, [*reserve, *items, "-D", reader.path])
+        blocks, strace = reader.finish()
+        again = profilers.exec_mappings(strace, set(libraries))
+        if result.ok and again != maps:
+            raise profilers.ProfilerError(
+                f"device {self.name}: QEMU mapped the engine's libraries differently in the "
+                f"counting run ({again[:2]} vs {maps[:2]}): its block counts cannot be placed"
+            )
+        rows = profilers.attribute_blocks(blocks, maps, libraries)
+        return result, profilers.answer("qemu -d exec,nochain", "executed blocks", rows)
 
     def power_reader(self):
         return "emulated: the host's power says nothing about an arm64 CPU's"
 
     def facts(self):
+        # the CPU's own answers, in the emulated process: HWCAP2, and the streaming vector
+        # length the kernel gives a new process (prctl PR_SME_GET_VL; -1 without SME)
         probe = (
-            "import ctypes; libc = ctypes.CDLL(None); libc.getauxval.restype = "
-            f"ctypes.c_ulong; print(libc.getauxval({AT_HWCAP2}))"
+            "import ctypes; libc = ctypes.CDLL(None, use_errno=True); libc.getauxval.restype = "
+            f"ctypes.c_ulong; print(libc.getauxval({AT_HWCAP2}), libc.prctl({PR_SME_GET_VL}, "
+            "0, 0, 0, 0))"
         )
         out = self.run([self.python(), "-c", probe], timeout=120)
-        hwcap2 = int(out.stdout.strip()) if out.ok and out.stdout.strip().isdigit() else None
+        words = out.stdout.split() if out.ok else []
+        hwcap2 = int(words[0]) if len(words) == 2 and words[0].isdigit() else None
+        vl = int(words[1]) if len(words) == 2 and words[1].lstrip("-").isdigit() else -1
+        measured_vl = (vl & PR_SME_VL_LEN_MASK) * 8 if vl >= 0 else None
         return {
             "device": self.name,
             "kind": self.kind,
             "emulated": True,
             "cpu_model": f"QEMU {self.cpu}",
             "cpu": self.cpu,
-            "sme_vector_length_bits": vector_length_bits(self.cpu),
+            # measured in the emulated process; the configured one beside it
+            "sme_vector_length_bits": measured_vl,
+            "sme_vector_length_bits_configured": vector_length_bits(self.cpu),
             "hwcap2": hwcap2,
             "sme2": bool(hwcap2 and hwcap2 & HWCAP2_SME2),
             "cpu_features": ["sme2"] if hwcap2 and hwcap2 & HWCAP2_SME2 else [],

@@ -38,6 +38,8 @@ class EngineKind:
     # the environment variable that switches the kind's SME kernels off in the same binary
     # ("0"), whose pairs get the switch's checks instead of MNN's kernel checks
     sme_switch = ""
+    # the streaming vector lengths (bits) its SME2 kernels are written for; () = any
+    sme2_vector_lengths_bits: tuple[int, ...] = ()
 
     def __init__(self, record: dict, receipt: dict):
         self.record = record
@@ -92,6 +94,20 @@ class EngineKind:
         return False
 
     @classmethod
+    def sme2_kernel_names(cls, record: dict) -> list[str] | None:
+        """The functions whose execution the SME2 comparison is about, from the build's own
+        disassembly; None where the kind lists none (the profile's names then decide:
+        analysis/attribution.py)."""
+        return None
+
+    @classmethod
+    def profiled_libraries(cls, record: dict, built_dir: str, device) -> dict[str, str]:
+        """The engine's code on the device by basename -> the ELF file here that names its
+        functions (kernel attribution counts these libraries' functions); built_dir: where
+        its record's files are on this host."""
+        raise NotImplementedError
+
+    @classmethod
     def model_path(cls, receipt: dict) -> str:
         """Where the model it reads is on the device (a push receipt's)."""
         return receipt["model_config"]
@@ -140,6 +156,15 @@ class BuiltFromSource(EngineKind):
     @classmethod
     def sme2_impossible(cls, record: dict) -> bool:
         return not can_have_sme2(record)
+
+    @classmethod
+    def profiled_libraries(cls, record: dict, built_dir: str, device) -> dict[str, str]:
+        # the files the workflow built (the device runs the same bytes, staged by hash)
+        return {
+            Path(f["path"]).name: str(Path(built_dir) / f["path"])
+            for f in record["files"]
+            if ".so" in Path(f["path"]).name
+        }
 
     def library_env(self) -> dict:
         return {"LD_LIBRARY_PATH": self.dir}

@@ -137,6 +137,10 @@ class LlamaCppEngine(BuiltFromSource):
         }
 
     @classmethod
+    def sme2_kernel_names(cls, record: dict) -> list[str]:
+        return record.get("sme", {}).get("kleidiai_sme_functions", [])
+
+    @classmethod
     def needs_sme2(cls, record: dict) -> bool:
         return bool(record.get("sme", {}).get("kleidiai_sme_function_count"))  # KleidiAI's
 

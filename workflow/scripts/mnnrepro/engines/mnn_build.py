@@ -38,6 +38,11 @@ def llm_bench_config(runtime: dict, prompt_tokens: int) -> dict:
 
 class BuiltEngine(BuiltFromSource):
     kind = "build"
+    # MNN's hand-written SME2 assembly (source/backend/cpu/arm/arm64/sme2_asm/, 3.2.2 to
+    # 3.6.1) assumes a 512-bit streaming vector (`VG=512bit` comments, a fixed tile height,
+    # `addvl` steps) and its CPU backend never reads the length: wrong answers at 128/256
+    # bits and crashes at 1024/2048 under QEMU (benchmarks/results/real_mnn.md)
+    sme2_vector_lengths_bits = (512,)
     config_key = "build"
     source_section = "mnn"
 
@@ -74,6 +79,10 @@ class BuiltEngine(BuiltFromSource):
     @classmethod
     def carries_sme2_kernels(cls, record: dict) -> bool:
         return True
+
+    @classmethod
+    def sme2_kernel_names(cls, record: dict) -> list[str]:
+        return record.get("sme2", {}).get("sme2_kernels", [])
 
     @classmethod
     def needs_sme2(cls, record: dict) -> bool:

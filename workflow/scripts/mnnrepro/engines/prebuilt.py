@@ -5,6 +5,7 @@ and the greedy / teacher-forced gate."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from mnnrepro.config import with_runtime_defaults
 from mnnrepro.engines.base import (
@@ -21,6 +22,7 @@ class PrebuiltEngine(EngineKind):
     config_key = "prebuilt"
     record_name = "engine.json"
     runs_through_runner = True
+    sme2_vector_lengths_bits = (512,)  # the wheel's SME2 kernels are MNN's (mnn_build.py)
 
     def __init__(self, record: dict, receipt: dict):
         self.record, self.runner = record, receipt["runner"]
@@ -32,6 +34,18 @@ class PrebuiltEngine(EngineKind):
     @classmethod
     def device_files(cls, record: dict, receipt: dict) -> dict[str, str]:
         return {}  # the wheel lives in the device's Python; the runner is staging's
+
+    @classmethod
+    def profiled_libraries(cls, record: dict, built_dir: str, device) -> dict[str, str]:
+        """The wheel's engine library in the device's Python (the emulated userland's site
+        directory, or this host's environment)."""
+        import glob
+        import sys
+
+        site = getattr(device, "userland", {}).get("site")
+        where = [site] if site else [d for d in sys.path if d]  # never imported here
+        found = sorted({p for d in where for p in glob.glob(f"{d}/_mnncengine*.so")})
+        return {Path(p).name: p for p in found}
 
     def bench_command(
         self, device, model_config: str, runtime: dict, bench: dict, out: str

@@ -1,0 +1,271 @@
+"""What ran: real profilers and real logs. perf samples a program built here; QEMU's block log
+is a real capture (tests/data/qemu/PROVENANCE.md); simpleperf, which cannot run here, is parsed
+in the format its documentation shows. The validity check is fed real perf profiles of a
+program whose SME2-named kernel runs or not."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mnnrepro.analysis.attribution import execution_checks, kernel_table, phase_summary
+from mnnrepro.devices import profilers
+from mnnrepro.devices.elf import read_symbols
+from mnnrepro.devices.local import LocalDevice
+
+QEMU_DATA = Path(__file__).resolve().parents[1] / "data" / "qemu"
+needs_perf = pytest.mark.skipif(
+    shutil.which("perf") is None,
+    reason="needs Linux perf (Debian's linux-perf; .ci/run installs it)",
+)
+
+KERNELS = r"""
+__attribute__((noinline)) double MNNGemm_SME2_fake(double x) {
+  for (long i = 0; i < 60000000; i++) x = x * 1.0000001 + 1e-9;
+  return x;
+}
+__attribute__((noinline)) double neon_path(double x) {
+  for (long i = 0; i < 60000000; i++) x = x * 0.9999999 + 1e-9;
+  return x;
+}
+"""
+MAIN = r"""
+#include <stdio.h>
+#include <string.h>
+double MNNGemm_SME2_fake(double); double neon_path(double);
+int main(int argc, char **argv) {
+  double s = neon_path(1.0);
+  if (argc > 1 && strcmp(argv[1], "sme") == 0) s += MNNGemm_SME2_fake(1.0);
+  printf("%f\n", s);
+  return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory) -> Path:
+    """A shared library with an SME2-named kernel and a NEON-named one, and a program that
+    runs the first only when asked (`sme`)."""
+    where = tmp_path_factory.mktemp("kernels")
+    (where / "k.c").write_text(KERNELS)
+    (where / "m.c").write_text(MAIN)
+    subprocess.run(
+        ["gcc", "-O1", "-shared", "-fPIC", "-o", "libkern.so", "k.c"], cwd=where, check=True
+    )
+    subprocess.run(["gcc", "-O1", "-o", "prog", "m.c", "-L.", "-lkern"], cwd=where, check=True)
+    return where
+
+
+def perf_profile(program: Path, *args: str) -> dict:
+    device = LocalDevice("host")
+    try:
+        result, profile = device.profile(
+            [str(program / "prog"), *args],
+            120,
+            {"LD_LIBRARY_PATH": str(program)},
+            {"libkern.so": str(program / "libkern.so")},
+            1000,
+        )
+    finally:
+        device.close()
+    assert result.ok, result.stderr
+    return profile
+
+
+@needs_perf
+def test_perf_names_the_functions_a_real_program_ran(program):
+    profile = perf_profile(program, "sme")
+    assert profile["unit"] == "samples" and profile["total"] > 0
+    ours = {r["symbol"]: r["count"] for r in profile["rows"] if r["dso"] == "libkern.so"}
+    # both functions ran for about the same CPU time: both carry samples, named
+    assert ours.get("MNNGemm_SME2_fake", 0) > 0 and ours.get("neon_path", 0) > 0
+    assert None not in ours  # every sample in the library fell in a named function
+
+
+def test_a_missing_profiler_fails_naming_it(program, monkeypatch):
+    monkeypatch.setenv("PATH", str(program))  # no perf there
+    device = LocalDevice("host")
+    try:
+        with pytest.raises(profilers.ProfilerError, match="`perf`"):
+            device.profile([str(program / "prog")], 60, None, {}, 1000)
+    finally:
+        device.close()
+
+
+def build_record(name: str) -> dict:
+    """An MNN build record as build.json holds it: its SME2 kernels, found by disassembly."""
+    return {
+        "engine": name,
+        "kind": "build",
+        "target_arch": "aarch64",
+        "sme2": {"sme2_kernels": ["MNNGemm_SME2_fake"], "sme2_kernel_count": 1},
+    }
+
+
+def profiles_of(program: Path, runs: dict[str, tuple[str, ...]]) -> dict:
+    """(variant, phase) -> a real perf profile of the program with that variant's arguments."""
+    out = {}
+    for variant, args in runs.items():
+        for phase in ("prefill", "decode"):
+            profile = perf_profile(program, *args)
+            out[(variant, phase)] = {
+                **profile,
+                "device": "host",
+                "variant": variant,
+                "phase": phase,
+                "engine": variant,
+                "libraries": ["libkern.so"],
+                "sme2_kernels": ["MNNGemm_SME2_fake"],
+            }
+    return out
+
+
+ATTRIBUTION = {"min_sme2_share": 0.01, "max_unresolved_share": 0.2}
+VARIANTS = {"off": {"engine": "off"}, "on": {"engine": "on"}}
+ENGINES = {"off": build_record("off"), "on": build_record("on")}
+
+
+def sme2_check(profiles: dict, facts: dict) -> dict:
+    checks = execution_checks(profiles, ("off", "on"), ENGINES, VARIANTS, facts, ATTRIBUTION)
+    return {c["name"].split(" (")[0]: c for c in checks}
+
+
+@needs_perf
+def test_the_check_passes_only_when_the_treatment_ran_its_sme2_kernels(program):
+    good = profiles_of(program, {"off": (), "on": ("sme",)})
+    checks = sme2_check(good, {"sme2": True})
+    assert checks["SME2 kernels ran in on, not in off"]["passed"]
+    assert checks["kernel profiles resolve to functions"]["passed"]
+    # a treatment whose SME2 kernels never ran (the dispatch took the NEON path): invalid
+    never = profiles_of(program, {"off": (), "on": ()})
+    failed = sme2_check(never, {"sme2": True})["SME2 kernels ran in on, not in off"]
+    assert not failed["passed"] and "on prefill: 0 samples in SME2 kernels" in failed["evidence"]
+    # a baseline that ran them (an SME2 build labelled OFF): invalid too
+    both = profiles_of(program, {"off": ("sme",), "on": ("sme",)})
+    assert not sme2_check(both, {"sme2": True})["SME2 kernels ran in on, not in off"]["passed"]
+    # on a device without SME2 nothing may run them: the SME2 treatment's profile fails there
+    assert not sme2_check(good, {"sme2": False})["SME2 kernels ran in on, not in off"]["passed"]
+    assert sme2_check(never, {"sme2": False})["SME2 kernels ran in on, not in off"]["passed"]
+    table = phase_summary(kernel_table(list(good.values())))
+    on = table[(table["variant"] == "on") & (table["phase"] == "prefill")].iloc[0]
+    assert 0 < on["sme2_share"] < 1 and on["engine_count"] <= on["total"]
+
+
+def test_unresolved_samples_fail_naming_the_library(program):
+    profile = {
+        "rows": [
+            {"dso": "libMNN.so", "symbol": None, "count": 30},
+            {"dso": "libMNN.so", "symbol": "MNNGemm_SME2_fake", "count": 70},
+        ],
+        "total": 100,
+        "libraries": ["libMNN.so"],
+        "sme2_kernels": ["MNNGemm_SME2_fake"],
+        "unit": "samples",
+    }
+    profiles = {(v, p): profile for v in ("off", "on") for p in ("prefill", "decode")}
+    check = sme2_check(profiles, {"sme2": True})["kernel profiles resolve to functions"]
+    assert not check["passed"] and "libMNN.so has 30% of its samples outside" in check["evidence"]
+
+
+def test_perf_report_rows_and_unresolved_symbols():
+    text = (
+        "   319;libh.so;[.] MNNGemm_SME2_fake\n"
+        "     1;[kernel.kallsyms];[k] finish_task_switch.isra.0\n"
+        "     5;libMNN.so;[.] 0x000000000012abcd\n"
+    )
+    rows = profilers.parse_perf_report(text)
+    assert rows == [
+        {"dso": "libh.so", "symbol": "MNNGemm_SME2_fake", "count": 319},
+        {"dso": "[kernel.kallsyms]", "symbol": "finish_task_switch.isra.0", "count": 1},
+        {"dso": "libMNN.so", "symbol": None, "count": 5},
+    ]
+
+
+SIMPLEPERF_REPORT = """\
+Cmdline: /system/bin/simpleperf record -e cpu-clock -f 1000 -o perf.data -- ./llm_bench
+Arch: arm64
+Event: cpu-clock (type 1, config 0)
+Samples: 1530
+Event count: 1530000000
+
+Overhead  Sample  Shared Object                      Symbol
+61.05%    934     /data/local/tmp/mnn/on/libMNN.so  MNNGemmInt8AddBiasScaleHp128_SME2_w4_Fp16
+20.00%    306     /data/local/tmp/mnn/on/libMNN.so  0x3a5f10
+5.00%     77      [kernel.kallsyms]                  el0_svc_common
+"""
+
+
+def test_simpleperf_report_in_its_documented_format():
+    rows = profilers.parse_simpleperf_report(SIMPLEPERF_REPORT)
+    assert rows[0] == {
+        "dso": "libMNN.so",
+        "symbol": "MNNGemmInt8AddBiasScaleHp128_SME2_w4_Fp16",
+        "count": 934,
+    }
+    assert rows[1]["symbol"] is None and rows[2]["dso"] == "[kernel.kallsyms]"
+    with pytest.raises(profilers.ProfilerError, match="no table"):
+        profilers.parse_simpleperf_report("simpleperf: command not found\n")
+
+
+def test_simpleperf_command_is_quoted_on_the_phone(loopback_phone):
+    """The phone path's command line goes through the same quoting as llm_bench's: a word with
+    spaces and quotes reaches the profiled program as one argument."""
+    from mnnrepro.devices.adb import AdbDevice
+
+    device = AdbDevice("phone", loopback_phone[1])
+    try:
+        # a stand-in for simpleperf that runs what follows `--`, as `simpleperf record` does
+        stand_in = device.scratch("simpleperf")
+        device.put_text('#!/bin/sh\nwhile [ "$1" != -- ]; do shift; done; shift; "$@"\n', stand_in)
+        device.run(["chmod", "+x", stand_in], 60)
+        argv = profilers.simpleperf_record_command(
+            stand_in, ["printf", "%s|", "it's a prompt", "$HOME"], "perf.data", 1000
+        )
+        result = device.run(argv, 60)
+        assert result.ok and result.stdout == "it's a prompt|$HOME|"
+    finally:
+        device.close()
+
+
+def test_qemu_blocks_are_placed_in_the_functions_that_executed_them():
+    """A real QEMU 11 log: libk.so mapped by the loader (strace), its blocks counted."""
+    with open(QEMU_DATA / "exec-strace-libk.log", encoding="utf-8") as fh:
+        blocks, strace = profilers.count_exec_log(fh)
+    maps = profilers.exec_mappings("\n".join(strace), {"libk.so"})
+    assert [(m["start"], m["offset"]) for m in maps] == [(0x555DB0000, 0)]
+    assert profilers.dfilter(maps) == "0x555db0000+0x20020"
+    rows = profilers.attribute_blocks(blocks, maps, {"libk.so": str(QEMU_DATA / "libk.so")})
+    counts = {r["symbol"]: r["count"] for r in rows}
+    # main's loop ran twice here: kern_sme's 1000-iteration loop, kern_neon's 10-iteration
+    assert counts["kern_sme"] >= 2000 and 20 <= counts["kern_neon"] < 40
+    assert sum(counts.values()) == sum(blocks.values())
+
+
+def test_elf_symbols_and_segments_of_an_arm64_library():
+    elf = read_symbols(QEMU_DATA / "libk.so")
+    assert elf.from_symtab
+    start = elf.starts[elf.names.index("kern_sme")]
+    assert elf.function_at(start) == "kern_sme" and elf.function_at(start + 4) == "kern_sme"
+    assert elf.address_of_offset(start) == start  # one segment at offset 0, address 0
+
+
+def test_a_vector_length_the_sme2_kernels_were_not_written_for_is_flagged():
+    from mnnrepro.analysis.validity import vector_length_check
+
+    treat = build_record("on")
+    facts = {"device": "q", "sme2": True}
+    assert not vector_length_check(("off", "on"), treat, {**facts, "sme_vector_length_bits": 256})[
+        0
+    ]["passed"]
+    assert vector_length_check(("off", "on"), treat, {**facts, "sme_vector_length_bits": 512})[0][
+        "passed"
+    ]
+    # a phone's kernel default, in bytes
+    check = vector_length_check(
+        ("off", "on"), treat, {**facts, "sme_default_vector_length_bytes": 32}
+    )
+    assert not check[0]["passed"] and "256 bits" in check[0]["evidence"]
+    assert vector_length_check(("off", "on"), treat, {"device": "q", "sme2": False}) == []

@@ -1,0 +1,237 @@
+"""Where the time went, and whether the kernels the claim rests on ran: the profiles of
+runs/profile.py as one table (kernels.csv), the validity check on it, and the report's section.
+
+A function counts as an SME2 kernel when the engine's build lists it (MNN's SME2 kernels and
+KleidiAI's SME functions, both found by disassembly at build time); an engine whose kind lists
+none (the prebuilt wheel) is judged by the names in the profile: functions named for SME2, as
+the build check names them (build/kernels.SME2_SYMBOL; this includes the NEON helpers MNN
+names for the SME2 tile layout, which only its SME2 path calls). Shares are of
+the profile's total (perf and simpleperf count every sample of the process, the interpreter
+and the OS kernel included; QEMU counts the blocks executed in the engine's libraries only);
+the SME2 share is of the engine libraries' counts alone, so that the two kinds of profile, and
+a small model whose process start-up dominates, say the same thing.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from mnnrepro.build.kernels import SME2_SYMBOL
+from mnnrepro.engines.registry import kind_of_record
+
+COLUMNS = [
+    *("device", "model", "variant", "phase", "engine", "profiler", "unit"),
+    *("library", "engine_library", "symbol", "count", "share", "sme2_kernel"),
+]
+
+
+def profile_rows(profile: dict, model: str) -> list[dict]:
+    listed = profile.get("sme2_kernels")
+    names = set(listed) if listed is not None else None
+    total = profile.get("total") or 0
+    libraries = set(profile.get("libraries", []))
+    rows = []
+    for row in profile.get("rows", []):
+        symbol = row["symbol"]
+        sme2 = bool(symbol) and (
+            symbol in names if names is not None else bool(SME2_SYMBOL.search(symbol))
+        )
+        rows.append(
+            {
+                "device": profile.get("device", ""),
+                "model": model,
+                "variant": profile.get("variant", ""),
+                "phase": profile.get("phase", ""),
+                "engine": profile.get("engine", ""),
+                "profiler": profile.get("profiler", ""),
+                "unit": profile.get("unit", ""),
+                "library": row["dso"],
+                "engine_library": row["dso"] in libraries,
+                "symbol": symbol if symbol else "",
+                "count": row["count"],
+                "share": row["count"] / total if total else 0.0,
+                "sme2_kernel": sme2,
+            }
+        )
+    return rows
+
+
+def kernel_table(profiles: list[dict]) -> pd.DataFrame:
+    """Every profile's rows (one per library x function) as one table."""
+    rows = []
+    for profile in profiles:
+        rows += profile_rows(profile, profile.get("model", ""))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def phase_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per device x model x variant x phase: total count, the engine libraries' count, the
+    SME2 kernels' count and their share of the engine libraries'."""
+    keys = ["device", "model", "variant", "phase"]
+    if table.empty:
+        return pd.DataFrame(columns=[*keys, "total", "engine_count", "sme2_count", "sme2_share"])
+    engine = table["engine_library"].astype(bool)
+    grouped = table.assign(
+        engine_count=table["count"].where(engine, 0),
+        sme2_count=table["count"].where(table["sme2_kernel"].astype(bool) & engine, 0),
+    )
+    out = grouped.groupby(keys, as_index=False).agg(
+        total=("count", "sum"),
+        engine_count=("engine_count", "sum"),
+        sme2_count=("sme2_count", "sum"),
+    )
+    out["sme2_share"] = out["sme2_count"] / out["engine_count"].where(out["engine_count"] > 0)
+    return out
+
+
+def unresolved_libraries(profile: dict, max_share: float) -> dict[str, float]:
+    """Engine libraries whose counts fall outside any named function more than max_share."""
+    libraries = set(profile.get("libraries", []))
+    per: dict[str, list[int]] = {}
+    for row in profile.get("rows", []):
+        if row["dso"] in libraries:
+            counts = per.setdefault(row["dso"], [0, 0])
+            counts[0] += row["count"]
+            counts[1] += row["count"] if not row["symbol"] else 0
+    return {
+        lib: round(bad / total, 4)
+        for lib, (total, bad) in sorted(per.items())
+        if total and bad / total > max_share
+    }
+
+
+def sme2_share(profile: dict) -> tuple[int, float | None]:
+    """The SME2 kernels' count in one profile and their share of the engine libraries'."""
+    rows = [r for r in profile_rows(profile, "") if r["engine_library"]]
+    count = sum(r["count"] for r in rows if r["sme2_kernel"])
+    total = sum(r["count"] for r in rows)
+    return count, (count / total if total else None)
+
+
+def execution_checks(
+    profiles: dict[tuple[str, str], dict],
+    pair: tuple[str, str],
+    engines: dict[str, dict],
+    variants: dict,
+    facts: dict,
+    attribution: dict,
+) -> list[dict]:
+    """The kernels that ran, per pair: the treatment's SME2 kernels in its prefill profile
+    (where the device has SME2 and the pair is about SME2 kernels), none in the baseline's, and
+    every engine library's symbols resolved. profiles: (variant, phase) -> profile."""
+    base_variant, treat_variant = pair
+    treat = engines[variants[treat_variant]["engine"]]
+    kind = kind_of_record(treat)
+    checks = []
+    missing = [f"{v} {p}" for v in pair for p in ("prefill", "decode") if (v, p) not in profiles]
+    if missing:
+        return [
+            {
+                "name": f"kernel attribution of {treat_variant} vs {base_variant}",
+                "pair": list(pair),
+                "passed": False,
+                "evidence": f"no profile of {', '.join(missing)}",
+                "details": {"missing": missing},
+            }
+        ]
+    failed = [f"{v} {p}" for (v, p), prof in profiles.items() if v in pair and not prof.get("rows")]
+    unresolved = {
+        f"{v} {p}": bad
+        for (v, p), prof in sorted(profiles.items())
+        if v in pair and (bad := unresolved_libraries(prof, attribution["max_unresolved_share"]))
+    }
+    checks.append(
+        {
+            "name": f"kernel profiles resolve to functions ({treat_variant}, {base_variant})",
+            "pair": list(pair),
+            "passed": not unresolved and not failed,
+            "evidence": (
+                "; ".join(
+                    f"{where}: {lib} has {share:.0%} of its samples outside any symbol"
+                    for where, bad in unresolved.items()
+                    for lib, share in bad.items()
+                )
+                or "every engine library's samples fall in named functions"
+            )
+            + (f"; no profile rows (the invocation failed): {', '.join(failed)}" if failed else ""),
+            "details": {"unresolved": unresolved, "failed": failed},
+        }
+    )
+    if not (kind.carries_sme2_kernels(treat) or kind.sme_switch):
+        return checks  # e.g. the prebuilt wheel's thread pairs: not about SME2 kernels
+    shares = {(v, p): sme2_share(profiles[(v, p)]) for v in pair for p in ("prefill", "decode")}
+    expect_sme2 = bool(facts.get("sme2")) and kind.needs_sme2(treat)
+    unit = profiles[(treat_variant, "prefill")].get("unit", "samples")
+    minimum = attribution["min_sme2_share"]
+    treat_share = shares[(treat_variant, "prefill")][1] or 0.0
+    base_counts = {p: shares[(base_variant, p)][0] for p in ("prefill", "decode")}
+    if expect_sme2:
+        passed = treat_share >= minimum and not any(base_counts.values())
+        expectation = (
+            f"{treat_variant}'s SME2 kernels carry >= {minimum:.0%} of its engine code's "
+            f"prefill {unit}, {base_variant}'s none"
+        )
+    else:
+        passed = not any(shares[(v, p)][0] for v in pair for p in ("prefill", "decode"))
+        expectation = "no SME2 kernel runs in either (no SME2 on this device or architecture)"
+    checks.append(
+        {
+            "name": f"SME2 kernels ran in {treat_variant}, not in {base_variant} (profiled)",
+            "pair": list(pair),
+            "passed": passed,
+            "evidence": "; ".join(
+                f"{v} {p}: {count} {unit} in SME2 kernels"
+                + (f" ({share:.1%})" if share is not None else "")
+                for (v, p), (count, share) in shares.items()
+            )
+            + f"; expectation: {expectation}",
+            "details": {
+                f"{v} {p}": {"count": count, "share": share}
+                for (v, p), (count, share) in shares.items()
+            },
+        }
+    )
+    return checks
+
+
+def where_time_goes(table: pd.DataFrame, top: int) -> list[str]:
+    """The report's section: per device x model x variant x phase, the top functions."""
+    if table.empty:
+        return []
+    lines = [
+        "## Where the time goes (profiled invocations)",
+        "",
+        "One profiled invocation per variant and phase, never a timed repetition: prefill = the "
+        "benchmark's prompt with 1 generated token, decode = a 1-token prompt with the "
+        "benchmark's generated tokens. Perf/simpleperf count samples of the whole process, "
+        "QEMU counts blocks executed in the engine's libraries (`kernels.csv`).",
+        "",
+        "| device | model | variant | phase | profiler | SME2 share of engine code "
+        "| top functions |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    summary = phase_summary(table).set_index(["device", "model", "variant", "phase"])
+    keys = ["device", "model", "variant", "phase"]
+    for key, group in table.groupby(keys, sort=True):
+        best = group.sort_values("count", ascending=False).head(top)
+        named = ", ".join(
+            f"{r.symbol or '?'} ({r.library}) {r.share:.1%}" for r in best.itertuples()
+        )
+        share = summary.loc[key, "sme2_share"]
+        shown = "-" if pd.isna(share) else f"{share:.1%}"
+        lines.append(
+            f"| {' | '.join(map(str, key))} | {group['profiler'].iloc[0]} | {shown} | {named} |"
+        )
+    return [*lines, ""]
+
+
+def read_profiles(index_paths) -> list[dict]:
+    """The profiles an index (rule profile_kernels) lists, each with its model."""
+    from mnnrepro.files import read_json
+
+    profiles = []
+    for path in index_paths:
+        index = read_json(path)
+        for entry in index["profiles"]:
+            profiles.append({**read_json(entry["path"]), "model": index.get("model", "")})
+    return profiles

@@ -1,0 +1,138 @@
+"""The function symbols and loadable segments of an ELF file, read with the standard library.
+
+What the QEMU attribution needs to turn an executed guest address into a function: a shared
+library's functions (`.symtab` where the file keeps it, else `.dynsym`) with their address
+ranges, and its PT_LOAD segments (file offset -> address). ELF64 little-endian only: every
+engine this project builds or runs (x86-64, arm64) is that.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from mnnrepro.errors import DataError
+
+SHT_SYMTAB, SHT_DYNSYM = 2, 11
+STT_FUNC, STT_NOTYPE = 2, 0
+PT_LOAD = 1
+SHF_EXECINSTR = 0x4
+PF_X = 1
+
+
+@dataclass(frozen=True)
+class Segment:
+    offset: int
+    vaddr: int
+    filesz: int
+    executable: bool
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    start: int
+    end: int
+
+
+@dataclass
+class ElfSymbols:
+    path: str
+    segments: list[Segment]
+    starts: list[int]  # sorted function start addresses
+    ends: list[int]
+    names: list[str]
+    from_symtab: bool  # False: only the exported (.dynsym) functions were there
+    stubs: list[Section]  # the linker's call stubs (.plt*): code no symbol names
+
+    def address_of_offset(self, offset: int) -> int | None:
+        """The link-time address of a file offset inside a loaded segment."""
+        for seg in self.segments:
+            if seg.offset <= offset < seg.offset + seg.filesz:
+                return offset - seg.offset + seg.vaddr
+        return None
+
+    def function_at(self, address: int) -> str | None:
+        """The function whose range holds address (None: between or outside functions)."""
+        i = bisect.bisect_right(self.starts, address) - 1
+        if i >= 0 and address < self.ends[i]:
+            return self.names[i]
+        for stub in self.stubs:
+            if stub.start <= address < stub.end:
+                return f"[{stub.name}]"
+        return None
+
+
+def read_symbols(path: str | Path) -> ElfSymbols:
+    """Functions and load segments of one ELF file; DataError naming it if it is not ELF64 LE."""
+    data = Path(path).read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise DataError(str(path), "not a 64-bit little-endian ELF file", "")
+    (phoff, shoff) = struct.unpack_from("<QQ", data, 0x20)
+    (phentsize, phnum, shentsize, shnum, shstrndx) = struct.unpack_from("<HHHHH", data, 0x36)
+    segments = []
+    for i in range(phnum):
+        p_type, p_flags, p_offset, p_vaddr, _p, p_filesz = struct.unpack_from(
+            "<IIQQQQ", data, phoff + i * phentsize
+        )
+        if p_type == PT_LOAD:
+            segments.append(Segment(p_offset, p_vaddr, p_filesz, bool(p_flags & PF_X)))
+    sections = [
+        struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)
+    ]
+    tables = {s[1]: s for s in sections if s[1] in (SHT_SYMTAB, SHT_DYNSYM)}
+    names_at = sections[shstrndx][4] if shstrndx < len(sections) else 0
+
+    def section_name(sh: tuple) -> str:
+        end = data.index(b"\0", names_at + sh[0])
+        return data[names_at + sh[0] : end].decode("ascii", "replace")
+
+    executable = sorted(
+        (
+            Section(section_name(sh), sh[3], sh[3] + sh[5])
+            for sh in sections
+            if sh[2] & SHF_EXECINSTR
+        ),
+        key=lambda sec: sec.start,
+    )
+    table = tables.get(SHT_SYMTAB) or tables.get(SHT_DYNSYM)
+    functions: dict[int, tuple[int, str]] = {}
+    if table is not None:
+        _name, _type, _flags, _addr, offset, size, link, _info, _align, entsize = table
+        strtab = sections[link]
+        str_off = strtab[4]
+        for j in range(size // entsize):
+            st_name, st_info, _other, shndx, value, st_size = struct.unpack_from(
+                "<IBBHQQ", data, offset + j * entsize
+            )
+            kind = st_info & 0xF
+            if shndx == 0 or value == 0 or kind not in (STT_FUNC, STT_NOTYPE):
+                continue
+            if kind == STT_NOTYPE and st_size == 0:
+                continue  # labels such as $x mapping symbols
+            end = data.index(b"\0", str_off + st_name)
+            name = data[str_off + st_name : end].decode("utf-8", "replace")
+            if name.startswith("$"):
+                continue
+            if value not in functions or st_size > functions[value][0]:
+                functions[value] = (st_size, name)
+    starts = sorted(functions)
+    ends = []
+    for i, start in enumerate(starts):
+        size = functions[start][0]
+        # hand-written assembly often has no size: it runs to the next function, within its
+        # section (`_init` does not own the call stubs after it)
+        section_end = next((sec.end for sec in executable if sec.start <= start < sec.end), start)
+        following = starts[i + 1] if i + 1 < len(starts) else section_end
+        ends.append(start + size if size else min(following, section_end))
+    return ElfSymbols(
+        str(path),
+        segments,
+        starts,
+        ends,
+        [functions[s][1] for s in starts],
+        table is not None and table[1] == SHT_SYMTAB,
+        [sec for sec in executable if sec.name.startswith(".plt")],
+    )

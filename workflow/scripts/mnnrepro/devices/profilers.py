@@ -1,0 +1,260 @@
+"""Which functions an invocation executed: one profiler per device kind, one shape of answer.
+
+- this host: Linux `perf record -e cpu-clock` (a sampling profiler: needs no hardware counter,
+  works at perf_event_paranoid 2), reported by shared object and symbol with `perf report`;
+- a phone: `simpleperf record -e cpu-clock` on the phone, reported there by `simpleperf report
+  --sort dso,symbol -n` (the format simpleperf's documentation shows: a header, then
+  `Overhead  Sample  Shared Object  Symbol` rows);
+- QEMU user mode: executed translation blocks, counted, not sampled. QEMU 11's static
+  `qemu-aarch64` has no TCG plugins, but `-d exec,nochain` logs every block it executes (chaining
+  off, so a loop's block is logged at every iteration) and `-dfilter` limits that to the engine
+  libraries' code. Their guest addresses come from a first run's `-d strace` (`openat` names the
+  file, `mmap` of that descriptor with PROT_EXEC places it); `-R` (a reserved guest address
+  space) makes QEMU place them at the same addresses in both runs, and the second run's own
+  strace must say so. Blocks are attributed to functions from the libraries' ELF symbols.
+
+Each answer is {"profiler", "unit", "rows": [{"dso", "symbol", "count"}], "total"}; a row whose
+symbol did not resolve has symbol None (the check in analysis/attribution.py fails on those).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import threading
+from collections import Counter
+from pathlib import Path
+
+from mnnrepro.devices.elf import read_symbols
+from mnnrepro.errors import ReproError
+
+
+class ProfilerError(ReproError, RuntimeError):
+    pass
+
+
+def require(tool: str, what: str) -> str:
+    """The profiler's path, or an error naming it: a missing profiler never passes a check."""
+    found = shutil.which(tool)
+    if not found:
+        raise ProfilerError(f"kernel attribution needs `{tool}` ({what}), which is not installed")
+    return found
+
+
+# ---------------------------------------------------------------- perf (this host)
+
+PERF_HINT = "Linux perf: Debian's linux-perf package"
+
+
+def perf_record_command(perf: str, argv: list[str], data: str, hz: int) -> list[str]:
+    return [perf, "record", "-q", "-e", "cpu-clock", "-F", str(hz), "-o", data, "--", *argv]
+
+
+def perf_report_command(perf: str, data: str) -> list[str]:
+    return [
+        *(perf, "report", "-i", data, "--stdio", "-q", "--no-children", "--no-demangle"),
+        *("--sort", "dso,sym", "-F", "sample,dso,sym", "-t", ";"),
+    ]
+
+
+UNRESOLVED = re.compile(r"^0x[0-9a-f]+$", re.I)
+
+
+def parse_perf_report(text: str) -> list[dict]:
+    """`perf report -F sample,dso,sym -t ';'` rows -> [{dso, symbol, count}]; a symbol perf
+    could not name (an address, `[unknown]`) is None."""
+    rows = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(";")]
+        if len(parts) < 3 or not parts[0].isdigit():
+            continue
+        dso, symbol = parts[1], ";".join(parts[2:]).strip()
+        symbol = re.sub(r"^\[[.kgu]\]\s*", "", symbol)
+        rows.append({"dso": dso_name(dso), "symbol": resolved(symbol), "count": int(parts[0])})
+    return rows
+
+
+def resolved(symbol: str) -> str | None:
+    return None if not symbol or UNRESOLVED.match(symbol) or symbol == "[unknown]" else symbol
+
+
+def dso_name(path: str) -> str:
+    return os.path.basename(path.strip()) or path
+
+
+# ---------------------------------------------------------------- simpleperf (a phone)
+
+SIMPLEPERF_ROW = re.compile(r"^\s*([\d.]+)%\s+(\d+)\s+(\S+)\s+(.*?)\s*$")
+
+
+def simpleperf_record_command(simpleperf: str, argv: list[str], data: str, hz: int) -> list[str]:
+    return [simpleperf, "record", "-e", "cpu-clock", "-f", str(hz), "-o", data, "--", *argv]
+
+
+def simpleperf_report_command(simpleperf: str, data: str) -> list[str]:
+    return [simpleperf, "report", "-i", data, "--sort", "dso,symbol", "-n"]
+
+
+def parse_simpleperf_report(text: str) -> list[dict]:
+    """`simpleperf report --sort dso,symbol -n` -> [{dso, symbol, count}] (rows after the
+    `Overhead  Sample  Shared Object  Symbol` header; an unnamed symbol is None)."""
+    rows, in_table = [], False
+    for line in text.splitlines():
+        if line.split()[:2] == ["Overhead", "Sample"]:
+            in_table = True
+            continue
+        match = SIMPLEPERF_ROW.match(line) if in_table else None
+        if match:
+            _share, count, dso, symbol = match.groups()
+            rows.append({"dso": dso_name(dso), "symbol": resolved(symbol), "count": int(count)})
+    if not in_table:
+        raise ProfilerError("simpleperf report printed no table (no `Overhead  Sample` header)")
+    return rows
+
+
+# ---------------------------------------------------------------- QEMU (executed blocks)
+
+# A reserved guest address space: QEMU then places every mapping itself, the same way in
+# every run of the same command (without it the host's address randomization moves them).
+QEMU_RESERVED_VA = "0x4000000000"
+OPENAT = re.compile(r'openat\([^,]+,"([^"]+)",[^)]*\) = (\d+)')
+MMAP = re.compile(
+    r"mmap\((0x[0-9a-f]+|NULL),(\d+),([A-Z_|]+),[A-Z_|]+,(-?\d+),(0x[0-9a-f]+|\d+)\) = "
+    r"(0x[0-9a-f]+)"
+)
+CLOSE = re.compile(r"close\((\d+)\) = 0")
+
+
+def exec_mappings(strace: str, wanted: set[str]) -> list[dict]:
+    """The executable mappings of the wanted files (basenames) in a QEMU `-d strace` log:
+    [{path, start, size, offset}] in the order the loader made them."""
+    open_fds: dict[str, str] = {}
+    maps = []
+    for line in strace.splitlines():
+        if (m := OPENAT.search(line)) is not None:
+            open_fds[m.group(2)] = m.group(1)
+        elif (m := MMAP.search(line)) is not None:
+            _hint, size, prot, fd, offset, start = m.groups()
+            path = open_fds.get(fd)
+            if path and "PROT_EXEC" in prot and os.path.basename(path) in wanted:
+                maps.append(
+                    {
+                        "path": path,
+                        "start": int(start, 16),
+                        "size": int(size),
+                        "offset": int(offset, 0),
+                    }
+                )
+        elif (m := CLOSE.search(line)) is not None:
+            open_fds.pop(m.group(1), None)
+    return maps
+
+
+def dfilter(maps: list[dict]) -> str:
+    return ",".join(f"0x{m['start']:x}+0x{m['size']:x}" for m in maps)
+
+
+def count_exec_log(lines) -> tuple[Counter, list[str]]:
+    """A `-d exec,nochain,strace` log -> (executed blocks per guest PC, the strace lines)."""
+    blocks: Counter = Counter()
+    other = []
+    for line in lines:
+        if line.startswith("Trace "):
+            try:
+                blocks[line.split("[", 1)[1].split("/", 2)[1]] += 1
+            except IndexError:
+                continue
+        else:
+            other.append(line)
+    return blocks, other
+
+
+def attribute_blocks(blocks: Counter, maps: list[dict], local_files: dict[str, str]) -> list[dict]:
+    """Executed blocks per guest PC -> [{dso, symbol, count}] through the files' ELF symbols.
+
+    local_files: basename -> the ELF file on this host to read symbols from (the unstripped
+    build the workflow made)."""
+    symbols = {name: read_symbols(path) for name, path in local_files.items()}
+    counts: Counter = Counter()
+    for pc_text, n in blocks.items():
+        pc = int(pc_text, 16)
+        place = next((m for m in maps if m["start"] <= pc < m["start"] + m["size"]), None)
+        if place is None:
+            counts[("[outside the engine libraries]", None)] += n
+            continue
+        name = os.path.basename(place["path"])
+        elf = symbols.get(name)
+        address = elf.address_of_offset(pc - place["start"] + place["offset"]) if elf else None
+        symbol = elf.function_at(address) if elf and address is not None else None
+        counts[(name, symbol)] += n
+    return [
+        {"dso": dso, "symbol": symbol, "count": n}
+        for (dso, symbol), n in sorted(counts.items(), key=lambda kv: -kv[1])
+    ]
+
+
+class LogReader:
+    """Reads a QEMU log written to a FIFO while QEMU runs (a block log can be gigabytes: it
+    is counted as it streams, never stored)."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="qemu-log-")
+        self.path = str(Path(self.dir) / "log")
+        os.mkfifo(self.path)
+        self.blocks: Counter = Counter()
+        self.other: list[str] = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        with open(self.path, encoding="utf-8", errors="replace") as fh:
+            self.blocks, self.other = count_exec_log(fh)
+
+    def finish(self, timeout: float = 600) -> tuple[Counter, str]:
+        if self.thread.is_alive():  # QEMU may have failed before it opened the log
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+                os.close(fd)
+            except OSError:
+                pass
+        self.thread.join(timeout)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return self.blocks, "\n".join(self.other)
+
+
+def answer(profiler: str, unit: str, rows: list[dict]) -> dict:
+    return {
+        "profiler": profiler,
+        "unit": unit,
+        "rows": rows,
+        "total": sum(r["count"] for r in rows),
+    }
+
+
+def simpleperf_profile(device, argv: list[str], timeout: float, env: dict | None, hz: int):
+    """A phone: the system's simpleperf (Android carries it in /system/bin), or one the config
+    names (`devices.<name>.adb.simpleperf`: the NDK's static arm64 simpleperf, pushed first).
+    Recorded and reported on the phone, against the files it ran."""
+    local = device.spec.get("simpleperf")
+    if local:
+        simpleperf = device.stage(local, "tools")
+    else:
+        found = device.run(["sh", "-c", "command -v simpleperf"], 60)
+        simpleperf = found.stdout.strip()
+        if not found.ok or not simpleperf:
+            raise ProfilerError(
+                f"device {device.name}: kernel attribution needs `simpleperf`, which this "
+                "phone does not have; set devices.<name>.adb.simpleperf to the NDK's "
+                "simpleperf/bin/android/arm64/simpleperf"
+            )
+    data = device.scratch("perf.data")
+    result = device.run(simpleperf_record_command(simpleperf, argv, data, hz), timeout, env)
+    if not result.ok:
+        return result, {}
+    report = device.run(simpleperf_report_command(simpleperf, data), 600)
+    if not report.ok:
+        raise ProfilerError(f"device {device.name}: simpleperf report failed: {report.stderr}")
+    rows = parse_simpleperf_report(report.stdout)
+    return result, answer("simpleperf record -e cpu-clock", "samples", rows)

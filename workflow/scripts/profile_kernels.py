@@ -1,0 +1,18 @@
+from mnnrepro.files import write_json
+from mnnrepro.logs import log_to
+from mnnrepro.runs.profile import profile_for_rule
+
+log_to(snakemake.log[0])
+index = profile_for_rule(
+    device_name=snakemake.wildcards.device,
+    device_spec=snakemake.params.device,
+    receipt=snakemake.input.receipt,
+    manifest=snakemake.input.manifest,
+    engine_records=snakemake.input.engines,
+    variants=snakemake.params.variants,
+    bench=snakemake.params.bench,
+    attribution=snakemake.params.attribution,
+    out_dir=snakemake.params.out_dir,
+)
+index.update(experiment=snakemake.wildcards.experiment, model=snakemake.wildcards.model)
+write_json(snakemake.output.index, index)
