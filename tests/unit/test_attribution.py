@@ -269,3 +269,14 @@ def test_a_vector_length_the_sme2_kernels_were_not_written_for_is_flagged():
     )
     assert not check[0]["passed"] and "256 bits" in check[0]["evidence"]
     assert vector_length_check(("off", "on"), treat, {"device": "q", "sme2": False}) == []
+
+
+def test_a_phone_without_simpleperf_fails_naming_it(loopback_phone):
+    from mnnrepro.devices.adb import AdbDevice
+
+    device = AdbDevice("phone", loopback_phone[1])
+    try:
+        with pytest.raises(profilers.ProfilerError, match="`simpleperf`.*adb.simpleperf"):
+            device.profile(["true"], 60, None, {}, 1000)
+    finally:
+        device.close()

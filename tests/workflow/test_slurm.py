@@ -52,6 +52,7 @@ def test_slurm_runs_builds_exports_and_analysis_as_jobs_with_a_local_runs_result
     root, slurm, tmp_path
 ):
     cfg = yaml.safe_load((root / "tests/workflow/config-tiny.yaml").read_text())
+    cfg["attribution"] = {"enabled": False}  # profiling is tests/workflow/test_workflow.py's
     cfg["bench"]["repetitions"] = 2
     config_path = tmp_path / "tiny.yaml"
     config_path.write_text(yaml.safe_dump(cfg))

@@ -64,6 +64,16 @@ def test_every_output_is_written(tiny_run):
         else:
             assert len(data) > 0, rel
     assert (out / "plots" / "runs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # what ran: the host's perf profiles of every variant and phase, the engine's library named
+    kernels = pd.read_csv(out / "kernels.csv", keep_default_na=False)
+    assert set(zip(kernels["variant"], kernels["phase"])) == {
+        (v, p) for v in ("one-thread", "two-threads") for p in ("prefill", "decode")
+    }
+    engine = kernels[kernels["engine_library"]]
+    assert not engine.empty and set(engine["library"]) == {
+        n for n in engine["library"] if n.startswith("_mnncengine")
+    }
+    assert (engine["symbol"] != "").sum() >= 0.9 * len(engine)
     # self-contained: vega is inlined, nothing is loaded from a CDN
     html = (out / "plots" / "speedup.html").read_text()
     assert "cdn.jsdelivr" not in html and "vegaEmbed" in html
@@ -178,10 +188,11 @@ def test_archive_is_deterministic_and_replays_to_identical_tables(root, tiny_run
         root, "--cores", "1", "--directory", str(replay_dir), "--config", f"replay={archive}"
     )
     replayed = replay_dir / "results" / "replay" / "tiny-archive"
-    for name in ("summary.csv", "bench.csv", "summary.md"):
+    for name in ("summary.csv", "bench.csv", "summary.md", "kernels.csv"):
         original = (tiny_run / "results" / "tiny" / name).read_text()
         assert (replayed / name).read_text() == original, name
     assert "run_bench" not in proc.stdout + proc.stderr
+    assert "profile_kernels" not in proc.stdout + proc.stderr
 
 
 # ---- untrusted derived data: a real run's files, edited afterwards, are refused ------------

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.slow
 
 def adb_config(root, spec, repetitions=3):
     cfg = yaml.safe_load((root / "tests/workflow/config-tiny.yaml").read_text())
+    cfg["attribution"] = {"enabled": False}  # profiling is tests/workflow/test_workflow.py's
     cfg["experiment"] = "tiny-adb"
     cfg["devices"] = {"phone": {"adb": spec}}
     cfg["bench"]["repetitions"] = repetitions

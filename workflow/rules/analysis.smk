@@ -41,9 +41,7 @@ rule check_validity:
 # What ran (`attribution`): every profile's functions by library in one table.
 rule collect_kernel_table:
     input:
-        profiles=expand(
-            "results/{{experiment}}/profiles/{device}/{model}.json", device=DEVICES, model=MODELS
-        ),
+        profiles=get_profile_indexes,
     output:
         table=report(
             "results/{experiment}/kernels.csv",

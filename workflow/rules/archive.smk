@@ -14,6 +14,7 @@ rule archive_results:
         layouts=get_model_layouts,
         bandwidth=get_bandwidth_files,
         sweep=get_sweep_indexes,
+        profiles=get_profile_indexes,
     output:
         archive="results/{experiment}/{experiment}-archive.tar.gz",
     log:

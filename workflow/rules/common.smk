@@ -153,15 +153,26 @@ def get_emulation_tables(wildcards):
     )
 
 
-# `attribution.enabled`: one profiled invocation per variant and phase (runs/profile.py); a
-# replay keeps the archived validity checks and has no profiles to tabulate.
-ATTRIBUTION = config["attribution"]["enabled"] and not REPLAY
+# `attribution.enabled`: one profiled invocation per variant and phase (runs/profile.py);
+# archived and replayed like the runs.
+ATTRIBUTION = config["attribution"]["enabled"]
 
 
 def get_profile_index(wildcards):
     if not ATTRIBUTION:
         return []
     return [f"results/{wildcards.experiment}/profiles/{wildcards.device}/{wildcards.model}.json"]
+
+
+def get_profile_indexes(wildcards):
+    if not ATTRIBUTION:
+        return []
+    return expand(
+        "results/{experiment}/profiles/{device}/{model}.json",
+        experiment=RESULTS_KEY,
+        device=DEVICES,
+        model=MODELS,
+    )
 
 
 def get_kernel_table(wildcards):

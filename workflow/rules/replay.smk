@@ -1,5 +1,5 @@
 # Replay (`--config replay=<archive.tar.gz>`): the archive's records (run indexes and raw
-# invocations, greedy answers, validity checks, device facts, engine records, model
+# invocations, greedy answers, validity checks, kernel profiles, device facts, engine records, model
 # manifests) are restored under results/replay/<archive>/, checked against its
 # MANIFEST.sha256; the ordinary analysis rules then derive everything else from them, as in a
 # live run. No device, toolchain, model or network is needed.
@@ -20,6 +20,7 @@ rule restore_archive:
         layouts=get_model_layouts(None),
         bandwidth=get_bandwidth_files(None),
         sweep=get_sweep_indexes(None),
+        profiles=get_profile_indexes(None),
         raw=directory(f"results/{RESULTS_KEY}/raw"),
         sweep_raw=[directory(f"results/{RESULTS_KEY}/sweep/raw")] if SWEEP else [],
     log:

@@ -3,6 +3,7 @@ from pathlib import Path
 
 import yaml
 
+from mnnrepro.analysis.attribution import profile_files
 from mnnrepro.archive.pack import write_archive
 from mnnrepro.archive.provenance import git_state, tool_versions
 from mnnrepro.files import read_json
@@ -13,7 +14,7 @@ files = {
     path: path
     for key in (
         *("final", "runs", "validity", "greedy", "facts", "engines", "manifests"),
-        *("layouts", "bandwidth", "sweep"),
+        *("layouts", "bandwidth", "sweep", "profiles"),
     )
     for path in snakemake.input[key]
 }
@@ -23,6 +24,8 @@ for index in map(read_json, [*snakemake.input.runs, *snakemake.input.sweep]):
         # the record
         for raw in [entry["raw"], *(s["raw"] for s in entry.get("superseded", []))]:
             files[raw] = raw
+for path in profile_files(snakemake.input.profiles):
+    files[path] = path
 provenance = {
     "workflow": git_state(str(Path(snakemake.scriptdir).parents[1])),
     "tools": tool_versions(),

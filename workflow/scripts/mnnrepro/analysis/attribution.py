@@ -225,13 +225,29 @@ def where_time_goes(table: pd.DataFrame, top: int) -> list[str]:
     return [*lines, ""]
 
 
-def read_profiles(index_paths) -> list[dict]:
-    """The profiles an index (rule profile_kernels) lists, each with its model."""
+def profile_files(index_paths) -> list[str]:
+    """The profile files an index (rule profile_kernels) lists, found beside it
+    (`<index without .json>/<variant>/<phase>.json`, where runs/profile.py writes them), so a
+    restored archive reads its own copies."""
+    from pathlib import Path
+
     from mnnrepro.files import read_json
 
-    profiles = []
+    files = []
     for path in index_paths:
-        index = read_json(path)
-        for entry in index["profiles"]:
-            profiles.append({**read_json(entry["path"]), "model": index.get("model", "")})
-    return profiles
+        folder = Path(path).with_suffix("")
+        for entry in read_json(path)["profiles"]:
+            files.append(str(folder / entry["variant"] / f"{entry['phase']}.json"))
+    return files
+
+
+def read_profiles(index_paths) -> list[dict]:
+    """The profiles the indexes list, each with its model."""
+    from pathlib import Path
+
+    from mnnrepro.files import read_json
+
+    return [
+        {**read_json(path), "model": Path(path).parents[1].name}
+        for path in profile_files(index_paths)
+    ]

@@ -24,7 +24,10 @@ from mnnrepro.records import read_record
 CONFIG_NAME = "config.resolved.yaml"
 MANIFEST_NAME = "MANIFEST.sha256"
 # results/<experiment>/<kind>/... (the sweep's run indexes and raw records included)
-RECORDS = ("runs", "greedy", "validity", "devices", "raw", "bandwidth", "sweep/runs", "sweep/raw")
+RECORDS = (
+    *("runs", "greedy", "validity", "devices", "raw", "bandwidth", "sweep/runs", "sweep/raw"),
+    "profiles",
+)
 RAW_DIRS = {"runs": "raw", "sweep/runs": "sweep/raw"}  # where each kind of index's raw files are
 ENGINE_RECORDS = ("build.json", "engine.json")
 
