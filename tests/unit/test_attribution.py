@@ -276,7 +276,7 @@ def test_a_phone_without_simpleperf_fails_naming_it(loopback_phone):
 
     device = AdbDevice("phone", loopback_phone[1])
     try:
-        with pytest.raises(profilers.ProfilerError, match="`simpleperf`.*adb.simpleperf"):
+        with pytest.raises(profilers.ProfilerError, match=r"`simpleperf`.*adb\.simpleperf"):
             device.profile(["true"], 60, None, {}, 1000)
     finally:
         device.close()

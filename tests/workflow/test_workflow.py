@@ -66,7 +66,7 @@ def test_every_output_is_written(tiny_run):
     assert (out / "plots" / "runs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # what ran: the host's perf profiles of every variant and phase, the engine's library named
     kernels = pd.read_csv(out / "kernels.csv", keep_default_na=False)
-    assert set(zip(kernels["variant"], kernels["phase"])) == {
+    assert set(zip(kernels["variant"], kernels["phase"], strict=True)) == {
         (v, p) for v in ("one-thread", "two-threads") for p in ("prefill", "decode")
     }
     engine = kernels[kernels["engine_library"]]
