@@ -60,6 +60,17 @@ def pytest_addoption(parser):
         default="yes",
         help="whether the phone must have SME2 (no: a negative-control phone)",
     )
+    parser.addoption(
+        "--phone-config",
+        default="config/paper.yaml",
+        help="the experiment whose limits the phone must meet (bench.max_temp_c, max_other_load)",
+    )
+    parser.addoption(
+        "--phone-loopback-cpuinfo",
+        default="dimensity9500",
+        help="without --phone-serial: the real cpuinfo the loopback phone carries "
+        "(tests/data/devices/<name>.cpuinfo; dimensity9400plus has no SME2)",
+    )
 
 
 def reachable(host: str, port: int) -> bool:
@@ -207,12 +218,13 @@ def phones_on_two_adb_servers(tmp_path, adb_server_port, second_adb_server_port)
         stop_loopback_phone(phone, port)
 
 
-def start_loopback_phone(root: Path, adb_server_port: int):
-    """A loopback ADB device with a Dimensity 9500's /proc/cpuinfo (sme2) in sandbox root;
-    returns (phone, its adb device spec). Stop it with stop_loopback_phone."""
+def start_loopback_phone(root: Path, adb_server_port: int, cpuinfo: str = "dimensity9500"):
+    """A loopback ADB device with a real phone's /proc/cpuinfo in sandbox root (by default a
+    Dimensity 9500's, with sme2; tests/data/devices/<cpuinfo>.cpuinfo); returns (phone, its adb
+    device spec). Stop it with stop_loopback_phone."""
     from loopback_adbd import LoopbackAdbDevice, make_sandbox
 
-    cpuinfo = (ROOT / "tests" / "data" / "devices" / "dimensity9500.cpuinfo").read_text()
+    cpuinfo = (ROOT / "tests" / "data" / "devices" / f"{cpuinfo}.cpuinfo").read_text()
     sandbox = make_sandbox(root, ILLUSTRATIVE_PROPS, cpuinfo)
     phone = LoopbackAdbDevice(sandbox, ILLUSTRATIVE_PROPS)
     spec = {

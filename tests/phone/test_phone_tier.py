@@ -1,4 +1,5 @@
-"""The phone tier: is this phone ready for the paper's run? About a minute on a phone.
+"""The phone tier: is this phone ready for the paper's run? (Never timed on a real phone: no
+phone here; on the loopback phone it takes seconds.)
 
 By default these run against the loopback phone (tests/loopback_adbd.py: a real adb server, a
 phone's layout), so the tier itself is tested. On a real phone, before a long run:
@@ -10,7 +11,8 @@ phone's layout), so the tier itself is tested. On a real phone, before a long ru
 model, e.g. the quickstart's or a `synthetic: {shape: tiny}` model of your config.) On the
 loopback phone the engine is the prebuilt `mnn` wheel and the model the session's tiny one;
 the run-time mask line exists only in MNN_PIPELINE_PROFILE builds, so there it checks the
-feature line alone."""
+feature line alone. The limits a phone must meet are the experiment's own (`--phone-config`,
+config/paper.yaml by default: `bench.max_temp_c`, `bench.max_other_load`)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from conftest import PREBUILT_ENGINE, start_loopback_phone, stop_loopback_phone
 
 from mnnrepro.devices.adb import AdbDevice
 from mnnrepro.devices.power import PowerReader
+from mnnrepro.engines.base import supported_features
 from mnnrepro.runs.benchmark import thermal_gate
 from mnnrepro.runs.staging import push_receipt
 from mnnrepro.runs.thermal import gate_temperatures, named_temperatures
@@ -35,7 +38,10 @@ def phone_spec(request, tmp_path_factory, adb_server_port):
     if serial:  # a real phone, through the adb server adb itself would use
         yield {"serial": serial, "workdir": "/data/local/tmp/mnn-repro-check"}
         return
-    phone, spec = start_loopback_phone(tmp_path_factory.mktemp("tier-phone"), adb_server_port)
+    cpuinfo = request.config.getoption("--phone-loopback-cpuinfo")
+    phone, spec = start_loopback_phone(
+        tmp_path_factory.mktemp("tier-phone"), adb_server_port, cpuinfo
+    )
     yield spec
     stop_loopback_phone(phone, adb_server_port)
 
@@ -43,6 +49,28 @@ def phone_spec(request, tmp_path_factory, adb_server_port):
 @pytest.fixture(scope="module")
 def real_phone(request) -> bool:
     return bool(request.config.getoption("--phone-serial"))
+
+
+@pytest.fixture(scope="module")
+def limits(request) -> dict:
+    """The experiment's thermal and load limits (its config, else the schema's defaults)."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    schema = yaml.safe_load((root / "workflow/schemas/config.schema.yaml").read_text())
+    defaults = schema["properties"]["bench"]["properties"]
+    bench = yaml.safe_load((root / request.config.getoption("--phone-config")).read_text())["bench"]
+    return {k: bench.get(k, defaults[k]["default"]) for k in ("max_temp_c", "max_other_load")}
+
+
+def engine_must_have_sme2(request, real_phone: bool) -> bool:
+    """What the engine's feature line must say: on a real phone, what the phone is declared
+    to be (--phone-sme2); on the loopback phone the engine runs on this host's CPU."""
+    if real_phone:
+        return request.config.getoption("--phone-sme2") == "yes"
+    from mnnrepro.devices.base import _read, cpuinfo_summary
+
+    return "sme2" in cpuinfo_summary(_read("/proc/cpuinfo"))["features"]
 
 
 @pytest.fixture
@@ -72,7 +100,7 @@ def test_the_phone_says_what_it_is_and_has_sme2_on_every_core(phone, request):
     )
 
 
-def test_thermal_zones_are_readable_and_the_idle_phone_passes_the_gate(phone):
+def test_thermal_zones_are_readable_and_the_idle_phone_passes_the_gate(phone, limits):
     zones, hal = phone.thermal(), phone.hal_temperatures()
     gated, ignored, rule = gate_temperatures(zones, hal)
     print(f"gate rule: {rule}")
@@ -80,8 +108,11 @@ def test_thermal_zones_are_readable_and_the_idle_phone_passes_the_gate(phone):
         mark = "gated" if name in gated else ignored.get(name, "not gated")
         print(f"  {name}: {value:g} °C ({mark})")
     assert zones and gated, "no temperature the thermal gate could wait on"
-    gate = thermal_gate(phone, {"max_temp_c": 45, "thermal_timeout_s": 120})
-    assert gate["cool"], f"still hot after 2 minutes: {gate['hottest_gated_c']} °C"
+    limit = limits["max_temp_c"]
+    if limit is None:
+        pytest.skip("the experiment sets no temperature limit (bench.max_temp_c: null)")
+    gate = thermal_gate(phone, {"max_temp_c": limit, "thermal_timeout_s": 120})
+    assert gate["cool"], f"above {limit} °C after 2 minutes: {gate['hottest_gated_c']} °C"
 
 
 def test_a_pushed_file_is_re_hashed_on_the_phone_and_a_changed_one_refused(phone, tmp_path):
@@ -106,7 +137,7 @@ def test_power_is_readable_and_the_charging_state_known(phone):
     assert isinstance(battery["charging"], bool)
 
 
-def test_background_load_and_screen_are_measured(phone):
+def test_background_load_and_screen_are_measured(phone, limits, real_phone):
     load = phone.other_load_now(0.5)
     during = phone.run_invocation(["sleep", "1"], timeout=30)
     print(f"other load while `sleep 1` ran: {during.other_load} CPUs")
@@ -116,6 +147,12 @@ def test_background_load_and_screen_are_measured(phone):
     # a CPU count, give or take /proc/stat's clock ticks over the window
     assert load is not None and 0 <= load <= phone.facts()["cpu_count"] + 0.5
     assert screen and screen["wakefulness"] and screen["display"]
+    if real_phone and limits["max_other_load"] is not None:  # the loopback phone's load is
+        # this host's, which other tests move: the limit is a real phone's to meet
+        assert load <= limits["max_other_load"], (
+            f"the idle phone keeps {load} CPUs busy; the experiment allows "
+            f"{limits['max_other_load']} (bench.max_other_load): stop what runs on it"
+        )
 
 
 def engines_to_run(request, tiny_model) -> list[dict]:
@@ -147,7 +184,9 @@ def engines_to_run(request, tiny_model) -> list[dict]:
     return out
 
 
-def test_each_engine_answers_a_short_prompt_and_prints_its_feature_line(phone, request, tiny_model):
+def test_each_engine_answers_a_short_prompt_and_prints_its_feature_line(
+    phone, request, tiny_model, real_phone
+):
     """One short greedy run per engine, the way the correctness gate runs it, with the
     run-time mask MNN_CPU_TARGET=2 set: a MNN_PIPELINE_PROFILE build must say `sme2=0`."""
     from mnnrepro.runs.greedy import run_greedy
@@ -163,6 +202,10 @@ def test_each_engine_answers_a_short_prompt_and_prints_its_feature_line(phone, r
         assert len(answer["tokens"]) == 4, answer
         lines = answers["engine"]
         print(f"{record['engine']}: {lines.get('device_supports')}; {lines.get('cpu_target')}")
-        assert "sme2" in lines.get("device_supports", "")
+        features = supported_features(lines.get("device_supports", ""))
+        expected = engine_must_have_sme2(request, real_phone)
+        assert features.get("sme2") is expected, (
+            f"the engine says {lines.get('device_supports')!r}; expected sme2: {int(expected)}"
+        )
         if record.get("flags", {}).get("MNN_PIPELINE_PROFILE"):
             assert "sme2=0" in lines["cpu_target"]  # the run-time mask took

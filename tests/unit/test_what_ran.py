@@ -97,3 +97,14 @@ def test_the_prebuilt_runner_decodes_in_the_prompts_context(tiny_model, tmp_path
     assert decode["tokens"] == 6
     assert payload["context"] == {"after_prefill": 24, "after_decode": 30}
     assert payload["ran"] == {"thread_num": 1, "warmup": 2} and payload["warmup"] == 2
+
+
+def test_the_engine_feature_line_is_read_as_values_not_as_a_mention():
+    """MNN prints `sme2: 0` and `sme2: 1` alike: a check for the word passes on both."""
+    from mnnrepro.engines.base import supported_features
+
+    captured = (CAPTURED / "llm_bench_kv361.stdout.txt").read_text().splitlines()
+    line = next(x for x in captured if "The device supports" in x)
+    assert "sme2" in line and supported_features(line)["sme2"] is False  # an x86 capture
+    assert supported_features(line.replace("sme2: 0", "sme2: 1"))["sme2"] is True
+    assert supported_features("no feature line") == {}

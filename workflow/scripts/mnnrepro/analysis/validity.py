@@ -10,6 +10,7 @@ from mnnrepro.analysis.correctness import (
     compare_answers,
 )
 from mnnrepro.config import comparison_pairs
+from mnnrepro.engines.base import supported_features
 from mnnrepro.engines.registry import kind_of_record
 
 
@@ -145,7 +146,7 @@ def kernel_checks(
             {
                 "name": f"SME2 available to {treat_variant} at run time",
                 "pair": list(pair),
-                "passed": "sme2: 1" in line and "sme2=0" not in masked,
+                "passed": supported_features(line).get("sme2") is True and "sme2=0" not in masked,
                 "evidence": f"{treat_variant} printed {line or 'no feature line'!r}"
                 + (f" and {masked!r}" if masked else ""),
                 "details": {"line": line, "cpu_target": masked},

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import tempfile
 from pathlib import Path
 
@@ -168,6 +169,17 @@ class BuiltFromSource(EngineKind):
 
     def library_env(self) -> dict:
         return {"LD_LIBRARY_PATH": self.dir}
+
+
+FEATURE = re.compile(r"(\w+)\s*:\s*([01])\b")
+
+
+def supported_features(line: str) -> dict[str, bool]:
+    """MNN's `The device supports: i8sdot:0, fp16:0, i8mm: 0, sve2: 0, sme2: 0` -> fields
+    ({"sme2": False, ...}); {} where there is no such line. Read as values, never as text:
+    the line names `sme2` whether or not the CPU has it."""
+    _, found, rest = line.partition("supports:")
+    return {k: v == "1" for k, v in FEATURE.findall(rest)} if found else {}
 
 
 def files_of(record: dict) -> list[tuple[str, str]]:
