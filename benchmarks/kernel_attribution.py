@@ -115,7 +115,27 @@ def main() -> None:
         )
     if top.empty:
         lines.append("| - | - | - | no SME2 kernel ran | 0 |")
-    lines += ["", "Command: see `measured.command` in the JSON; config as run: `derived_config`."]
+    engine = table[table["engine_library"]]
+    best = (
+        engine.sort_values("count", ascending=False)
+        .groupby(["device", "variant", "phase"], sort=True)
+        .head(3)
+        .sort_values(["device", "variant", "phase", "count"], ascending=[True, True, True, False])
+    )
+    result["top_engine_functions"] = best[
+        ["device", "variant", "phase", "library", "symbol", "count"]
+    ].to_dict(orient="records")
+    lines += ["", "The engine's top 3 functions per device x variant x phase:", ""]
+    lines += [
+        "| device | variant | phase | library | function | count |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in best.itertuples():
+        lines.append(
+            f"| {row.device} | {row.variant} | {row.phase} | {row.library} | "
+            f"`{row.symbol or '(unresolved)'}` | {row.count} |"
+        )
+    lines += ["", "Command: `measured.command` in the JSON; the config as run: `derived_config`."]
     name = "kernel_attribution" + (f"-{args.name}" if args.name else "")
     write_results(name, result, lines)
 
