@@ -167,3 +167,25 @@ def test_the_slurm_profile_leaves_room_over_what_the_rules_were_measured_to_need
         res = {**profile["default-resources"], **profile["set-resources"].get(rule, {})}
         assert res["mem_mb"] >= 1.5 * m["max_rss_mb"], f"{rule}: {res} vs {m}"
         assert res["runtime"] * 60 >= 2 * m["wall_s"], f"{rule}: {res} vs {m}"
+
+
+def test_the_readme_sme2_share_is_kernel_attribution_json():
+    readme = (ROOT / "README.md").read_text()
+    cited = re.search(
+        r"\*\*(\d+\.\d+) % of the engine's executed blocks\*\* at one thread \(([\d,]+)\s+blocks",
+        readme,
+    )
+    assert cited, "README no longer cites the SME2 share in the form this test reads"
+    (row,) = [
+        r
+        for r in results("kernel_attribution-emulated-sme2")["phases"]
+        if (r["device"], r["variant"], r["phase"]) == ("qemu-sme2-vl512", "one-thread", "prefill")
+    ]
+    assert float(cited.group(1)) == round(100 * row["sme2_share"], 2)
+    assert number(cited.group(2)) == row["sme2_count"]
+    none = [
+        r
+        for r in results("kernel_attribution-emulated-sme2")["phases"]
+        if r["device"] == "qemu-no-sme"
+    ]
+    assert none and all(r["sme2_count"] == 0 for r in none)  # README: "none" without SME
