@@ -320,3 +320,20 @@ def test_firmware_that_changes_mid_experiment_makes_the_pair_invalid():
         bench, {("x300", "m"): {"checks": [{"name": "g", "passed": True, "evidence": ""}]}}, CONFIG
     )
     assert set(summary["verdict"]) == {vd.INVALID}
+
+
+@pytest.mark.parametrize(("hot_start", "invalid"), [("invalid", True), ("flag", False)])
+def test_an_invocation_started_on_a_hot_device_is_counted_and_judged_as_configured(
+    hot_start, invalid
+):
+    """The thermal gate timed out hot before one invocation (bench.csv `thermal_cool` False)."""
+    bench = table({"prefill": 0.8, "decode": 0.1}).assign(thermal_cool=True)
+    first = bench.index[(bench["variant"] == "on") & (bench["block"] == 0)]
+    bench.loc[first, "thermal_cool"] = False
+    ok = {"checks": [{"name": "gate", "passed": True, "evidence": ""}]}
+    config = {**CONFIG, "bench": {"hot_start": hot_start}}
+    summary = summarize(bench, {("x300", "m"): ok}, config)
+    assert (summary["hot_starts"] == 1).all() and summary["thermal_ungated"].isna().all()
+    assert (summary["verdict"] == vd.INVALID).all() == invalid
+    if invalid:
+        assert summary["verdict_reason"].str.contains("started above bench.max_temp_c").all()

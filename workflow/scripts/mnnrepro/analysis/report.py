@@ -104,6 +104,15 @@ def conditions(row) -> str:
         if pd.isna(loaded) or not loaded
         else (f"**under load** ({int(loaded)}/{row.n_pairs} blocks)")
     )
+    hot = getattr(row, "hot_starts", None)
+    if hot is not None and not pd.isna(hot) and int(hot):
+        text += f"; **{int(hot)} invocations started hot** (above bench.max_temp_c)"
+    ungated = getattr(row, "thermal_ungated", None)
+    if ungated is not None and not pd.isna(ungated) and int(ungated):
+        text += (
+            f"; **no temperature to gate on** before {int(ungated)} invocations "
+            "(the thermal gate could not wait: see bench.thermal_zones)"
+        )
     again = getattr(row, "remeasured_invocations", None)
     if again is not None and not pd.isna(again) and int(again):
         text += f"; **{int(again)} invocations re-measured** ({row.remeasurements})"

@@ -42,6 +42,8 @@ SUMMARY_COLUMNS = [
     "blocks_stop_reason",
     "max_other_load",
     "blocks_under_load",
+    "hot_starts",
+    "thermal_ungated",
     "baseline_first_blocks",
     "treatment_first_blocks",
     "remeasured_invocations",
@@ -130,11 +132,37 @@ def aa_problems(aa: dict, margin: float) -> list[str]:
     return problems
 
 
-def run_problems(group: pd.DataFrame, pair: tuple[str, str]) -> list[str]:
+def hot_starts(rows: pd.DataFrame) -> int | None:
+    """Invocations that started while the device was above bench.max_temp_c (the thermal
+    gate timed out hot); None where the records predate the column."""
+    if "thermal_cool" not in rows or rows["thermal_cool"].isna().all():
+        return None
+    hot = rows[rows["thermal_cool"].astype(str) == "False"]
+    return hot[["variant", "block"]].drop_duplicates().shape[0]
+
+
+def ungated(rows: pd.DataFrame) -> int | None:
+    """Invocations before which the device had no temperature the thermal gate could wait
+    on (bench.csv `thermal_gated_zones` 0); None where the records predate the column."""
+    if "thermal_gated_zones" not in rows or rows["thermal_gated_zones"].isna().all():
+        return None
+    return int((rows["thermal_gated_zones"].fillna(1) == 0).sum())
+
+
+def run_problems(
+    group: pd.DataFrame, pair: tuple[str, str], hot_start: str = "invalid"
+) -> list[str]:
     """What the invocations themselves say is wrong: settings that ran differ from the
-    config, or an engine-reported time the invocation's wall time cannot hold."""
+    config, an engine-reported time the invocation's wall time cannot hold, or (with
+    `bench.hot_start: invalid`) an invocation that started on a hot device."""
     rows = group[group["variant"].isin(pair)]
     problems = []
+    hot = hot_starts(rows)
+    if hot and hot_start == "invalid":
+        problems.append(
+            f"{hot} invocations started above bench.max_temp_c (the thermal gate timed out "
+            "hot): speeds of a throttling device (bench.hot_start: invalid)"
+        )
     if "settings_mismatch" in rows:
         wrong = rows[rows["settings_mismatch"].fillna("").astype(str) != ""]
         for variant, part in wrong.groupby("variant"):
@@ -246,8 +274,11 @@ def summarize(
         drift = aa_problems(aa, margin)
         stop = (stopping or {}).get((device, model)) or {}
         for pair in comparison_pairs(comparison):
+            hot_start = config.get("bench", {}).get("hot_start", "invalid")
             failed = (
-                failed_checks(validity[(device, model)], pair) + drift + run_problems(group, pair)
+                failed_checks(validity[(device, model)], pair)
+                + drift
+                + run_problems(group, pair, hot_start)
             )
             mode = (modes or {}).get((pair, device), "claim")
             for phase in PHASES:
@@ -286,6 +317,8 @@ def summarize(
                             part["other_load"].max() if "other_load" in part else None
                         ),
                         "blocks_under_load": loaded,
+                        "hot_starts": hot_starts(part[part["variant"].isin(pair)]),
+                        "thermal_ungated": ungated(part[part["variant"].isin(pair)]),
                         **order_counts(part, pair),
                         **remeasurements(part, pair),
                         "claim_gain": claim,

@@ -42,6 +42,9 @@ BENCH_COLUMNS = [
     "load_s",
     "attempts",
     "max_temp_before_c",
+    "thermal_cool",
+    "thermal_wait_s",
+    "thermal_gated_zones",
     "other_load",
     "load_before",
     "quiet_wait_s",
@@ -133,6 +136,15 @@ def gated_max(record: dict, temps: dict) -> float | None:
     return max(temps.values()) if temps else None
 
 
+def thermal_outcome(record: dict) -> dict:
+    gate = record.get("thermal_gate") or {}
+    return {
+        "thermal_cool": gate.get("cool"),
+        "thermal_wait_s": gate.get("waited_s"),
+        "thermal_gated_zones": len(gate["gated_on"]) if "gated_on" in gate else None,
+    }
+
+
 def rows_from_record(
     record: dict,
     experiment: str,
@@ -174,6 +186,8 @@ def rows_from_record(
         "attempts": record.get("attempts", 1),
         # the hottest temperature the gate waited on (every zone's value is in the raw record)
         "max_temp_before_c": gated_max(record, temps),
+        # the thermal gate's outcome: False = it timed out with the device still hot
+        **thermal_outcome(record),
         "other_load": record.get("other_load"),
         "load_before": (record.get("quiet_gate") or {}).get("load"),
         "quiet_wait_s": (record.get("quiet_gate") or {}).get("waited_s"),

@@ -160,16 +160,14 @@ def thermal_gate(device: Device, bench: dict) -> dict:
     """Wait until the device is cool (status NONE, the hottest gated temperature <=
     max_temp_c), bounded by thermal_timeout_s. Which temperatures are gated on, and which are
     ignored and why: runs/thermal.py."""
-    from mnnrepro.runs.thermal import StuckZones, gate_temperatures, named_temperatures
+    from mnnrepro.runs.thermal import gate_temperatures, named_temperatures
 
     limit = bench.get("max_temp_c")
     start = time.monotonic()
     deadline = start + bench.get("thermal_timeout_s", 0)
-    stuck = StuckZones()
     while True:
         temps, (status, hal) = device.thermal(), device.thermal_service()
         gated, ignored, rule = gate_temperatures(temps, hal, bench.get("thermal_zones"))
-        gated = stuck.update(gated, limit)
         hottest = max(gated.values()) if gated else None
         cool = status in (None, 0) and (limit is None or hottest is None or hottest <= limit)
         if cool or time.monotonic() >= deadline:
@@ -180,7 +178,7 @@ def thermal_gate(device: Device, bench: dict) -> dict:
                 "temps_c": named_temperatures(temps, hal),
                 "gated_on": sorted(gated),
                 "hottest_gated_c": hottest,
-                "ignored": {**ignored, **stuck.stuck},
+                "ignored": ignored,
                 "rule": rule,
             }
         log.info(

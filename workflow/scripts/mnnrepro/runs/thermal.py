@@ -13,10 +13,11 @@ therefore waits on, in this order:
 3. else the sysfs zones whose type does not name a non-die sensor (NOT_DIE).
 
 In every case a reading that cannot be a die temperature (at or below 0 °C, or at or above
-120 °C) is ignored, and so is a zone that stays at exactly the same value over
-`STUCK_READINGS` readings while the gate waits on it (a placeholder that never moves). What
-was ignored, and why, is recorded with every invocation; every zone's value is recorded as it
-was, gated on or not.
+120 °C: the 127/255 °C placeholders) is ignored. A plausible zone above the limit is never
+dropped, however steady it reads: a hot, steady sensor is exactly what the gate is for (an
+invocation that starts while it is hot is recorded so, and the verdict says so:
+`bench.hot_start`). What was ignored, and why, is recorded with every invocation; every zone's
+value is recorded as it was, gated on or not.
 """
 
 from __future__ import annotations
@@ -25,9 +26,6 @@ import fnmatch
 import re
 
 PLAUSIBLE_C = (0.0, 120.0)  # a die temperature lies strictly between these
-# identical readings of a zone above the limit that make it "stuck": with the gate's 5 s
-# between readings, a minute without the least change (a cooling die moves in that time)
-STUCK_READINGS = 12
 # sensors that are not a CPU/SoC die or the skin: battery, charging, power management,
 # radios and their amplifiers, the crystal oscillator, battery-current limiters, state of charge
 NOT_DIE = re.compile(
@@ -83,23 +81,3 @@ def gate_temperatures(
         else:
             ignored[name] = f"reads {value:g} °C: not a die temperature"
     return gated, ignored, rule
-
-
-class StuckZones:
-    """Zones the gate waited on that never moved: the same value over STUCK_READINGS readings
-    while above the limit (a placeholder, or a sensor that is not read any more)."""
-
-    def __init__(self) -> None:
-        self.seen: dict[str, list[float]] = {}
-        self.stuck: dict[str, str] = {}
-
-    def update(self, gated: dict[str, float], limit: float | None) -> dict[str, float]:
-        """The gated zones less those found stuck (which are kept in `stuck`, with why)."""
-        for name, value in gated.items():
-            history = self.seen.setdefault(name, [])
-            history.append(value)
-            recent = history[-STUCK_READINGS:]
-            hot = limit is not None and value > limit
-            if hot and len(recent) == STUCK_READINGS and len(set(recent)) == 1:
-                self.stuck[name] = f"stuck at {value:g} °C over {STUCK_READINGS} readings"
-        return {n: v for n, v in gated.items() if n not in self.stuck}
