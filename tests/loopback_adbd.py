@@ -80,7 +80,7 @@ def message(cmd: int, arg0: int, arg1: int, data: bytes = b"") -> bytes:
 # degrees, a zero and a negative reading, a battery state-of-charge "zone".
 PHONE_ZONES = [
     ("cpu-0-0", 38.5),
-    ("cpu-1-0", 41.0),
+    ("cpu-1-0", 39.0),
     ("battery", 31.0),
     ("charger-therm", 52.0),
     ("pa-therm0", 127.0),
@@ -93,7 +93,7 @@ PHONE_ZONES = [
 # (0 CPU, 2 BATTERY, 3 SKIN), value
 PHONE_HAL = [
     ("cpu-0-0-usr", 0, 38.5),
-    ("cpu-1-0-usr", 0, 41.0),
+    ("cpu-1-0-usr", 0, 39.0),
     ("battery", 2, 31.0),
     ("skin", 3, 33.5),
 ]
