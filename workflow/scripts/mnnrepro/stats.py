@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+PHASES = ("prefill", "decode")  # what every benchmark measures, in this order
+
 INTERVALS = ("t", "bootstrap")
 
 

@@ -14,10 +14,14 @@ a small model whose process start-up dominates, say the same thing.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from mnnrepro.build.kernels import SME2_SYMBOL
 from mnnrepro.engines.registry import kind_of_record
+from mnnrepro.files import read_json
+from mnnrepro.stats import PHASES
 
 COLUMNS = [
     *("device", "model", "variant", "phase", "engine", "profiler", "unit"),
@@ -123,7 +127,7 @@ def execution_checks(
     treat = engines[variants[treat_variant]["engine"]]
     kind = kind_of_record(treat)
     checks = []
-    missing = [f"{v} {p}" for v in pair for p in ("prefill", "decode") if (v, p) not in profiles]
+    missing = [f"{v} {p}" for v in pair for p in PHASES if (v, p) not in profiles]
     if missing:
         return [
             {
@@ -159,12 +163,12 @@ def execution_checks(
     )
     if not (kind.carries_sme2_kernels(treat) or kind.sme_switch):
         return checks  # e.g. the prebuilt wheel's thread pairs: not about SME2 kernels
-    shares = {(v, p): sme2_share(profiles[(v, p)]) for v in pair for p in ("prefill", "decode")}
+    shares = {(v, p): sme2_share(profiles[(v, p)]) for v in pair for p in PHASES}
     expect_sme2 = bool(facts.get("sme2")) and kind.needs_sme2(treat)
     unit = profiles[(treat_variant, "prefill")].get("unit", "samples")
     minimum = attribution["min_sme2_share"]
     treat_share = shares[(treat_variant, "prefill")][1] or 0.0
-    base_counts = {p: shares[(base_variant, p)][0] for p in ("prefill", "decode")}
+    base_counts = {p: shares[(base_variant, p)][0] for p in PHASES}
     if expect_sme2:
         passed = treat_share >= minimum and not any(base_counts.values())
         expectation = (
@@ -172,7 +176,7 @@ def execution_checks(
             f"prefill {unit}, {base_variant}'s none"
         )
     else:
-        passed = not any(shares[(v, p)][0] for v in pair for p in ("prefill", "decode"))
+        passed = not any(shares[(v, p)][0] for v in pair for p in PHASES)
         expectation = "no SME2 kernel runs in either (no SME2 on this device or architecture)"
     checks.append(
         {
@@ -229,10 +233,6 @@ def profile_files(index_paths) -> list[str]:
     """The profile files an index (rule profile_kernels) lists, found beside it
     (`<index without .json>/<variant>/<phase>.json`, where runs/profile.py writes them), so a
     restored archive reads its own copies."""
-    from pathlib import Path
-
-    from mnnrepro.files import read_json
-
     files = []
     for path in index_paths:
         folder = Path(path).with_suffix("")
@@ -243,10 +243,6 @@ def profile_files(index_paths) -> list[str]:
 
 def read_profiles(index_paths) -> list[dict]:
     """The profiles the indexes list, each with its model."""
-    from pathlib import Path
-
-    from mnnrepro.files import read_json
-
     return [
         {**read_json(path), "model": Path(path).parents[1].name}
         for path in profile_files(index_paths)

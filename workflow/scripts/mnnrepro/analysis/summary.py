@@ -9,7 +9,7 @@ import pandas as pd
 
 from mnnrepro.analysis import verdict as vd
 from mnnrepro.config import comparison_pairs
-from mnnrepro.stats import aa_stable, compare_phase, reps_text
+from mnnrepro.stats import PHASES, aa_stable, compare_phase, reps_text
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +58,6 @@ SUMMARY_COLUMNS = [
     "verdict",
     "verdict_reason",
 ]
-
-
-PHASES = ("prefill", "decode")
 
 
 def failed_checks(validity: dict, pair: tuple[str, str] | None = None) -> list[str]:
@@ -147,6 +144,11 @@ def ungated(rows: pd.DataFrame) -> int | None:
     if "thermal_gated_zones" not in rows or rows["thermal_gated_zones"].isna().all():
         return None
     return int((rows["thermal_gated_zones"].fillna(1) == 0).sum())
+
+
+def thermal_counts(rows: pd.DataFrame) -> dict:
+    """summary.csv's thermal columns of one pair's invocations of one phase."""
+    return {"hot_starts": hot_starts(rows), "thermal_ungated": ungated(rows)}
 
 
 def run_problems(
@@ -264,6 +266,7 @@ def summarize(
     rng = np.random.default_rng(stats_cfg["seed"])
     df = ci_df(config.get("bench", {}).get("repetitions", 0))
     margin = comparison.get("aa_margin", 0.05)
+    hot_start = config.get("bench", {}).get("hot_start", "invalid")
     claims = comparison.get("claims", {})
     rows = []
     for (device, model), group in bench.groupby(["device", "model"], sort=True):
@@ -274,7 +277,6 @@ def summarize(
         drift = aa_problems(aa, margin)
         stop = (stopping or {}).get((device, model)) or {}
         for pair in comparison_pairs(comparison):
-            hot_start = config.get("bench", {}).get("hot_start", "invalid")
             failed = (
                 failed_checks(validity[(device, model)], pair)
                 + drift
@@ -317,8 +319,7 @@ def summarize(
                             part["other_load"].max() if "other_load" in part else None
                         ),
                         "blocks_under_load": loaded,
-                        "hot_starts": hot_starts(part[part["variant"].isin(pair)]),
-                        "thermal_ungated": ungated(part[part["variant"].isin(pair)]),
+                        **thermal_counts(part[part["variant"].isin(pair)]),
                         **order_counts(part, pair),
                         **remeasurements(part, pair),
                         "claim_gain": claim,

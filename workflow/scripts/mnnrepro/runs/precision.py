@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mnnrepro.stats import block_range, ci_df, t_interval
-
-PHASES = ("prefill", "decode")
+from mnnrepro.stats import PHASES, block_range, ci_df, t_interval
 
 
 def half_widths(records: list[dict], pairs, ci_level: float, df: int | None) -> dict[str, float]:

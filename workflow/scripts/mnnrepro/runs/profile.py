@@ -14,16 +14,20 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from mnnrepro.devices.profilers import ProfilerError
 from mnnrepro.engines.base import command_record
 from mnnrepro.engines.registry import engine_for, kind_of_record
-from mnnrepro.files import read_json, sha256_text, write_json
-from mnnrepro.runs.benchmark import variant_specs
+from mnnrepro.files import read_json, sha256_file, write_json
+from mnnrepro.runs.benchmark import measurement_key, variant_specs
 from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.staging import check_receipt, engine_files
+from mnnrepro.stats import PHASES
 
 log = logging.getLogger(__name__)
 
-PHASES = ("prefill", "decode")
+# a profiled run is slower than a timed one (perf's sampling; QEMU runs twice, the second
+# logging every block): it may take this many times `bench.timeout_s`
+TIMEOUT_FACTOR = 4
 
 
 def phase_bench(bench: dict, phase: str) -> dict:
@@ -31,16 +35,6 @@ def phase_bench(bench: dict, phase: str) -> dict:
     if phase == "prefill":
         return {**bench, "generate_tokens": 1, "warmup": 0}
     return {**bench, "prompt_tokens": 1, "warmup": 0}
-
-
-def profile_key(spec: dict, bench: dict, attribution: dict, profiler: str) -> str:
-    what = {
-        "spec": spec,
-        "bench": {k: bench[k] for k in ("prompt_tokens", "generate_tokens")},
-        "sample_hz": attribution["sample_hz"],
-        "profiler": profiler,
-    }
-    return sha256_text(repr(sorted(what.items())))
 
 
 def profile_for_rule(
@@ -56,7 +50,6 @@ def profile_for_rule(
 ) -> dict:
     """Profile every variant in every phase on one device (resumable); the index of files."""
     from mnnrepro.devices.factory import make_device
-    from mnnrepro.files import sha256_file
 
     engines, built_dirs = {}, {}
     for path in engine_records:
@@ -66,66 +59,72 @@ def profile_for_rule(
     specs = variant_specs(variants, engines, sha256_file(manifest))
     staged = read_json(receipt)
     device = make_device(device_name, device_spec)
-    index = []
+
+    def profile(variant: str, phase: str) -> dict:
+        spec = specs[variant]
+        return profile_one(
+            device, variant, phase, spec, staged, phase_bench(bench, phase), attribution,
+            Path(out_dir) / variant / f"{phase}.json", built_dirs[spec["engine"]["engine"]],
+        )  # fmt: skip
+
     try:
         with holding(device.lock_key, device.name):
             check_receipt(device, staged)
-            for variant in sorted(variants):
-                for phase in PHASES:
-                    index.append(
-                        profile_one(
-                            device, variant, phase, specs[variant], staged, bench,
-                            attribution, Path(out_dir), built_dirs,
-                        )
-                    )  # fmt: skip
+            index = [profile(v, p) for v in sorted(variants) for p in PHASES]
     finally:
         device.close()
     return {"device": device_name, "emulated": device.emulated, "profiles": index}
 
 
-def profile_one(device, variant, phase, spec, receipt, bench, attribution, out_dir, built_dirs):
+def profile_one(device, variant, phase, spec, receipt, bench, attribution, path, built_dir):
+    """One profiled invocation of variant in phase (bench: that phase's settings), written to
+    path; kept when path holds a profile of the same measurement."""
     record = spec["engine"]
     kind = kind_of_record(record)
-    bench_phase = phase_bench(bench, phase)
-    key = profile_key(spec, bench_phase, attribution, device.kind)
-    path = out_dir / variant / f"{phase}.json"
+    measured = {
+        **{k: bench[k] for k in ("prompt_tokens", "generate_tokens")},
+        "sample_hz": attribution["sample_hz"],
+        "profiler": device.kind,
+    }
+    key = measurement_key(spec, measured)
+    entry = {"variant": variant, "phase": phase, "path": str(path)}
     if path.is_file() and read_json(path).get("profile_key") == key:
         log.info("keep   %s (profiled earlier)", path)
-        return {"variant": variant, "phase": phase, "path": str(path)}
+        return entry
     device.verify(engine_files(record, receipt))
     engine = engine_for(record, receipt)
     out = device.scratch("profile.json")
     argv, env = engine.bench_command(
-        device, engine.model_path(receipt), spec["runtime"], bench_phase, out
+        device, engine.model_path(receipt), spec["runtime"], bench, out
     )
     env = {**spec.get("env", {}), **env}
-    libraries = kind.profiled_libraries(record, built_dirs.get(record["engine"], ""), device)
+    libraries = kind.profiled_libraries(record, built_dir, device)
     print(f"{device.name}: profiling {variant} ({phase})", flush=True)
     result, profile = device.profile(
-        argv, bench["timeout_s"] * 4, env, libraries, attribution["sample_hz"]
+        argv, bench["timeout_s"] * TIMEOUT_FACTOR, env, libraries, attribution["sample_hz"]
     )
-    document = {
-        "profile_key": key,
-        "device": device.name,
-        "variant": variant,
-        "phase": phase,
-        "engine": record["engine"],
-        "prompt_tokens": bench_phase["prompt_tokens"],
-        "generate_tokens": bench_phase["generate_tokens"],
-        "libraries": sorted(libraries),
-        "sme2_kernels": kind.sme2_kernel_names(record),
-        "command": command_record(argv, env, result),
-        "wall_s": round(result.seconds, 3),
-        "returncode": result.returncode,
-        "stderr_tail": "" if result.ok else result.stderr[-2000:],
-        **profile,
-    }
-    if not result.ok and not device.emulated:
-        from mnnrepro.devices.profilers import ProfilerError
-
+    if not result.ok and not device.emulated:  # an emulated crash is what the profile found
         raise ProfilerError(
             f"profiled invocation failed on {device.name} ({variant}, {phase}):\n$ "
             f"{result.command_line}\n{result.stderr[-2000:]}"
         )
-    write_json(path, document)
-    return {"variant": variant, "phase": phase, "path": str(path)}
+    write_json(
+        path,
+        {
+            "profile_key": key,
+            "device": device.name,
+            "variant": variant,
+            "phase": phase,
+            "engine": record["engine"],
+            "prompt_tokens": bench["prompt_tokens"],
+            "generate_tokens": bench["generate_tokens"],
+            "libraries": sorted(libraries),
+            "sme2_kernels": kind.sme2_kernel_names(record),
+            "command": command_record(argv, env, result),
+            "wall_s": round(result.seconds, 3),
+            "returncode": result.returncode,
+            "stderr_tail": "" if result.ok else result.stderr[-2000:],
+            **profile,
+        },
+    )
+    return entry
