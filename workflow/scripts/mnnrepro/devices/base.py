@@ -92,6 +92,12 @@ class Device:
     def python(self) -> str:
         raise NotImplementedError
 
+    def site_dirs(self) -> list[str]:
+        """Where the device's Python finds installed packages, as paths on this host (the
+        prebuilt engine's library is looked up there for kernel attribution); empty where
+        they are not on this host's file system."""
+        return []
+
     def facts(self) -> dict:
         raise NotImplementedError
 

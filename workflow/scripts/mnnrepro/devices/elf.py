@@ -19,7 +19,6 @@ SHT_SYMTAB, SHT_DYNSYM = 2, 11
 STT_FUNC, STT_NOTYPE = 2, 0
 PT_LOAD = 1
 SHF_EXECINSTR = 0x4
-PF_X = 1
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,6 @@ class Segment:
     offset: int
     vaddr: int
     filesz: int
-    executable: bool
 
 
 @dataclass(frozen=True)
@@ -74,11 +72,11 @@ def read_symbols(path: str | Path) -> ElfSymbols:
     (phentsize, phnum, shentsize, shnum, shstrndx) = struct.unpack_from("<HHHHH", data, 0x36)
     segments = []
     for i in range(phnum):
-        p_type, p_flags, p_offset, p_vaddr, _p, p_filesz = struct.unpack_from(
+        p_type, _flags, p_offset, p_vaddr, _p, p_filesz = struct.unpack_from(
             "<IIQQQQ", data, phoff + i * phentsize
         )
         if p_type == PT_LOAD:
-            segments.append(Segment(p_offset, p_vaddr, p_filesz, bool(p_flags & PF_X)))
+            segments.append(Segment(p_offset, p_vaddr, p_filesz))
     sections = [
         struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)
     ]

@@ -40,9 +40,15 @@ class LocalDevice(Device):
             if not Path(path).is_file() or sha256_file(path) != digest:
                 raise RuntimeError(f"refusing to run: {path} does not match what was staged")
 
-    def run(self, argv, timeout, env=None):
+    def run(self, argv, timeout, env=None, command=None):
+        """command: what actually runs for argv (argv wrapped by a profiler), if not argv."""
         return run_process(
-            argv, argv, timeout, self.workdir, {**os.environ, **env} if env else None, env
+            argv,
+            command or argv,
+            timeout,
+            self.workdir,
+            {**os.environ, **env} if env else None,
+            env,
         )
 
     def profile(self, argv, timeout, env, libraries, hz):
@@ -51,9 +57,7 @@ class LocalDevice(Device):
         perf = profilers.require("perf", profilers.PERF_HINT)
         data = self.scratch("perf.data")
         command = profilers.perf_record_command(perf, argv, data, hz)
-        result = run_process(
-            argv, command, timeout, self.workdir, {**os.environ, **(env or {})}, env
-        )
+        result = self.run(argv, timeout, env, command)
         if not result.ok:
             return result, {}
         report = run_process(argv, profilers.perf_report_command(perf, data), 600, None, None)
@@ -73,6 +77,9 @@ class LocalDevice(Device):
 
     def python(self):
         return self._python
+
+    def site_dirs(self):
+        return [d for d in sys.path if d]  # this process's Python: the workflow's environment
 
     def facts(self):
         cpu = cpuinfo_summary(_read("/proc/cpuinfo"))

@@ -87,6 +87,9 @@ class QemuDevice(LocalDevice):
         rows = profilers.attribute_blocks(blocks, maps, libraries)
         return result, profilers.answer("qemu -d exec,nochain", "executed blocks", rows)
 
+    def site_dirs(self):
+        return [self.userland["site"]]
+
     def power_reader(self):
         return "emulated: the host's power says nothing about an arm64 CPU's"
 

@@ -37,14 +37,10 @@ class PrebuiltEngine(EngineKind):
 
     @classmethod
     def profiled_libraries(cls, record: dict, built_dir: str, device) -> dict[str, str]:
-        """The wheel's engine library in the device's Python (the emulated userland's site
-        directory, or this host's environment)."""
+        """The wheel's engine library in the device's Python (Device.site_dirs)."""
         import glob
-        import sys
 
-        site = getattr(device, "userland", {}).get("site")
-        where = [site] if site else [d for d in sys.path if d]  # never imported here
-        found = sorted({p for d in where for p in glob.glob(f"{d}/_mnncengine*.so")})
+        found = sorted({p for d in device.site_dirs() for p in glob.glob(f"{d}/_mnncengine*.so")})
         return {Path(p).name: p for p in found}
 
     def bench_command(
