@@ -5,12 +5,15 @@ Usage: python benchmarks/ci_halfwidth.py BENCH_CSV [--baseline B --treatment T]
 Takes a bench.csv with many repetitions (e.g. the quickstart run with
 `--config bench='{repetitions: 30, ...}'` or several merged runs) and, for n = 3 .. all,
 resamples n of its blocks many times, reporting the median relative CI half-width
-reached with n repetitions per variant.
+reached with n repetitions per variant. The bench.csv it read is committed beside its results
+(benchmarks/results/ci_halfwidth-bench.csv, its sha256 in ci_halfwidth.json), so every figure
+can be recomputed from it.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -21,8 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from provenance import stamped  # noqa: E402
+from provenance import write_results  # noqa: E402
 
+from mnnrepro.files import sha256_file  # noqa: E402
 from mnnrepro.stats import paired_ratio  # noqa: E402
 
 
@@ -38,19 +42,24 @@ def main(argv: list[str] | None = None) -> int:
         help="with choose_quickstart_pair.py output: which pair to use",
     )
     args = parser.parse_args(argv)
-    bench = pd.read_csv(args.bench_csv)
+    source = ROOT / "benchmarks" / "results" / "ci_halfwidth-bench.csv"
+    if Path(args.bench_csv).resolve() != source:
+        shutil.copyfile(args.bench_csv, source)
+    bench = pd.read_csv(source)
     if "pair" in bench.columns:
         bench = bench[bench["pair"] == args.pair]
     rng = np.random.default_rng(0)
     lines = [
         "# CI half-width per number of repetitions",
         "",
-        f"Source: `{args.bench_csv}`; {args.draws} random subsets of n blocks per cell; "
+        f"Source: `benchmarks/results/ci_halfwidth-bench.csv` (sha256 {sha256_file(source)}, "
+        f"copied from `{args.bench_csv}`); {args.draws} random subsets of n blocks per cell; "
         "median relative half-width of the 95 % Student t CI on the log ratios.",
         "",
         "| phase | n | median half-width | 90th percentile |",
         "|---|---:|---:|---:|",
     ]
+    rows = []
     for phase in ("prefill", "decode"):
         wide = bench[bench["phase"] == phase].pivot_table(
             index=["model", "block"], columns="variant", values="tps"
@@ -65,12 +74,11 @@ def main(argv: list[str] | None = None) -> int:
                     pick[args.baseline].to_numpy(), pick[args.treatment].to_numpy(), 0.95
                 )
                 widths.append((ci["ci_high"] - ci["ci_low"]) / 2 / ci["ratio"])
-            lines.append(
-                f"| {phase} | {n} | {np.median(widths):.1%} | {np.quantile(widths, 0.9):.1%} |"
-            )
-    out = ROOT / "benchmarks" / "results" / "ci_halfwidth.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(stamped("\n".join(lines) + "\n"))
+            median, p90 = float(np.median(widths)), float(np.quantile(widths, 0.9))
+            rows.append({"phase": phase, "n": n, "median": median, "p90": p90})
+            lines.append(f"| {phase} | {n} | {median:.1%} | {p90:.1%} |")
+    result = {"source": source.name, "source_sha256": sha256_file(source), "rows": rows}
+    write_results("ci_halfwidth", result, lines)
     print("\n".join(lines))
     return 0
 

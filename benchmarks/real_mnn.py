@@ -46,6 +46,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from provenance import measured_record  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+from mnnrepro.analysis.attribution import change_explained, phase_summary  # noqa: E402
+from mnnrepro.config import comparison_pairs  # noqa: E402
+
 KLEIDIAI_MD5 = "0a9e9008adb6031f9e8cf70dff4a3321"  # config/paper.yaml's pin
 
 
@@ -205,6 +209,68 @@ def emulated_part(workdir: Path, mnn: dict, cores: int, llamacpp: dict | None) -
     }
 
 
+def attribution(workdir: Path, experiment: str, configfile: str) -> dict:
+    """What ran, from the experiment's kernels.csv (rule collect_kernel_table): per device x
+    variant x phase the SME2 kernels' share of the engine's code and the SME2 kernels that
+    ran; per judged pair the change the hot kernels account for."""
+    path = workdir / "results" / experiment / "kernels.csv"
+    if not path.is_file():
+        return {}
+    table = pd.read_csv(path, keep_default_na=False)
+    comparison = yaml.safe_load((ROOT / configfile).read_text())["comparison"]
+    sme2 = table[table["sme2_kernel"].astype(bool) & table["engine_library"].astype(bool)]
+    ran = (
+        sme2.groupby(["device", "variant", "phase"])
+        .apply(lambda g: ", ".join(g.sort_values("count", ascending=False)["symbol"].head(3)))
+        .to_dict()
+    )
+    phases = phase_summary(table).to_dict(orient="records")
+    for row in phases:
+        row["sme2_kernels_ran"] = ran.get((row["device"], row["variant"], row["phase"]), "")
+        row["unit"] = table[table["device"] == row["device"]]["unit"].iloc[0]
+    changes = change_explained(table, comparison_pairs(comparison), 6)
+    return {"phases": phases, "changes": changes.to_dict(orient="records")}
+
+
+def attribution_lines(kernels: dict) -> list[str]:
+    if not kernels:
+        return ["No kernel attribution in this part (run before `attribution` existed)."]
+    lines = [
+        "What ran (kernel attribution, rule `profile_kernels`: one profiled invocation per "
+        "variant and phase after the timed ones; perf `cpu-clock` samples on the host, "
+        "executed translation blocks under QEMU; `kernels.csv`):",
+        "",
+        "| device | variant | phase | unit | engine code | SME2 kernels | SME2 share "
+        "| SME2 kernels that ran (top 3) |",
+        "|---|---|---|---|---:|---:|---:|---|",
+    ]
+    for r in kernels["phases"]:
+        share = r["sme2_share"]
+        shown = "-" if share is None or share != share else f"{share:.2%}"
+        lines.append(
+            f"| {r['device']} | {r['variant']} | {r['phase']} | {r['unit']} | "
+            f"{r['engine_count']} | {r['sme2_count']} | {shown} | {r['sme2_kernels_ran']} |"
+        )
+    lines += [
+        "",
+        "What the hot kernels account for (baseline - treatment counts of the profiled "
+        "invocations; the hot kernels are both variants' top 6 engine functions; a share "
+        "only for samples, which are CPU time):",
+        "",
+        "| device | treatment vs baseline | phase | unit | change | in the hot kernels "
+        "| share explained |",
+        "|---|---|---|---|---:|---:|---:|",
+    ]
+    for c in kernels["changes"]:
+        share = c["explained_share"]
+        shown = "-" if share is None or share != share else f"{share:.0%}"
+        lines.append(
+            f"| {c['device']} | {c['treatment']} vs {c['baseline']} | {c['phase']} | "
+            f"{c['unit']} | {c['change']} | {c['kernel_change']} | {shown} |"
+        )
+    return lines
+
+
 def load_text(row: dict) -> str:
     """How many blocks ran while something else used the CPUs, as the run recorded it."""
     if row.get("blocks_under_load") is None:
@@ -222,12 +288,16 @@ def markdown(result: dict) -> str:
         "# Real MNN builds through the workflow (benchmarks/real_mnn.py)",
         "",
         f"Measured {result['date']} on {result['machine']['cpus']} CPUs, "
-        f"{result['machine']['platform']}, commit {result['measured']['commit']}; MNN checkout "
+        f"{result['machine']['platform']}, commit {result['measured']['commit']}"
+        f"{' (the tree had uncommitted changes)' if result['measured'].get('dirty') else ''}"
+        "; MNN checkout "
         f"at {result['mnn_commit']} ({result['mnn_subject']}). Command: "
         f"`{result['measured']['command']}`.",
         *[
             f"Part `{name}` measured {part['measured']['date']} at commit "
-            f"{part['measured']['commit'][:10]} (this file written with `--resume`)."
+            f"{part['measured']['commit'][:10]}"
+            f"{' (the tree had uncommitted changes)' if part['measured'].get('dirty') else ''}"
+            " (this file written with `--resume`)."
             for name, part in (("host", host), ("emulated", emu))
             if "measured" in part and part["measured"]["commit"] != result["measured"]["commit"]
         ],
@@ -282,6 +352,7 @@ def markdown(result: dict) -> str:
         f"- {v['check']}: {'pass' if v['passed'] else 'FAIL'} — {v['evidence']}"
         for v in host["validity"]
     ]
+    lines += ["", *attribution_lines(result.get("host_kernels", {}))]
     lines += [
         "",
         f"## Emulated SME2 (config/emulated-paper.yaml, whole workflow {emu['workflow_s']} s)",
@@ -314,6 +385,7 @@ def markdown(result: dict) -> str:
         f"- {v['device']}: {v['check']}: {'pass' if v['passed'] else 'FAIL'} — {v['evidence']}"
         for v in emu["validity"]
     ]
+    lines += ["", *attribution_lines(result.get("emulated_kernels", {}))]
     return "\n".join(lines) + "\n"
 
 
@@ -387,6 +459,12 @@ def main(argv: list[str] | None = None) -> int:
             lambda: emulated_part(workdir / "emulated", emulated_mnn, args.cores, llamacpp),
         ),
     }
+    # read from the kept working directory, so a --resume of parts measured before the
+    # attribution existed still shows what the workflow's profiles there hold
+    result["host_kernels"] = attribution(workdir / "host", "host-sme2", "config/host-sme2.yaml")
+    result["emulated_kernels"] = attribution(
+        workdir / "emulated", "emulated-paper", "config/emulated-paper.yaml"
+    )
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "real_mnn.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
     (OUT / "real_mnn.md").write_text(markdown(result))

@@ -337,3 +337,50 @@ def two_variant_specs(runtime_a: dict | None = None) -> dict:
         "b": {"engine": "e", "runtime": {"thread_num": 2}},
     }
     return variant_specs(variants, {"e": PREBUILT_ENGINE}, "0" * 64)
+
+
+def assert_png(path: Path, min_side: int = 100) -> None:
+    """A real PNG image (signature, IHDR) of at least min_side pixels a side: not an empty or
+    truncated file of the right name."""
+    import struct
+
+    data = Path(path).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", f"{path}: not a PNG"
+    width, height = struct.unpack(">II", data[16:24])
+    assert min(width, height) >= min_side, f"{path}: {width}x{height} pixels"
+    assert data.rstrip(b"\x00")[-8:-4] == b"IEND", f"{path}: truncated (no IEND chunk)"
+
+
+def assert_vega_html(path: Path, *fields: str) -> None:
+    """An altair chart page: a Vega-Lite spec whose data names every field asked for."""
+    text = Path(path).read_text()
+    assert "vega.github.io/schema/vega-lite" in text, f"{path}: no Vega-Lite spec"
+    missing = [f for f in fields if f'"{f}"' not in text]
+    assert not missing, f"{path}: the chart's data has no {missing}"
+
+
+def assert_archive_holds(archive: Path, results: Path, *members: str) -> None:
+    """The results archive verifies against its own MANIFEST.sha256 and carries the named
+    members byte for byte as the experiment wrote them (results: results/<experiment>)."""
+    import tarfile
+    import tempfile
+
+    from mnnrepro.archive.pack import verify_manifest
+    from mnnrepro.archive.replay import archived_names
+
+    names = archived_names(str(archive))
+    with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
+        tar.extractall(tmp, filter="data")
+        verify_manifest(tmp, archive)
+        for member in members:
+            name = f"results/{results.name}/{member}"
+            assert name in names, f"{archive}: no {name}"
+            assert (Path(tmp) / name).read_bytes() == (results / member).read_bytes(), name
+
+
+def assert_report(path: Path, *files: str) -> None:
+    """Snakemake's self-contained HTML report, listing each named result file."""
+    text = Path(path).read_text()
+    assert "<html" in text.lower(), f"{path}: not an HTML page"
+    missing = [f for f in files if f not in text]
+    assert not missing, f"{path}: the report lists no {missing}"

@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from mnnrepro.analysis.attribution import execution_checks, kernel_table, phase_summary
+from mnnrepro.analysis.attribution import (
+    change_explained,
+    execution_checks,
+    kernel_table,
+    phase_summary,
+)
 from mnnrepro.devices import profilers
 from mnnrepro.devices.elf import read_symbols
 from mnnrepro.devices.local import LocalDevice
@@ -152,6 +157,24 @@ def test_the_check_passes_only_when_the_treatment_ran_its_sme2_kernels(program):
     table = phase_summary(kernel_table(list(good.values())))
     on = table[(table["variant"] == "on") & (table["phase"] == "prefill")].iloc[0]
     assert 0 < on["sme2_share"] < 1 and on["engine_count"] <= on["total"]
+
+
+@needs_perf
+def test_the_change_in_time_is_explained_by_the_kernel_that_stopped_running(program):
+    """Real perf profiles: the baseline runs both kernels, the treatment only the NEON one, so
+    the whole change in CPU time is the SME2-named kernel's (each kernel's loop is the same
+    length, so both variants' counts differ by about half the baseline's)."""
+    profiles = profiles_of(program, {"slow": ("sme",), "fast": ()})
+    table = kernel_table(list(profiles.values()))
+    changes = change_explained(table, [("slow", "fast")], top=6).set_index("phase")
+    prefill = changes.loc["prefill"]
+    assert prefill["change"] > 0 and prefill["unit"] == "samples"
+    assert 0.7 < prefill["explained_share"] < 1.3, prefill.to_dict()
+    # blocks counted under QEMU are not time: no share is claimed for them
+    blocks = change_explained(table.assign(unit="blocks"), [("slow", "fast")], top=6)
+    assert blocks["explained_share"].isna().all()
+    # a pair with a variant that has no profile is left out, not guessed
+    assert change_explained(table, [("slow", "absent")], top=6).empty
 
 
 def test_unresolved_samples_fail_naming_the_library(program):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import tarfile
 
+import pandas as pd
 import pytest
 
 from mnnrepro.analysis.emulation import agreement_table
@@ -127,3 +128,35 @@ def test_the_agreement_table_is_teacher_forced_across_devices_where_recorded():
     assert row["steps_compared"] == 3 and row["first_top1_difference"] == 0
     assert "first divergence at token 2" in row["reason"]
     assert table.loc["ref", "judged"] == "identical"
+
+
+def test_the_report_names_the_teacher_forced_rule_when_the_judged_rows_were():
+    """The reference device's rows (compared with themselves) and a crashed device's rows are
+    never teacher-forced; the section's rule text follows the rows that were judged."""
+    from mnnrepro.analysis.correctness import NEAR_TIE_RULE, TEACHER_FORCED_RULE
+    from mnnrepro.analysis.report import emulation_section
+
+    def row(device, forced, judged):
+        return {
+            "model": "m",
+            "device": device,
+            "reference": "ref",
+            "variant": "v",
+            "sme_vector_length_bits": 512.0,
+            "sme2": True,
+            "teacher_forced": forced,
+            "judged": judged,
+            "first_divergence": None,
+            "first_top1_difference": None,
+        }
+
+    rows = [row("ref", False, "identical"), row("vl512", True, "identical")]
+    rows.append(row("vl1024", False, "crashed"))
+    text = "\n".join(emulation_section([pd.DataFrame(rows)]))
+    assert TEACHER_FORCED_RULE in text and NEAR_TIE_RULE not in text
+    old = [row("ref", False, "identical"), row("vl512", False, "identical")]
+    text = "\n".join(emulation_section([pd.DataFrame(old)]))
+    assert "Judged at the first divergence" in text and TEACHER_FORCED_RULE not in text
+    mixed = [*rows, row("vl256", False, "wrong")]
+    text = "\n".join(emulation_section([pd.DataFrame(mixed)]))
+    assert TEACHER_FORCED_RULE in text and "Devices ['vl256'] have records from before" in text

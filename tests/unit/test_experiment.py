@@ -84,3 +84,45 @@ def test_a_replay_of_no_archive_names_the_setting_and_the_file(paths, tmp_path):
     bad.write_bytes(b"not an archive")
     with pytest.raises(ConfigError, match=rf"--config replay={bad}: {bad}: not a readable"):
         resolve({"replay": str(bad)}, [], **paths)
+
+
+def paper_config(root) -> dict:
+    return yaml.safe_load((root / "config" / "paper.yaml").read_text())
+
+
+def damaged(config: dict, how: str) -> dict:
+    """config/paper.yaml with one damage of each class the kinds' registries can tell."""
+    if how == "platform":  # the phone's android-arm64 builds, also on this host
+        config["devices"]["host"] = {"local": {}}
+    elif how == "duplicate":  # the phone again, under another name
+        config["devices"]["x300-again"] = yaml.safe_load(yaml.safe_dump(config["devices"]["x300"]))
+    elif how == "dotdot":
+        config["devices"]["x300"]["adb"]["workdir"] = "/data/local/tmp/../../system/xbin"
+    elif how == "word":
+        config["variants"]["sme2-masked"]["env"]["MNN_CPU_TARGET"] = "two"
+    return config
+
+
+@pytest.mark.parametrize(
+    ("how", "says"),
+    [
+        ("platform", r"`engines\.sme2-off\.build\.platform`: 'android-arm64', but variant "),
+        ("duplicate", r"`devices\.x300-again`: the same adb device as `devices\.x300`"),
+        ("dotdot", r"`devices\.x300\.adb\.workdir`: '/data/local/tmp/\.\./\.\./system/xbin'"),
+        ("word", r"`variants\.sme2-masked\.env\.MNN_CPU_TARGET`: 'two' is not an integer"),
+    ],
+)
+def test_a_config_the_kinds_cannot_run_is_refused_naming_the_key(root, paths, how, says):
+    """Each class was accepted at planning time before and failed late (exec on the wrong
+    CPU, two names racing on one phone, a path outside the workdir) or never (atoi("two")
+    is 0: SME2 silently masked)."""
+    paper = root / "config" / "paper.yaml"
+    config = damaged(paper_config(root), how)
+    with pytest.raises(ConfigError, match=says) as err:
+        resolve(config, [str(paper)], **paths)
+    assert str(err.value).startswith("config key `")  # the first line names the key
+
+
+def test_the_undamaged_paper_config_passes_the_kind_checks(root, paths):
+    paper = root / "config" / "paper.yaml"
+    resolve(paper_config(root), [str(paper)], **paths)

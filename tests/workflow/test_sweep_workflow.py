@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import copy_repository, run_snakemake
+from conftest import assert_png, assert_vega_html, copy_repository, run_snakemake
 
 pytestmark = [pytest.mark.slow]
 
@@ -34,8 +34,8 @@ def test_a_sweep_runs_every_point_and_explains_the_gain(root, tmp_path):
     assert sorted(p.name for p in raw.iterdir()) == ["p256-n8-t-", "p64-n8-t2"]
     sweep_bench = pd.read_csv(out / "sweep" / "bench.csv")
     assert set(sweep_bench[sweep_bench["point"] == "p64-n8-t2"]["thread_num"]) == {2}
-    for chart in ("sweep.png", "sweep.html"):
-        assert (out / "plots" / chart).stat().st_size > 0
+    assert_png(out / "plots" / "sweep.png")
+    assert_vega_html(out / "plots" / "sweep.html", "point", "phase")
     bandwidth = json.loads((out / "bandwidth" / "host.json").read_text())
     # at the variants' 1 thread and on both cores
     assert [m["threads"] for m in bandwidth["measurements"]] == [1, 2]

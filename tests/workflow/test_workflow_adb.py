@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import pytest
 import yaml
-from conftest import run_snakemake, snakemake_argv
+from conftest import assert_png, run_snakemake, snakemake_argv
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +48,7 @@ def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, tmp_path):
     facts = yaml.safe_load((out / "devices" / "phone.json").read_text())
     assert facts["sme2"] is True and facts["kind"] == "adb"
     for chart in ("runs", "speedup"):
-        assert (out / "plots" / f"{chart}.png").stat().st_size > 0
+        assert_png(out / "plots" / f"{chart}.png")
     # the bandwidth probe ran on the phone through adb (built for the engine's platform;
     # the loopback phone runs host binaries), every sample kept
     bandwidth = yaml.safe_load((out / "bandwidth" / "phone.json").read_text())

@@ -94,6 +94,7 @@ rule compute_summary:
         validity=get_validity_files,
         facts=expand("results/{{experiment}}/devices/{device}.json", device=DEVICES),
         engines=get_engine_files,
+        kernels=get_kernel_table,  # chained in summary.json for its plot
     output:
         table=report(
             "results/{experiment}/summary.csv",
@@ -229,8 +230,7 @@ rule check_emulation:
         "../../envs/analysis.yaml"
     params:
         reference=config.get("emulation", {}).get("reference", ""),
-        near_tie_sd=config["correctness"]["near_tie_sd"],
-        max_logit_diff_sd=config["correctness"].get("max_logit_diff_sd", 1.0),
+        correctness=config["correctness"],
         code=ANALYSIS_CODE,
     message:
         "Comparing greedy tokens of every device with {params.reference}"

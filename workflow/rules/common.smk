@@ -179,6 +179,16 @@ def get_kernel_table(wildcards):
     return [f"results/{RESULTS_KEY}/kernels.csv"] if ATTRIBUTION else []
 
 
+def get_kernel_outputs(wildcards):
+    """What ran: the kernel table and its chart."""
+    if not ATTRIBUTION:
+        return []
+    return [
+        *get_kernel_table(wildcards),
+        *expand(f"results/{RESULTS_KEY}/plots/kernels.{{ext}}", ext=["html", "png"]),
+    ]
+
+
 def get_final_output(wildcards):
     """The experiment's final outputs, live or replayed: the one list of them."""
     return [
@@ -195,7 +205,7 @@ def get_final_output(wildcards):
         ),
         *get_emulation_tables(wildcards),
         *get_mechanism_outputs(wildcards),
-        *get_kernel_table(wildcards),
+        *get_kernel_outputs(wildcards),
     ]
 
 

@@ -12,6 +12,7 @@ PLOTS = {
         "Explaining the gain",
         "gain vs prompt length and threads",
     ),
+    "kernels": ("kernels.csv", "summary.json", "Explaining the gain", "where the time goes"),
 }
 
 

@@ -1,5 +1,6 @@
 from pathlib import Path
 
+from mnnrepro.analysis.correctness import GateRule
 from mnnrepro.analysis.emulation import agreement_table
 from mnnrepro.files import read_json
 from mnnrepro.logs import log_to
@@ -13,7 +14,6 @@ table = agreement_table(
     facts,
     snakemake.params.reference,
     snakemake.wildcards.model,
-    snakemake.params.near_tie_sd,
-    snakemake.params.max_logit_diff_sd,
+    GateRule.of(snakemake.params.correctness),
 )
 table.to_csv(snakemake.output.table, index=False)

@@ -31,6 +31,10 @@ summary = summarize(table, validity, config, device_modes(facts, engines, config
 summary.to_csv(snakemake.output.table, index=False)
 document = summary_document(summary, validity, config)
 document["chain"] = chain(
-    {"bench.csv": snakemake.input.table, "summary.csv": snakemake.output.table}
+    {
+        "bench.csv": snakemake.input.table,
+        "summary.csv": snakemake.output.table,
+        **dict(zip(["kernels.csv"], snakemake.input.kernels, strict=False)),
+    }
 )
 write_json(snakemake.output.document, document)

@@ -1,4 +1,5 @@
 from mnnrepro.analysis.plots import (
+    kernels_chart,
     runs_chart,
     save,
     speedup_chart,
@@ -14,6 +15,7 @@ chart = {
     "speedup": speedup_chart,
     "temperature": temperature_chart,
     "sweep": sweep_chart,
+    "kernels": kernels_chart,
 }
 table = read_chained_table(snakemake.input.table, snakemake.input.document)
 save(chart[snakemake.wildcards.chart](table), snakemake.output.html, snakemake.output.png)

@@ -198,8 +198,84 @@ def execution_checks(
     return checks
 
 
-def where_time_goes(table: pd.DataFrame, top: int) -> list[str]:
-    """The report's section: per device x model x variant x phase, the top functions."""
+def top_functions(rows: pd.DataFrame, top: int) -> pd.Series:
+    """(library, symbol) -> count of one profile's engine functions, the `top` largest."""
+    engine = rows[rows["engine_library"].astype(bool)]
+    return engine.groupby(["library", "symbol"])["count"].sum().nlargest(top)
+
+
+def change_explained(table: pd.DataFrame, pairs, top: int) -> pd.DataFrame:
+    """Per device x model x judged pair x phase: how much of the profiled invocations' change
+    in samples (CPU time: perf and simpleperf sample the process at a fixed rate) the change
+    in the hot kernels accounts for, the hot kernels being the union of both variants' `top`
+    engine functions (so the treatment's SME2 kernels meet the functions they replace).
+    QEMU counts executed blocks, which are not time: no share is given for them."""
+    rows = []
+    for (device, model, phase), group in table.groupby(["device", "model", "phase"]):
+        for base, treat in pairs:
+            b, t = group[group["variant"] == base], group[group["variant"] == treat]
+            if b.empty or t.empty:
+                continue
+            hot = set(top_functions(b, top).index) | set(top_functions(t, top).index)
+
+            def hot_count(rows, hot=hot):
+                engine = rows[rows["engine_library"].astype(bool)]
+                per = engine.groupby(["library", "symbol"])["count"].sum()
+                return int(per[per.index.isin(hot)].sum())
+
+            change = int(b["count"].sum() - t["count"].sum())
+            kernel_change = hot_count(b) - hot_count(t)
+            timed = b["unit"].iloc[0] == "samples"
+            rows.append(
+                {
+                    "device": device,
+                    "model": model,
+                    "phase": phase,
+                    "baseline": base,
+                    "treatment": treat,
+                    "unit": b["unit"].iloc[0],
+                    "baseline_count": int(b["count"].sum()),
+                    "treatment_count": int(t["count"].sum()),
+                    "change": change,
+                    "kernel_change": kernel_change,
+                    "explained_share": kernel_change / change if timed and change else None,
+                    "kernels": len(hot),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def change_section(table: pd.DataFrame, pairs, top: int) -> list[str]:
+    changes = change_explained(table, pairs, top)
+    if changes.empty:
+        return []
+    lines = [
+        "What the hot kernels account for: per judged pair and phase, the profiled invocations' "
+        "counts (baseline - treatment = the change) and the change within the union of both "
+        f"variants' top {top} engine functions; for sample profiles (CPU time) the share of the "
+        "change those kernels explain. Blocks (QEMU) are not time: no share.",
+        "",
+        "| device | model | treatment vs baseline | phase | unit | baseline | treatment "
+        "| change | in the hot kernels | share explained |",
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in changes.itertuples():
+        share = (
+            "-"
+            if r.explained_share is None or pd.isna(r.explained_share)
+            else (f"{r.explained_share:.0%}")
+        )
+        lines.append(
+            f"| {r.device} | {r.model} | {r.treatment} vs {r.baseline} | {r.phase} | {r.unit} "
+            f"| {r.baseline_count} | {r.treatment_count} | {r.change} | {r.kernel_change} "
+            f"| {share} |"
+        )
+    return [*lines, ""]
+
+
+def where_time_goes(table: pd.DataFrame, top: int, pairs=()) -> list[str]:
+    """The report's section: per device x model x variant x phase, the top functions; per
+    judged pair, what the hot kernels' change accounts for."""
     if table.empty:
         return []
     lines = [
@@ -226,7 +302,7 @@ def where_time_goes(table: pd.DataFrame, top: int) -> list[str]:
         lines.append(
             f"| {' | '.join(map(str, key))} | {group['profiler'].iloc[0]} | {shown} | {named} |"
         )
-    return [*lines, ""]
+    return [*lines, "", *change_section(table, pairs, top)]
 
 
 def profile_files(index_paths) -> list[str]:

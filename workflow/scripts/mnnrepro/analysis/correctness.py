@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import PurePath
 
 
@@ -90,6 +91,24 @@ UNJUDGED = "differs (no logits to tell rounding from a wrong answer)"
 PASSING = (IDENTICAL, ROUNDING)
 NEAR_TIE_SD = 0.25  # the schema's default of `correctness.near_tie_sd`
 MAX_LOGIT_DIFF_SD = 1.0  # the schema's default of `correctness.max_logit_diff_sd`
+MAX_FLIP_SHARE = 0.25  # the schema's default of `correctness.max_flip_share`
+
+
+@dataclass(frozen=True)
+class GateRule:
+    """The thresholds of the teacher-forced gate (TEACHER_FORCED_RULE), as the config's
+    `correctness` section sets them; the defaults are the schema's."""
+
+    near_tie_sd: float = NEAR_TIE_SD
+    max_logit_diff_sd: float = MAX_LOGIT_DIFF_SD
+    max_flip_share: float = MAX_FLIP_SHARE
+
+    @classmethod
+    def of(cls, correctness: dict) -> GateRule:
+        return cls(**{k: correctness[k] for k in cls.__dataclass_fields__ if k in correctness})
+
+
+DEFAULT_RULE = GateRule()
 
 
 NEAR_TIE_RULE = (
@@ -216,16 +235,14 @@ TEACHER_FORCED_RULE = (
     "standard deviations of the reference's logits. `identical`: every top-1 agrees and the "
     "logits stay within `correctness.max_logit_diff_sd`; `equivalent within rounding`: every "
     "step whose top-1 differs is a near-tie for both engines (margins within "
-    "`correctness.near_tie_sd`) and the logits stay within the bound; otherwise `wrong`. "
+    "`correctness.near_tie_sd`), at most a share `correctness.max_flip_share` of the steps "
+    "differ, and the logits stay within the bound; otherwise `wrong`. "
     "A wrong kernel that misbehaves only late in the answer is caught at its step."
 )
 
 
 def compare_forced(
-    reference: dict | None,
-    forced: dict | None,
-    near_tie_sd: float = NEAR_TIE_SD,
-    max_logit_diff_sd: float = MAX_LOGIT_DIFF_SD,
+    reference: dict | None, forced: dict | None, rule: GateRule = DEFAULT_RULE
 ) -> dict:
     """One prompt, teacher-forced (TEACHER_FORCED_RULE): `forced` is the other engine's
     answer when fed the reference's tokens; every step is compared."""
@@ -271,7 +288,7 @@ def compare_forced(
         if int(steps[i]["top"][0][0]) == int(ref_tokens[i]):
             continue
         row["differing_steps"] += 1
-        judged = judge_divergence(ref_steps[i], steps[i], near_tie_sd)
+        judged = judge_divergence(ref_steps[i], steps[i], rule.near_tie_sd)
         if row["first_top1_difference"] is None:
             row["first_top1_difference"] = i
             row["reference_margin"] = judged["reference_margin"]
@@ -284,12 +301,21 @@ def compare_forced(
         i, judged = wrong_at
         return {**row, "kind": WRONG, "reason": _divergence_text(i, judged)}
     drift = row["max_logit_diff_sd"]
-    if drift is not None and drift > max_logit_diff_sd:
+    if drift is not None and drift > rule.max_logit_diff_sd:
         return {
             **row,
             "kind": WRONG,
             "reason": f"logits differ by up to {drift:.3g} SDs over {len(ref_tokens)} steps "
-            f"(bound {max_logit_diff_sd:g})",
+            f"(bound {rule.max_logit_diff_sd:g})",
+        }
+    if row["differing_steps"] > rule.max_flip_share * len(ref_tokens):
+        return {
+            **row,
+            "kind": WRONG,
+            "reason": f"{row['differing_steps']} of {len(ref_tokens)} steps flip a near-tie "
+            f"(more than the bound {rule.max_flip_share:g} of the steps: two correct kernels "
+            "flip a few near-ties, not many); logits within "
+            f"{'-' if drift is None else f'{drift:.3g}'} SDs",
         }
     if row["differing_steps"]:
         first = row["first_top1_difference"]
@@ -306,9 +332,8 @@ def compare_answers(
     baseline: dict,
     treatment: dict,
     min_agreement: float,
-    near_tie_sd: float = NEAR_TIE_SD,
+    rule: GateRule = DEFAULT_RULE,
     forced: list[dict] | None = None,
-    max_logit_diff_sd: float = MAX_LOGIT_DIFF_SD,
 ) -> dict:
     """baseline/treatment: greedy runner payloads; forced: the treatment's teacher-forced
     answers on the baseline's tokens (None: records from before teacher forcing). Returns
@@ -328,12 +353,10 @@ def compare_answers(
         if answer["prompt"] not in base_answers:
             raise ValueError(f"prompt {answer['prompt']!r} missing from the baseline run")
         ref = base_answers[answer["prompt"]]
-        free = compare_answer(ref, answer, near_tie_sd)
+        free = compare_answer(ref, answer, rule.near_tie_sd)
         judged = free
         if forced is not None:
-            teacher = compare_forced(
-                ref, forced_by_prompt.get(answer["prompt"]), near_tie_sd, max_logit_diff_sd
-            )
+            teacher = compare_forced(ref, forced_by_prompt.get(answer["prompt"]), rule)
             judged = {
                 **{f"free_{k}": free[k] for k in ("kind", "reason")},
                 "agree": free["agree"],
@@ -359,8 +382,9 @@ def compare_answers(
     return {
         "passed": all(r["passed"] for r in rows),
         "min_agreement": min_agreement,
-        "near_tie_sd": near_tie_sd,
-        "max_logit_diff_sd": max_logit_diff_sd,
+        "near_tie_sd": rule.near_tie_sd,
+        "max_logit_diff_sd": rule.max_logit_diff_sd,
+        "max_flip_share": rule.max_flip_share,
         "rule": TEACHER_FORCED_RULE if forced is not None else NEAR_TIE_RULE,
         "prompts": rows,
     }

@@ -7,9 +7,9 @@ divergence of the free-running answers (NEAR_TIE_RULE).
 from __future__ import annotations
 
 from mnnrepro.analysis.correctness import (
+    DEFAULT_RULE,
     IDENTICAL,
-    MAX_LOGIT_DIFF_SD,
-    NEAR_TIE_SD,
+    GateRule,
     compare_answer,
     compare_forced,
 )
@@ -29,8 +29,7 @@ def agreement_table(
     facts: dict[str, dict],
     reference: str,
     model: str,
-    near_tie_sd: float = NEAR_TIE_SD,
-    max_logit_diff_sd: float = MAX_LOGIT_DIFF_SD,
+    rule: GateRule = DEFAULT_RULE,
 ):
     """Greedy tokens of every device vs the reference device, per variant and prompt.
 
@@ -48,14 +47,13 @@ def agreement_table(
             forced = payload.get("teacher_forced_by_device", {}).get(reference)
             forced_by_prompt = {a["prompt"]: a for a in forced or []}
             for answer in payload["answers"]:
-                free = compare_answer(ref.get(answer["prompt"]), answer, near_tie_sd)
+                free = compare_answer(ref.get(answer["prompt"]), answer, rule.near_tie_sd)
                 judged = free
                 if forced is not None:
                     judged = compare_forced(
                         ref.get(answer["prompt"]),
                         forced_by_prompt.get(answer["prompt"]),
-                        near_tie_sd,
-                        max_logit_diff_sd,
+                        rule,
                     )
                 fact = facts[device]
                 rows.append(

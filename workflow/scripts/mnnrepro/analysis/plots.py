@@ -208,3 +208,39 @@ def sweep_chart(summary: pd.DataFrame) -> alt.Chart:
         .resolve_scale(strokeDash="independent")
         .properties(title=f"Gain across the sweep ({'; '.join(sorted(data['pair'].unique()))})")
     )
+
+
+def kernels_chart(kernels: pd.DataFrame, top: int = 6) -> alt.Chart:
+    """kernels.csv: per device x phase, each variant's top engine functions by their share of
+    the profile, SME2 kernels coloured apart (what ran, and where the time went)."""
+    engine = kernels[kernels["engine_library"].astype(str).str.lower() == "true"].copy()
+    if engine.empty:
+        return note_chart("no engine function was profiled", "Where the time goes")
+    engine["function"] = engine["symbol"].fillna("").replace("", "(unnamed)")
+    engine["sme2"] = (
+        engine["sme2_kernel"].astype(str).str.lower().map({"true": "SME2 kernel", "false": "other"})
+    )
+    keys = ["device", "phase", "variant"]
+    best = (
+        engine.sort_values("count", ascending=False)
+        .groupby(keys, sort=True)
+        .head(top)
+        .assign(profile=lambda d: d["device"] + " / " + d["phase"] + " / " + d["variant"])
+    )
+    return (
+        alt.Chart(best)
+        .mark_bar()
+        .encode(
+            x=alt.X("share:Q", title="share of the profile", axis=alt.Axis(format="%")),
+            y=alt.Y("function:N", sort="-x", title=None),
+            color=alt.Color(
+                "sme2:N",
+                title=None,
+                scale=alt.Scale(domain=["SME2 kernel", "other"], range=["#d62728", "#7f7f7f"]),
+            ),
+            row=alt.Row("profile:N", title=None, header=alt.Header(labelAngle=0)),
+            tooltip=["device", "variant", "phase", "library", "function", "count", "unit"],
+        )
+        .resolve_scale(y="independent")
+        .properties(width=380, title=f"Where the time goes: top {top} engine functions")
+    )

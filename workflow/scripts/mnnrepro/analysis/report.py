@@ -8,6 +8,7 @@ import pandas as pd
 
 from mnnrepro.analysis import verdict as vd
 from mnnrepro.analysis.attribution import where_time_goes
+from mnnrepro.config import comparison_pairs
 from mnnrepro.stats import reps_text
 
 OTHER_LOAD_WARNING = 0.25  # CPUs busy with other work during an invocation
@@ -28,11 +29,27 @@ def emulation_section(tables: list[pd.DataFrame]) -> list[str]:
     )
 
     references = sorted({r for table in tables for r in table["reference"].dropna()})
-    forced = all(
-        "teacher_forced" in table and table["teacher_forced"].fillna(False).astype(bool).all()
-        for table in tables
+    rows = pd.concat(tables, ignore_index=True)
+    if "teacher_forced" not in rows:
+        rows["teacher_forced"] = False
+    rows["teacher_forced"] = rows["teacher_forced"].fillna(False).astype(bool)
+    # the reference device compared with itself, and a crash, are never teacher-forced:
+    # the rule text says how the other rows were judged
+    judged = rows[(rows["device"] != rows["reference"]) & (rows["judged"] != CRASHED)]
+    if judged.empty or judged["teacher_forced"].all():
+        rule = TEACHER_FORCED_RULE
+    elif not judged["teacher_forced"].any():
+        rule = f"Judged at the first divergence: {NEAR_TIE_RULE}"
+    else:
+        free = sorted(set(judged[~judged["teacher_forced"]]["device"]))
+        rule = (
+            f"{TEACHER_FORCED_RULE} Devices {free} have records from before teacher forcing: "
+            f"judged at the first divergence of their free-running answers: {NEAR_TIE_RULE}"
+        )
+    rule += (
+        " The reference device's own rows compare it with itself; a crashed answer is "
+        "counted as crashed, not judged."
     )
-    rule = TEACHER_FORCED_RULE if forced else f"judged at the first divergence: {NEAR_TIE_RULE}"
     out = [
         "",
         "## Emulated SME2 checks (QEMU)",
@@ -52,6 +69,7 @@ def emulation_section(tables: list[pd.DataFrame]) -> list[str]:
             key=lambda kv: (kv[0][0], kv[1]["vl"].iloc[0], kv[0][1], kv[0][2]),
         )
         for (model, device, variant), g in groups:
+            forced = bool(g["teacher_forced"].fillna(False).astype(bool).all())
             column = "first_top1_difference" if forced else "first_divergence"
             first = g[column].dropna()
             vl = g["sme_vector_length_bits"].iloc[0]
@@ -146,6 +164,9 @@ def verdicts_section(summary: pd.DataFrame, document: dict) -> list[str]:
             if not pd.isna(row.claim_gain)
             else f"{row.expectation} (± {row.tolerance:.0%})"
         )
+        reference = getattr(row, "reference_gain", None)  # absent in older archives
+        if reference is not None and not pd.isna(reference):
+            expected = f"no claim; reference {_pct(reference)}, not judged"
         has_reason = isinstance(row.verdict_reason, str) and row.verdict_reason
         reason = f" ({row.verdict_reason})" if has_reason else ""
         out.append(
@@ -160,8 +181,10 @@ def verdicts_section(summary: pd.DataFrame, document: dict) -> list[str]:
         "Order: blocks in which each ran first, as recorded; the schedule (a Williams design) "
         "runs every pair each way equally often, off by one block at most.",
     ]
-    if document["comparison"].get("source"):
-        out += ["", f"Claim source: {document['comparison']['source']}"]
+    comparison = document["comparison"]
+    if comparison.get("source"):
+        what = "Claim" if comparison.get("claims") else "Reference figures' source"
+        out += ["", f"{what}: {comparison['source']}"]
     return out
 
 
@@ -461,7 +484,11 @@ def markdown(
             *(emulation_section(list(emulation)) if len(emulation) else []),
             *statistics_section(summary, document, facts),
             *(mechanism_section(mechanism, sweep) if mechanism else []),
-            *(where_time_goes(kernels, top) if kernels is not None else []),
+            *(
+                where_time_goes(kernels, top, comparison_pairs(document["comparison"]))
+                if kernels is not None
+                else []
+            ),
             *provenance_section(facts, engines, models),
         ]
     )

@@ -49,6 +49,7 @@ SUMMARY_COLUMNS = [
     "remeasured_invocations",
     "remeasurements",
     "claim_gain",
+    "reference_gain",
     "tolerance",
     "aa_ci_low",
     "aa_ci_high",
@@ -268,6 +269,7 @@ def summarize(
     margin = comparison.get("aa_margin", 0.05)
     hot_start = config.get("bench", {}).get("hot_start", "invalid")
     claims = comparison.get("claims", {})
+    references = comparison.get("reference_gains", {})
     rows = []
     for (device, model), group in bench.groupby(["device", "model"], sort=True):
         if group["emulated"].any():  # recorded in bench.csv, never in a speedup or a verdict
@@ -323,6 +325,7 @@ def summarize(
                         **order_counts(part, pair),
                         **remeasurements(part, pair),
                         "claim_gain": claim,
+                        "reference_gain": references.get(phase) if mode == "claim" else None,
                         "tolerance": comparison["tolerance"],
                         "aa_ci_low": aa.get(phase, {}).get("ci_low"),
                         "aa_ci_high": aa.get(phase, {}).get("ci_high"),

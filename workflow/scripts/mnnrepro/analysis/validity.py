@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 from mnnrepro.analysis.attribution import execution_checks
-from mnnrepro.analysis.correctness import (
-    MAX_LOGIT_DIFF_SD,
-    NEAR_TIE_SD,
-    TEACHER_FORCED_RULE,
-    compare_answers,
-)
+from mnnrepro.analysis.correctness import TEACHER_FORCED_RULE, GateRule, compare_answers
 from mnnrepro.config import comparison_pairs
 from mnnrepro.engines.base import supported_features
 from mnnrepro.engines.registry import kind_of_record
@@ -20,9 +15,8 @@ def correctness_check(greedy: dict, pair: tuple[str, str], correctness: dict) ->
         greedy[base],
         greedy[treat],
         correctness["min_agreement"],
-        correctness.get("near_tie_sd", NEAR_TIE_SD),
+        GateRule.of(correctness),
         greedy[treat].get("teacher_forced", {}).get(base),
-        correctness.get("max_logit_diff_sd", MAX_LOGIT_DIFF_SD),
     )
     parts = []
     for row in result["prompts"]:

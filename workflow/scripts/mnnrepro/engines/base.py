@@ -41,6 +41,14 @@ class EngineKind:
     sme_switch = ""
     # the streaming vector lengths (bits) its SME2 kernels are written for; () = any
     sme2_vector_lengths_bits: tuple[int, ...] = ()
+    # environment variables the engine reads as integers (atoi: a word there is silently 0)
+    integer_env: tuple[str, ...] = ()
+
+    @classmethod
+    def platform(cls, spec: dict) -> str | None:
+        """The platform its binaries are built for (`engines.<name>.<key>.platform`); None:
+        it runs wherever its runner's Python with its wheel does."""
+        return spec[cls.config_key].get("platform") if cls.from_source else None
 
     def __init__(self, record: dict, receipt: dict):
         self.record = record

@@ -114,6 +114,7 @@ class LlamaCppEngine(BuiltFromSource):
     model_format = "gguf"
     source_section = "llamacpp"
     sme_switch = SME_SWITCH
+    integer_env = (SME_SWITCH,)
 
     @classmethod
     def build(cls, name, source, spec, build_dir, out_dir, log_file, ndk, jobs) -> dict:

@@ -44,6 +44,7 @@ class BuiltEngine(BuiltFromSource):
     # bits and crashes at 1024/2048 under QEMU (benchmarks/results/real_mnn.md)
     sme2_vector_lengths_bits = (512,)
     config_key = "build"
+    integer_env = ("MNN_CPU_TARGET",)
     source_section = "mnn"
 
     @classmethod

@@ -20,6 +20,7 @@ from mnnrepro.engines.base import (
 class PrebuiltEngine(EngineKind):
     kind = "prebuilt"
     config_key = "prebuilt"
+    integer_env = ("MNN_CPU_TARGET",)
     record_name = "engine.json"
     runs_through_runner = True
     sme2_vector_lengths_bits = (512,)  # the wheel's SME2 kernels are MNN's (mnn_build.py)

@@ -1,0 +1,46 @@
+"""Device kinds, each declared once: the `devices.<name>` key that selects it, the engine
+platforms whose binaries it runs, what names one physical device of the kind, and which of
+its settings are paths on the device."""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass
+
+
+def host_platforms() -> tuple[str, ...]:
+    """What this machine runs: host builds, and linux-arm64 builds on an arm64 Linux host."""
+    arm_linux = platform.system() == "Linux" and platform.machine() in ("aarch64", "arm64")
+    return ("host", "linux-arm64") if arm_linux else ("host",)
+
+
+@dataclass(frozen=True)
+class DeviceKind:
+    key: str
+    platforms: tuple[str, ...]  # engine platforms (`build.platform`) whose binaries it runs
+    emulated: bool = False
+    # the settings that name one physical device (None: each entry is its own device)
+    identity: tuple[str, ...] | None = None
+    device_paths: tuple[str, ...] = ()  # settings that are paths on the device
+
+
+DEVICE_KINDS: dict[str, DeviceKind] = {
+    kind.key: kind
+    for kind in (
+        DeviceKind("local", host_platforms()),
+        DeviceKind("qemu", ("linux-arm64",), emulated=True),
+        DeviceKind(
+            "adb",
+            ("android-arm64",),
+            identity=("server_host", "server_port", "serial"),
+            device_paths=("workdir", "python"),
+        ),
+    )
+}
+
+
+def device_kind(name: str, spec: dict) -> DeviceKind:
+    (key,) = [k for k in spec if k in DEVICE_KINDS] or [None]
+    if key is None:
+        raise ValueError(f"config key `devices.{name}`: unsupported device kind {sorted(spec)}")
+    return DEVICE_KINDS[key]
