@@ -186,7 +186,7 @@ def private_adb_server():
     import socket
     import subprocess
 
-    from mnnrepro.devices.adb import adb_binary, ensure_server
+    from mnnrepro.devices.adb_server import adb_binary, ensure_server
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -49,7 +49,7 @@ def test_facts_of_the_phone(loopback_phone):
 def test_a_phone_without_sme2_has_no_sme2_cores_and_no_vector_length():
     """A Dimensity 9400+'s real cpuinfo (sve2, no SME), one cluster per line as adb reads it;
     the facts of a phone whose kernel has no SME ABI file."""
-    from mnnrepro.devices.adb import sme_facts
+    from mnnrepro.devices.phone_readings import sme_facts
 
     cpuinfo = (ROOT / "tests" / "data" / "devices" / "dimensity9400plus.cpuinfo").read_text()
     per_core = [
@@ -123,7 +123,7 @@ def test_env_reaches_the_command_quoted(loopback_phone, tmp_path):
     import shlex
     import subprocess
 
-    from mnnrepro.devices.adb import adb_binary
+    from mnnrepro.devices.adb_server import adb_binary
 
     argv = shlex.split(result.command_line)
     assert argv[0] == "adb" and argv[argv.index("-s") + 1] == device.serial
@@ -211,7 +211,7 @@ def test_the_phones_background_load_comes_from_its_own_proc_stat(loopback_phone)
     phone's are this host's, which it shares), so the quiet gate measures phones too."""
     import os
 
-    from mnnrepro.devices.adb import phone_load
+    from mnnrepro.devices.phone_readings import phone_load
 
     _, spec = loopback_phone
     load = AdbDevice("phone", spec).other_load_now(0.3)
@@ -237,7 +237,7 @@ def test_the_phones_load_during_an_invocation_excludes_the_invocations_own_work(
     import subprocess
     import sys
 
-    from mnnrepro.devices.adb import invocation_load
+    from mnnrepro.devices.phone_readings import invocation_load
 
     _, spec = loopback_phone
     phone = AdbDevice("phone", spec)
@@ -318,7 +318,7 @@ def test_the_adb_server_port_comes_from_the_environment_when_unset(
 
 
 def test_server_address_order_and_a_remote_server_is_never_started():
-    from mnnrepro.devices.adb import ensure_server, server_address
+    from mnnrepro.devices.adb_server import ensure_server, server_address
 
     env = {"ANDROID_ADB_SERVER_HOST": "lab-host", "ANDROID_ADB_SERVER_PORT": "5039"}
     assert server_address({}, {}) == ("127.0.0.1", 5037)
@@ -329,7 +329,7 @@ def test_server_address_order_and_a_remote_server_is_never_started():
 
 
 def test_adb_is_found_as_adbutils_finds_it(monkeypatch, tmp_path):
-    from mnnrepro.devices.adb import adb_binary
+    from mnnrepro.devices.adb_server import adb_binary
 
     mine = tmp_path / "adb"
     mine.write_text("#!/bin/sh\n")

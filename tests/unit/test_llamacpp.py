@@ -13,7 +13,8 @@ import yaml
 from mnnrepro.analysis.validity import switch_checks
 from mnnrepro.build.llamacpp import changelog_names
 from mnnrepro.build.records import engine_key
-from mnnrepro.config import ConfigError, check
+from mnnrepro.config import ConfigError
+from mnnrepro.config_checks import check
 from mnnrepro.engines.llamacpp import (
     LlamaBenchParseError,
     LlamaCppEngine,

@@ -10,9 +10,9 @@ import sys
 
 import pandas as pd
 
-from mnnrepro.analysis.report import conditions
 from mnnrepro.analysis.summary import blocks_under_load
 from mnnrepro.analysis.tables import under_load
+from mnnrepro.analysis.text import conditions
 from mnnrepro.devices.base import Device
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.runs.benchmark import quiet_gate

@@ -7,7 +7,9 @@ import copy
 import pytest
 import yaml
 
-from mnnrepro.config import ConfigError, check, point_bench, point_variants, sweep_points
+from mnnrepro.config import ConfigError
+from mnnrepro.config_checks import check
+from mnnrepro.sweep_plan import point_bench, point_variants, sweep_points
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from mnnrepro.config import ConfigError, check, check_config_files, load_schema
+from mnnrepro.config import ConfigError, check_config_files, load_schema
+from mnnrepro.config_checks import check
 from mnnrepro.errors import DataError, ReproError
 from mnnrepro.files import read_json
 from mnnrepro.records import check_same_table, read_record, read_table

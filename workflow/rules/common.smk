@@ -18,10 +18,12 @@ from mnnrepro.config import (  # noqa: E402
     canonical,
     use_this_package,
     judged_pairs,
-    point_bench,
-    point_variants,
     prompt_images,
     run_variants,
+)
+from mnnrepro.sweep_plan import (  # noqa: E402
+    point_bench,
+    point_variants,
     sweep_points,
     thread_nums,
 )

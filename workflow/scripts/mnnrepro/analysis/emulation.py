@@ -6,9 +6,16 @@ divergence of the free-running answers (NEAR_TIE_RULE).
 
 from __future__ import annotations
 
+import pandas as pd
+
 from mnnrepro.analysis.correctness import (
+    CRASHED,
     DEFAULT_RULE,
     IDENTICAL,
+    NEAR_TIE_RULE,
+    ROUNDING,
+    TEACHER_FORCED_RULE,
+    WRONG,
     GateRule,
     compare_answer,
     compare_forced,
@@ -38,8 +45,6 @@ def agreement_table(
     the SME2 kernels compute correctly at). Each divergence is judged by the correctness
     gate's near-tie rule: rounding, or a wrong answer.
     """
-    import pandas as pd
-
     rows = []
     for device in sorted(greedy):
         for variant, payload in sorted(greedy[device].items()):
@@ -86,3 +91,63 @@ def agreement_table(
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def emulation_section(tables: list[pd.DataFrame]) -> list[str]:
+    references = sorted({r for table in tables for r in table["reference"].dropna()})
+    rows = pd.concat(tables, ignore_index=True)
+    if "teacher_forced" not in rows:
+        rows["teacher_forced"] = False
+    rows["teacher_forced"] = rows["teacher_forced"].fillna(False).astype(bool)
+    # the reference device compared with itself, and a crash, are never teacher-forced:
+    # the rule text says how the other rows were judged
+    judged = rows[(rows["device"] != rows["reference"]) & (rows["judged"] != CRASHED)]
+    if judged.empty or judged["teacher_forced"].all():
+        rule = TEACHER_FORCED_RULE
+    elif not judged["teacher_forced"].any():
+        rule = f"Judged at the first divergence: {NEAR_TIE_RULE}"
+    else:
+        free = sorted(set(judged[~judged["teacher_forced"]]["device"]))
+        rule = (
+            f"{TEACHER_FORCED_RULE} Devices {free} have records from before teacher forcing: "
+            f"judged at the first divergence of their free-running answers: {NEAR_TIE_RULE}"
+        )
+    rule += (
+        " The reference device's own rows compare it with itself; a crashed answer is "
+        "counted as crashed, not judged."
+    )
+    out = [
+        "",
+        "## Emulated SME2 checks (QEMU)",
+        "",
+        f"Greedy tokens of every device compared with the reference device "
+        f"({', '.join(f'`{r}`' for r in references)}), per variant and prompt. {rule} "
+        "Emulated timings are recorded but never judged.",
+        "",
+        "| model | device | variant | SME vector length | sme2 | identical | rounding | "
+        "wrong | crashed | earliest divergence |",
+        "|---|---|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for table in tables:
+        order = table.assign(vl=table["sme_vector_length_bits"].fillna(0))
+        groups = sorted(
+            order.groupby(["model", "device", "variant"]),
+            key=lambda kv: (kv[0][0], kv[1]["vl"].iloc[0], kv[0][1], kv[0][2]),
+        )
+        for (model, device, variant), g in groups:
+            forced = bool(g["teacher_forced"].fillna(False).astype(bool).all())
+            column = "first_top1_difference" if forced else "first_divergence"
+            first = g[column].dropna()
+            vl = g["sme_vector_length_bits"].iloc[0]
+            vl_text = "-" if pd.isna(vl) else f"{int(vl)} bits"
+            first_text = "-" if first.empty else f"token {int(first.min())}"
+            kinds = g["judged"].value_counts() if "judged" in g else pd.Series(dtype=int)
+            counts = " | ".join(
+                f"{int(kinds.get(kind, 0))}/{len(g)}"
+                for kind in (IDENTICAL, ROUNDING, WRONG, CRASHED)
+            )
+            out.append(
+                f"| {model} | {device} | {variant} | {vl_text} | "
+                f"{'yes' if g['sme2'].iloc[0] else 'no'} | {counts} | {first_text} |"
+            )
+    return out

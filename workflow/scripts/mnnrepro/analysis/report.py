@@ -8,83 +8,11 @@ import pandas as pd
 
 from mnnrepro.analysis import verdict as vd
 from mnnrepro.analysis.attribution import where_time_goes
+from mnnrepro.analysis.emulation import emulation_section
+from mnnrepro.analysis.explaining import mechanism_section
+from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct
 from mnnrepro.config import comparison_pairs
 from mnnrepro.stats import reps_text
-
-OTHER_LOAD_WARNING = 0.25  # CPUs busy with other work during an invocation
-
-
-def _pct(x) -> str:
-    return "n/a" if x is None or pd.isna(x) else f"{x:+.1%}"
-
-
-def emulation_section(tables: list[pd.DataFrame]) -> list[str]:
-    from mnnrepro.analysis.correctness import (
-        CRASHED,
-        IDENTICAL,
-        NEAR_TIE_RULE,
-        ROUNDING,
-        TEACHER_FORCED_RULE,
-        WRONG,
-    )
-
-    references = sorted({r for table in tables for r in table["reference"].dropna()})
-    rows = pd.concat(tables, ignore_index=True)
-    if "teacher_forced" not in rows:
-        rows["teacher_forced"] = False
-    rows["teacher_forced"] = rows["teacher_forced"].fillna(False).astype(bool)
-    # the reference device compared with itself, and a crash, are never teacher-forced:
-    # the rule text says how the other rows were judged
-    judged = rows[(rows["device"] != rows["reference"]) & (rows["judged"] != CRASHED)]
-    if judged.empty or judged["teacher_forced"].all():
-        rule = TEACHER_FORCED_RULE
-    elif not judged["teacher_forced"].any():
-        rule = f"Judged at the first divergence: {NEAR_TIE_RULE}"
-    else:
-        free = sorted(set(judged[~judged["teacher_forced"]]["device"]))
-        rule = (
-            f"{TEACHER_FORCED_RULE} Devices {free} have records from before teacher forcing: "
-            f"judged at the first divergence of their free-running answers: {NEAR_TIE_RULE}"
-        )
-    rule += (
-        " The reference device's own rows compare it with itself; a crashed answer is "
-        "counted as crashed, not judged."
-    )
-    out = [
-        "",
-        "## Emulated SME2 checks (QEMU)",
-        "",
-        f"Greedy tokens of every device compared with the reference device "
-        f"({', '.join(f'`{r}`' for r in references)}), per variant and prompt. {rule} "
-        "Emulated timings are recorded but never judged.",
-        "",
-        "| model | device | variant | SME vector length | sme2 | identical | rounding | "
-        "wrong | crashed | earliest divergence |",
-        "|---|---|---|---:|---|---:|---:|---:|---:|---:|",
-    ]
-    for table in tables:
-        order = table.assign(vl=table["sme_vector_length_bits"].fillna(0))
-        groups = sorted(
-            order.groupby(["model", "device", "variant"]),
-            key=lambda kv: (kv[0][0], kv[1]["vl"].iloc[0], kv[0][1], kv[0][2]),
-        )
-        for (model, device, variant), g in groups:
-            forced = bool(g["teacher_forced"].fillna(False).astype(bool).all())
-            column = "first_top1_difference" if forced else "first_divergence"
-            first = g[column].dropna()
-            vl = g["sme_vector_length_bits"].iloc[0]
-            vl_text = "-" if pd.isna(vl) else f"{int(vl)} bits"
-            first_text = "-" if first.empty else f"token {int(first.min())}"
-            kinds = g["judged"].value_counts() if "judged" in g else pd.Series(dtype=int)
-            counts = " | ".join(
-                f"{int(kinds.get(kind, 0))}/{len(g)}"
-                for kind in (IDENTICAL, ROUNDING, WRONG, CRASHED)
-            )
-            out.append(
-                f"| {model} | {device} | {variant} | {vl_text} | "
-                f"{'yes' if g['sme2'].iloc[0] else 'no'} | {counts} | {first_text} |"
-            )
-    return out
 
 
 def header_section(document: dict) -> list[str]:
@@ -113,30 +41,6 @@ def repetitions_text(repetitions) -> str:
     return f"{repetitions} interleaved repetitions"
 
 
-def conditions(row) -> str:
-    """'quiet', or 'under load (k/n blocks)': the quiet gate's and the run's own load; and
-    how many invocations were measured again (re-measurement is part of the record)."""
-    loaded = getattr(row, "blocks_under_load", 0)
-    text = (
-        "quiet"
-        if pd.isna(loaded) or not loaded
-        else (f"**under load** ({int(loaded)}/{row.n_pairs} blocks)")
-    )
-    hot = getattr(row, "hot_starts", None)
-    if hot is not None and not pd.isna(hot) and int(hot):
-        text += f"; **{int(hot)} invocations started hot** (above bench.max_temp_c)"
-    ungated = getattr(row, "thermal_ungated", None)
-    if ungated is not None and not pd.isna(ungated) and int(ungated):
-        text += (
-            f"; **no temperature to gate on** before {int(ungated)} invocations "
-            "(the thermal gate could not wait: see bench.thermal_zones)"
-        )
-    again = getattr(row, "remeasured_invocations", None)
-    if again is not None and not pd.isna(again) and int(again):
-        text += f"; **{int(again)} invocations re-measured** ({row.remeasurements})"
-    return text
-
-
 def order_text(row) -> str:
     """'b/t' blocks in which the baseline / the treatment ran first; '-' for an archive that
     predates the count."""
@@ -158,20 +62,20 @@ def verdicts_section(summary: pd.DataFrame, document: dict) -> list[str]:
         "|---|---|---|---|---:|---|---|---|---|---|",
     ]
     for row in summary.itertuples():
-        ci = f"[{_pct(row.gain_ci_low)}, {_pct(row.gain_ci_high)}]"
+        ci = f"[{pct(row.gain_ci_low)}, {pct(row.gain_ci_high)}]"
         expected = (
-            f"claim {_pct(row.claim_gain)} ± {row.tolerance:.0%}"
+            f"claim {pct(row.claim_gain)} ± {row.tolerance:.0%}"
             if not pd.isna(row.claim_gain)
             else f"{row.expectation} (± {row.tolerance:.0%})"
         )
         reference = getattr(row, "reference_gain", None)  # absent in older archives
         if reference is not None and not pd.isna(reference):
-            expected = f"no claim; reference {_pct(reference)}, not judged"
+            expected = f"no claim; reference {pct(reference)}, not judged"
         has_reason = isinstance(row.verdict_reason, str) and row.verdict_reason
         reason = f" ({row.verdict_reason})" if has_reason else ""
         out.append(
             f"| {row.device} | {row.model} | {row.treatment} vs {row.baseline} | {row.phase} | "
-            f"{_pct(row.gain)} | {ci} | {expected} | {conditions(row)} | {order_text(row)} | "
+            f"{pct(row.gain)} | {ci} | {expected} | {conditions(row)} | {order_text(row)} | "
             f"**{row.verdict}**{reason} |"
         )
     out += [
@@ -198,7 +102,7 @@ def side_by_side_section(summary: pd.DataFrame) -> list[str]:
     for row in summary.itertuples():
         key = (row.device, row.model, row.phase)
         cells.setdefault(key, {})[f"{row.treatment} vs {row.baseline}"] = (
-            f"{_pct(row.gain)} [{_pct(row.gain_ci_low)}, {_pct(row.gain_ci_high)}] {row.verdict}"
+            f"{pct(row.gain)} [{pct(row.gain_ci_low)}, {pct(row.gain_ci_high)}] {row.verdict}"
         )
     out = [
         "",
@@ -329,136 +233,6 @@ def provenance_section(facts: dict, engines: dict, models: dict) -> list[str]:
         "(PNG beside them). Tables: `bench.csv`, `summary.csv`, `summary.json`.",
         "",
     ]
-    return out
-
-
-def _num(x, fmt: str) -> str:
-    return "n/a" if x is None or pd.isna(x) else format(x, fmt)
-
-
-def energy_flags(mechanism: dict) -> list[str]:
-    """Which window each phase's power came from, and what makes a figure doubtful: a
-    fallback to the invocation's mean power, a phone that was charging."""
-    out = [
-        "",
-        "Energy is unvalidated: no figure here has been checked against an external meter.",
-    ]
-    for c in mechanism.get("energy_conditions", []):
-        text = (
-            f"{c['device']} / {c['variant']}: {c['recorded']} phase windows recorded by the "
-            f"runner, {c['inferred']} inferred (phases back to back at the invocation's end)"
-        )
-        if c["invocation_mean"]:
-            text += f", **{c['invocation_mean']} fell back to the invocation's mean power**"
-        if c["charging_invocations"]:
-            text += (
-                f"; **charging during {c['charging_invocations']} invocations** (the battery "
-                "current is then the charger's balance, not what the SoC draws)"
-            )
-        out += ["", text + "."]
-    return out
-
-
-def sweep_checks_text(row: dict) -> str:
-    if "checks_passed" not in row or pd.isna(row["checks_passed"]):
-        return "-"  # an archive that predates the column
-    if row["checks_passed"] in (True, "True"):
-        return "passed"
-    problems = row.get("problems")
-    return "**failed**" + (f": {problems}" if isinstance(problems, str) and problems else "")
-
-
-def mechanism_section(mechanism: dict, sweep: pd.DataFrame | None) -> list[str]:
-    """Explaining the gain: the mechanism checks with their evidence, each variant against
-    its decode ceiling, prefill arithmetic, energy per token, and the sweep."""
-    out = [
-        "",
-        "## Explaining the gain",
-        "",
-        "The seed's mechanism, stated as checks: prefill (compute-bound: matrix x matrix) gains "
-        "more than decode (memory-bound: matrix x vector), and decode runs near the speed the "
-        "measured memory bandwidth allows (its ceiling; at least "
-        f"{mechanism['rules']['near_ceiling']:.0%} counts as near). Rules: "
-        "`mechanism.json` (`rules`).",
-        "",
-        "| device | model | treatment vs baseline | check | status | evidence |",
-        "|---|---|---|---|---|---|",
-    ]
-    for c in mechanism["checks"]:
-        out.append(
-            f"| {c['device']} | {c['model']} | {c['treatment']} vs {c['baseline']} | "
-            f"{c['check']} | **{c['status']}** | {c['evidence']} |"
-        )
-    out += [
-        "",
-        "### Decode ceiling and prefill arithmetic",
-        "",
-        "Ceiling = median read bandwidth at the variant's thread count (bandwidth_probe, every "
-        "sample in `bandwidth/<device>.json`) / bytes a decode step reads (weights and "
-        "quantization "
-        "scales of the language model, one embedding row; KV cache not counted, so the "
-        "ceiling is an upper bound). Prefill GOPS = 2 x decoder matrix weights x prefill tok/s.",
-        "",
-        "| device | model | variant | decode tok/s | MB / token | GB/s (threads, samples) | "
-        "ceiling "
-        "tok/s | share | prefill tok/s | prefill GOPS | J / prefill token | J / decode token |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in mechanism["variants"]:
-        mb = None if r["decode_bytes_per_token"] is None else r["decode_bytes_per_token"] / 1e6
-        bandwidth = _num(r["bandwidth_gb_per_s"], ".1f")
-        if r["bandwidth_samples"]:
-            bandwidth += f" ({r['bandwidth_threads']} thr, {r['bandwidth_samples']})"
-        out.append(
-            f"| {r['device']} | {r['model']} | {r['variant']} | {_num(r['decode_tps'], '.2f')} "
-            f"| {_num(mb, '.0f')} | {bandwidth} | {_num(r['decode_ceiling_tps'], '.1f')} | "
-            f"{_num(r['decode_ceiling_share'], '.0%')} | {_num(r['prefill_tps'], '.2f')} | "
-            f"{_num(r['prefill_gops'], '.1f')} | {_num(r['prefill_joules_per_token'], '.3g')} "
-            f"| {_num(r['decode_joules_per_token'], '.3g')} |"
-        )
-    sources = sorted({r["power_source"] for r in mechanism["variants"] if r["power_source"]})
-    out += ["", "### Energy per token", ""]
-    if mechanism["energy"]:
-        out += [
-            "Tokens per joule, treatment / baseline, with the speedup's paired statistics "
-            "(power sampled during each invocation; a phase's joules are its mean power x its "
-            "seconds).",
-            "",
-            "| device | model | treatment vs baseline | phase | J/token baseline | "
-            "J/token treatment | tokens/J ratio | CI |",
-            "|---|---|---|---|---:|---:|---:|---|",
-        ]
-        for e in mechanism["energy"]:
-            out.append(
-                f"| {e['device']} | {e['model']} | {e['treatment']} vs {e['baseline']} | "
-                f"{e['phase']} | {e['baseline_joules_per_token']:.3g} | "
-                f"{e['treatment_joules_per_token']:.3g} | {e['tokens_per_joule_ratio']:.3f} | "
-                f"[{e['ci_low']:.3f}, {e['ci_high']:.3f}] |"
-            )
-        out += ["", f"Power source: {'; '.join(sources)}.", *energy_flags(mechanism)]
-    else:
-        out.append(
-            "Not available: " + ("; ".join(sources) or "no power readings were recorded") + "."
-        )
-    if sweep is not None and len(sweep):
-        out += [
-            "",
-            "### Sweep",
-            "",
-            "Every point is its own interleaved comparison (`sweep/summary.csv`, plot "
-            "`plots/sweep.png`); `main` is the judged point.",
-            "",
-            "| device | model | point | P | N | threads | phase | gain | CI | measured | checks |",
-            "|---|---|---|---:|---:|---:|---|---:|---|---|---|",
-        ]
-        for r in sweep.to_dict("records"):
-            threads = "-" if pd.isna(r["thread_num"]) else int(r["thread_num"])
-            out.append(
-                f"| {r['device']} | {r['model']} | {r['point']} | {r['prompt_tokens']} | "
-                f"{r['generate_tokens']} | {threads} | {r['phase']} | {_pct(r['gain'])} | "
-                f"[{_pct(r['gain_ci_low'])}, {_pct(r['gain_ci_high'])}] | "
-                f"{conditions(pd.Series(r))} | {sweep_checks_text(r)} |"
-            )
     return out
 
 

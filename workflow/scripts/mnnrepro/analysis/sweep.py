@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 
 from mnnrepro.analysis.tables import bench_table
-from mnnrepro.config import comparison_pairs, sweep_repetitions
+from mnnrepro.config import comparison_pairs
 from mnnrepro.records import read_record
 from mnnrepro.stats import ci_df, compare_phase
+from mnnrepro.sweep_plan import sweep_repetitions
 
 MAIN = "main"
 POINT_COLUMNS = ["point", "prompt_tokens", "generate_tokens", "thread_num"]

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mnnrepro.archive.replay import archived_config, archived_names, replay_name
-from mnnrepro.config import ConfigError, check, check_config_files, load_yaml, refuse
-from mnnrepro.kind_checks import kind_problems
+from mnnrepro.config import ConfigError, check_config_files, load_yaml
+from mnnrepro.config_checks import check
 
 
 @dataclass(frozen=True)
@@ -67,9 +67,6 @@ def resolve(config: dict, configfiles, default_config: Path, schema: Path) -> Ex
     if "experiment" in config or not replay:  # a live run (a replay brings its own config)
         check(config)
         _fill_defaults(config, schema)
-        problems = kind_problems(config)
-        if problems:
-            refuse(problems)
     if not replay:
         return Experiment(
             name=config["experiment"],

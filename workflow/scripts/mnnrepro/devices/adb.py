@@ -1,7 +1,8 @@
-"""Android devices over adb (adbutils + the real `adb` server from its wheel).
-
-The only module that imports adbutils. Every command sent to the device is built from an
-argv list with shlex.quote, so names with spaces, quotes or `;` are passed, never executed."""
+"""Android devices over adb (adbutils + the real `adb` server from its wheel): the device
+class. What the phone's shell prints is read in phone_readings.py, the server is found or
+started in adb_server.py (with this module, the only ones that import adbutils). Every
+command sent to the device is built from an argv list with shlex.quote
+(phone_readings.quote), so names with spaces, quotes or `;` are passed, never executed."""
 
 from __future__ import annotations
 
@@ -9,175 +10,41 @@ import logging
 import os
 import re
 import shlex
-import socket
-import subprocess
 import time
 from pathlib import Path
 
 import adbutils
 
+from mnnrepro.devices.adb_server import (
+    AdbDeviceError,
+    ensure_server,
+    server_address,
+    wanted_serial,
+)
 from mnnrepro.devices.base import (
     CPUFREQ_SCRIPT,
     CommandResult,
     Device,
-    busy_ticks,
     cpuinfo_summary,
-    other_load,
     parse_cpufreq,
     shell_line,
 )
-from mnnrepro.errors import ReproError
+from mnnrepro.devices.phone_readings import (
+    CPU_READING,
+    PROPS,
+    battery_of,
+    free_kb_of,
+    invocation_load,
+    load_probe_wrapper,
+    phone_load,
+    quote,
+    screen_of,
+    sme_facts,
+    thermal_status_of,
+)
 from mnnrepro.files import sha256_file
 
 log = logging.getLogger(__name__)
-
-
-PROPS = {
-    "manufacturer": "ro.product.manufacturer",
-    "model": "ro.product.model",
-    "soc_model": "ro.soc.model",
-    "soc_manufacturer": "ro.soc.manufacturer",
-    "fingerprint": "ro.build.fingerprint",
-    "security_patch": "ro.build.version.security_patch",
-    "android_release": "ro.build.version.release",
-    "sdk": "ro.build.version.sdk",
-    "abi": "ro.product.cpu.abi",
-}
-
-
-class AdbDeviceError(ReproError, RuntimeError):
-    pass
-
-
-USER_HZ = 100  # the clock ticks of /proc/stat on Linux and Android
-# the phone's clock (CLOCK_BOOTTIME) and its CPU counters, read together
-CPU_READING = "cat /proc/uptime; head -n1 /proc/stat"
-
-
-def busy_window(lines: list[str]) -> tuple[float, float] | None:
-    """(busy CPU seconds, window seconds) between two CPU_READING outputs; None unless both
-    readings are there and the window is positive."""
-    try:
-        (t0, s0), (t1, s1) = (
-            (float(lines[i].split()[0]), [int(x) for x in lines[i + 1].split()[1:9]])
-            for i in (0, 2)
-        )
-    except (IndexError, ValueError):
-        return None
-    if t1 <= t0:
-        return None
-    return (busy_ticks(s1) - busy_ticks(s0)) / USER_HZ, t1 - t0
-
-
-def phone_load(lines: list[str]) -> float | None:
-    """CPUs busy over the window between two CPU_READING outputs; None unless both are there."""
-    window = busy_window(lines)
-    return None if window is None else other_load(window[0], 0.0, window[1])
-
-
-def load_probe_wrapper(command: str, probe: str) -> str:
-    """command between two CPU_READINGs, written to the file probe (stdout and stderr stay the
-    command's own), then the shell's own stat line: its waited-for children's CPU time is the
-    command's. Exits with the command's code."""
-    return (
-        f"{{ {CPU_READING}; }} > {probe}; ( {command} ); rc=$?; "
-        f"{{ {CPU_READING}; cat /proc/$$/stat; }} >> {probe}; exit $rc"
-    )
-
-
-def invocation_load(lines: list[str]) -> tuple[float | None, float | None]:
-    """(other CPUs busy, the command's own CPU seconds) from a load_probe_wrapper file: the
-    phone's busy time over the window less what the command used itself (the shell's
-    cutime + cstime, fields 16 and 17 of /proc/<pid>/stat); (None, None) if incomplete."""
-    try:
-        after_comm = lines[4].rsplit(")", 1)[1].split()
-        own = (int(after_comm[13]) + int(after_comm[14])) / USER_HZ
-    except (IndexError, ValueError):
-        return None, None
-    window = busy_window(lines[:4])
-    if window is None:
-        return None, round(own, 3)
-    return other_load(window[0], own, window[1]), round(own, 3)
-
-
-def sme_facts(per_core: list[list[str]], cores: str, sme_vl: str) -> dict:
-    """What the kernel says about SME: which cores list `sme2`, grouped by cluster (from
-    `<cpu>/topology/cluster_id`, where readable), and Linux's default streaming vector length
-    (/proc/sys/abi/sme_default_vector_length, bytes; present only where the kernel supports
-    SME). Linux exposes no count of SME units (on Arm's C1 cores one unit serves a cluster,
-    which the core list per cluster shows but does not prove): recorded as not exposed."""
-    clusters: dict[str, list[int]] = {}
-    for parts in map(str.split, cores.splitlines()):
-        cpu = parts[0].removeprefix("cpu") if parts else ""
-        index = int(cpu) if cpu.isdigit() else -1
-        if 0 <= index < len(per_core) and "sme2" in per_core[index] and len(parts) == 3:
-            clusters.setdefault(parts[2], []).append(index)
-    return {
-        "sme2_cores": [i for i, features in enumerate(per_core) if "sme2" in features],
-        "sme2_cores_by_cluster": dict(sorted(clusters.items())),
-        "sme_default_vector_length_bytes": int(sme_vl) if sme_vl.isdigit() else None,
-        "sme_units": "not exposed by the kernel",
-    }
-
-
-def adb_binary() -> str:
-    """The adb program as adbutils finds it: $ADBUTILS_ADB_PATH, then `adb` on $PATH, then the
-    one in its wheel (which has none for Linux aarch64 or Apple Silicon)."""
-    try:
-        return adbutils.adb_path()
-    except adbutils.AdbError as err:
-        raise AdbDeviceError(
-            f"no adb program: {err}; install Android's platform-tools or set $ADBUTILS_ADB_PATH"
-        ) from None
-
-
-def server_address(spec: dict, environ=None) -> tuple[str, int]:
-    """The adb server to use, as adb itself chooses it: the config's `server_host` /
-    `server_port`, else $ANDROID_ADB_SERVER_HOST / $ANDROID_ADB_SERVER_PORT, else
-    127.0.0.1:5037. A remote server is how artifact committees lend rare phones."""
-    environ = os.environ if environ is None else environ
-    host = spec.get("server_host") or environ.get("ANDROID_ADB_SERVER_HOST") or "127.0.0.1"
-    port = spec.get("server_port") or environ.get("ANDROID_ADB_SERVER_PORT") or 5037
-    return host, int(port)
-
-
-def wanted_serial(spec: dict, environ=None) -> str:
-    """The config's `serial`; `auto` means $ANDROID_SERIAL if set (as adb), else the only
-    attached device."""
-    environ = os.environ if environ is None else environ
-    serial = spec.get("serial", "auto")
-    return environ.get("ANDROID_SERIAL") or serial if serial == "auto" else serial
-
-
-def server_listening(port: int, host: str = "127.0.0.1") -> bool:
-    # A raw probe: adbutils itself would start a server on the default port 5037 on failure.
-    try:
-        with socket.create_connection((host, port), timeout=2):
-            return True
-    except OSError:
-        return False
-
-
-def ensure_server(port: int, host: str = "127.0.0.1") -> None:
-    """Start an adb server on this host's port unless one already listens there; a server on
-    another host must already run (we cannot start it)."""
-    if server_listening(port, host):
-        return
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        raise AdbDeviceError(f"no adb server answers at {host}:{port}")
-    proc = subprocess.run(
-        [adb_binary(), "-P", str(port), "start-server"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    if proc.returncode != 0:
-        raise AdbDeviceError(f"could not start the adb server on port {port}: {proc.stderr}")
-
-
-def quote(argv: list[str]) -> str:
-    return " ".join(shlex.quote(str(a)) for a in argv)
 
 
 class AdbDevice(Device):
@@ -452,8 +319,7 @@ class AdbDevice(Device):
         from mnnrepro.devices.android import hal_temperatures
 
         out = self.run(["dumpsys", "thermalservice"], timeout=30).stdout
-        match = re.search(r"Thermal Status:\s*(\d+)", out)
-        return (int(match.group(1)) if match else None), hal_temperatures(out)
+        return thermal_status_of(out), hal_temperatures(out)
 
     def hal_temperatures(self) -> dict[str, dict]:
         return self.thermal_service()[1]
@@ -462,16 +328,7 @@ class AdbDevice(Device):
         return self.thermal_service()[0]
 
     def battery(self) -> dict:
-        out = self.run(["dumpsys", "battery"], timeout=30).stdout
-        fields = dict(re.findall(r"^\s*([A-Za-z ]+):\s*(.+)$", out, re.M))
-        temp = fields.get("temperature", "")
-        return {
-            "level": int(fields["level"]) if fields.get("level", "").isdigit() else None,
-            "temperature_c": int(temp) / 10 if temp.lstrip("-").isdigit() else None,
-            "charging": any(
-                fields.get(k) == "true" for k in ("AC powered", "USB powered", "Wireless powered")
-            ),
-        }
+        return battery_of(self.run(["dumpsys", "battery"], timeout=30).stdout)
 
     def facts(self):
         cpuinfo = self.run(["cat", "/proc/cpuinfo"], timeout=30).stdout
@@ -495,10 +352,6 @@ class AdbDevice(Device):
             ["cat", "/proc/sys/abi/sme_default_vector_length"], timeout=30
         ).stdout.strip()
         df = self.run(["df", "-k", self.workdir.rsplit("/", 1)[0] or "/"], timeout=30).stdout
-        free_kb = None
-        rows = [r.split() for r in df.splitlines()[1:] if len(r.split()) >= 4]
-        if rows and rows[-1][3].isdigit():
-            free_kb = int(rows[-1][3])
         return {
             "device": self.name,
             "kind": self.kind,
@@ -521,7 +374,7 @@ class AdbDevice(Device):
             "thermal_c": self.thermal(),
             "battery": self.battery(),
             "workdir": self.workdir,
-            "workdir_free_kb": free_kb,
+            "workdir_free_kb": free_kb_of(df),
             "os": f"Android {self.getprop('ro.build.version.release')}",
             "kernel": self.run(["uname", "-r"], timeout=30).stdout.strip(),
         }
@@ -540,12 +393,4 @@ class AdbDevice(Device):
     def screen_state(self) -> dict | None:
         """Wakefulness and display state (`dumpsys power`): a phone that dozes or turns its
         screen on mid-run is not the phone that was measured before."""
-        out = self.run(["dumpsys", "power"], timeout=30).stdout
-        wake = re.search(r"mWakefulness=(\w+)", out)
-        display = re.search(r"Display Power: state=(\w+)", out)
-        if not wake and not display:
-            return None
-        return {
-            "wakefulness": wake.group(1) if wake else None,
-            "display": display.group(1) if display else None,
-        }
+        return screen_of(self.run(["dumpsys", "power"], timeout=30).stdout)

@@ -1,0 +1,264 @@
+"""What a config must hold beyond its schema, refused before any job runs with one line per
+problem naming the config key: cross-references between sections, names the workflow
+reserves, local directories that must exist, and what the engine and device kinds' registries
+declare (platforms, physical devices, device paths, integer settings)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from posixpath import normpath
+
+from mnnrepro.config import (
+    RESERVED_ENV,
+    aa_variant,
+    check_schema,
+    comparison_keys,
+    refuse,
+)
+from mnnrepro.devices.kinds import device_kind
+from mnnrepro.engines.registry import kind_of_spec
+from mnnrepro.sweep_plan import sweep_problems
+
+
+def check(config: dict, local_paths: bool = True) -> None:
+    """The config's schema and cross-references; with local_paths (a live run, not a replay,
+    which builds nothing) also that the local directories it names exist."""
+    check_schema(config)
+    check_references(config)
+    missing = missing_local_paths(config) if local_paths else []
+    if missing:
+        refuse(missing)
+
+
+def check_references(config: dict) -> None:
+    """Cross-references between sections, which JSON Schema cannot express."""
+    problems = []
+    engines = config["engines"]
+    for name, variant in config["variants"].items():
+        if variant["engine"] not in engines:
+            problems.append(
+                f"config key `variants.{name}.engine`: {variant['engine']!r} is not an engine; "
+                f"defined engines: {sorted(engines)}"
+            )
+    comparison = config["comparison"]
+    for key, pair in comparison_keys(comparison):
+        for role in ("baseline", "treatment"):
+            if pair[role] not in config["variants"]:
+                problems.append(
+                    f"config key `{key}.{role}`: {pair[role]!r} is not a variant; "
+                    f"defined variants: {sorted(config['variants'])}"
+                )
+        if pair["baseline"] == pair["treatment"]:
+            problems.append(f"config key `{key}`: baseline and treatment must differ")
+    for name, variant in config["variants"].items():
+        for var in sorted(set(variant.get("env", {})) & RESERVED_ENV):
+            problems.append(
+                f"config key `variants.{name}.env.{var}`: set by the workflow itself "
+                f"(reserved: {sorted(RESERVED_ENV)})"
+            )
+    builds = {n: e["build"] for n, e in engines.items() if "build" in e}
+    if builds and "source" not in config.get("mnn", {}):
+        problems.append(
+            f"config key `mnn.source`: engines {sorted(builds)} are built from "
+            "source; give `mnn.source` (git + commit, path, or archive + sha256)"
+        )
+    llamas = {n: e["llamacpp"] for n, e in engines.items() if "llamacpp" in e}
+    if llamas and "llamacpp" not in config:
+        problems.append(
+            f"config key `llamacpp`: engines {sorted(llamas)} are llama.cpp built from "
+            "source; give `llamacpp.source` (sdist or path) and `llamacpp.kleidiai`"
+        )
+    kleidiai = sorted(
+        n for n, e in llamas.items() if e.get("flags", {}).get("GGML_CPU_KLEIDIAI") in (True, "ON")
+    )
+    if kleidiai and "kleidiai" not in config.get("llamacpp", {}):
+        problems.append(
+            f"config key `llamacpp.kleidiai`: engines {kleidiai} build with GGML_CPU_KLEIDIAI, "
+            "which would download KleidiAI at configure time; pin its archive (version, url, "
+            "md5 or sha256)"
+        )
+    if llamas:  # the GGUF is converted from a transformers checkpoint
+        without = sorted(
+            m
+            for m, spec in config.get("models", {}).items()
+            if "modelscope" in spec and "checkpoint" not in spec
+        )
+        if without:
+            problems.append(
+                f"config key `models`: {without} are MNN exports downloaded as they are; the "
+                f"llama.cpp engines {sorted(llamas)} need the transformers checkpoint "
+                "(`synthetic`, `export`, or `checkpoint.modelscope` beside `modelscope`)"
+            )
+    for m, spec in config.get("models", {}).items():
+        if "checkpoint" in spec and "modelscope" not in spec:
+            problems.append(
+                f"config key `models.{m}.checkpoint`: only for a `modelscope` model (the others "
+                "are converted from their own checkpoint)"
+            )
+    builds = {**builds, **llamas}
+    android = sorted(n for n, b in builds.items() if b["platform"] == "android-arm64")
+    if android and "ndk" not in config.get("toolchains", {}):
+        problems.append(
+            f"config key `toolchains.ndk`: engines {android} build for "
+            "android-arm64 and need the pinned NDK"
+        )
+    emulated = sorted(n for n, d in config["devices"].items() if "qemu" in d)
+    if emulated and "emulation" not in config.get("toolchains", {}):
+        problems.append(
+            f"config key `toolchains.emulation`: devices {emulated} are emulated "
+            "and need the pinned QEMU and arm64 userland"
+        )
+    reference = config.get("emulation", {}).get("reference")
+    if reference and reference not in config["devices"]:
+        problems.append(
+            f"config key `emulation.reference`: {reference!r} is not a device; "
+            f"defined devices: {sorted(config['devices'])}"
+        )
+    bench = config.get("bench", {})
+    for key, repetitions in (
+        ("bench.repetitions", bench.get("repetitions")),
+        ("bench.sweep.repetitions", (bench.get("sweep") or {}).get("repetitions")),
+    ):
+        if isinstance(repetitions, dict) and repetitions["min"] > repetitions["max"]:
+            problems.append(
+                f"config key `{key}.min`: {repetitions['min']} is more than "
+                f"`{key}.max` {repetitions['max']}"
+            )
+    problems += sweep_problems(config)
+    problems += reserved_name_clashes(config)
+    problems += kind_problems(config)
+    if problems:
+        refuse(problems)
+
+
+# results/<name>/ the workflow itself uses; an experiment of that name would mix with them
+RESERVED_EXPERIMENTS = {"engines", "models", "replay"}
+
+
+def missing_local_paths(config: dict) -> list[str]:
+    """Local directories the config names that do not exist (relative to the working
+    directory): said before any job, naming the key, instead of a rule that cannot run."""
+    named = []
+    for section in ("mnn", "llamacpp"):
+        source = config.get(section, {}).get("source", {})
+        if "path" in source:
+            named.append((f"{section}.source.path", source["path"]))
+    for name, spec in config.get("models", {}).items():
+        local = spec.get("export", {}).get("from", {}).get("path")
+        if local is not None:
+            named.append((f"models.{name}.export.from.path", local))
+    return [
+        f"config key `{key}`: {path!r} is not a directory (relative paths are read from the "
+        f"working directory, {os.getcwd()})"
+        for key, path in named
+        if not Path(path).expanduser().is_dir()
+    ]
+
+
+def reserved_name_clashes(config: dict) -> list[str]:
+    """Names the workflow generates must not be names the user chose: the A/A control's copy
+    of the baseline (a variant) and the shared result directories (experiments)."""
+    problems = []
+    aa = aa_variant(config)
+    if aa in config["variants"]:
+        problems.append(
+            f"config key `variants.{aa}`: the name is taken by the A/A control "
+            f"(`comparison.aa_control` runs the baseline "
+            f"{config['comparison']['baseline']!r} again as {aa!r}); rename the variant "
+            "or turn the control off"
+        )
+    if config.get("experiment") in RESERVED_EXPERIMENTS:
+        problems.append(
+            f"config key `experiment`: {config['experiment']!r} is the workflow's own "
+            f"results/{config['experiment']}/ directory (reserved: {sorted(RESERVED_EXPERIMENTS)})"
+        )
+    return problems
+
+
+INTEGER = re.compile(r"^-?\d+$")
+
+
+def platform_problems(config: dict) -> list[str]:
+    """A variant whose engine is built for a platform its device cannot run."""
+    problems = []
+    for name, variant in sorted(config["variants"].items()):
+        spec = config["engines"].get(variant["engine"])
+        if spec is None:
+            continue  # config.check_references names it
+        kind = kind_of_spec(spec)
+        built_for = kind.platform(spec)
+        if built_for is None:
+            continue
+        for device, device_spec in sorted(config["devices"].items()):
+            runs = device_kind(device, device_spec).platforms
+            if built_for not in runs:
+                problems.append(
+                    f"config key `engines.{variant['engine']}.{kind.config_key}.platform`: "
+                    f"{built_for!r}, but variant {name} runs on device {device}, which runs "
+                    f"{' or '.join(runs)} binaries"
+                )
+    return problems
+
+
+def duplicate_device_problems(config: dict) -> list[str]:
+    """One physical device under two names: their runs would interleave on one device."""
+    seen: dict[tuple, str] = {}
+    problems = []
+    for name, spec in sorted(config["devices"].items()):
+        kind = device_kind(name, spec)
+        if kind.identity is None:
+            continue
+        settings = spec[kind.key]
+        identity = (kind.key, *(str(settings.get(k, "")) for k in kind.identity))
+        if identity in seen:
+            problems.append(
+                f"config key `devices.{name}`: the same {kind.key} device as "
+                f"`devices.{seen[identity]}` ({', '.join(kind.identity)} equal); one physical "
+                "device is listed once"
+            )
+        seen.setdefault(identity, name)
+    return problems
+
+
+def device_path_problems(config: dict) -> list[str]:
+    """A device path with a `..` segment leaves the directory it names."""
+    problems = []
+    for name, spec in sorted(config["devices"].items()):
+        kind = device_kind(name, spec)
+        for key in kind.device_paths:
+            path = spec[kind.key].get(key) or ""
+            if ".." in path.split("/") or (path and normpath(path) != path.rstrip("/")):
+                problems.append(
+                    f"config key `devices.{name}.{kind.key}.{key}`: {path!r} is not a plain "
+                    f"absolute path (no `..`, `.` or `//` segments; it would mean "
+                    f"{normpath(path)!r})"
+                )
+    return problems
+
+
+def integer_env_problems(config: dict) -> list[str]:
+    """An environment variable the engine reads as an integer, set to something else."""
+    problems = []
+    for name, variant in sorted(config["variants"].items()):
+        spec = config["engines"].get(variant["engine"])
+        if spec is None:
+            continue
+        for var in kind_of_spec(spec).integer_env:
+            value = variant.get("env", {}).get(var)
+            if value is not None and not INTEGER.match(value):
+                problems.append(
+                    f"config key `variants.{name}.env.{var}`: {value!r} is not an integer; "
+                    f"the engine reads {var} as one (a word reads as 0)"
+                )
+    return problems
+
+
+def kind_problems(config: dict) -> list[str]:
+    return (
+        platform_problems(config)
+        + duplicate_device_problems(config)
+        + device_path_problems(config)
+        + integer_env_problems(config)
+    )
