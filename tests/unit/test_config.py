@@ -9,7 +9,7 @@ import yaml
 from conftest import run_snakemake
 
 from mnnrepro.config import ConfigError
-from mnnrepro.config_checks import check
+from mnnrepro.plan.checks import check
 
 CONFIGS = [
     "config/config.yaml",
@@ -241,13 +241,12 @@ def test_the_workflow_works_as_a_snakemake_module(root, tmp_path):
 
 def test_the_config_catalog_is_generated_from_the_schema(root):
     from mnnrepro.config import SCHEMA_PATH, load_schema
-    from mnnrepro.config_catalog import catalog
+    from mnnrepro.plan.catalog import catalog
 
     expected = catalog(load_schema(), root / "config")
     assert root / "workflow" / "schemas" / "config.schema.yaml" == SCHEMA_PATH
     assert (root / "config" / "README.md").read_text() == expected, (
-        "regenerate: PYTHONPATH=workflow/scripts python -m mnnrepro.config_catalog "
-        "> config/README.md"
+        "regenerate: PYTHONPATH=workflow/scripts python -m mnnrepro.plan.catalog > config/README.md"
     )
 
 

@@ -18,9 +18,9 @@ from conftest import SHORT_BENCH, two_variant_specs
 from mnnrepro.build.cmake import build_engine, run_logged
 from mnnrepro.build.records import engine_key
 from mnnrepro.config import ConfigError
-from mnnrepro.config_checks import check_references
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.files import read_json, write_json
+from mnnrepro.plan.checks import check_references
 from mnnrepro.runs.benchmark import done_record, engine_identity, measurement_key, run_schedule
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.runs.staging import push_receipt

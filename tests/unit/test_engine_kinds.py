@@ -58,20 +58,47 @@ def test_sme2_questions_are_the_kinds():
 
 
 def test_no_module_outside_the_kinds_tests_a_kinds_name():
-    """Only engines/ (the kinds) may spell a kind's name in a comparison; the rules ask the kind
-    too. (config.py, the ground floor below every stage, validates the config's own keys:
-    `engines.<name>.build` there is the schema's key, checked before any kind is asked.)"""
+    """Only engines/ (the kinds) may spell a kind's name in a comparison; the rules, the
+    config's checks and every stage ask the kind (no exemptions)."""
     spelled = re.compile(
         r"""(==|!=|\bin\b)\s*\(?["'](build|prebuilt|llamacpp)["']|["'](build|prebuilt|llamacpp)["']\s*(==|!=|in\b)"""
     )
     offenders = []
     for path in [*PACKAGE.rglob("*.py"), *(ROOT / "workflow" / "rules").glob("*.smk")]:
-        if path.is_relative_to(PACKAGE / "engines") or path == PACKAGE / "config.py":
+        if path.is_relative_to(PACKAGE / "engines"):
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
             if spelled.search(line):
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_no_module_outside_the_device_kinds_tests_a_device_kinds_name():
+    """A device kind's properties are devices/kinds.py's (DEVICE_KINDS); the rules and the
+    stages ask them, never `"qemu" in spec`. The device modules themselves and the factory that
+    builds a device of its kind are where the names belong."""
+    spelled = re.compile(
+        r"""["'](local|qemu|adb)["']\s*(==|!=|in\b|not in\b)|(==|!=)\s*["'](local|qemu|adb)["']"""
+    )
+    allowed = {PACKAGE / "devices" / n for n in ("kinds.py", "factory.py", "userland.py")}
+    offenders = []
+    for path in [*PACKAGE.rglob("*.py"), *(ROOT / "workflow" / "rules").glob("*.smk")]:
+        if path in allowed:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if spelled.search(line):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert offenders == []
+
+
+def test_every_device_kind_is_declared_once_with_its_platforms():
+    from mnnrepro.devices.kinds import DEVICE_KINDS, device_kind
+
+    assert set(DEVICE_KINDS) == {"local", "qemu", "adb"}
+    assert device_kind("p", {"adb": {}}).platforms == ("android-arm64",)
+    assert device_kind("q", {"qemu": {}}).emulated and device_kind("q", {"qemu": {}}).needs_userland
+    with pytest.raises(ValueError, match=r"`devices\.x`: unsupported device kind"):
+        device_kind("x", {"ssh": {}})
 
 
 def test_the_records_schema_accepts_the_records_of_every_kind_and_no_other(root):

@@ -1,4 +1,4 @@
-"""Which experiment an invocation runs, and where its files are (mnnrepro.archive.experiment):
+"""Which experiment an invocation runs, and where its files are (mnnrepro.plan.experiment):
 what `common.smk` decides before any rule exists, checked without Snakemake parsing a workflow."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import shutil
 import pytest
 import yaml
 
-from mnnrepro.archive.experiment import resolve
 from mnnrepro.config import ConfigError
+from mnnrepro.plan.experiment import resolve
 
 SHIPPED_ARCHIVE = "benchmarks/results/host-sme2-archive.tar.gz"
 

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow" / "scripts" / "mnnrepro"
-STAGES = {"build", "models", "devices", "engines", "runs", "analysis", "archive"}
+STAGES = {"build", "models", "devices", "engines", "runs", "analysis", "archive", "plan"}
 
 
 def module_name(path: Path) -> str:
@@ -51,8 +51,9 @@ def test_no_import_cycle():
 def test_every_module_belongs_to_a_stage_or_is_shared():
     top_level = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
     # used by every stage: config, job logs, file I/O, error types, verified reading of records,
-    # the statistics (the runs' stopping rule and the analysis compute the same CIs)
-    assert top_level == {"config", "logs", "files", "errors", "records", "stats"}
+    # the statistics (the runs' stopping rule and the analysis compute the same CIs), the
+    # sweep's points (the rules plan them, the runs measure them, the analysis reads them)
+    assert top_level == {"config", "logs", "files", "errors", "records", "stats", "sweep_plan"}
     assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} == STAGES
     for stage in STAGES:
         assert (PACKAGE / stage / "__init__.py").read_text().startswith('"""'), stage
@@ -61,7 +62,15 @@ def test_every_module_belongs_to_a_stage_or_is_shared():
 # The stages, bottom up: a module imports the ground floor (top-level modules), its own stage
 # and stages below it, never one above (a device does not know how runs use it; a run's
 # stopping rule does not import the analysis).
-LAYERS = [{"build", "models"}, {"devices"}, {"engines"}, {"runs"}, {"analysis"}, {"archive"}]
+LAYERS = [
+    {"build", "models"},
+    {"devices"},
+    {"engines"},
+    {"runs"},
+    {"analysis"},
+    {"archive"},
+    {"plan"},
+]
 
 
 def stage_of(module: str) -> str | None:

@@ -14,7 +14,6 @@ from mnnrepro.analysis.validity import switch_checks
 from mnnrepro.build.llamacpp import changelog_names
 from mnnrepro.build.records import engine_key
 from mnnrepro.config import ConfigError
-from mnnrepro.config_checks import check
 from mnnrepro.engines.llamacpp import (
     LlamaBenchParseError,
     LlamaCppEngine,
@@ -24,6 +23,7 @@ from mnnrepro.engines.llamacpp import (
 )
 from mnnrepro.engines.registry import kind_of_record, kind_of_spec
 from mnnrepro.models.gguf_convert_main import declared_pre_tokenizer, update_script_text
+from mnnrepro.plan.checks import check
 
 
 @pytest.fixture
@@ -128,7 +128,7 @@ def test_the_control_config_is_valid_and_its_mistakes_name_the_key(control_confi
     check(control_config)
     no_source = copy.deepcopy(control_config)
     del no_source["llamacpp"]
-    with pytest.raises(ConfigError, match=r"config key `llamacpp`: engines \['llama'\]"):
+    with pytest.raises(ConfigError, match=r"config key `llamacpp\.source`: engine llama is built"):
         check(no_source)
     downloaded = copy.deepcopy(control_config)
     downloaded["models"]["synth-tiny"] = {"modelscope": {"id": "a/b", "revision": "c" * 40}}

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from mnnrepro.config import ConfigError
-from mnnrepro.config_checks import check
+from mnnrepro.plan.checks import check
 from mnnrepro.sweep_plan import point_bench, point_variants, sweep_points
 
 

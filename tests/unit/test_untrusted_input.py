@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from mnnrepro.config import ConfigError, check_config_files, load_schema
-from mnnrepro.config_checks import check
 from mnnrepro.errors import DataError, ReproError
 from mnnrepro.files import read_json
+from mnnrepro.plan.checks import check
 from mnnrepro.records import check_same_table, read_record, read_table
 
 ROOT = Path(__file__).resolve().parents[2]

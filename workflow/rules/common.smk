@@ -11,8 +11,9 @@ sys.path.insert(0, str(SCRIPTS))
 
 from mnnrepro.files import code_digest  # noqa: E402
 from mnnrepro.build.records import engine_key, source_key  # noqa: E402
+from mnnrepro.devices.kinds import device_kind  # noqa: E402
 from mnnrepro.engines.registry import kind_of_spec  # noqa: E402
-from mnnrepro.archive.experiment import resolve as resolve_experiment  # noqa: E402
+from mnnrepro.plan.experiment import resolve as resolve_experiment  # noqa: E402
 from mnnrepro.config import (  # noqa: E402
     ConfigError,
     canonical,
@@ -58,6 +59,7 @@ ANALYSIS_CODE = code_digest(SCRIPTS / "mnnrepro")
 ENGINES = sorted(config["engines"])
 MODELS = sorted(config["models"])
 DEVICES = sorted(config["devices"])
+DEVICE_KINDS = {name: device_kind(name, spec) for name, spec in config["devices"].items()}
 VARIANTS = sorted(config["variants"])
 BUILT_ENGINES = sorted(
     {config["variants"][v]["engine"] for v in VARIANTS}
@@ -133,7 +135,7 @@ wildcard_constraints:
 
 
 def get_userland(wildcards):
-    if "qemu" in config["devices"][wildcards.device]:
+    if DEVICE_KINDS[wildcards.device].needs_userland:
         return ["resources/emulation/userland.json"]
     return []
 
@@ -366,13 +368,13 @@ def all_cores():
 
 def get_bench_threads(wildcards):
     # A local device is this machine: the benchmark takes every core so nothing else runs.
-    return all_cores() if "local" in config["devices"][wildcards.device] else 1
+    return all_cores() if DEVICE_KINDS[wildcards.device].is_this_host else 1
 
 
 def probed_engines(wildcards):
     """Engines whose bandwidth probe runs on this device (none on an emulated one: its memory
     is the host's, seen through QEMU)."""
-    if not MEASURES_BANDWIDTH or "qemu" in config["devices"][wildcards.device]:
+    if not MEASURES_BANDWIDTH or DEVICE_KINDS[wildcards.device].emulated:
         return []
     return sorted({config["variants"][v]["engine"] for v in VARIANTS})
 
@@ -426,7 +428,7 @@ def get_sweep_indexes(wildcards):
     return expand(
         "results/{experiment}/sweep/runs/{device}/{model}/{point}.json",
         experiment=RESULTS_KEY,
-        device=[d for d in DEVICES if "qemu" not in config["devices"][d]],
+        device=[d for d in DEVICES if not DEVICE_KINDS[d].emulated],
         model=MODELS,
         point=sorted(SWEEP),
     )

@@ -1,8 +1,8 @@
 """An experiment config: loading (YAML that refuses a key given twice), the schema check with
 the project's messages, and what every stage derives from it the same way (runtime defaults,
 the compared pairs, the A/A control's variant, the variants a device runs, canonical params).
-The cross-references are config_checks.py's, sweep points sweep_plan.py's, the generated
-config/README.md config_catalog.py's."""
+The cross-references and the kinds' checks are plan/checks.py's, sweep points sweep_plan.py's,
+the generated config/README.md plan/catalog.py's."""
 
 from __future__ import annotations
 

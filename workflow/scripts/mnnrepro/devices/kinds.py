@@ -18,7 +18,10 @@ def host_platforms() -> tuple[str, ...]:
 class DeviceKind:
     key: str
     platforms: tuple[str, ...]  # engine platforms (`build.platform`) whose binaries it runs
-    emulated: bool = False
+    emulated: bool = False  # timings recorded, never judged; no bandwidth of its own
+    needs_userland: bool = False  # runs in the pinned emulated userland (fetch rule)
+    # this machine itself: its benchmark takes every core so nothing else of ours runs
+    is_this_host: bool = False
     # the settings that name one physical device (None: each entry is its own device)
     identity: tuple[str, ...] | None = None
     device_paths: tuple[str, ...] = ()  # settings that are paths on the device
@@ -27,8 +30,8 @@ class DeviceKind:
 DEVICE_KINDS: dict[str, DeviceKind] = {
     kind.key: kind
     for kind in (
-        DeviceKind("local", host_platforms()),
-        DeviceKind("qemu", ("linux-arm64",), emulated=True),
+        DeviceKind("local", host_platforms(), is_this_host=True),
+        DeviceKind("qemu", ("linux-arm64",), emulated=True, needs_userland=True),
         DeviceKind(
             "adb",
             ("android-arm64",),

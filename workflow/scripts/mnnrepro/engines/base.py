@@ -43,6 +43,19 @@ class EngineKind:
     sme2_vector_lengths_bits: tuple[int, ...] = ()
     # environment variables the engine reads as integers (atoi: a word there is silently 0)
     integer_env: tuple[str, ...] = ()
+    # a from-source kind: what its `<source_section>` must give (for the message)
+    source_forms = ""
+
+    @classmethod
+    def config_problems(cls, name: str, spec: dict, config: dict) -> list[str]:
+        """What an engine of this kind needs of the rest of the config (one line each, naming
+        the key): its source tree, and a kind's own needs."""
+        if cls.from_source and "source" not in config.get(cls.source_section, {}):
+            return [
+                f"config key `{cls.source_section}.source`: engine {name} is built from "
+                f"source; give `{cls.source_section}.source` ({cls.source_forms})"
+            ]
+        return []
 
     @classmethod
     def platform(cls, spec: dict) -> str | None:

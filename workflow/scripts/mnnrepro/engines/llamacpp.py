@@ -115,6 +115,35 @@ class LlamaCppEngine(BuiltFromSource):
     source_section = "llamacpp"
     sme_switch = SME_SWITCH
     integer_env = (SME_SWITCH,)
+    source_forms = "sdist or path, with `llamacpp.kleidiai` where it builds KleidiAI"
+
+    @classmethod
+    def config_problems(cls, name: str, spec: dict, config: dict) -> list[str]:
+        """Beside its source: KleidiAI pinned where the build asks for it (else llama.cpp
+        downloads it at configure time), and a transformers checkpoint of every model (the
+        GGUF is converted from it; a downloaded MNN export has none)."""
+        problems = super().config_problems(name, spec, config)
+        flags = spec[cls.config_key].get("flags", {})
+        if flags.get("GGML_CPU_KLEIDIAI") in (True, "ON") and "kleidiai" not in config.get(
+            cls.source_section, {}
+        ):
+            problems.append(
+                f"config key `llamacpp.kleidiai`: engine {name} builds with GGML_CPU_KLEIDIAI, "
+                "which would download KleidiAI at configure time; pin its archive (version, "
+                "url, md5 or sha256)"
+            )
+        without = sorted(
+            m
+            for m, model in config.get("models", {}).items()
+            if "modelscope" in model and "checkpoint" not in model
+        )
+        if without:
+            problems.append(
+                f"config key `models`: {without} are MNN exports downloaded as they are; the "
+                f"llama.cpp engine {name} needs the transformers checkpoint "
+                "(`synthetic`, `export`, or `checkpoint.modelscope` beside `modelscope`)"
+            )
+        return problems
 
     @classmethod
     def build(cls, name, source, spec, build_dir, out_dir, log_file, ndk, jobs) -> dict:

@@ -46,6 +46,7 @@ class BuiltEngine(BuiltFromSource):
     config_key = "build"
     integer_env = ("MNN_CPU_TARGET",)
     source_section = "mnn"
+    source_forms = "git + commit, path, or archive + sha256"
 
     @classmethod
     def build(cls, name, source, spec, build_dir, out_dir, log_file, ndk, jobs) -> dict:

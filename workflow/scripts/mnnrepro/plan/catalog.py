@@ -1,5 +1,5 @@
 """config/README.md, generated: the shipped experiments and the config's sections, from the
-schema (PYTHONPATH=workflow/scripts python -m mnnrepro.config_catalog > config/README.md)."""
+schema (PYTHONPATH=workflow/scripts python -m mnnrepro.plan.catalog > config/README.md)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def catalog(schema: dict, config_dir: Path) -> str:
         "# Experiments (configs)",
         "",
         "<!-- generated from workflow/schemas/config.schema.yaml and the files here: "
-        "PYTHONPATH=workflow/scripts python -m mnnrepro.config_catalog > config/README.md -->",
+        "PYTHONPATH=workflow/scripts python -m mnnrepro.plan.catalog > config/README.md -->",
         "",
         "Every key, its type, default and meaning is in `workflow/schemas/config.schema.yaml`;",
         "a config is checked against it (and cross-checked) before any job runs. Run one with",

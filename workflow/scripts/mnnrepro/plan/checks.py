@@ -58,53 +58,27 @@ def check_references(config: dict) -> None:
                 f"config key `variants.{name}.env.{var}`: set by the workflow itself "
                 f"(reserved: {sorted(RESERVED_ENV)})"
             )
-    builds = {n: e["build"] for n, e in engines.items() if "build" in e}
-    if builds and "source" not in config.get("mnn", {}):
-        problems.append(
-            f"config key `mnn.source`: engines {sorted(builds)} are built from "
-            "source; give `mnn.source` (git + commit, path, or archive + sha256)"
-        )
-    llamas = {n: e["llamacpp"] for n, e in engines.items() if "llamacpp" in e}
-    if llamas and "llamacpp" not in config:
-        problems.append(
-            f"config key `llamacpp`: engines {sorted(llamas)} are llama.cpp built from "
-            "source; give `llamacpp.source` (sdist or path) and `llamacpp.kleidiai`"
-        )
-    kleidiai = sorted(
-        n for n, e in llamas.items() if e.get("flags", {}).get("GGML_CPU_KLEIDIAI") in (True, "ON")
-    )
-    if kleidiai and "kleidiai" not in config.get("llamacpp", {}):
-        problems.append(
-            f"config key `llamacpp.kleidiai`: engines {kleidiai} build with GGML_CPU_KLEIDIAI, "
-            "which would download KleidiAI at configure time; pin its archive (version, url, "
-            "md5 or sha256)"
-        )
-    if llamas:  # the GGUF is converted from a transformers checkpoint
-        without = sorted(
-            m
-            for m, spec in config.get("models", {}).items()
-            if "modelscope" in spec and "checkpoint" not in spec
-        )
-        if without:
-            problems.append(
-                f"config key `models`: {without} are MNN exports downloaded as they are; the "
-                f"llama.cpp engines {sorted(llamas)} need the transformers checkpoint "
-                "(`synthetic`, `export`, or `checkpoint.modelscope` beside `modelscope`)"
-            )
+    seen = set()
+    for name, spec in sorted(engines.items()):
+        for problem in kind_of_spec(spec).config_problems(name, spec, config):
+            if problem not in seen:  # one line for what several engines lack alike
+                seen.add(problem)
+                problems.append(problem)
     for m, spec in config.get("models", {}).items():
         if "checkpoint" in spec and "modelscope" not in spec:
             problems.append(
                 f"config key `models.{m}.checkpoint`: only for a `modelscope` model (the others "
                 "are converted from their own checkpoint)"
             )
-    builds = {**builds, **llamas}
-    android = sorted(n for n, b in builds.items() if b["platform"] == "android-arm64")
+    android = sorted(
+        n for n, e in engines.items() if kind_of_spec(e).platform(e) == "android-arm64"
+    )
     if android and "ndk" not in config.get("toolchains", {}):
         problems.append(
             f"config key `toolchains.ndk`: engines {android} build for "
             "android-arm64 and need the pinned NDK"
         )
-    emulated = sorted(n for n, d in config["devices"].items() if "qemu" in d)
+    emulated = sorted(n for n, d in config["devices"].items() if device_kind(n, d).needs_userland)
     if emulated and "emulation" not in config.get("toolchains", {}):
         problems.append(
             f"config key `toolchains.emulation`: devices {emulated} are emulated "

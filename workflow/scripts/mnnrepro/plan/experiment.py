@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mnnrepro.archive.replay import archived_config, archived_names, replay_name
 from mnnrepro.config import ConfigError, check_config_files, load_yaml
-from mnnrepro.config_checks import check
+from mnnrepro.plan.checks import check
 
 
 @dataclass(frozen=True)
