@@ -9,7 +9,7 @@ import tarfile
 import pytest
 
 from mnnrepro.archive.pack import verify_manifest, write_archive
-from mnnrepro.files import UnsafeArchiveError, safe_extract
+from mnnrepro.unpack import UnsafeArchiveError, safe_extract
 
 
 def test_same_members_same_bytes(tmp_path):

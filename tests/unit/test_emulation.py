@@ -10,7 +10,8 @@ import pytest
 
 from mnnrepro.analysis.emulation import agreement_table
 from mnnrepro.devices.qemu import vector_length_bits
-from mnnrepro.files import FetchError, extract_deb
+from mnnrepro.fetch import FetchError
+from mnnrepro.unpack import extract_deb
 
 
 def deb(members) -> bytes:

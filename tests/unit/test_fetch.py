@@ -12,7 +12,8 @@ import zipfile
 import pytest
 
 from mnnrepro.build.ndk import provide_ndk
-from mnnrepro.files import FetchError, download, safe_extract_zip
+from mnnrepro.fetch import FetchError, download
+from mnnrepro.unpack import safe_extract_zip
 
 REVISION = "27.2.12479018"
 

@@ -53,7 +53,11 @@ def test_every_module_belongs_to_a_stage_or_is_shared():
     # used by every stage: config, job logs, file I/O, error types, verified reading of records,
     # the statistics (the runs' stopping rule and the analysis compute the same CIs), the
     # sweep's points (the rules plan them, the runs measure them, the analysis reads them)
-    assert top_level == {"config", "logs", "files", "errors", "records", "stats", "sweep_plan"}
+    # pinned downloads and the one safe extraction
+    assert top_level == {
+        *("config", "logs", "files", "errors", "records", "stats", "sweep_plan"),
+        *("fetch", "unpack"),
+    }
     assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} == STAGES
     for stage in STAGES:
         assert (PACKAGE / stage / "__init__.py").read_text().startswith('"""'), stage

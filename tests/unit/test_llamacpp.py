@@ -251,7 +251,7 @@ def sdist(tmp_path, version="0.3.36", commit="0c1e57098"):
 def test_the_sdist_is_verified_unpacked_and_must_name_its_commit(tmp_path):
     from mnnrepro.build.llamacpp import provide_source
     from mnnrepro.build.source import SourceError
-    from mnnrepro.files import FetchError
+    from mnnrepro.fetch import FetchError
 
     pin = sdist(tmp_path)
     receipt = provide_source({"sdist": pin}, {}, tmp_path / "cache")

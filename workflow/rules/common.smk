@@ -9,7 +9,7 @@ WORKFLOW_ROOT = Path(workflow.current_basedir).resolve().parents[1]
 SCRIPTS = WORKFLOW_ROOT / "workflow" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
-from mnnrepro.files import code_digest  # noqa: E402
+from mnnrepro.files import code_digest# noqa: E402
 from mnnrepro.build.records import engine_key, source_key  # noqa: E402
 from mnnrepro.devices.kinds import device_kind  # noqa: E402
 from mnnrepro.engines.registry import kind_of_spec  # noqa: E402

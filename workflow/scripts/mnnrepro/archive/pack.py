@@ -15,7 +15,7 @@ import tarfile
 from pathlib import Path
 
 from mnnrepro.errors import DataError
-from mnnrepro.files import check_member_name
+from mnnrepro.unpack import check_member_name
 
 
 def _info(name: str, size: int) -> tarfile.TarInfo:

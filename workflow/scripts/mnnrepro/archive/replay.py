@@ -18,8 +18,8 @@ from pathlib import Path, PurePosixPath
 from mnnrepro.archive.pack import verify_manifest
 from mnnrepro.config import load_yaml
 from mnnrepro.errors import DataError
-from mnnrepro.files import check_member_name, safe_extract
 from mnnrepro.records import read_record
+from mnnrepro.unpack import check_member_name, safe_extract
 
 CONFIG_NAME = "config.resolved.yaml"
 MANIFEST_NAME = "MANIFEST.sha256"

@@ -27,7 +27,9 @@ from mnnrepro.build.cmake import (
 from mnnrepro.build.kernels import disassembly_tools, sme2_kernels
 from mnnrepro.build.records import TREE_COMPILERS, flag_text
 from mnnrepro.build.source import SourceError, describe_local, provide_kleidiai
-from mnnrepro.files import download, file_table, pin_urls, publish_dir, safe_extract
+from mnnrepro.fetch import download, pin_urls, publish_dir
+from mnnrepro.files import file_table
+from mnnrepro.unpack import safe_extract
 
 ENGINE_TARGETS = ("llama-bench",)
 QUANTIZER = "llama-quantize"

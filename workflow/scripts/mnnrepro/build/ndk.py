@@ -9,7 +9,8 @@ import logging
 import os
 from pathlib import Path
 
-from mnnrepro.files import FetchError, download, pin_urls, read_properties, safe_extract_zip
+from mnnrepro.fetch import FetchError, download, pin_urls
+from mnnrepro.unpack import read_properties, safe_extract_zip
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,8 @@ import tarfile
 from pathlib import Path
 
 from mnnrepro.errors import ReproError
-from mnnrepro.files import FetchError, download, pin_urls, publish_dir, safe_extract
+from mnnrepro.fetch import FetchError, download, pin_urls, publish_dir
+from mnnrepro.unpack import safe_extract
 
 log = logging.getLogger(__name__)
 

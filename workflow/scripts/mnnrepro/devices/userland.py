@@ -16,7 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mnnrepro.files import FetchError, download, extract_deb, extract_zip_into, pin_urls
+from mnnrepro.fetch import FetchError, download, pin_urls
+from mnnrepro.unpack import extract_deb, extract_zip_into
 
 
 def pip_download_wheels(wheels: list[dict], dest: Path) -> list[Path]:

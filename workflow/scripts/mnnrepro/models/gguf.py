@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from mnnrepro.errors import ReproError
-from mnnrepro.files import publish_dir, sha256_file
+from mnnrepro.fetch import publish_dir
+from mnnrepro.files import sha256_file
 
 CONVERTER = Path(__file__).with_name("gguf_convert_main.py")
 MODEL_FILE = "model.gguf"

@@ -1,0 +1,162 @@
+"""Pinned downloads: streamed to a temporary name, size and hashes verified, then published
+under the final name (a download is never visible there before it is verified, so an
+interrupted fetch leaves nothing a later run could mistake for a good one); mirrors tried in
+order; a directory published atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from mnnrepro.errors import ReproError
+
+log = logging.getLogger(__name__)
+
+
+CHUNK = 1 << 20
+
+
+class FetchError(ReproError, RuntimeError):
+    pass
+
+
+def download(
+    url: str | list[str],
+    dest: str | os.PathLike,
+    sha256: str | None,
+    size: int | None = None,
+    sha1: str | None = None,
+    timeout: float = 60,
+    md5: str | None = None,
+) -> Path:
+    """Download to dest unless dest already verifies; returns dest.
+
+    url: one address or an ordered list of mirrors of the same file (e.g. Debian's pool, then
+    snapshot.debian.org's permanent address): a mirror that does not have it (HTTP 404/410,
+    no connection) moves on to the next; a file that fails its checksum or size is fatal on
+    any mirror. sha256 is the pin; md5 is accepted alone only where upstream publishes nothing
+    better (MNN's own KleidiAI check).
+    """
+    urls = [url] if isinstance(url, str) else list(url)
+    if not (sha256 or md5):
+        raise FetchError(f"{urls[0]}: no checksum pinned; refusing an unverified download")
+    dest = Path(dest)
+    if dest.exists() and (
+        _digest(dest, "sha256") == sha256 if sha256 else _digest(dest, "md5") == md5
+    ):
+        log.info("%s already present and verified", dest)
+        return dest
+    missing = []
+    for address in urls:
+        try:
+            return _download_one(address, dest, sha256, size, sha1, timeout, md5)
+        except MirrorMissing as err:
+            log.warning("%s: %s; trying the next mirror", address, err)
+            missing.append(f"{address} ({err})")
+    pin = f"sha256 {sha256}" if sha256 else f"md5 {md5}"
+    raise FetchError(
+        f"{dest.name}: no mirror has the pinned file ({pin}): {'; '.join(missing)}. Update the "
+        "pin: find the same file's current or permanent address (for a Debian package "
+        "https://snapshot.debian.org/file/<sha1>) and add it to the pin's `mirrors`, or pin "
+        "a newer file with its own checksum"
+    )
+
+
+class MirrorMissing(FetchError):
+    """This address does not have the file (not found, gone, or unreachable): the next
+    mirror is tried (download() never lets it escape)."""
+
+
+def _download_one(url, dest: Path, sha256, size, sha1, timeout, md5) -> Path:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            try:
+                resp = urllib.request.urlopen(url, timeout=timeout)
+            except urllib.error.HTTPError as err:
+                if err.code in (404, 410):
+                    raise MirrorMissing(f"HTTP {err.code} {err.reason}") from None
+                raise
+            except urllib.error.URLError as err:
+                raise MirrorMissing(f"unreachable: {err.reason}") from None
+            with resp:
+                expected = resp.headers.get("Content-Length")
+                total, last_report = 0, 0
+                hashes = {"sha256": hashlib.sha256(), "sha1": hashlib.sha1(), "md5": hashlib.md5()}
+                while chunk := resp.read(CHUNK):
+                    out.write(chunk)
+                    for h in hashes.values():
+                        h.update(chunk)
+                    total += len(chunk)
+                    if total - last_report >= 64 * CHUNK:
+                        log.info(
+                            "%s: %d MiB%s",
+                            dest.name,
+                            total >> 20,
+                            f" of {int(expected) >> 20} MiB" if expected else "",
+                        )
+                        last_report = total
+        if expected is not None and total != int(expected):
+            raise FetchError(f"{url}: truncated download, {total} of {expected} bytes")
+        if size is not None and total != size:
+            raise FetchError(f"{url}: {total} bytes, the pin says {size}")
+        got = hashes["sha256"].hexdigest()
+        if sha256 and got != sha256:
+            raise FetchError(f"{url}: sha256 {got} does not match the pinned {sha256}")
+        if md5 and hashes["md5"].hexdigest() != md5:
+            raise FetchError(
+                f"{url}: md5 {hashes['md5'].hexdigest()} does not match the pinned {md5}"
+            )
+        if sha1 is not None and hashes["sha1"].hexdigest() != sha1:
+            raise FetchError(
+                f"{url}: sha1 {hashes['sha1'].hexdigest()} does not match the pinned {sha1}"
+            )
+        os.replace(tmp, dest)
+    except Exception as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, FetchError):  # MirrorMissing included: the caller moves on
+            raise
+        raise FetchError(f"{url}: download failed: {err}") from err
+    return dest
+
+
+def pin_urls(pin: dict) -> list[str]:
+    """A pin's addresses in order: `url`, then its `mirrors`."""
+    return [pin["url"], *pin.get("mirrors", [])]
+
+
+def _digest(path: Path, algorithm: str) -> str:
+    h = hashlib.new(algorithm)
+    with open(path, "rb") as fh:
+        while chunk := fh.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def publish_dir(dest: str | os.PathLike):
+    """Yield a staging directory beside dest; on success it replaces dest in one rename.
+
+    On any failure (or Ctrl-C) the staging directory is removed and dest is left as it was,
+    so nothing half-made is ever found under the final name.
+    """
+    dest = Path(dest).resolve()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        yield staging
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(staging, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
