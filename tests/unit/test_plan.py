@@ -1,0 +1,63 @@
+"""The experiment's plan (mnnrepro.plan.plan), built as common.smk builds it, asked as the rules
+ask it: names, kinds and paths without Snakemake parsing a workflow."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from mnnrepro.plan.experiment import resolve
+from mnnrepro.plan.plan import Plan, expand
+
+
+def plan_of(root, rel: str, **override) -> Plan:
+    path = root / rel
+    config = {**yaml.safe_load(path.read_text()), **override}
+    experiment = resolve(
+        config,
+        [str(path)],
+        default_config=root / "config" / "config.yaml",
+        schema=root / "workflow" / "schemas" / "config.schema.yaml",
+    )
+    return Plan(config, experiment, root / "workflow" / "scripts")
+
+
+def test_expand_is_snakemakes():
+    from snakemake.io import expand as snakemake_expand
+
+    lists = {"experiment": ["e"], "device": ["b", "a"], "model": ["m", "n"], "ext": ["x"]}
+    pattern = "results/{experiment}/{device}/{model}.{ext}"
+    assert expand(pattern, **lists) == snakemake_expand(pattern, **lists)
+
+
+def test_the_tiny_plan_names_every_output_once_and_its_kernels(root):
+    plan = plan_of(root, "tests/workflow/config-tiny.yaml")
+    final = plan.final_output()
+    assert len(final) == len(set(final))
+    assert f"results/{plan.results_key}/kernels.csv" in final  # attribution is on there
+    assert f"results/{plan.results_key}/plots/kernels.png" in final
+    wildcards = SimpleNamespace(experiment=plan.results_key, device="host", model="synth-tiny")
+    assert plan.profile_index(wildcards) == [
+        f"results/{plan.results_key}/profiles/host/synth-tiny.json"
+    ]
+    assert plan.userland(wildcards) == []  # the host needs no emulated userland
+
+
+def test_emulated_devices_fetch_the_userland_and_never_enter_a_sweep(root):
+    plan = plan_of(root, "config/emulated-sme2.yaml")
+    emulated = [d for d in plan.devices if plan.device_kinds[d].emulated]
+    assert emulated and "host" not in emulated
+    wildcards = SimpleNamespace(experiment=plan.results_key, device=emulated[0], model="m")
+    assert plan.userland(wildcards) == ["resources/emulation/userland.json"]
+    assert plan.probed_engines(wildcards) == []  # its memory is the host's
+
+
+@pytest.mark.parametrize("rel", ["config/paper.yaml", "config/config.yaml"])
+def test_every_engine_has_one_key_and_record(root, rel):
+    plan = plan_of(root, rel)
+    assert sorted(plan.engine_of_key.values()) == plan.engines
+    for engine in plan.engines:
+        record = plan.engine_record(engine)
+        assert record.startswith(f"{plan.engines_dir}/{plan.engine_keys[engine]}/")

@@ -1,0 +1,345 @@
+"""One experiment's plan, built once from its resolved config (live or replayed): the names of
+its engines, models, devices and variants with their kinds and keys, the sweep's points, the
+judged pairs, and every path a rule reads or writes. `common.smk` builds it and the rules ask
+it (its methods taking `wildcards` are Snakemake input functions); it is tested without
+Snakemake parsing a workflow."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+from mnnrepro.build.records import engine_key, source_key
+from mnnrepro.config import canonical, judged_pairs, run_variants
+from mnnrepro.devices.kinds import device_kind
+from mnnrepro.engines.registry import KINDS, kind_of_spec
+from mnnrepro.files import code_digest
+from mnnrepro.plan.experiment import Experiment
+from mnnrepro.sweep_plan import point_bench, point_variants, sweep_points, thread_nums
+
+# the layout file of each model format: MNN's (describe_model_layout), GGUF's (its conversion)
+LAYOUT_FILES = {"mnn": "layout.json", "gguf": "layout-gguf.json"}
+MNN_MODEL_DIR = "results/models/{model}/mnn"
+GGUF_MODEL_DIR = "results/models/{model}/gguf"
+
+
+def expand(pattern: str, **lists) -> list[str]:
+    """Snakemake's expand: the pattern for every combination, in the order of the lists."""
+    keys = list(lists)
+    return [
+        pattern.format(**dict(zip(keys, values, strict=True)))
+        for values in itertools.product(*(lists[k] for k in keys))
+    ]
+
+
+class Plan:
+    """What one invocation plans; `config` is the resolved config (defaults filled)."""
+
+    def __init__(self, config: dict, experiment: Experiment, scripts: Path):
+        self.config = config
+        self.experiment = experiment
+        self.replay = experiment.replay
+        self.name = experiment.name
+        # results/<experiment>/ or, for a replay, results/replay/<archive>/: the
+        # {experiment} wildcard of every rule path
+        self.results_key = experiment.results_key
+        self.engines_dir = experiment.engines_dir
+        self.models_dir = experiment.models_dir
+        self.measures_bandwidth = experiment.measures_bandwidth
+        self.explains = experiment.explains
+        self.raw_roots = experiment.raw_roots
+        # the prebuilt engine's device-side runner holds the timing loop: an input of every run
+        self.engine_runner = str(scripts / "mnnrepro/runs/prebuilt_runner.py")
+        # analysis rules rerun when the package's code changes (Snakemake tracks only the
+        # script files themselves); measurements rerun only when what they measure changes
+        self.analysis_code = code_digest(scripts / "mnnrepro")
+        # the gate tools' and the bandwidth probe's sources: an edit rebuilds them, not MNN
+        build = scripts / "mnnrepro/build"
+        self.gate_tool_code = "".join(
+            code_digest(build / tool, ("*.cpp", "*.hpp", "*.txt"))
+            for tool in ("greedy_tool", "llama_gate_tool", "gate_common")
+        )
+        self.probe_code = code_digest(build / "bandwidth_probe", ("*.c", "*.txt"))
+        self.engines = sorted(config["engines"])
+        self.models = sorted(config["models"])
+        self.devices = sorted(config["devices"])
+        self.device_kinds = {n: device_kind(n, s) for n, s in config["devices"].items()}
+        self.variants = sorted(config["variants"])
+        self.engine_kinds = {n: kind_of_spec(s) for n, s in config["engines"].items()}
+        self.built_engines = sorted(
+            {config["variants"][v]["engine"] for v in self.variants}
+            & {e for e, kind in self.engine_kinds.items() if kind.from_source}
+        )
+        # results/engines/<name>-<digest of what defines the engine>: configs that define an
+        # engine differently never overwrite each other's builds
+        self.engine_keys = {n: self._engine_key(n, s) for n, s in config["engines"].items()}
+        self.engine_of_key = {key: name for name, key in self.engine_keys.items()}
+        sections = sorted({k.source_section for k in KINDS if k.from_source})
+        self.source_receipts = {
+            s: f"resources/{s}/{source_key(config, s)}/source.json" for s in sections
+        }
+        # llama-quantize for this host: the GGUF is quantized here, whatever device runs it
+        self.quantizer_dir = f"results/tools/llama-quantize-{source_key(config, 'llamacpp')}"
+        self.sweep = sweep_points(config)
+        self.variant_threads = sorted(set(thread_nums(config["variants"]).values()))
+        self.main_bench = canonical({k: v for k, v in config["bench"].items() if k != "sweep"})
+        self.attribution = config["attribution"]["enabled"]
+        self.engine_formats = {n: k.model_format for n, k in self.engine_kinds.items()}
+        self.model_formats = sorted(set(self.engine_formats.values()))
+        self.judged_pairs = judged_pairs(config)
+        self.synthetic_models = self.models_from("synthetic")
+        self.downloaded_models = self.models_from("modelscope")
+        self.exported_models = self.models_from("export")
+        # models whose original weights come from ModelScope: to export, or (beside an MNN
+        # download) for the engines that convert it themselves
+        self.checkpoint_models = sorted(
+            set(self.exported_models) | set(self.models_from("checkpoint"))
+        )
+        self.convertible_models = sorted(set(self.synthetic_models) | set(self.checkpoint_models))
+
+    def _engine_key(self, name: str, spec: dict) -> str:
+        kind = kind_of_spec(spec)
+        section = kind.config_key if kind.from_source else None
+        return engine_key(name, spec, self.config, section, kind.source_section)
+
+    def models_from(self, source: str) -> list[str]:
+        return [m for m in self.models if source in self.config["models"][m]]
+
+    def per_device_and_model(self, pattern: str) -> list[str]:
+        """results/<experiment>/<pattern with {device} and {model}> for every pair."""
+        return expand(
+            f"results/{{experiment}}/{pattern}",
+            experiment=[self.results_key],
+            device=self.devices,
+            model=self.models,
+        )
+
+    # ---- input functions (wildcards -> paths) -------------------------------------------
+
+    def userland(self, wildcards) -> list[str]:
+        if self.device_kinds[wildcards.device].needs_userland:
+            return ["resources/emulation/userland.json"]
+        return []
+
+    def reference_greedy(self, wildcards):
+        """The emulation reference device's greedy answers, which every other device is fed
+        (teacher forcing across devices); none outside an emulated experiment."""
+        reference = self.config.get("emulation", {}).get("reference", "")
+        if not reference or wildcards.device == reference:
+            return []
+        return f"results/{wildcards.experiment}/greedy/{reference}/{wildcards.model}.json"
+
+    def emulation_tables(self, wildcards=None) -> list[str]:
+        if not self.config.get("emulation", {}).get("reference"):
+            return []
+        return expand(
+            "results/{experiment}/emulation/{model}.csv",
+            experiment=[self.results_key],
+            model=self.models,
+        )
+
+    def profile_index(self, wildcards) -> list[str]:
+        if not self.attribution:
+            return []
+        return [
+            f"results/{wildcards.experiment}/profiles/{wildcards.device}/{wildcards.model}.json"
+        ]
+
+    def profile_indexes(self, wildcards=None) -> list[str]:
+        return (
+            self.per_device_and_model("profiles/{device}/{model}.json") if self.attribution else []
+        )
+
+    def kernel_table(self, wildcards=None) -> list[str]:
+        return [f"results/{self.results_key}/kernels.csv"] if self.attribution else []
+
+    def kernel_outputs(self, wildcards=None) -> list[str]:
+        """What ran: the kernel table and its chart."""
+        if not self.attribution:
+            return []
+        charts = expand(f"results/{self.results_key}/plots/kernels.{{ext}}", ext=["html", "png"])
+        return [*self.kernel_table(), *charts]
+
+    def final_output(self, wildcards=None) -> list[str]:
+        """The experiment's final outputs, live or replayed: the one list of them."""
+        return [
+            *expand(
+                "results/{experiment}/{table}",
+                experiment=[self.results_key],
+                table=["bench.csv", "summary.csv", "summary.json", "summary.md"],
+            ),
+            *expand(
+                "results/{experiment}/plots/{chart}.{ext}",
+                experiment=[self.results_key],
+                chart=["runs", "speedup", "temperature"],
+                ext=["html", "png"],
+            ),
+            *self.emulation_tables(),
+            *self.mechanism_outputs(),
+            *self.kernel_outputs(),
+        ]
+
+    def mechanism_outputs(self, wildcards=None) -> list[str]:
+        """What explains the gain: the ceiling analysis, the sweep and their plots."""
+        if not self.explains:
+            return []
+        sweep = ["sweep/bench.csv", "sweep/summary.csv"] if self.sweep else []
+        charts = ["sweep"] if self.sweep else []
+        return [
+            *expand(
+                "results/{experiment}/{table}",
+                experiment=[self.results_key],
+                table=["mechanism.csv", "mechanism.json", *sweep],
+            ),
+            *expand(
+                "results/{experiment}/plots/{chart}.{ext}",
+                experiment=[self.results_key],
+                chart=charts,
+                ext=["html", "png"],
+            ),
+        ]
+
+    def model_spec(self, wildcards) -> dict:
+        return canonical(self.config["models"][wildcards.model])
+
+    def checkpoint(self, wildcards) -> str:
+        """The transformers checkpoint llmexport converts: synthetic, downloaded, or local."""
+        spec = self.config["models"][wildcards.model]
+        if "synthetic" in spec:
+            return f"results/models/{wildcards.model}/hf"
+        source = spec["export"]["from"] if "export" in spec else spec["checkpoint"]
+        if "modelscope" in source:
+            return f"resources/checkpoints/{wildcards.model}"
+        return source["path"]
+
+    def engine_spec(self, wildcards) -> dict:
+        return canonical(self.config["engines"][self.engine_of_key[wildcards.engine]])
+
+    def engine_name(self, wildcards) -> str:
+        return self.engine_of_key[wildcards.engine]
+
+    def device_spec(self, wildcards) -> dict:
+        return canonical(self.config["devices"][wildcards.device])
+
+    def variant_specs(self, wildcards=None) -> dict:
+        return canonical(run_variants(self.config))
+
+    def model_dirs(self, wildcards) -> list[str]:
+        return [f"results/models/{wildcards.model}/{fmt}" for fmt in self.model_formats]
+
+    def engine_record(self, engine: str) -> str:
+        """What an engine's rules write: a built engine's build.json, a prebuilt one's
+        engine.json."""
+        name = self.engine_kinds[engine].record_name
+        return f"{self.engines_dir}/{self.engine_keys[engine]}/{name}"
+
+    def engine_files(self, wildcards=None) -> list[str]:
+        used = {self.config["variants"][v]["engine"] for v in self.variants}
+        return sorted({self.engine_record(e) for e in used})
+
+    def _per_built_engine(self, name: str) -> list[str]:
+        return [f"results/engines/{self.engine_keys[e]}/{name}" for e in self.built_engines]
+
+    def built_engine_dirs(self, wildcards=None) -> list[str]:
+        return self._per_built_engine("bin")
+
+    def gate_tool_dirs(self, wildcards=None) -> list[str]:
+        return self._per_built_engine("gate-tool")
+
+    def gate_tool_records(self, wildcards=None) -> list[str]:
+        return self._per_built_engine("gate-tool.json")
+
+    def build_spec(self, wildcards) -> dict:
+        """What the engine's kind builds from (`engines.<name>.build` or `.llamacpp`)."""
+        spec = self.config["engines"][self.engine_of_key[wildcards.engine]]
+        return canonical(spec[kind_of_spec(spec).config_key])
+
+    def source_receipt(self, wildcards) -> str:
+        """The source tree an engine is built from: its kind's (MNN's, or llama.cpp's)."""
+        kind = self.engine_kinds[self.engine_of_key[wildcards.engine]]
+        return self.source_receipts[kind.source_section]
+
+    def ndk_receipt(self, wildcards) -> list[str]:
+        if self.build_spec(wildcards)["platform"] != "android-arm64":
+            return []
+        return [f"resources/ndk/{self.config['toolchains']['ndk']['version']}.json"]
+
+    def run_indexes(self, wildcards=None) -> list[str]:
+        return self.per_device_and_model("runs/{device}/{model}.json")
+
+    def model_manifests(self, wildcards=None) -> list[str]:
+        return expand("{root}/{model}/manifest.json", root=[self.models_dir], model=self.models)
+
+    def greedy_files(self, wildcards=None) -> list[str]:
+        return self.per_device_and_model("greedy/{device}/{model}.json")
+
+    def validity_files(self, wildcards=None) -> list[str]:
+        return self.per_device_and_model("validity/{device}/{model}.json")
+
+    def probed_engines(self, wildcards) -> list[str]:
+        """Engines whose bandwidth probe runs on this device (none on an emulated one: its
+        memory is the host's, seen through QEMU)."""
+        if not self.measures_bandwidth or self.device_kinds[wildcards.device].emulated:
+            return []
+        return sorted({self.config["variants"][v]["engine"] for v in self.variants})
+
+    def probe_records(self, wildcards) -> list[str]:
+        return [
+            f"results/engines/{self.engine_keys[e]}/bandwidth-probe.json"
+            for e in self.probed_engines(wildcards)
+        ]
+
+    def probe_dirs(self, wildcards) -> list[str]:
+        return [
+            f"results/engines/{self.engine_keys[e]}/bandwidth-probe"
+            for e in self.probed_engines(wildcards)
+        ]
+
+    def bandwidth(self, wildcards) -> list[str]:
+        """The device's bandwidth record, measured before its benchmark (if asked for)."""
+        if not self.measures_bandwidth:
+            return []
+        return [f"results/{wildcards.experiment}/bandwidth/{wildcards.device}.json"]
+
+    def model_layouts(self, wildcards=None) -> list[str]:
+        if not self.explains:
+            return []
+        names = [LAYOUT_FILES[fmt] for fmt in self.model_formats]
+        return expand(
+            "{root}/{model}/{name}", root=[self.models_dir], model=self.models, name=names
+        )
+
+    def bandwidth_files(self, wildcards=None) -> list[str]:
+        if not self.measures_bandwidth:
+            return []
+        return expand(
+            "results/{experiment}/bandwidth/{device}.json",
+            experiment=[self.results_key],
+            device=self.devices,
+        )
+
+    def point_bench(self, wildcards) -> dict:
+        return canonical(point_bench(self.main_bench, self.sweep[wildcards.point]))
+
+    def point_variants(self, wildcards) -> dict:
+        return canonical(point_variants(run_variants(self.config), self.sweep[wildcards.point]))
+
+    def sweep_indexes(self, wildcards=None) -> list[str]:
+        """Every sweep point on every real device (emulated timings are never compared)."""
+        return expand(
+            "results/{experiment}/sweep/runs/{device}/{model}/{point}.json",
+            experiment=[self.results_key],
+            device=[d for d in self.devices if not self.device_kinds[d].emulated],
+            model=self.models,
+            point=sorted(self.sweep),
+        )
+
+    def mechanism_report(self, wildcards) -> list[str]:
+        return [f"results/{wildcards.experiment}/mechanism.json"] if self.explains else []
+
+    def sweep_report(self, wildcards) -> list[str]:
+        if not (self.sweep and self.explains):
+            return []
+        return [
+            f"results/{wildcards.experiment}/sweep/{f}" for f in ("summary.csv", "summary.json")
+        ]
