@@ -82,8 +82,34 @@ def test_no_module_outside_the_device_kinds_tests_a_device_kinds_name():
     )
     allowed = {PACKAGE / "devices" / n for n in ("kinds.py", "factory.py", "userland.py")}
     offenders = []
-    for path in [*PACKAGE.rglob("*.py"), *(ROOT / "workflow" / "rules").glob("*.smk")]:
+    for path in [
+        *PACKAGE.rglob("*.py"),
+        *(ROOT / "workflow" / "rules").glob("*.smk"),
+        *(ROOT / "workflow" / "scripts").glob("*.py"),
+    ]:
         if path in allowed:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if spelled.search(line):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert offenders == []
+
+
+def test_no_module_tests_a_model_format_or_source_tree_by_name():
+    """Model formats are models/formats.py's (FORMATS), source trees the engine kinds'
+    (`source_section`): nothing compares `"gguf"` or `"mnn"`, or lists `("mnn", "llamacpp")`."""
+    spelled = re.compile(
+        r"""(==|!=|\bin\b)\s*\(?["'](mnn|gguf)["']|["'](mnn|gguf)["']\s*(==|!=|in\b)"""
+        r"""|\(\s*["']mnn["'],\s*["']llamacpp["']\s*\)"""
+    )
+    allowed = {PACKAGE / "models" / "formats.py"}
+    offenders = []
+    for path in [
+        *PACKAGE.rglob("*.py"),
+        *(ROOT / "workflow" / "rules").glob("*.smk"),
+        *(ROOT / "workflow" / "scripts").glob("*.py"),
+    ]:
+        if path in allowed or path.is_relative_to(PACKAGE / "engines"):
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
             if spelled.search(line):

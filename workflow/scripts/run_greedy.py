@@ -6,6 +6,7 @@ from mnnrepro.config import comparison_pairs
 from mnnrepro.devices.factory import make_device
 from mnnrepro.files import read_json, sha256_file, write_json
 from mnnrepro.logs import log_to
+from mnnrepro.models.formats import FORMATS
 from mnnrepro.models.mnn_files import is_vision_model
 from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.greedy import run_greedy
@@ -23,7 +24,9 @@ for _, treatment_variant in comparison_pairs(comparison):  # before any run
         comparison.get("on_non_sme2_device", "fail"),
     )
 model_dirs = dict(zip(snakemake.params.model_formats, snakemake.input.model, strict=True))
-vision = "mnn" in model_dirs and is_vision_model(model_dirs["mnn"])  # image prompts: MNN's
+vision = any(  # image prompts: the format whose export carries the vision encoder
+    FORMATS[fmt].reads_images and is_vision_model(path) for fmt, path in model_dirs.items()
+)
 
 
 def gate_answers(device) -> dict:

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from mnnrepro.archive.pack import verify_manifest
 from mnnrepro.config import load_yaml
 from mnnrepro.errors import DataError
+from mnnrepro.models.formats import FORMATS
 from mnnrepro.records import read_record
 from mnnrepro.unpack import check_member_name, safe_extract
 
@@ -131,7 +132,7 @@ def restore(
             Path(dest).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(found[name], dest)
             restored.append(dest)
-        for name in ("manifest.json", "layout.json", "layout-gguf.json"):
+        for name in ("manifest.json", *(f.layout_file for f in FORMATS.values())):
             for record in sorted((root / "results" / "models").glob(f"*/{name}")):
                 dest = Path(models_dir) / record.parent.name / name
                 dest.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from mnnrepro.config import (
     refuse,
 )
 from mnnrepro.devices.kinds import device_kind
-from mnnrepro.engines.registry import kind_of_spec
+from mnnrepro.engines.registry import KINDS, kind_of_spec
 from mnnrepro.sweep_plan import sweep_problems
 
 
@@ -115,7 +115,7 @@ def missing_local_paths(config: dict) -> list[str]:
     """Local directories the config names that do not exist (relative to the working
     directory): said before any job, naming the key, instead of a rule that cannot run."""
     named = []
-    for section in ("mnn", "llamacpp"):
+    for section in sorted({kind.source_section for kind in KINDS if kind.from_source}):
         source = config.get(section, {}).get("source", {})
         if "path" in source:
             named.append((f"{section}.source.path", source["path"]))

@@ -14,13 +14,14 @@ from mnnrepro.config import canonical, judged_pairs, run_variants
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.registry import KINDS, kind_of_spec
 from mnnrepro.files import code_digest
+from mnnrepro.models.formats import FORMATS
 from mnnrepro.plan.experiment import Experiment
 from mnnrepro.sweep_plan import point_bench, point_variants, sweep_points, thread_nums
 
 # the layout file of each model format: MNN's (describe_model_layout), GGUF's (its conversion)
-LAYOUT_FILES = {"mnn": "layout.json", "gguf": "layout-gguf.json"}
-MNN_MODEL_DIR = "results/models/{model}/mnn"
-GGUF_MODEL_DIR = "results/models/{model}/gguf"
+LAYOUT_FILES = {name: f.layout_file for name, f in FORMATS.items()}
+MNN_MODEL_DIR = FORMATS["mnn"].folder()
+GGUF_MODEL_DIR = FORMATS["gguf"].folder()
 
 
 def expand(pattern: str, **lists) -> list[str]:
@@ -225,7 +226,7 @@ class Plan:
         return canonical(run_variants(self.config))
 
     def model_dirs(self, wildcards) -> list[str]:
-        return [f"results/models/{wildcards.model}/{fmt}" for fmt in self.model_formats]
+        return [FORMATS[fmt].folder(wildcards.model) for fmt in self.model_formats]
 
     def engine_record(self, engine: str) -> str:
         """What an engine's rules write: a built engine's build.json, a prebuilt one's

@@ -10,6 +10,7 @@ from pathlib import Path
 from mnnrepro.devices.base import Device
 from mnnrepro.engines.registry import kind_of_record
 from mnnrepro.files import sha256_file
+from mnnrepro.models.formats import FORMATS
 
 RUNNER = Path(__file__).with_name("prebuilt_runner.py")
 
@@ -34,9 +35,8 @@ def stage_inputs(
             for name, path in sorted((dirs or {}).items())
         }
 
-    # MNN's export keeps the device path it always had (models/<model>)
     models = {
-        fmt: device.stage(path, f"models/{model}" + ("" if fmt == "mnn" else f"-{fmt}"))
+        fmt: device.stage(path, f"models/{model}{FORMATS[fmt].device_suffix}")
         for fmt, path in sorted(model_dirs.items())
     }
     where = {
@@ -45,8 +45,9 @@ def stage_inputs(
         "gate_tools": staged(tool_dirs, "-gate-tool"),
         "models": models,
     }
-    if "mnn" in models:
-        where["model_config"] = f"{models['mnn']}/config.json"
+    for fmt, path in models.items():
+        if FORMATS[fmt].config_file:
+            where["model_config"] = f"{path}/{FORMATS[fmt].config_file}"
     return where
 
 
