@@ -25,12 +25,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from provenance import stamped  # noqa: E402
 
 from mnnrepro.analysis.tables import rows_from_record  # noqa: E402
-from mnnrepro.build.records import describe_prebuilt  # noqa: E402
 from mnnrepro.devices.local import LocalDevice  # noqa: E402
 from mnnrepro.runs.benchmark import run_schedule, variant_specs  # noqa: E402
 from mnnrepro.runs.schedule import interleaved  # noqa: E402
 from mnnrepro.runs.staging import push_receipt  # noqa: E402
 from mnnrepro.stats import compare_phase  # noqa: E402
+from mnnrepro.toolchain.records import describe_prebuilt  # noqa: E402
 
 CANDIDATES = {
     "thread_num 1 -> 2": ({"thread_num": 1}, {"thread_num": 2}),

@@ -11,7 +11,6 @@ import subprocess
 
 import pytest
 
-from mnnrepro.build.tools import build_bandwidth_probe
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.runs.bandwidth import (
     ProbeError,
@@ -19,6 +18,7 @@ from mnnrepro.runs.bandwidth import (
     parse_probe_output,
     probe_threads,
 )
+from mnnrepro.toolchain.tools import build_bandwidth_probe
 
 # its module-scoped fixture is built once: every test of the module on one worker
 pytestmark = pytest.mark.xdist_group("host-probe")

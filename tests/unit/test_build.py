@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from mnnrepro.build.cmake import BuildError, build_engine, unused_flags
+from mnnrepro.toolchain.cmake import BuildError, build_engine, unused_flags
 
 FAKE = {"kind": "path", "commit": "0" * 40, "dirty": False}
 LLM = {"MNN_BUILD_LLM": True, "MNN_LOW_MEMORY": True, "MNN_SUPPORT_TRANSFORMER_FUSE": True}
@@ -54,7 +54,7 @@ def test_a_host_build_for_x86_can_have_no_sme2_kernel(source, tmp_path):
     """MNN_SME2=ON on x86 builds the SME2-named sources, but no SME instruction can exist."""
     import platform
 
-    from mnnrepro.build.kernels import can_have_sme2
+    from mnnrepro.toolchain.kernels import can_have_sme2
 
     info = build(source, tmp_path, "sme2-on", {**LLM, "MNN_SME2": True})
     assert info["target_arch"] == platform.machine()
@@ -109,7 +109,7 @@ def test_kleidiai_silent_fallback_fails(source, tmp_path):
 
 
 def test_platform_arguments():
-    from mnnrepro.build.cmake import platform_args
+    from mnnrepro.toolchain.cmake import platform_args
 
     android = platform_args("android-arm64", "/ndk")
     assert "-DCMAKE_TOOLCHAIN_FILE=/ndk/build/cmake/android.toolchain.cmake" in android
@@ -133,8 +133,8 @@ def test_unused_flags_parser_reads_cmake_warning():
 def test_the_kernel_check_fails_naming_a_missing_tool(tmp_path, tool):
     """Without a disassembler the SME2 kernel count was silently 0, so "the baseline has no
     SME2 kernels" passed unchecked."""
-    from mnnrepro.build.kernels import sme2_kernels
     from mnnrepro.errors import ReproError
+    from mnnrepro.toolchain.kernels import sme2_kernels
 
     (tmp_path / "libMNN.so").write_bytes(b"\x7fELF")
     with pytest.raises(ReproError, match=f"needs the .* `no-such-{tool}`, which is not installed"):

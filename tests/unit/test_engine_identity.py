@@ -15,8 +15,6 @@ import sys
 import pytest
 from conftest import SHORT_BENCH, two_variant_specs
 
-from mnnrepro.build.cmake import build_engine, run_logged
-from mnnrepro.build.records import engine_key
 from mnnrepro.config import ConfigError
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.files import read_json, write_json
@@ -24,6 +22,8 @@ from mnnrepro.plan.checks import check_references
 from mnnrepro.runs.benchmark import done_record, engine_identity, measurement_key, run_schedule
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.runs.staging import push_receipt
+from mnnrepro.toolchain.cmake import build_engine, run_logged
+from mnnrepro.toolchain.records import engine_key
 
 FLAGS = {"MNN_BUILD_LLM": True, "MNN_LOW_MEMORY": True, "MNN_SUPPORT_TRANSFORMER_FUSE": True}
 

@@ -11,8 +11,8 @@ import zipfile
 
 import pytest
 
-from mnnrepro.build.ndk import provide_ndk
 from mnnrepro.fetch import FetchError, download
+from mnnrepro.toolchain.ndk import provide_ndk
 from mnnrepro.unpack import safe_extract_zip
 
 REVISION = "27.2.12479018"

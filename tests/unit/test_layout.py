@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow" / "scripts" / "mnnrepro"
-STAGES = {"build", "models", "devices", "engines", "runs", "analysis", "archive", "plan"}
+STAGES = {"toolchain", "models", "devices", "engines", "runs", "analysis", "archive", "plan"}
 
 
 def module_name(path: Path) -> str:
@@ -67,7 +67,7 @@ def test_every_module_belongs_to_a_stage_or_is_shared():
 # and stages below it, never one above (a device does not know how runs use it; a run's
 # stopping rule does not import the analysis).
 LAYERS = [
-    {"build", "models"},
+    {"toolchain", "models"},
     {"devices"},
     {"engines"},
     {"runs"},

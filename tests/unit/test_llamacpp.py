@@ -11,8 +11,6 @@ import pytest
 import yaml
 
 from mnnrepro.analysis.validity import switch_checks
-from mnnrepro.build.llamacpp import changelog_names
-from mnnrepro.build.records import engine_key
 from mnnrepro.config import ConfigError
 from mnnrepro.engines.llamacpp import (
     LlamaBenchParseError,
@@ -24,6 +22,8 @@ from mnnrepro.engines.llamacpp import (
 from mnnrepro.engines.registry import kind_of_record, kind_of_spec
 from mnnrepro.models.gguf_convert_main import declared_pre_tokenizer, update_script_text
 from mnnrepro.plan.checks import check
+from mnnrepro.toolchain.llamacpp import changelog_names
+from mnnrepro.toolchain.records import engine_key
 
 
 @pytest.fixture
@@ -249,9 +249,9 @@ def sdist(tmp_path, version="0.3.36", commit="0c1e57098"):
 
 
 def test_the_sdist_is_verified_unpacked_and_must_name_its_commit(tmp_path):
-    from mnnrepro.build.llamacpp import provide_source
-    from mnnrepro.build.source import SourceError
     from mnnrepro.fetch import FetchError
+    from mnnrepro.toolchain.llamacpp import provide_source
+    from mnnrepro.toolchain.source import SourceError
 
     pin = sdist(tmp_path)
     receipt = provide_source({"sdist": pin}, {}, tmp_path / "cache")
@@ -268,7 +268,7 @@ def test_the_sdist_is_verified_unpacked_and_must_name_its_commit(tmp_path):
 def test_a_local_checkout_is_used_in_place_with_its_commit(tmp_path):
     import subprocess
 
-    from mnnrepro.build.llamacpp import provide_source
+    from mnnrepro.toolchain.llamacpp import provide_source
 
     tree = tmp_path / "llama.cpp"
     tree.mkdir()
@@ -288,8 +288,8 @@ def test_a_local_checkout_is_used_in_place_with_its_commit(tmp_path):
 def test_a_linux_arm64_build_without_clang_16_names_the_tool(monkeypatch):
     """Checked before CMake runs (it would fail later with a compiler-test error); which()
     is pointed at an empty PATH so that the tool is missing on any machine."""
-    from mnnrepro.build import BuildError
-    from mnnrepro.build.llamacpp import cross_args
+    from mnnrepro.toolchain import BuildError
+    from mnnrepro.toolchain.llamacpp import cross_args
 
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(BuildError, match="needs `clang-16`, which is not installed"):

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from mnnrepro.build.source import SourceError, checkout_git, describe_local
+from mnnrepro.toolchain.source import SourceError, checkout_git, describe_local
 
 
 def git(cwd, *args):

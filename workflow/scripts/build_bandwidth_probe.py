@@ -1,6 +1,6 @@
-from mnnrepro.build.tools import build_bandwidth_probe
 from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
+from mnnrepro.toolchain.tools import build_bandwidth_probe
 
 log = log_to(snakemake.log[0])
 record = build_bandwidth_probe(

@@ -1,6 +1,6 @@
-from mnnrepro.build.records import describe_prebuilt
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
+from mnnrepro.toolchain.records import describe_prebuilt
 
 log_to(snakemake.log[0])
 spec = snakemake.params.spec

@@ -1,8 +1,8 @@
 from pathlib import Path
 
-from mnnrepro.build.llamacpp import provide_source
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
+from mnnrepro.toolchain.llamacpp import provide_source
 
 log_to(snakemake.log[0])
 receipt = provide_source(

@@ -1,8 +1,8 @@
 from pathlib import Path
 
-from mnnrepro.build.source import provide_source
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
+from mnnrepro.toolchain.source import provide_source
 
 log_to(snakemake.log[0])
 receipt = provide_source(

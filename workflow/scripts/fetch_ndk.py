@@ -1,8 +1,8 @@
 from pathlib import Path
 
-from mnnrepro.build.ndk import provide_ndk
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
+from mnnrepro.toolchain.ndk import provide_ndk
 
 log_to(snakemake.log[0])
 receipt = provide_ndk(snakemake.params.pin, Path(snakemake.output.receipt).parent)

@@ -4,7 +4,7 @@ runs/profile.py as one table (kernels.csv), the validity check on it, and the re
 A function counts as an SME2 kernel when the engine's build lists it (MNN's SME2 kernels and
 KleidiAI's SME functions, both found by disassembly at build time); an engine whose kind lists
 none (the prebuilt wheel) is judged by the names in the profile: functions named for SME2, as
-the build check names them (build/kernels.SME2_SYMBOL; this includes the NEON helpers MNN
+the build check names them (toolchain/kernels.SME2_SYMBOL; this includes the NEON helpers MNN
 names for the SME2 tile layout, which only its SME2 path calls). Shares are of
 the profile's total (perf and simpleperf count every sample of the process, the interpreter
 and the OS kernel included; QEMU counts the blocks executed in the engine's libraries only);
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from mnnrepro.build.kernels import SME2_SYMBOL
 from mnnrepro.engines.registry import kind_of_record
 from mnnrepro.files import read_json
 from mnnrepro.stats import PHASES
+from mnnrepro.toolchain.kernels import SME2_SYMBOL
 
 COLUMNS = [
     *("device", "model", "variant", "phase", "engine", "profiler", "unit"),

@@ -19,8 +19,8 @@ import re
 import tempfile
 from pathlib import Path
 
-from mnnrepro.build.kernels import can_have_sme2
 from mnnrepro.errors import ReproError
+from mnnrepro.toolchain.kernels import can_have_sme2
 
 log = logging.getLogger(__name__)
 

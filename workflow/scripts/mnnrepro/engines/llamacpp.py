@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 import posixpath
 
-from mnnrepro.build import llamacpp, tools
 from mnnrepro.config import with_runtime_defaults
 from mnnrepro.engines.base import GATE_TOP_K, BenchError, BuiltFromSource, files_of, tool_answers
+from mnnrepro.toolchain import llamacpp, tools
 
 MODEL_FILE = "model.gguf"  # in results/models/<model>/gguf/
 SME_SWITCH = "GGML_KLEIDIAI_SME"  # "0": KleidiAI's SME kernels off, the same binary

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import posixpath
 
-from mnnrepro.build import cmake, tools
 from mnnrepro.config import with_runtime_defaults
 from mnnrepro.engines import llmbench
 from mnnrepro.engines.base import GATE_TOP_K, BuiltFromSource, fetch_text, files_of, tool_answers
+from mnnrepro.toolchain import cmake, tools
 
 LEVELS = {"normal": 0, "high": 1, "low": 2}  # llm_bench's -c, --memory and --power codes
 

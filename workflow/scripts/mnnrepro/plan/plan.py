@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from mnnrepro.build.records import engine_key, source_key
 from mnnrepro.config import canonical, judged_pairs, run_variants
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.registry import KINDS, kind_of_spec
@@ -17,6 +16,7 @@ from mnnrepro.files import code_digest
 from mnnrepro.models.formats import FORMATS
 from mnnrepro.plan.experiment import Experiment
 from mnnrepro.sweep_plan import point_bench, point_variants, sweep_points, thread_nums
+from mnnrepro.toolchain.records import engine_key, source_key
 
 # the layout file of each model format: MNN's (describe_model_layout), GGUF's (its conversion)
 LAYOUT_FILES = {name: f.layout_file for name, f in FORMATS.items()}
@@ -55,7 +55,7 @@ class Plan:
         # script files themselves); measurements rerun only when what they measure changes
         self.analysis_code = code_digest(scripts / "mnnrepro")
         # the gate tools' and the bandwidth probe's sources: an edit rebuilds them, not MNN
-        build = scripts / "mnnrepro/build"
+        build = scripts / "mnnrepro/toolchain"
         self.gate_tool_code = "".join(
             code_digest(build / tool, ("*.cpp", "*.hpp", "*.txt"))
             for tool in ("greedy_tool", "llama_gate_tool", "gate_common")

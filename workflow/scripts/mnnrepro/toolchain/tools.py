@@ -8,10 +8,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from mnnrepro.build import BuildError
-from mnnrepro.build.cmake import compiler, configure_command, platform_args, run_logged
-from mnnrepro.build.llamacpp import cross_args
 from mnnrepro.files import file_table, sha256_file
+from mnnrepro.toolchain import BuildError
+from mnnrepro.toolchain.cmake import compiler, configure_command, platform_args, run_logged
+from mnnrepro.toolchain.llamacpp import cross_args
 
 GATE_TOOL_SOURCE = Path(__file__).with_name("greedy_tool")
 LLAMA_GATE_TOOL_SOURCE = Path(__file__).with_name("llama_gate_tool")

@@ -6,7 +6,7 @@
 * artifacts (llm_bench, llm_demo, every shared library beside them) are collected into one
   engine directory and described in build.json (commit, toolchain, command line, the
   CMakeCache values of every MNN_*/LLM_* option, sha256 of every file, wall time, and the
-  SME2 kernels found by build/kernels.py);
+  SME2 kernels found by toolchain/kernels.py);
 * the CMake/Ninja output streams into the rule's log while it runs, with [n/N] progress on
   the console.
 """
@@ -20,10 +20,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from mnnrepro.build import BuildError
-from mnnrepro.build.kernels import check_expectation, disassembly_tools, sme2_kernels
-from mnnrepro.build.records import flag_text
 from mnnrepro.files import file_table
+from mnnrepro.toolchain import BuildError
+from mnnrepro.toolchain.kernels import check_expectation, disassembly_tools, sme2_kernels
+from mnnrepro.toolchain.records import flag_text
 
 UNUSED_MARKER = "Manually-specified variables were not used by the project:"
 

@@ -14,8 +14,10 @@ import shutil
 import time
 from pathlib import Path
 
-from mnnrepro.build import BuildError
-from mnnrepro.build.cmake import (
+from mnnrepro.fetch import download, pin_urls, publish_dir
+from mnnrepro.files import file_table
+from mnnrepro.toolchain import BuildError
+from mnnrepro.toolchain.cmake import (
     build_record,
     cmake_cache,
     compiler,
@@ -24,11 +26,9 @@ from mnnrepro.build.cmake import (
     run_logged,
     unused_flags,
 )
-from mnnrepro.build.kernels import disassembly_tools, sme2_kernels
-from mnnrepro.build.records import TREE_COMPILERS, flag_text
-from mnnrepro.build.source import SourceError, describe_local, provide_kleidiai
-from mnnrepro.fetch import download, pin_urls, publish_dir
-from mnnrepro.files import file_table
+from mnnrepro.toolchain.kernels import disassembly_tools, sme2_kernels
+from mnnrepro.toolchain.records import TREE_COMPILERS, flag_text
+from mnnrepro.toolchain.source import SourceError, describe_local, provide_kleidiai
 from mnnrepro.unpack import safe_extract
 
 ENGINE_TARGETS = ("llama-bench",)

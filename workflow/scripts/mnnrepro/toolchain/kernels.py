@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from mnnrepro.build import BuildError
+from mnnrepro.toolchain import BuildError
 
 SME2_SYMBOL = re.compile(r"\b\w*sme2\w*\b", re.I)
 
