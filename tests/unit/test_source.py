@@ -60,3 +60,63 @@ def test_local_path_records_commit_and_refuses_dirty_tree(repo):
     with pytest.raises(SourceError, match="uncommitted changes"):
         describe_local(path, allow_dirty=False)
     assert describe_local(path, allow_dirty=True)["dirty"] is True
+
+
+PATCH = """--- a/CMakeLists.txt
++++ b/CMakeLists.txt
+@@ -1 +1,2 @@
+ project(y)
++# patched
+"""
+
+
+def patch_file(tmp_path, text=PATCH, name="fix.patch"):
+    from mnnrepro.files import sha256_file
+
+    path = tmp_path / name
+    path.write_text(text)
+    return {"path": str(path), "sha256": sha256_file(path)}
+
+
+def test_patches_apply_to_a_copy_and_are_pinned_by_sha256(repo, tmp_path):
+    """A local checkout is never changed: its committed tree is copied and patched."""
+    from mnnrepro.toolchain.source import provide_source
+
+    path, _ = repo
+    patch = patch_file(tmp_path)
+    receipt = provide_source({"path": str(path)}, {}, tmp_path / "cache", [patch])
+    assert (tmp_path / "cache" / "patched" / "CMakeLists.txt").read_text().endswith("# patched\n")
+    assert receipt["path"] == str((tmp_path / "cache" / "patched").resolve())
+    assert receipt["patches"] == [patch] and receipt["patched_from"] == str(path.resolve())
+    assert (path / "CMakeLists.txt").read_text() == "project(y)\n"  # the checkout untouched
+    assert git(path, "status", "--porcelain") == ""
+
+
+def test_a_patch_that_does_not_apply_or_changed_fails_naming_it(repo, tmp_path):
+    from mnnrepro.toolchain.source import provide_source
+
+    path, _ = repo
+    stale = patch_file(tmp_path, PATCH.replace("project(y)", "project(z)"), "stale.patch")
+    with pytest.raises(
+        SourceError, match=r"`mnn\.patches\.0\.path`: .*stale\.patch does not apply"
+    ):
+        provide_source({"path": str(path)}, {}, tmp_path / "cache", [stale])
+    assert not (tmp_path / "cache" / "patched").exists()  # nothing half-written
+    edited = patch_file(tmp_path)
+    (tmp_path / "fix.patch").write_text(PATCH + "+# more\n")
+    with pytest.raises(SourceError, match=r"`mnn\.patches\.0\.sha256`: .*fix\.patch has another"):
+        provide_source({"path": str(path)}, {}, tmp_path / "cache", [edited])
+
+
+def test_a_patch_makes_another_source_and_engine_key(repo, tmp_path):
+    from mnnrepro.toolchain.records import engine_key, source_key
+
+    path, _ = repo
+    base = {"mnn": {"source": {"path": str(path)}}}
+    patched = {"mnn": {**base["mnn"], "patches": [patch_file(tmp_path)]}}
+    spec = {"build": {"platform": "host", "flags": {}}}
+    assert source_key(base) != source_key(patched)
+    assert source_key(base) == source_key({"mnn": {**base["mnn"], "patches": []}})
+    assert engine_key("e", spec, base, "build", "mnn") != engine_key(
+        "e", spec, patched, "build", "mnn"
+    )

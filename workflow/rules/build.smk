@@ -20,6 +20,8 @@ rule fetch_ndk:
 
 
 rule fetch_mnn_source:
+    input:
+        patches=[p["path"] for p in config.get("mnn", {}).get("patches", [])],
     output:
         receipt="resources/mnn/{source}/source.json",
     log:
@@ -30,6 +32,7 @@ rule fetch_mnn_source:
     params:
         source=config.get("mnn", {}).get("source", {}),
         kleidiai=config.get("mnn", {}).get("kleidiai", {}),
+        patches=config.get("mnn", {}).get("patches", []),
     message:
         "Providing MNN source at the pinned commit"
     script:

@@ -6,6 +6,9 @@ from mnnrepro.toolchain.source import provide_source
 
 log_to(snakemake.log[0])
 receipt = provide_source(
-    snakemake.params.source, snakemake.params.kleidiai, Path(snakemake.output.receipt).parent
+    snakemake.params.source,
+    snakemake.params.kleidiai,
+    Path(snakemake.output.receipt).parent,
+    snakemake.params.patches,
 )
 write_json(snakemake.output.receipt, receipt)

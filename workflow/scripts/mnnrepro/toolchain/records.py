@@ -64,10 +64,13 @@ def compiler_version(platform: str, compilers: dict = PLATFORM_COMPILERS) -> str
     return (proc.stdout.splitlines() or [""])[0].strip()
 
 
-def source_identity(source: dict, kleidiai: dict | None) -> dict:
-    """What defines the MNN tree a build uses: the pinned source, and for a local checkout the
-    commit it is at now (a checkout moved to another commit is another source)."""
+def source_identity(source: dict, kleidiai: dict | None, patches: list | None = None) -> dict:
+    """What defines the MNN tree a build uses: the pinned source, its patches (sha256), and
+    for a local checkout the commit it is at now (a checkout moved to another commit is
+    another source)."""
     identity = {"source": source, "kleidiai": kleidiai or {}}
+    if patches:
+        identity["patches"] = [p["sha256"] for p in patches]
     if "path" in source:
         proc = subprocess.run(
             ["git", "-C", str(source["path"]), "rev-parse", "HEAD"],
@@ -115,7 +118,9 @@ def engine_key(
             "targets": build.get("targets"),
             "expect": build.get("expect", {}),
         },
-        "source": source_identity(source.get("source", {}), source.get("kleidiai")),
+        "source": source_identity(
+            source.get("source", {}), source.get("kleidiai"), source.get("patches")
+        ),
         "toolchain": (
             config.get("toolchains", {}).get("ndk", {})
             if build["platform"] == "android-arm64"
@@ -126,9 +131,13 @@ def engine_key(
 
 
 def source_key(config: dict, section: str = "mnn") -> str:
-    """The directory key of a source tree's receipt (`mnn` or `llamacpp`)."""
+    """The directory key of a source tree's receipt (`mnn` or `llamacpp`): its source, its
+    KleidiAI pin and its patches (their sha256) where it has any."""
     tree = config.get(section, {})
-    return short_digest({"source": tree.get("source", {}), "kleidiai": tree.get("kleidiai", {})})
+    material = {"source": tree.get("source", {}), "kleidiai": tree.get("kleidiai", {})}
+    if tree.get("patches"):  # absent and empty: the key every unpatched tree always had
+        material["patches"] = [p["sha256"] for p in tree["patches"]]
+    return short_digest(material)
 
 
 def flag_text(value) -> str:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import re
+import shutil
 import subprocess
 import tarfile
 from pathlib import Path
 
 from mnnrepro.errors import ReproError
 from mnnrepro.fetch import FetchError, download, pin_urls, publish_dir
+from mnnrepro.files import sha256_file
 from mnnrepro.unpack import safe_extract
 
 log = logging.getLogger(__name__)
@@ -70,8 +73,55 @@ def unpack_archive(url: str, sha256: str, dest: str | os.PathLike) -> dict:
     return {"kind": "archive", "url": url, "sha256": sha256, "commit": None, "path": str(dest)}
 
 
-def provide_source(source: dict, kleidiai: dict, cache: str | os.PathLike) -> dict:
-    """The MNN tree every build uses, plus CMake flags for pinned dependencies (KleidiAI)."""
+def apply_patches(tree: str | os.PathLike, patches: list[dict], dest: str | os.PathLike) -> list:
+    """A copy of tree (its committed files where it is a git checkout) at dest, replaced, with
+    each patch applied in order; each checked against its pinned sha256 first. Returns what
+    was applied (path, sha256)."""
+    tree, applied = Path(tree), []
+    for i, patch in enumerate(patches):
+        path = Path(patch["path"])
+        if not path.is_file():
+            raise SourceError(f"config key `mnn.patches.{i}.path`: no file {patch['path']!r}")
+        if sha256_file(path) != patch["sha256"]:
+            raise SourceError(
+                f"config key `mnn.patches.{i}.sha256`: {patch['path']} has another sha256 "
+                f"({sha256_file(path)}); pin the patch you mean to measure"
+            )
+    with publish_dir(dest) as staging:
+        if (tree / ".git").exists():  # its committed tree: what the recorded commit holds
+            archive = subprocess.run(
+                ["git", "-C", str(tree), "archive", "--format=tar", "HEAD"],
+                capture_output=True,
+                check=True,
+            ).stdout
+            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+                tar.extractall(staging, filter="data")
+        else:
+            shutil.copytree(tree, staging, symlinks=True, dirs_exist_ok=True)
+        for i, patch in enumerate(patches):
+            path = str(Path(patch["path"]).resolve())
+            for check in (["--check"], []):
+                proc = subprocess.run(
+                    ["git", "apply", *check, "-p1", path],
+                    cwd=staging,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                if proc.returncode != 0:
+                    raise SourceError(
+                        f"config key `mnn.patches.{i}.path`: {patch['path']} does not apply to "
+                        f"the source tree: {proc.stderr.strip().splitlines()[0]}"
+                    )
+            applied.append({"path": patch["path"], "sha256": patch["sha256"]})
+    return applied
+
+
+def provide_source(
+    source: dict, kleidiai: dict, cache: str | os.PathLike, patches: list[dict] = ()
+) -> dict:
+    """The MNN tree every build uses (with its patches applied to a copy), plus CMake flags for
+    pinned dependencies (KleidiAI)."""
     cache = Path(cache)
     cache.mkdir(parents=True, exist_ok=True)
     if "git" in source:
@@ -80,6 +130,10 @@ def provide_source(source: dict, kleidiai: dict, cache: str | os.PathLike) -> di
         receipt = describe_local(source["path"], source.get("allow_dirty", False))
     else:
         receipt = unpack_archive(source["archive"], source["sha256"], cache / "src")
+    if patches:
+        receipt["patched_from"] = receipt["path"]
+        receipt["patches"] = apply_patches(receipt["path"], list(patches), cache / "patched")
+        receipt["path"] = str((cache / "patched").resolve())
     receipt["cmake_flags"] = {}
     if kleidiai:
         # MNN downloads KleidiAI at configure time and silently builds without it on failure;
