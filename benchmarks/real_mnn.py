@@ -187,8 +187,23 @@ def host_part(workdir: Path, mnn: dict, cores: int) -> dict:
     }
 
 
-def emulated_part(workdir: Path, mnn: dict, cores: int, llamacpp: dict | None) -> dict:
-    run = snakemake(workdir, "config/emulated-paper.yaml", mnn, cores, llamacpp=llamacpp)
+# `--rederive`: the analysis of a part measured earlier derived again with this commit's code
+# (its checks, tables and summary), nothing measured again: only the rules that read records
+# rerun, and nothing upstream is rerun for a changed rule file or param
+REDERIVE = [
+    "--rerun-triggers",
+    "mtime",
+    "--forcerun",
+    "check_emulation",
+    "check_validity",
+    "collect_kernel_table",
+]
+
+
+def emulated_part(
+    workdir: Path, mnn: dict, cores: int, llamacpp: dict | None, extra: tuple = ()
+) -> dict:
+    run = snakemake(workdir, "config/emulated-paper.yaml", mnn, cores, *extra, llamacpp=llamacpp)
     table = pd.read_csv(workdir / "results/emulated-paper/emulation/synth-tiny.csv")
     table["judged"] = table["judged"].fillna("")
     counts = (
@@ -301,6 +316,13 @@ def markdown(result: dict) -> str:
             for name, part in (("host", host), ("emulated", emu))
             if "measured" in part and part["measured"]["commit"] != result["measured"]["commit"]
         ],
+        *[
+            f"Part `{name}`'s checks and tables derived again at commit "
+            f"{part['rederived']['commit'][:10]} ({part['rederived']['date']}, `--rederive`: "
+            "nothing measured again)."
+            for name, part in (("host", host), ("emulated", emu))
+            if "rederived" in part
+        ],
         "",
         "## Builds",
         "",
@@ -389,10 +411,23 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def part(cache: Path, resume: bool, measure) -> dict:
-    """Measure one part and keep its result beside the runs (a later part may fail)."""
+def part(cache: Path, resume: bool, measure, rederive=None) -> dict:
+    """Measure one part and keep its result beside the runs (a later part may fail). With
+    `rederive` (a part measured earlier): its analysis derived again by this commit's code,
+    keeping what was measured then (its times and its `measured` record)."""
     if resume and cache.is_file():
-        return json.loads(cache.read_text())
+        cached = json.loads(cache.read_text())
+        if rederive is None:
+            return cached
+        fresh = rederive()
+        result = {
+            **fresh,
+            "workflow_s": cached["workflow_s"],
+            "measured": cached["measured"],
+            "rederived": measured_record(),
+        }
+        cache.write_text(json.dumps(result, indent=1, default=str))
+        return result
     result = {**measure(), "measured": measured_record()}  # when and at which commit this part
     cache.write_text(json.dumps(result, indent=1, default=str))
     return result
@@ -417,6 +452,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--resume", action="store_true", help="reuse a part already measured in --workdir"
     )
+    parser.add_argument(
+        "--rederive",
+        action="store_true",
+        help="with --resume: derive the emulated part's checks and tables again with this "
+        "commit's code (nothing is measured again)",
+    )
     args = parser.parse_args(argv)
     mnn = args.mnn.resolve()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="real-mnn-"))
@@ -436,6 +477,8 @@ def main(argv: list[str] | None = None) -> int:
         f"python benchmarks/real_mnn.py --mnn <MNN 3.6.1> --kleidiai <KleidiAI v1.16.0 "
         "tarball, md5 as pinned> --kleidiai-llamacpp <KleidiAI v1.24.0 tag archive, md5 as "
         f"pinned> --cores {args.cores}"
+        + (" --resume" if args.resume else "")
+        + (" --rederive" if args.rederive else "")
     )
     result = {
         "measured": measured,
@@ -457,6 +500,15 @@ def main(argv: list[str] | None = None) -> int:
             workdir / "emulated.json",
             args.resume,
             lambda: emulated_part(workdir / "emulated", emulated_mnn, args.cores, llamacpp),
+            (
+                (
+                    lambda: emulated_part(
+                        workdir / "emulated", emulated_mnn, args.cores, llamacpp, REDERIVE
+                    )
+                )
+                if args.rederive
+                else None
+            ),
         ),
     }
     # read from the kept working directory, so a --resume of parts measured before the

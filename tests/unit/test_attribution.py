@@ -303,3 +303,34 @@ def test_a_phone_without_simpleperf_fails_naming_it(loopback_phone):
             device.profile(["true"], 60, None, {}, 1000)
     finally:
         device.close()
+
+
+def counted_profile(variant: str, sme2_blocks: int) -> dict:
+    """A QEMU profile as runs/profile.py writes it: executed blocks per function."""
+    rows = [{"dso": "libkern.so", "symbol": "neon_path", "count": 100_000}]
+    if sme2_blocks:
+        rows.append({"dso": "libkern.so", "symbol": "MNNGemm_SME2_fake", "count": sme2_blocks})
+    return {
+        "rows": rows,
+        "total": sum(r["count"] for r in rows),
+        "unit": "blocks",
+        "profiler": "qemu -d exec,nochain",
+        "libraries": ["libkern.so"],
+        "sme2_kernels": ["MNNGemm_SME2_fake"],
+    }
+
+
+def test_executed_blocks_prove_execution_where_a_share_of_blocks_would_not():
+    """Under QEMU a kernel that does the work in few, large blocks is a tiny share of the
+    blocks: a count decides there (`min_sme2_blocks`), a share only for CPU-time samples."""
+    attribution = {**ATTRIBUTION, "min_sme2_blocks": 1}
+    ran = {("off", p): counted_profile("off", 0) for p in ("prefill", "decode")} | {
+        ("on", p): counted_profile("on", 70) for p in ("prefill", "decode")
+    }
+    checks = execution_checks(ran, ("off", "on"), ENGINES, VARIANTS, {"sme2": True}, attribution)
+    check = next(c for c in checks if c["name"].startswith("SME2 kernels ran"))
+    assert check["passed"], check["evidence"]  # 70 of 100,070 blocks: 0.07 %, and it ran
+    never = ran | {("on", p): counted_profile("on", 0) for p in ("prefill", "decode")}
+    checks = execution_checks(never, ("off", "on"), ENGINES, VARIANTS, {"sme2": True}, attribution)
+    check = next(c for c in checks if c["name"].startswith("SME2 kernels ran"))
+    assert not check["passed"] and ">= 1 executed blocks in prefill" in check["evidence"]

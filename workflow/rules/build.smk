@@ -21,7 +21,7 @@ rule fetch_ndk:
 
 rule fetch_mnn_source:
     input:
-        patches=[p["path"] for p in config.get("mnn", {}).get("patches", [])],
+        patches=[p["path"] for p in MNN_PATCHES],
     output:
         receipt="resources/mnn/{source}/source.json",
     log:
@@ -32,7 +32,8 @@ rule fetch_mnn_source:
     params:
         source=config.get("mnn", {}).get("source", {}),
         kleidiai=config.get("mnn", {}).get("kleidiai", {}),
-        patches=config.get("mnn", {}).get("patches", []),
+        # only where there are patches: an unpatched tree's params stay what they were
+        **({"patches": MNN_PATCHES} if MNN_PATCHES else {}),
     message:
         "Providing MNN source at the pinned commit"
     script:

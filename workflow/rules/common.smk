@@ -53,6 +53,7 @@ LLAMACPP_SOURCE_RECEIPT = SOURCE_RECEIPTS["llamacpp"]
 SWEEP, VARIANT_THREADS, MAIN_BENCH = PLAN.sweep, PLAN.variant_threads, PLAN.main_bench
 ENGINE_FORMATS, MODEL_FORMATS = PLAN.engine_formats, PLAN.model_formats
 JUDGED_PAIRS = PLAN.judged_pairs
+MNN_PATCHES = config.get("mnn", {}).get("patches", [])
 SYNTHETIC_MODELS, DOWNLOADED_MODELS = PLAN.synthetic_models, PLAN.downloaded_models
 EXPORTED_MODELS, CHECKPOINT_MODELS = PLAN.exported_models, PLAN.checkpoint_models
 CONVERTIBLE_MODELS = PLAN.convertible_models

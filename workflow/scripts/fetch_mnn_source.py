@@ -9,6 +9,6 @@ receipt = provide_source(
     snakemake.params.source,
     snakemake.params.kleidiai,
     Path(snakemake.output.receipt).parent,
-    snakemake.params.patches,
+    snakemake.params.get("patches", []),
 )
 write_json(snakemake.output.receipt, receipt)
