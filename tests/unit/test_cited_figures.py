@@ -286,3 +286,20 @@ def test_the_figure_check_fails_for_an_invented_figure():
     assert not in_file("611 s", numbers)
     para = "Measured: 12.5 % faster.\n"
     assert FIGURE.search(para) and not SOURCE.search(para)
+
+
+def test_the_ci_halfwidth_source_is_committed_and_its_hash_recorded():
+    """ci_halfwidth.md's figures come from a bench.csv committed beside them, whose sha256
+    the results file records (anyone can recompute every cell from it)."""
+    from mnnrepro.files import sha256_file
+
+    result = results("ci_halfwidth")
+    assert sha256_file(RESULTS / result["source"]) == result["source_sha256"]
+    method = (ROOT / "docs" / "method.md").read_text()
+    cited = re.search(r"was\s+([\d.]+) % \(prefill\) and ([\d.]+) % \(decode\)", method)
+    assert cited, "docs/method.md no longer cites the half-widths in the form read here"
+    at10 = {r["phase"]: r["median"] for r in result["rows"] if r["n"] == 10}
+    assert [float(g) for g in cited.groups()] == [
+        round(100 * at10["prefill"], 1),
+        round(100 * at10["decode"], 1),
+    ]
