@@ -57,64 +57,56 @@ def test_sme2_questions_are_the_kinds():
     assert BuiltEngine.sme2_impossible(x86)
 
 
+SOURCES = [
+    *PACKAGE.rglob("*.py"),
+    *(ROOT / "workflow" / "rules").glob("*.smk"),
+    *(ROOT / "workflow" / "scripts").glob("*.py"),
+]
+
+
+def spelled_outside(pattern: str, allowed) -> list[str]:
+    """Every line of the package, the rules and their shims, outside `allowed` (a path ->
+    bool), that compares a name matching `pattern`."""
+    spelled = re.compile(pattern)
+    return [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in SOURCES
+        if not allowed(path)
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if spelled.search(line)
+    ]
+
+
 def test_no_module_outside_the_kinds_tests_a_kinds_name():
     """Only engines/ (the kinds) may spell a kind's name in a comparison; the rules, the
     config's checks and every stage ask the kind (no exemptions)."""
-    spelled = re.compile(
-        r"""(==|!=|\bin\b)\s*\(?["'](build|prebuilt|llamacpp)["']|["'](build|prebuilt|llamacpp)["']\s*(==|!=|in\b)"""
-    )
-    offenders = []
-    for path in [*PACKAGE.rglob("*.py"), *(ROOT / "workflow" / "rules").glob("*.smk")]:
-        if path.is_relative_to(PACKAGE / "engines"):
-            continue
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if spelled.search(line):
-                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
-    assert offenders == []
+    names = "(build|prebuilt|llamacpp)"
+    pattern = rf"""(==|!=|\bin\b)\s*\(?["']{names}["']|["']{names}["']\s*(==|!=|in\b)"""
+    assert spelled_outside(pattern, lambda p: p.is_relative_to(PACKAGE / "engines")) == []
 
 
 def test_no_module_outside_the_device_kinds_tests_a_device_kinds_name():
     """A device kind's properties are devices/kinds.py's (DEVICE_KINDS); the rules and the
     stages ask them, never `"qemu" in spec`. The device modules themselves and the factory that
     builds a device of its kind are where the names belong."""
-    spelled = re.compile(
-        r"""["'](local|qemu|adb)["']\s*(==|!=|in\b|not in\b)|(==|!=)\s*["'](local|qemu|adb)["']"""
-    )
+    names = "(local|qemu|adb)"
+    pattern = rf"""["']{names}["']\s*(==|!=|in\b|not in\b)|(==|!=)\s*["']{names}["']"""
     allowed = {PACKAGE / "devices" / n for n in ("kinds.py", "factory.py", "userland.py")}
-    offenders = []
-    for path in [
-        *PACKAGE.rglob("*.py"),
-        *(ROOT / "workflow" / "rules").glob("*.smk"),
-        *(ROOT / "workflow" / "scripts").glob("*.py"),
-    ]:
-        if path in allowed:
-            continue
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if spelled.search(line):
-                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
-    assert offenders == []
+    assert spelled_outside(pattern, allowed.__contains__) == []
 
 
 def test_no_module_tests_a_model_format_or_source_tree_by_name():
     """Model formats are models/formats.py's (FORMATS), source trees the engine kinds'
     (`source_section`): nothing compares `"gguf"` or `"mnn"`, or lists `("mnn", "llamacpp")`."""
-    spelled = re.compile(
+    pattern = (
         r"""(==|!=|\bin\b)\s*\(?["'](mnn|gguf)["']|["'](mnn|gguf)["']\s*(==|!=|in\b)"""
         r"""|\(\s*["']mnn["'],\s*["']llamacpp["']\s*\)"""
     )
-    allowed = {PACKAGE / "models" / "formats.py"}
-    offenders = []
-    for path in [
-        *PACKAGE.rglob("*.py"),
-        *(ROOT / "workflow" / "rules").glob("*.smk"),
-        *(ROOT / "workflow" / "scripts").glob("*.py"),
-    ]:
-        if path in allowed or path.is_relative_to(PACKAGE / "engines"):
-            continue
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if spelled.search(line):
-                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
-    assert offenders == []
+
+    def allowed(path):
+        return path == PACKAGE / "models" / "formats.py" or path.is_relative_to(PACKAGE / "engines")
+
+    assert spelled_outside(pattern, allowed) == []
 
 
 def test_every_device_kind_is_declared_once_with_its_platforms():

@@ -53,6 +53,8 @@ def test_every_output_is_written(tiny_run):
         "plots/speedup.png",
         "plots/temperature.html",
         "plots/temperature.png",
+        "plots/kernels.html",  # what ran: the top functions per variant and phase
+        "plots/kernels.png",
     ]:
         data = (out / rel).read_bytes()
         if rel.endswith(".png"):  # a real image, not an empty or error file
