@@ -29,11 +29,11 @@ rule fetch_mnn_source:
     localrule: True  # the network is where Snakemake runs, not a compute node
     conda:
         "../../envs/analysis.yaml"
+    # `patches` only where there are any: an unpatched tree's params stay what they were
     params:
+        **({"patches": MNN_PATCHES} if MNN_PATCHES else {}),
         source=config.get("mnn", {}).get("source", {}),
         kleidiai=config.get("mnn", {}).get("kleidiai", {}),
-        # only where there are patches: an unpatched tree's params stay what they were
-        **({"patches": MNN_PATCHES} if MNN_PATCHES else {}),
     message:
         "Providing MNN source at the pinned commit"
     script:
