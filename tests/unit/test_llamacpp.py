@@ -128,7 +128,9 @@ def test_the_control_config_is_valid_and_its_mistakes_name_the_key(control_confi
     check(control_config)
     no_source = copy.deepcopy(control_config)
     del no_source["llamacpp"]
-    with pytest.raises(ConfigError, match=r"config key `llamacpp\.source`: engine llama is built"):
+    with pytest.raises(
+        ConfigError, match=r"config key `llamacpp\.source`: engines \['llama'\] are built"
+    ):
         check(no_source)
     downloaded = copy.deepcopy(control_config)
     downloaded["models"]["synth-tiny"] = {"modelscope": {"id": "a/b", "revision": "c" * 40}}

@@ -202,10 +202,10 @@ def execution_checks(
     return checks
 
 
-def top_functions(rows: pd.DataFrame, top: int) -> pd.Series:
-    """(library, symbol) -> count of one profile's engine functions, the `top` largest."""
+def engine_functions(rows: pd.DataFrame) -> pd.Series:
+    """(library, symbol) -> count of one profile's functions in the engine's libraries."""
     engine = rows[rows["engine_library"].astype(bool)]
-    return engine.groupby(["library", "symbol"])["count"].sum().nlargest(top)
+    return engine.groupby(["library", "symbol"])["count"].sum()
 
 
 def change_explained(table: pd.DataFrame, pairs, top: int) -> pd.DataFrame:
@@ -220,15 +220,12 @@ def change_explained(table: pd.DataFrame, pairs, top: int) -> pd.DataFrame:
             b, t = group[group["variant"] == base], group[group["variant"] == treat]
             if b.empty or t.empty:
                 continue
-            hot = set(top_functions(b, top).index) | set(top_functions(t, top).index)
-
-            def hot_count(rows, hot=hot):
-                engine = rows[rows["engine_library"].astype(bool)]
-                per = engine.groupby(["library", "symbol"])["count"].sum()
-                return int(per[per.index.isin(hot)].sum())
-
+            per_b, per_t = engine_functions(b), engine_functions(t)
+            hot = set(per_b.nlargest(top).index) | set(per_t.nlargest(top).index)
             change = int(b["count"].sum() - t["count"].sum())
-            kernel_change = hot_count(b) - hot_count(t)
+            kernel_change = int(per_b[per_b.index.isin(hot)].sum()) - int(
+                per_t[per_t.index.isin(hot)].sum()
+            )
             timed = b["unit"].iloc[0] == "samples"
             rows.append(
                 {

@@ -47,13 +47,13 @@ class EngineKind:
     source_forms = ""
 
     @classmethod
-    def config_problems(cls, name: str, spec: dict, config: dict) -> list[str]:
-        """What an engine of this kind needs of the rest of the config (one line each, naming
-        the key): its source tree, and a kind's own needs."""
+    def config_problems(cls, engines: dict[str, dict], config: dict) -> list[str]:
+        """What the engines of this kind (name -> config entry) need of the rest of the config,
+        one line per need, naming the key: its source tree, and a kind's own needs."""
         if cls.from_source and "source" not in config.get(cls.source_section, {}):
             return [
-                f"config key `{cls.source_section}.source`: engine {name} is built from "
-                f"source; give `{cls.source_section}.source` ({cls.source_forms})"
+                f"config key `{cls.source_section}.source`: engines {sorted(engines)} are built "
+                f"from source; give `{cls.source_section}.source` ({cls.source_forms})"
             ]
         return []
 

@@ -118,19 +118,21 @@ class LlamaCppEngine(BuiltFromSource):
     source_forms = "sdist or path, with `llamacpp.kleidiai` where it builds KleidiAI"
 
     @classmethod
-    def config_problems(cls, name: str, spec: dict, config: dict) -> list[str]:
-        """Beside its source: KleidiAI pinned where the build asks for it (else llama.cpp
+    def config_problems(cls, engines: dict[str, dict], config: dict) -> list[str]:
+        """Beside its source: KleidiAI pinned where a build asks for it (else llama.cpp
         downloads it at configure time), and a transformers checkpoint of every model (the
         GGUF is converted from it; a downloaded MNN export has none)."""
-        problems = super().config_problems(name, spec, config)
-        flags = spec[cls.config_key].get("flags", {})
-        if flags.get("GGML_CPU_KLEIDIAI") in (True, "ON") and "kleidiai" not in config.get(
-            cls.source_section, {}
-        ):
+        problems = super().config_problems(engines, config)
+        kleidiai = sorted(
+            name
+            for name, spec in engines.items()
+            if spec[cls.config_key].get("flags", {}).get("GGML_CPU_KLEIDIAI") in (True, "ON")
+        )
+        if kleidiai and "kleidiai" not in config.get(cls.source_section, {}):
             problems.append(
-                f"config key `llamacpp.kleidiai`: engine {name} builds with GGML_CPU_KLEIDIAI, "
-                "which would download KleidiAI at configure time; pin its archive (version, "
-                "url, md5 or sha256)"
+                f"config key `llamacpp.kleidiai`: engines {kleidiai} build with "
+                "GGML_CPU_KLEIDIAI, which would download KleidiAI at configure time; pin its "
+                "archive (version, url, md5 or sha256)"
             )
         without = sorted(
             m
@@ -140,7 +142,7 @@ class LlamaCppEngine(BuiltFromSource):
         if without:
             problems.append(
                 f"config key `models`: {without} are MNN exports downloaded as they are; the "
-                f"llama.cpp engine {name} needs the transformers checkpoint "
+                f"llama.cpp engines {sorted(engines)} need the transformers checkpoint "
                 "(`synthetic`, `export`, or `checkpoint.modelscope` beside `modelscope`)"
             )
         return problems

@@ -58,12 +58,11 @@ def check_references(config: dict) -> None:
                 f"config key `variants.{name}.env.{var}`: set by the workflow itself "
                 f"(reserved: {sorted(RESERVED_ENV)})"
             )
-    seen = set()
+    by_kind: dict = {}
     for name, spec in sorted(engines.items()):
-        for problem in kind_of_spec(spec).config_problems(name, spec, config):
-            if problem not in seen:  # one line for what several engines lack alike
-                seen.add(problem)
-                problems.append(problem)
+        by_kind.setdefault(kind_of_spec(spec), {})[name] = spec
+    for kind, of_kind in by_kind.items():
+        problems += kind.config_problems(of_kind, config)
     for m, spec in config.get("models", {}).items():
         if "checkpoint" in spec and "modelscope" not in spec:
             problems.append(

@@ -67,10 +67,9 @@ class Plan:
         self.device_kinds = {n: device_kind(n, s) for n, s in config["devices"].items()}
         self.variants = sorted(config["variants"])
         self.engine_kinds = {n: kind_of_spec(s) for n, s in config["engines"].items()}
-        self.built_engines = sorted(
-            {config["variants"][v]["engine"] for v in self.variants}
-            & {e for e, kind in self.engine_kinds.items() if kind.from_source}
-        )
+        # the engines the variants run (an engine no variant names is neither built nor run)
+        self.used_engines = sorted({config["variants"][v]["engine"] for v in self.variants})
+        self.built_engines = [e for e in self.used_engines if self.engine_kinds[e].from_source]
         # results/engines/<name>-<digest of what defines the engine>: configs that define an
         # engine differently never overwrite each other's builds
         self.engine_keys = {n: self._engine_key(n, s) for n, s in config["engines"].items()}
@@ -235,8 +234,7 @@ class Plan:
         return f"{self.engines_dir}/{self.engine_keys[engine]}/{name}"
 
     def engine_files(self, wildcards=None) -> list[str]:
-        used = {self.config["variants"][v]["engine"] for v in self.variants}
-        return sorted({self.engine_record(e) for e in used})
+        return sorted({self.engine_record(e) for e in self.used_engines})
 
     def _per_built_engine(self, name: str) -> list[str]:
         return [f"results/engines/{self.engine_keys[e]}/{name}" for e in self.built_engines]
@@ -282,7 +280,7 @@ class Plan:
         memory is the host's, seen through QEMU)."""
         if not self.measures_bandwidth or self.device_kinds[wildcards.device].emulated:
             return []
-        return sorted({self.config["variants"][v]["engine"] for v in self.variants})
+        return self.used_engines
 
     def probe_records(self, wildcards) -> list[str]:
         return [
