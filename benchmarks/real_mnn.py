@@ -239,10 +239,11 @@ def attribution(workdir: Path, experiment: str, configfile: str) -> dict:
         .apply(lambda g: ", ".join(g.sort_values("count", ascending=False)["symbol"].head(3)))
         .to_dict()
     )
+    units = table.groupby("device")["unit"].first().to_dict()  # one profiler per device
     phases = phase_summary(table).to_dict(orient="records")
     for row in phases:
         row["sme2_kernels_ran"] = ran.get((row["device"], row["variant"], row["phase"]), "")
-        row["unit"] = table[table["device"] == row["device"]]["unit"].iloc[0]
+        row["unit"] = units[row["device"]]
     changes = change_explained(table, comparison_pairs(comparison), 6)
     return {"phases": phases, "changes": changes.to_dict(orient="records")}
 
