@@ -1,12 +1,18 @@
 """How long the README's test command takes on a clean clone (the goal: at most 600 s on 2 cores).
 
-Usage: python benchmarks/test_time.py
+Usage: python benchmarks/test_time.py [--cold-ccache]
 
 Clones this repository's HEAD into a temporary directory, runs the README's install command
 there (`bash install.sh`, with this machine's own pip set-up), then the README's test command
 (`pytest`) in that environment, as CI does, and times the test command alone. Writes
-benchmarks/results/test_time.{md,json}: the time, pytest's summary line and its 15 slowest
-tests. Run it on an otherwise idle machine: the time is the machine's, not only the tests'.
+benchmarks/results/test_time.{md,json}: the time, the state of the compiler cache, pytest's
+summary line and its 15 slowest tests. Run it on an otherwise idle machine: the time is the
+machine's, not only the tests'.
+
+The tests build llama.cpp (the control engine) from source; ccache keeps its objects between
+runs on one machine (CCACHE_BASEDIR: toolchain/cmake.build_environment). `--cold-ccache` runs
+with an empty cache, as on a new machine: the one llama.cpp build is then compiled in full.
+Without it the run uses this machine's cache as it is, and says how many objects it held.
 """
 
 from __future__ import annotations
@@ -28,7 +34,22 @@ from provenance import write_results  # noqa: E402
 GOAL_S = 600
 
 
-def main() -> int:
+def ccache_files(env: dict) -> int | None:
+    """How many files the compiler cache holds (None: no ccache)."""
+    if not shutil.which("ccache"):
+        return None
+    out = subprocess.run(
+        ["ccache", "--print-stats"], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    stats = dict(line.split("\t") for line in out.splitlines())
+    return int(stats["files_in_cache"])
+
+
+def main(argv: list[str]) -> int:
+    cold = argv == ["--cold-ccache"]
+    if argv and not cold:
+        print("usage: python benchmarks/test_time.py [--cold-ccache]", file=sys.stderr)
+        return 2
     work = Path(tempfile.mkdtemp(prefix="test-time-"))
     try:
         clone = work / "clone"
@@ -40,6 +61,15 @@ def main() -> int:
             "PATH": f"{venv_bin}:{os.environ['PATH']}",
             "VIRTUAL_ENV": str(venv_bin.parent),
         }
+        if cold:
+            env["CCACHE_DIR"] = str(work / "ccache")
+        cached = ccache_files(env)
+        if cached is None:
+            ccache = "not installed"
+        elif cold:
+            ccache = f"a new cache, empty at start (--cold-ccache; {cached} files)"
+        else:
+            ccache = f"this machine's, {cached} files at start"
         start = time.monotonic()
         proc = subprocess.run(
             ["pytest", "--durations=15", "-p", "no:cacheprovider"],
@@ -61,6 +91,7 @@ def main() -> int:
     result = {
         "test_s": seconds,
         "goal_s": GOAL_S,
+        "ccache": ccache,
         "exit_code": proc.returncode,
         "summary": summary.strip("= "),
         "slowest": slowest,
@@ -75,6 +106,7 @@ def main() -> int:
         "in that environment (CI's steps); the time is the test command's alone.",
         "",
         f"- time: **{seconds} s** (goal ≤ {GOAL_S} s), exit code {proc.returncode}",
+        f"- compiler cache (ccache): {ccache}",
         f"- pytest: {result['summary']}",
         *[f"- {line}" for line in result["failed"]],
         "",
@@ -88,4 +120,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

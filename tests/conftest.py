@@ -43,6 +43,31 @@ def pytest_xdist_auto_num_workers(config):
     return (os.cpu_count() or 1) + 1
 
 
+# The test modules that take longest, longest first (their times on 2 CPUs:
+# benchmarks/results/test_time.md). pytest-xdist hands out work in collection order (with
+# `--no-loadscope-reorder`, pyproject.toml), so these start at once, side by side, and the
+# hundreds of short tests fill the gaps after them: before, the control engine's 18 minutes
+# started 6 minutes into the run and the emulated device's 8 minutes 24 minutes in, after every
+# short test, and the run took the sum of their tails.
+LONGEST_FIRST = (
+    "tests/workflow/test_control.py",
+    "tests/workflow/test_emulation_workflow.py",
+    "tests/workflow/test_workflow.py",
+    "tests/workflow/test_install.py",
+    "tests/workflow/test_slurm.py",
+    "tests/workflow/test_workflow_adb.py",
+    "tests/workflow/test_readme.py",
+    "tests/workflow/test_sweep_workflow.py",
+    "tests/unit/test_envs.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Longest first (LONGEST_FIRST), then everything else in collection order."""
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
 def pytest_addoption(parser):
     """The phone tier (tests/phone/, marker `device`) runs on the loopback phone unless given a
     real phone's serial: `pytest -m device --phone-serial SERIAL --phone-engine DIR ...`."""
@@ -142,9 +167,12 @@ def quickstart_repo(tmp_path_factory) -> Path:
     Shared by every test that needs the quickstart's results or its exported model (the
     README commands, the sweep): the Qwen3-0.6B export and the default experiment run once.
     The copy's default experiment measures the load before each invocation but does not wait
-    for a quiet machine: tests must pass on a busy one (the quiet gate is tested apart); and it
-    runs 4 blocks instead of 10 (what README says of the full quickstart, its time, is
-    measured by benchmarks/quickstart_timing.py).
+    for a quiet machine: tests must pass on a busy one (the quiet gate is tested apart); it
+    runs 4 blocks instead of 10; and its model, under the same name, has the `tiny` shape
+    instead of Qwen3-0.6B's: the same rules, export, schedule and statistics, without the
+    ~3 minutes of making and exporting 0.6B parameters and the ~9 of benchmarking them (twice:
+    the docs' `--forcerun run_bench`) that test nothing a size changes. The full quickstart,
+    its time and what README says it shows are measured by benchmarks/quickstart_timing.py.
     """
     import subprocess
 
@@ -156,6 +184,8 @@ def quickstart_repo(tmp_path_factory) -> Path:
     # 4 interleaved blocks, not 10: the same DAG, schedule and statistics (the CI needs 2);
     # the full-size quickstart is timed by benchmarks/quickstart_timing.py, not here
     config["bench"]["repetitions"] = 4
+    for model in config["models"].values():
+        model["synthetic"]["shape"] = "tiny"
     (repo / "config" / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True))
     proc = subprocess.run(
         snakemake_argv("--cores", "4"), cwd=repo, capture_output=True, text=True, check=False

@@ -139,3 +139,41 @@ def test_the_kernel_check_fails_naming_a_missing_tool(tmp_path, tool):
     (tmp_path / "libMNN.so").write_bytes(b"\x7fELF")
     with pytest.raises(ReproError, match=f"needs the .* `no-such-{tool}`, which is not installed"):
         sme2_kernels(tmp_path, **{tool: f"no-such-{tool}"})
+
+
+@pytest.mark.skipif(not shutil.which("ccache"), reason="ccache (installed by .ci/run) is missing")
+def test_one_tree_built_in_two_working_directories_compiles_once(root, tmp_path, monkeypatch):
+    """Every test (and every user's second experiment directory) builds the same tree at another
+    absolute path: the second build must take every object from ccache, not compile again (it
+    compiled everything before CCACHE_BASEDIR: ccache hashed the absolute -I and source
+    paths)."""
+    import subprocess
+
+    monkeypatch.setenv("CCACHE_DIR", str(tmp_path / "ccache"))
+    monkeypatch.delenv("CCACHE_BASEDIR", raising=False)
+    monkeypatch.delenv("CCACHE_NOHASHDIR", raising=False)
+
+    def stats() -> dict[str, int]:
+        out = subprocess.run(
+            ["ccache", "--print-stats"], capture_output=True, text=True, check=True
+        ).stdout
+        return {k: int(v) for k, v in (line.split("\t") for line in out.splitlines())}
+
+    def compiles() -> tuple[int, int]:
+        """(compiled, taken from the cache) so far."""
+        s = stats()
+        return s["cache_miss"], s["direct_cache_hit"] + s["preprocessed_cache_hit"]
+
+    seen = []
+    for workdir in ("first", "second"):
+        work = tmp_path / workdir
+        shutil.copytree(root / "tests" / "data" / "fake-mnn", work / "resources" / "src")
+        monkeypatch.chdir(work)  # a rule's script runs in the workflow's working directory
+        source = {**FAKE, "path": str(work / "resources" / "src")}
+        spec = {"platform": "host", "flags": {**LLM, "MNN_SME2": False}}
+        build_engine("e", source, spec, "resources/build/e", "engines/e", io.StringIO())
+        seen.append(compiles())
+    (compiled_first, cached_first), (compiled, cached) = seen
+    objects = compiled_first + cached_first
+    assert compiled_first > 0 and compiled == compiled_first  # the second compiled nothing
+    assert cached - cached_first == objects  # every object of the second came from the cache

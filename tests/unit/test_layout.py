@@ -94,3 +94,11 @@ def test_no_stage_imports_a_stage_above_it():
 
     upward = [(m, d) for m, deps in imports().items() for d in deps if above(m, d)]
     assert upward == []
+
+
+def test_the_longest_first_order_names_test_modules_that_exist(root):
+    """A renamed or removed module would drop out of the order silently (and start last)."""
+    from conftest import LONGEST_FIRST
+
+    missing = [path for path in LONGEST_FIRST if not (root / path).is_file()]
+    assert missing == [] and len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)

@@ -102,6 +102,23 @@ def unused_flags(cmake_output: str) -> list[str]:
 NINJA_PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]")
 
 
+def build_environment(base_dir: str | os.PathLike | None = None) -> dict[str, str]:
+    """The environment of every configure and build command: this one, plus ccache's settings
+    (where CMake launches it) that let builds share their cached objects.
+
+    ccache hashes a compile's command line, whose -I and source paths are absolute: two build
+    directories of one tree (llama.cpp's quantizer and a host engine), or one tree in two
+    working directories (each test's copy of the repository), never matched, and every build
+    compiled everything. CCACHE_BASEDIR (the working directory, where resources/ and the build
+    directories are) makes ccache rewrite the paths below it relative to the compiling
+    directory, the same for every build directory at the same depth; CCACHE_NOHASHDIR leaves
+    that directory out of the hash. A user's own CCACHE_BASEDIR or CCACHE_NOHASHDIR wins."""
+    env = dict(os.environ)
+    env.setdefault("CCACHE_BASEDIR", str(Path(base_dir or os.getcwd()).resolve()))
+    env.setdefault("CCACHE_NOHASHDIR", "true")
+    return env
+
+
 def run_logged(cmd: list[str], log_file, cwd=None, env=None, progress: str = "") -> str:
     """Run cmd, streaming its output into log_file line by line as it comes (a user can tail
     the rule's log during a long build); with `progress`, also print Ninja's [n/N] to the
@@ -112,7 +129,7 @@ def run_logged(cmd: list[str], log_file, cwd=None, env=None, progress: str = "")
     with subprocess.Popen(
         cmd,
         cwd=cwd,
-        env=env,
+        env=build_environment() if env is None else env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
