@@ -58,6 +58,7 @@ LONGEST_FIRST = (
     "tests/workflow/test_workflow_adb.py",
     "tests/workflow/test_readme.py",
     "tests/workflow/test_sweep_workflow.py",
+    "tests/workflow/test_module.py",
     "tests/unit/test_envs.py",
 )
 

@@ -214,31 +214,6 @@ def test_a_configfile_replaces_the_default_and_config_overrides_adjust_it(root, 
     assert "results/renamed/" in renamed and default_model in renamed
 
 
-def test_the_workflow_works_as_a_snakemake_module(root, tmp_path):
-    """Another workflow includes this one with `module` (paths come from the rule files'
-    own location, not from the including workflow's directory)."""
-    (tmp_path / "Snakefile").write_text(
-        f'configfile: "{root / TINY}"\n\n\n'
-        f'module repro:\n    snakefile:\n        "{root / "Snakefile"}"\n'
-        "    config:\n        config\n\n\n"
-        "use rule * from repro as repro_*\n\n\n"
-        "rule everything:\n    default_target: True\n    input:\n        rules.repro_all.input,\n"
-    )
-    import subprocess
-
-    from conftest import snakemake_argv
-
-    proc = subprocess.run(
-        snakemake_argv("-n", "-s", tmp_path / "Snakefile", "--cores", "1"),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "repro_run_bench" in proc.stdout and "repro_compute_summary" in proc.stdout
-
-
 def test_the_config_catalog_is_generated_from_the_schema(root):
     from mnnrepro.config import SCHEMA_PATH, load_schema
     from mnnrepro.plan.catalog import catalog

@@ -22,14 +22,15 @@ DEVICE_RUNS = {"push_to_device", "run_greedy", "run_bench", "run_sweep"}
 
 
 def rule_bodies(root) -> dict[str, str]:
-    """Rule name -> its text, with the shared `**NAME` dicts of the rule files spelled out."""
+    """Rule name -> its text, with the shared `**NAME = dict(...)` dicts of the rule files
+    spelled out (other `**NAME`s, such as the plan's ARCHIVED_RECORDS, are paths: kept)."""
     import re
 
     text = "".join(p.read_text() for p in sorted((root / "workflow/rules").glob("*.smk")))
     shared = dict(re.findall(r"^([A-Z_]+) = dict\(\n((?:    .*\n)*)\)", text, re.M))
 
     def spelled_out(body: str) -> str:
-        return re.sub(r"\*\*([A-Z_]+),", lambda m: shared[m.group(1)], body)
+        return re.sub(r"\*\*([A-Z_]+),", lambda m: shared.get(m.group(1), m.group(0)), body)
 
     return {name: spelled_out(body) for _, name, body in snakemake_rules(root)}
 

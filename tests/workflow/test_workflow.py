@@ -287,8 +287,8 @@ def test_an_edited_summary_table_is_refused_by_its_readers(root, copied_run):
     path.write_text(path.read_text().replace("no claim", "reproduced"))
     proc = snakemake(root, copied_run, "results/tiny/summary.md", check=False)
     # whichever of its readers runs first refuses it (the report, the mechanism analysis or the
-    # speedup chart: two may run side by side with --cores 2, and both refuse it)
-    readers = ["write_summary_report/tiny", "explain_gain/tiny", "plot/tiny/speedup"]
+    # plots: two may run side by side with --cores 2, and both refuse it)
+    readers = ["write_summary_report/tiny", "explain_gain/tiny", "plot/tiny"]
     logs = [copied_run / f"logs/{reader}.log" for reader in readers]
     refusals = [refused(proc, p) for p in logs if p.exists() and "error: " in p.read_text()]
     assert refusals, f"no reader of summary.csv refused it: {proc.stderr[-2000:]}"

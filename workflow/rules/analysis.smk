@@ -92,7 +92,7 @@ rule compute_summary:
         table="results/{experiment}/bench.csv",
         runs=get_run_indexes,
         validity=get_validity_files,
-        facts=expand("results/{{experiment}}/devices/{device}.json", device=DEVICES),
+        facts=get_device_facts,
         engines=get_engine_files,
         kernels=get_kernel_table,  # chained in summary.json for its plot
     output:
@@ -214,7 +214,7 @@ rule analysis_all:
 rule check_emulation:
     input:
         greedy=expand("results/{{experiment}}/greedy/{device}/{{model}}.json", device=DEVICES),
-        facts=expand("results/{{experiment}}/devices/{device}.json", device=DEVICES),
+        facts=get_device_facts,
     output:
         table=report(
             "results/{experiment}/emulation/{model}.csv",

@@ -4,17 +4,8 @@
 
 rule archive_results:
     input:
+        **ARCHIVED_RECORDS,
         final=get_final_output,
-        runs=get_run_indexes,
-        validity=get_validity_files,
-        greedy=get_greedy_files,
-        facts=expand("results/{{experiment}}/devices/{device}.json", device=DEVICES),
-        engines=get_engine_files,
-        manifests=get_model_manifests,
-        layouts=get_model_layouts,
-        bandwidth=get_bandwidth_files,
-        sweep=get_sweep_indexes,
-        profiles=get_profile_indexes,
     output:
         archive="results/{experiment}/{experiment}-archive.tar.gz",
     log:

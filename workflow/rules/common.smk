@@ -52,7 +52,8 @@ MNN_SOURCE_RECEIPT = SOURCE_RECEIPTS["mnn"]
 LLAMACPP_SOURCE_RECEIPT = SOURCE_RECEIPTS["llamacpp"]
 SWEEP, VARIANT_THREADS, MAIN_BENCH = PLAN.sweep, PLAN.variant_threads, PLAN.main_bench
 ENGINE_FORMATS, MODEL_FORMATS = PLAN.engine_formats, PLAN.model_formats
-JUDGED_PAIRS = PLAN.judged_pairs
+JUDGED_PAIRS, CHARTS = PLAN.judged_pairs, PLAN.charts
+ARCHIVED_RECORDS = PLAN.archived_records()  # what an archive packs and a replay restores
 MNN_PATCHES = config.get("mnn", {}).get("patches", [])
 SYNTHETIC_MODELS, DOWNLOADED_MODELS = PLAN.synthetic_models, PLAN.downloaded_models
 EXPORTED_MODELS, CHECKPOINT_MODELS = PLAN.exported_models, PLAN.checkpoint_models
@@ -107,6 +108,7 @@ get_checkpoint, get_engine_spec, engine_name = (
     PLAN.engine_name,
 )
 get_device_spec, get_variant_specs = PLAN.device_spec, PLAN.variant_specs
+get_device_facts = PLAN.device_facts
 get_model_dirs, get_engine_files = PLAN.model_dirs, PLAN.engine_files
 get_built_engine_dirs, get_gate_tool_dirs = PLAN.built_engine_dirs, PLAN.gate_tool_dirs
 get_gate_tool_records, get_build_spec = PLAN.gate_tool_records, PLAN.build_spec

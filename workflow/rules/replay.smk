@@ -9,18 +9,7 @@ rule restore_archive:
     input:
         archive=REPLAY,
     output:
-        runs=get_run_indexes(None),
-        greedy=get_greedy_files(None),
-        validity=get_validity_files(None),
-        facts=expand(
-            "results/{experiment}/devices/{device}.json", experiment=RESULTS_KEY, device=DEVICES
-        ),
-        engines=get_engine_files(None),
-        manifests=get_model_manifests(None),
-        layouts=get_model_layouts(None),
-        bandwidth=get_bandwidth_files(None),
-        sweep=get_sweep_indexes(None),
-        profiles=get_profile_indexes(None),
+        **ARCHIVED_RECORDS,
         raw=directory(f"results/{RESULTS_KEY}/raw"),
         sweep_raw=[directory(f"results/{RESULTS_KEY}/sweep/raw")] if SWEEP else [],
     log:

@@ -5,7 +5,7 @@ rule write_summary_report:
     input:
         table="results/{experiment}/summary.csv",
         document="results/{experiment}/summary.json",
-        facts=expand("results/{{experiment}}/devices/{device}.json", device=DEVICES),
+        facts=get_device_facts,
         engines=get_engine_files,
         manifests=get_model_manifests,
         emulation=get_emulation_tables,

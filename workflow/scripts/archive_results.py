@@ -10,14 +10,8 @@ from mnnrepro.files import read_json
 from mnnrepro.logs import log_to
 
 log_to(snakemake.log[0])
-files = {
-    path: path
-    for key in (
-        *("final", "runs", "validity", "greedy", "facts", "engines", "manifests"),
-        *("layouts", "bandwidth", "sweep", "profiles"),
-    )
-    for path in snakemake.input[key]
-}
+# the final outputs and the records a replay restores (the plan's archived_records)
+files = {path: path for path in snakemake.input}
 for index in map(read_json, [*snakemake.input.runs, *snakemake.input.sweep]):
     for entry in index["runs"]:
         # the raw file and every earlier measurement it superseded: a re-measurement stays on

@@ -10,12 +10,15 @@ from mnnrepro.logs import log_to
 from mnnrepro.records import read_chained_table
 
 log_to(snakemake.log[0])
-chart = {
+draw = {
     "runs": runs_chart,
     "speedup": speedup_chart,
     "temperature": temperature_chart,
     "sweep": sweep_chart,
     "kernels": kernels_chart,
 }
-table = read_chained_table(snakemake.input.table, snakemake.input.document)
-save(chart[snakemake.wildcards.chart](table), snakemake.output.html, snakemake.output.png)
+for chart in snakemake.params.charts:
+    table = read_chained_table(
+        snakemake.input[f"{chart}_table"], snakemake.input[f"{chart}_document"]
+    )
+    save(draw[chart](table), snakemake.output[f"{chart}_html"], snakemake.output[f"{chart}_png"])

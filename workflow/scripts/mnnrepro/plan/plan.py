@@ -84,6 +84,15 @@ class Plan:
         self.variant_threads = sorted(set(thread_nums(config["variants"]).values()))
         self.main_bench = canonical({k: v for k, v in config["bench"].items() if k != "sweep"})
         self.attribution = config["attribution"]["enabled"]
+        # the experiment's charts (plots.smk draws them in one job); the sweep's and the
+        # kernels' only where there is a sweep to explain, or profiles
+        self.charts = [
+            "runs",
+            "speedup",
+            "temperature",
+            *(["sweep"] if self.sweep and self.explains else []),
+            *(["kernels"] if self.attribution else []),
+        ]
         self.engine_formats = {n: k.model_format for n, k in self.engine_kinds.items()}
         self.model_formats = sorted(set(self.engine_formats.values()))
         self.judged_pairs = judged_pairs(config)
@@ -274,6 +283,30 @@ class Plan:
 
     def validity_files(self, wildcards=None) -> list[str]:
         return self.per_device_and_model("validity/{device}/{model}.json")
+
+    def device_facts(self, wildcards=None) -> list[str]:
+        return expand(
+            "results/{experiment}/devices/{device}.json",
+            experiment=[self.results_key],
+            device=self.devices,
+        )
+
+    def archived_records(self) -> dict[str, list[str]]:
+        """The records an archive carries beside the final outputs, by kind: what
+        archive_results packs and restore_archive writes back (a replay), declared once.
+        Everything else of a replay is derived again from them by the analysis rules."""
+        return {
+            "runs": self.run_indexes(),
+            "validity": self.validity_files(),
+            "greedy": self.greedy_files(),
+            "facts": self.device_facts(),
+            "engines": self.engine_files(),
+            "manifests": self.model_manifests(),
+            "layouts": self.model_layouts(),
+            "bandwidth": self.bandwidth_files(),
+            "sweep": self.sweep_indexes(),
+            "profiles": self.profile_indexes(),
+        }
 
     def probed_engines(self, wildcards) -> list[str]:
         """Engines whose bandwidth probe runs on this device (none on an emulated one: its
