@@ -163,7 +163,7 @@ def test_schema_defaults_are_filled(root):
             "config/paper.yaml",
             [
                 "fetch_ndk",
-                "fetch_mnn_source",
+                "fetch_source",
                 "build_engine",
                 "fetch_modelscope_model",
                 "push_to_device",

@@ -1,6 +1,6 @@
-# Build side: pinned NDK, MNN source (+ KleidiAI) at a pinned commit, llama.cpp source (the
-# control engine, + KleidiAI), engines per platform, and per engine the correctness gate's
-# token-id tool.
+# Build side: pinned NDK, the engines' source trees (MNN's, llama.cpp's: the control engine,
+# each + KleidiAI) at pinned commits, engines per platform, and per engine the correctness
+# gate's token-id tool.
 
 
 rule fetch_ndk:
@@ -19,42 +19,27 @@ rule fetch_ndk:
         "../scripts/fetch_ndk.py"
 
 
-rule fetch_mnn_source:
+# Each from-source engine kind's tree (MNN's, llama.cpp's: engines/registry.kind_of_tree), at
+# the pinned commit or archive, with KleidiAI from its pinned tag and any patches applied;
+# {source} is the key of what the tree is made of (toolchain/records.source_key).
+rule fetch_source:
     input:
-        patches=[p["path"] for p in MNN_PATCHES],
+        patches=get_source_patches,
     output:
-        receipt="resources/mnn/{source}/source.json",
+        receipt="resources/{tree}/{source}/source.json",
     log:
-        "logs/fetch_mnn_source/{source}.log",
-    localrule: True  # the network is where Snakemake runs, not a compute node
-    conda:
-        "../../envs/analysis.yaml"
-    # `patches` only where there are any: an unpatched tree's params stay what they were
-    params:
-        **({"patches": MNN_PATCHES} if MNN_PATCHES else {}),
-        source=config.get("mnn", {}).get("source", {}),
-        kleidiai=config.get("mnn", {}).get("kleidiai", {}),
-    message:
-        "Providing MNN source at the pinned commit"
-    script:
-        "../scripts/fetch_mnn_source.py"
-
-
-rule fetch_llamacpp_source:
-    output:
-        receipt="resources/llamacpp/{source}/source.json",
-    log:
-        "logs/fetch_llamacpp_source/{source}.log",
+        "logs/fetch_source/{tree}/{source}.log",
+    wildcard_constraints:
+        tree=_alternatives(SOURCE_TREES),
     localrule: True  # the network is where Snakemake runs, not a compute node
     conda:
         "../../envs/analysis.yaml"
     params:
-        source=config.get("llamacpp", {}).get("source", {}),
-        kleidiai=config.get("llamacpp", {}).get("kleidiai", {}),
+        tree=get_source_tree,
     message:
-        "Providing llama.cpp source (the pinned sdist's tree) and KleidiAI (the pinned tag archive)"
+        "Providing the {wildcards.tree} source tree (pinned; KleidiAI from its pinned tag)"
     script:
-        "../scripts/fetch_llamacpp_source.py"
+        "../scripts/fetch_source.py"
 
 
 rule build_engine:

@@ -171,6 +171,12 @@ class BuiltFromSource(EngineKind):
         self.dir = receipt["engines"][record["engine"]]
 
     @classmethod
+    def provide_source(cls, tree: dict, cache) -> dict:
+        """The kind's source tree (its `<source_section>` config: source, kleidiai, patches)
+        in the cache directory, verified; returns the receipt every build of it reads."""
+        raise NotImplementedError
+
+    @classmethod
     def device_files(cls, record: dict, receipt: dict) -> dict[str, str]:
         base = receipt["engines"][record["engine"]]
         return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}

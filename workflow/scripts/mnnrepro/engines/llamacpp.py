@@ -148,6 +148,10 @@ class LlamaCppEngine(BuiltFromSource):
         return problems
 
     @classmethod
+    def provide_source(cls, tree: dict, cache) -> dict:
+        return llamacpp.provide_source(tree.get("source", {}), tree.get("kleidiai", {}), cache)
+
+    @classmethod
     def build(cls, name, source, spec, build_dir, out_dir, log_file, ndk, jobs) -> dict:
         return llamacpp.build_engine(name, source, spec, build_dir, out_dir, log_file, ndk, jobs)
 

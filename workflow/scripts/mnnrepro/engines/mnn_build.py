@@ -14,7 +14,7 @@ import posixpath
 from mnnrepro.config import with_runtime_defaults
 from mnnrepro.engines import llmbench
 from mnnrepro.engines.base import GATE_TOP_K, BuiltFromSource, fetch_text, files_of, tool_answers
-from mnnrepro.toolchain import cmake, tools
+from mnnrepro.toolchain import cmake, source, tools
 
 LEVELS = {"normal": 0, "high": 1, "low": 2}  # llm_bench's -c, --memory and --power codes
 
@@ -47,6 +47,12 @@ class BuiltEngine(BuiltFromSource):
     integer_env = ("MNN_CPU_TARGET",)
     source_section = "mnn"
     source_forms = "git + commit, path, or archive + sha256"
+
+    @classmethod
+    def provide_source(cls, tree: dict, cache) -> dict:
+        return source.provide_source(
+            tree.get("source", {}), tree.get("kleidiai", {}), cache, tree.get("patches", [])
+        )
 
     @classmethod
     def build(cls, name, source, spec, build_dir, out_dir, log_file, ndk, jobs) -> dict:

@@ -29,3 +29,11 @@ def kind_of_spec(spec: dict) -> type[EngineKind]:
 def engine_for(record: dict, receipt: dict) -> EngineKind:
     """The engine a record describes, ready to run on the device of a push receipt."""
     return kind_of_record(record)(record, receipt)
+
+
+def kind_of_tree(tree: str) -> type[EngineKind]:
+    """The from-source kind whose source tree `tree` is (its config section)."""
+    for kind in KINDS:
+        if kind.from_source and kind.source_section == tree:
+            return kind
+    raise ValueError(f"no engine kind is built from a source tree named {tree!r}")

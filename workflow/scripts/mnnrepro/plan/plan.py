@@ -74,9 +74,9 @@ class Plan:
         # engine differently never overwrite each other's builds
         self.engine_keys = {n: self._engine_key(n, s) for n, s in config["engines"].items()}
         self.engine_of_key = {key: name for name, key in self.engine_keys.items()}
-        sections = sorted({k.source_section for k in KINDS if k.from_source})
+        self.source_trees = sorted({k.source_section for k in KINDS if k.from_source})
         self.source_receipts = {
-            s: f"resources/{s}/{source_key(config, s)}/source.json" for s in sections
+            s: f"resources/{s}/{source_key(config, s)}/source.json" for s in self.source_trees
         }
         # llama-quantize for this host: the GGUF is quantized here, whatever device runs it
         self.quantizer_dir = f"results/tools/llama-quantize-{source_key(config, 'llamacpp')}"
@@ -266,6 +266,14 @@ class Plan:
         """The source tree an engine is built from: its kind's (MNN's, or llama.cpp's)."""
         kind = self.engine_kinds[self.engine_of_key[wildcards.engine]]
         return self.source_receipts[kind.source_section]
+
+    def source_tree(self, wildcards) -> dict:
+        """What fetch_source provides for {tree}: its source, KleidiAI pin and patches."""
+        return canonical(self.config.get(wildcards.tree, {}))
+
+    def source_patches(self, wildcards) -> list[str]:
+        """The patch files of {tree} (an input: an edited patch fails its sha256 at once)."""
+        return [p["path"] for p in self.config.get(wildcards.tree, {}).get("patches", [])]
 
     def ndk_receipt(self, wildcards) -> list[str]:
         if self.build_spec(wildcards)["platform"] != "android-arm64":
