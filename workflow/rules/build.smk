@@ -93,7 +93,7 @@ rule build_gate_tool:
 # engine's: this host's compiler).
 rule build_bandwidth_probe:
     input:
-        engine=lambda wildcards: engine_record(ENGINE_OF_KEY[wildcards.engine]),
+        engine=get_keyed_engine_record,
     output:
         record="results/engines/{engine}/bandwidth-probe.json",
         probe=directory("results/engines/{engine}/bandwidth-probe"),

@@ -108,6 +108,7 @@ get_checkpoint, get_engine_spec, engine_name = (
 get_device_spec, get_variant_specs = PLAN.device_spec, PLAN.variant_specs
 get_device_facts = PLAN.device_facts
 get_model_dirs, get_engine_files = PLAN.model_dirs, PLAN.engine_files
+get_keyed_engine_record = PLAN.keyed_engine_record
 get_built_engine_dirs, get_gate_tool_dirs = PLAN.built_engine_dirs, PLAN.gate_tool_dirs
 get_gate_tool_records, get_build_spec = PLAN.gate_tool_records, PLAN.build_spec
 get_source_receipt, get_ndk_receipt = PLAN.source_receipt, PLAN.ndk_receipt

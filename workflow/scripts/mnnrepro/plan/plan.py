@@ -242,6 +242,10 @@ class Plan:
         name = self.engine_kinds[engine].record_name
         return f"{self.engines_dir}/{self.engine_keys[engine]}/{name}"
 
+    def keyed_engine_record(self, wildcards) -> str:
+        """The record of the engine whose key is {engine}."""
+        return self.engine_record(self.engine_of_key[wildcards.engine])
+
     def engine_files(self, wildcards=None) -> list[str]:
         return sorted({self.engine_record(e) for e in self.used_engines})
 
