@@ -98,8 +98,7 @@ def get_bench_threads(wildcards):
 get_userland, get_reference_greedy = PLAN.userland, PLAN.reference_greedy
 get_emulation_tables, get_final_output = PLAN.emulation_tables, PLAN.final_output
 get_profile_index, get_profile_indexes = PLAN.profile_index, PLAN.profile_indexes
-get_kernel_table, get_kernel_outputs = PLAN.kernel_table, PLAN.kernel_outputs
-get_mechanism_outputs, get_model_spec = PLAN.mechanism_outputs, PLAN.model_spec
+get_kernel_table, get_model_spec = PLAN.kernel_table, PLAN.model_spec
 get_checkpoint, get_engine_spec, engine_name = (
     PLAN.checkpoint,
     PLAN.engine_spec,

@@ -162,13 +162,6 @@ class Plan:
     def kernel_table(self, wildcards=None) -> list[str]:
         return [f"results/{self.results_key}/kernels.csv"] if self.attribution else []
 
-    def kernel_outputs(self, wildcards=None) -> list[str]:
-        """What ran: the kernel table and its chart."""
-        if not self.attribution:
-            return []
-        charts = expand(f"results/{self.results_key}/plots/kernels.{{ext}}", ext=["html", "png"])
-        return [*self.kernel_table(), *charts]
-
     def final_output(self, wildcards=None) -> list[str]:
         """The experiment's final outputs, live or replayed: the one list of them."""
         return [
@@ -180,33 +173,25 @@ class Plan:
             *expand(
                 "results/{experiment}/plots/{chart}.{ext}",
                 experiment=[self.results_key],
-                chart=["runs", "speedup", "temperature"],
+                chart=self.charts,
                 ext=["html", "png"],
             ),
             *self.emulation_tables(),
-            *self.mechanism_outputs(),
-            *self.kernel_outputs(),
+            *self.mechanism_tables(),
+            *self.kernel_table(),
         ]
 
-    def mechanism_outputs(self, wildcards=None) -> list[str]:
-        """What explains the gain: the ceiling analysis, the sweep and their plots."""
+    def mechanism_tables(self) -> list[str]:
+        """What explains the gain: the ceiling analysis and the sweep's tables (their charts
+        are among self.charts)."""
         if not self.explains:
             return []
         sweep = ["sweep/bench.csv", "sweep/summary.csv"] if self.sweep else []
-        charts = ["sweep"] if self.sweep else []
-        return [
-            *expand(
-                "results/{experiment}/{table}",
-                experiment=[self.results_key],
-                table=["mechanism.csv", "mechanism.json", *sweep],
-            ),
-            *expand(
-                "results/{experiment}/plots/{chart}.{ext}",
-                experiment=[self.results_key],
-                chart=charts,
-                ext=["html", "png"],
-            ),
-        ]
+        return expand(
+            "results/{experiment}/{table}",
+            experiment=[self.results_key],
+            table=["mechanism.csv", "mechanism.json", *sweep],
+        )
 
     def model_spec(self, wildcards) -> dict:
         return canonical(self.config["models"][wildcards.model])
