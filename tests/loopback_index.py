@@ -119,15 +119,22 @@ def lock_hashes(lock: Path) -> dict[tuple[str, str], set[str]]:
     return entries
 
 
+@functools.cache
+def supported_tags(python: str) -> frozenset:
+    """The wheel tags this platform accepts under CPython `python` (computing them probes the
+    C library for every manylinux version: once per Python, not once per file)."""
+    major, minor = (int(x) for x in python.split("."))
+    return frozenset(tags.cpython_tags(python_version=(major, minor))) | frozenset(
+        tags.compatible_tags(python_version=(major, minor))
+    )
+
+
 def installable(filename: str, python: str) -> bool:
     """Whether a distribution file installs on this platform under CPython `python`."""
     if not filename.endswith(".whl"):
         return True  # an sdist builds anywhere (install.sh builds it with the pinned setuptools)
-    major, minor = (int(x) for x in python.split("."))
-    supported = set(tags.cpython_tags(python_version=(major, minor)))
-    supported |= set(tags.compatible_tags(python_version=(major, minor)))
     _, _, _, file_tags = parse_wheel_filename(filename)
-    return bool(file_tags & supported)
+    return bool(file_tags & supported_tags(python))
 
 
 @functools.cache
