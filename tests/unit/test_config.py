@@ -114,6 +114,12 @@ BAD = [
         "`comparison.treatment`: 'sme2-on' is not a variant",
     ),
     (
+        "profiling a device that is not there",
+        "attribution.devices",
+        ["host", "phone"],
+        "`attribution.devices`: ['phone'] are not devices; defined devices: ['host']",
+    ),
+    (
         "engine pin is not exact",
         "engines.mnn-pypi.prebuilt.pypi",
         "mnn>=3",

@@ -45,6 +45,20 @@ def test_the_tiny_plan_names_every_output_once_and_its_kernels(root):
     assert plan.userland(wildcards) == []  # the host needs no emulated userland
 
 
+def test_attribution_profiles_the_devices_it_names_and_only_those(root):
+    plan = plan_of(root, "config/emulated-sme2.yaml")
+    assert plan.profiled_devices == plan.devices  # absent: every device
+    plan = plan_of(
+        root, "config/emulated-sme2.yaml", attribution={"enabled": True, "devices": ["qemu-no-sme"]}
+    )
+    assert plan.profiled_devices == ["qemu-no-sme"]
+    assert plan.profile_indexes() == [
+        f"results/{plan.results_key}/profiles/qemu-no-sme/{model}.json" for model in plan.models
+    ]
+    unprofiled = SimpleNamespace(experiment=plan.results_key, device="host", model=plan.models[0])
+    assert plan.profile_index(unprofiled) == []  # its validity has no execution checks
+
+
 def test_emulated_devices_fetch_the_userland_and_never_enter_a_sweep(root):
     plan = plan_of(root, "config/emulated-sme2.yaml")
     emulated = [d for d in plan.devices if plan.device_kinds[d].emulated]

@@ -21,6 +21,7 @@ pytestmark = [
     ),
 ]
 KEEP = ["host", "qemu-no-sme", "qemu-sme2-vl256", "qemu-sme2-vl512"]
+PROFILED = ["host", "qemu-no-sme", "qemu-sme2-vl512"]
 
 
 def test_fallback_and_vector_length_checks_and_no_emulated_speedups(root, tmp_path):
@@ -32,6 +33,9 @@ def test_fallback_and_vector_length_checks_and_no_emulated_speedups(root, tmp_pa
     # tokens) under QEMU; the same code, half the emulated steps
     cfg["correctness"]["max_new_tokens"] = 8
     cfg["bench"]["quiet_timeout_s"] = 0  # measure the load and mark it, never wait (busy CI)
+    # profiled: the CPUs the kernel checks below read (a QEMU profile runs twice, logging
+    # every block: ~1 minute per device here)
+    cfg["attribution"]["devices"] = PROFILED
     config_path = tmp_path / "emulated.yaml"
     config_path.write_text(yaml.safe_dump(cfg, allow_unicode=True))
     run_snakemake(
@@ -69,6 +73,7 @@ def test_fallback_and_vector_length_checks_and_no_emulated_speedups(root, tmp_pa
     unresolved = engine_code[engine_code["symbol"] == ""]["count"].sum()
     assert unresolved <= 0.01 * engine_code["count"].sum()  # blocks placed in named functions
     assert set(kernels[kernels["device"] == "host"]["profiler"]) == {"perf record -e cpu-clock"}
+    assert sorted(kernels["device"].unique()) == PROFILED  # `attribution.devices`
     assert "## Where the time goes (profiled invocations)" in text
     # the device's streaming vector length, measured in the emulated process
     for device, bits in (("qemu-sme2-vl256", 256), ("qemu-sme2-vl512", 512)):
@@ -77,3 +82,5 @@ def test_fallback_and_vector_length_checks_and_no_emulated_speedups(root, tmp_pa
     validity = json.loads((out / "validity" / "qemu-sme2-vl256" / "synth-tiny.json").read_text())
     length = [c for c in validity["checks"] if c["name"].startswith("streaming vector length")]
     assert length and not length[0]["passed"]  # MNN's SME2 kernels: 512 bits only
+    unprofiled = [c["name"] for c in validity["checks"] if "profile" in c["name"]]
+    assert unprofiled == []  # no execution checks where nothing was profiled

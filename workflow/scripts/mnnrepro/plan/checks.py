@@ -89,6 +89,12 @@ def check_references(config: dict) -> None:
             f"config key `emulation.reference`: {reference!r} is not a device; "
             f"defined devices: {sorted(config['devices'])}"
         )
+    unknown = sorted(set(config.get("attribution", {}).get("devices", [])) - set(config["devices"]))
+    if unknown:
+        problems.append(
+            f"config key `attribution.devices`: {unknown} are not devices; "
+            f"defined devices: {sorted(config['devices'])}"
+        )
     bench = config.get("bench", {})
     for key, repetitions in (
         ("bench.repetitions", bench.get("repetitions")),

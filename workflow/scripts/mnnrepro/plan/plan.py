@@ -84,6 +84,10 @@ class Plan:
         self.variant_threads = sorted(set(thread_nums(config["variants"]).values()))
         self.main_bench = canonical({k: v for k, v in config["bench"].items() if k != "sweep"})
         self.attribution = config["attribution"]["enabled"]
+        # the devices profiled (`attribution.devices`, absent = all)
+        self.profiled_devices = (
+            sorted(config["attribution"].get("devices", self.devices)) if self.attribution else []
+        )
         # the experiment's charts (plots.smk draws them in one job); the sweep's and the
         # kernels' only where there is a sweep to explain, or profiles
         self.charts = [
@@ -114,12 +118,13 @@ class Plan:
     def models_from(self, source: str) -> list[str]:
         return [m for m in self.models if source in self.config["models"][m]]
 
-    def per_device_and_model(self, pattern: str) -> list[str]:
-        """results/<experiment>/<pattern with {device} and {model}> for every pair."""
+    def per_device_and_model(self, pattern: str, devices: list[str] | None = None) -> list[str]:
+        """results/<experiment>/<pattern with {device} and {model}> for every pair (of every
+        device, or of `devices`)."""
         return expand(
             f"results/{{experiment}}/{pattern}",
             experiment=[self.results_key],
-            device=self.devices,
+            device=self.devices if devices is None else devices,
             model=self.models,
         )
 
@@ -148,16 +153,14 @@ class Plan:
         )
 
     def profile_index(self, wildcards) -> list[str]:
-        if not self.attribution:
+        if wildcards.device not in self.profiled_devices:
             return []
         return [
             f"results/{wildcards.experiment}/profiles/{wildcards.device}/{wildcards.model}.json"
         ]
 
     def profile_indexes(self, wildcards=None) -> list[str]:
-        return (
-            self.per_device_and_model("profiles/{device}/{model}.json") if self.attribution else []
-        )
+        return self.per_device_and_model("profiles/{device}/{model}.json", self.profiled_devices)
 
     def kernel_table(self, wildcards=None) -> list[str]:
         return [f"results/{self.results_key}/kernels.csv"] if self.attribution else []
