@@ -108,3 +108,18 @@ def test_extreme_but_legal_results_are_reported_and_plotted_bounded(tmp_path):
     save(chart, str(tmp_path / "s.html"), str(tmp_path / "s.png"))
     assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "CIs cut at the frame" in (tmp_path / "s.html").read_text()
+
+
+def test_a_vision_phase_is_compared_only_where_both_engines_measured_it():
+    """A pair of a prebuilt engine (it takes images) and an engine that does not (llm_bench):
+    prefill and decode are compared, the vision phases are not (one side has no rows)."""
+    from mnnrepro.analysis.summary import measured_phases
+
+    text = [("a", p) for p in ("prefill", "decode")] + [("b", p) for p in ("prefill", "decode")]
+    vision = [(v, p) for v in ("a", "b") for p in ("vision", "image_prefill", "first_token")]
+    both = pd.DataFrame(text + vision, columns=["variant", "phase"])
+    assert measured_phases(both, ("a", "b")) == [
+        "prefill", "decode", "vision", "image_prefill", "first_token"
+    ]  # fmt: skip
+    one_side = both[~((both["variant"] == "b") & both["phase"].isin(["vision", "first_token"]))]
+    assert measured_phases(one_side, ("a", "b")) == ["prefill", "decode", "image_prefill"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 
+import numpy as np
 import pytest
 import yaml
 from conftest import greedy_answers, run_snakemake
@@ -125,3 +126,33 @@ def test_shipped_test_card_is_the_one_documented(root):
     card = (root / "config/images/test-card.png").read_bytes()
     readme = (root / "config/images/README.md").read_text()
     assert hashlib.sha256(card).hexdigest() in readme
+
+
+def test_the_vision_arithmetic_counts_the_checkpoints_own_matrix_weights(tiny_vl):
+    """analysis/ceiling.py's operations per image token, from the config's dimensions, are
+    2 x the encoder's matrix weights as the checkpoint holds them: the patch embedding and
+    every block's for each of the merge_size^2 patches of an image token, and each merger's
+    (the patch merger and the deepstack ones) once per image token."""
+    import glob
+    import json
+
+    from safetensors import safe_open
+
+    from mnnrepro.analysis.ceiling import vision_ops_per_image_token
+
+    config = json.loads((tiny_vl / "hf" / "config.json").read_text())["vision_config"]
+    per_patch = per_token = 0
+    for path in glob.glob(str(tiny_vl / "hf" / "*.safetensors")):
+        with safe_open(path, "np") as tensors:
+            for name in tensors.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
+                shape = tensors.get_slice(name).get_shape()
+                if not name.endswith(".weight") or len(shape) < 2 or "pos_embed" in name:
+                    continue  # biases, norms and the position table: no matrix product
+                size = int(np.prod(shape))
+                if "merger" in name:
+                    per_token += size
+                elif "visual." in name and ("blocks." in name or "patch_embed" in name):
+                    per_patch += size
+    patches = config["spatial_merge_size"] ** 2
+    assert per_patch and per_token  # the checkpoint holds a vision encoder
+    assert vision_ops_per_image_token(config) == 2 * (patches * per_patch + per_token)

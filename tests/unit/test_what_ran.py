@@ -41,10 +41,18 @@ def test_a_setting_that_ran_differently_is_named():
 
 
 def test_an_engine_time_the_wall_time_cannot_hold_is_flagged():
-    results = [{"seconds": 1.0}, {"seconds": 2.0}]
+    results = [{"phase": "prefill", "seconds": 1.0}, {"phase": "decode", "seconds": 2.0}]
     assert timing_plausible({"wall_s": 5.0, "results": results}) is True
     assert timing_plausible({"wall_s": 2.5, "results": results}) is False
     assert timing_plausible({"results": results}) is None
+    # the time to the first token holds the encoder's and the image prefill's: counted once
+    image = [
+        {"phase": "vision", "seconds": 1.0},
+        {"phase": "image_prefill", "seconds": 0.5},
+        {"phase": "first_token", "seconds": 1.6},
+    ]
+    assert timing_plausible({"wall_s": 5.0, "results": results + image}) is True
+    assert timing_plausible({"wall_s": 4.0, "results": results + image}) is False
 
 
 def test_such_invocations_make_the_pair_invalid_naming_them():

@@ -69,8 +69,8 @@ def test_every_output_is_written(tiny_run):
     # what ran: the host's perf profiles of every variant and phase, the engine's library named
     kernels = pd.read_csv(out / "kernels.csv", keep_default_na=False)
     assert set(zip(kernels["variant"], kernels["phase"], strict=True)) == {
-        (v, p) for v in ("one-thread", "two-threads") for p in ("prefill", "decode")
-    }
+        (v, p) for v in ("one-thread", "two-threads") for p in ("prefill", "decode", "vision")
+    }  # the vision model's image questions have their own profile
     engine = kernels[kernels["engine_library"]]
     assert not engine.empty and set(engine["library"]) == {
         n for n in engine["library"] if n.startswith("_mnncengine")
@@ -83,7 +83,7 @@ def test_every_output_is_written(tiny_run):
 
 def test_bench_table_has_one_row_per_variant_phase_and_repetition(tiny_run):
     bench = pd.read_csv(tiny_run / "results" / "tiny" / "bench.csv")
-    assert len(bench) == 2 * 2 * 3
+    assert len(bench) == 2 * 5 * 3  # prefill, decode and the vision model's three phases
     counts = bench.groupby(["variant", "phase"]).size()
     assert (counts == 3).all()
     assert sorted(bench["block"].unique()) == [0, 1, 2]
@@ -96,9 +96,31 @@ def test_bench_table_has_one_row_per_variant_phase_and_repetition(tiny_run):
     assert bench["other_load"].notna().all()  # measured for every invocation on this host
 
 
-def test_summary_has_both_phases_and_a_verdict(tiny_run):
+def test_the_vision_phase_times_the_image_question_of_every_invocation(tiny_run):
+    """bench.vision (the schema's default image) on the tiny Qwen3-VL: every invocation of
+    both variants encoded the same pixels into the same image tokens, and the time to the
+    first token holds the encoder's and the image prompt's prefill."""
+    bench = pd.read_csv(tiny_run / "results" / "tiny" / "bench.csv")
+    vision = bench[bench["phase"] == "vision"]
+    assert len(vision) == 2 * 3 and vision["pixels_mp"].gt(0).all()
+    assert vision["pixels_mp"].nunique() == 1 and vision["tokens"].nunique() == 1
+    assert bench[bench["phase"] != "vision"]["pixels_mp"].isna().all()
+    per_run = bench.pivot_table(index="raw_file", columns="phase", values="seconds")
+    assert (per_run["first_token"] >= per_run["vision"] + per_run["image_prefill"]).all()
+    prompts = bench[bench["phase"] == "image_prefill"]["tokens"]
+    assert (prompts > vision["tokens"].iloc[0]).all()  # the image's tokens and the text's
+    assert (bench[bench["phase"] == "first_token"]["tokens"] == 1).all()  # one question
     summary = pd.read_csv(tiny_run / "results" / "tiny" / "summary.csv")
-    assert sorted(summary["phase"]) == ["decode", "prefill"]
+    rows = summary[summary["phase"].isin(["vision", "image_prefill", "first_token"])]
+    assert len(rows) == 3 and set(rows["verdict"]) == {"no claim"}
+    assert (rows["gain_ci_low"] <= rows["gain"]).all() and (rows["n_pairs"] == 3).all()
+    text = (tiny_run / "results" / "tiny" / "summary.md").read_text()
+    assert "## The vision phase (image questions)" in text
+
+
+def test_summary_has_every_phase_and_a_verdict(tiny_run):
+    summary = pd.read_csv(tiny_run / "results" / "tiny" / "summary.csv")
+    assert list(summary["phase"]) == ["prefill", "decode", "vision", "image_prefill", "first_token"]
     assert (summary["ci_low"] <= summary["ratio"]).all()
     assert (summary["ratio"] <= summary["ci_high"]).all()
     assert set(summary["verdict"]) == {"no claim"}  # the tiny config makes no claim

@@ -81,6 +81,7 @@ rule run_bench:
     input:
         **BENCH_INPUTS,
         bandwidth=get_bandwidth,  # the probe runs first, on a device not yet warm
+        images=list(VISION_IMAGES.values()),  # the vision phase's, for a vision model
     output:
         runs="results/{experiment}/runs/{device}/{model}.json",
     log:
@@ -94,6 +95,8 @@ rule run_bench:
         device=get_device_spec,
         variants=get_variant_specs,
         bench=MAIN_BENCH,
+        image_names=list(VISION_IMAGES),
+        model_formats=MODEL_FORMATS,
         pairs=JUDGED_PAIRS,
         ci_level=config["stats"]["ci_level"],
         # `--config remeasure=<label>`: measure again what was not measured under that label
@@ -111,6 +114,7 @@ rule profile_kernels:
     input:
         **BENCH_INPUTS,
         runs="results/{experiment}/runs/{device}/{model}.json",
+        images=list(VISION_IMAGES.values()),  # the image questions' own profile
     output:
         index="results/{experiment}/profiles/{device}/{model}.json",
     log:
@@ -124,6 +128,8 @@ rule profile_kernels:
         device=get_device_spec,
         variants=get_variant_specs,
         bench=MAIN_BENCH,
+        image_names=list(VISION_IMAGES),
+        model_formats=MODEL_FORMATS,
         # what the profiler needs (the checks' thresholds are the validity rule's)
         attribution={"sample_hz": config["attribution"]["sample_hz"]},
     message:

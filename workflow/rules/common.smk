@@ -11,7 +11,13 @@ WORKFLOW_ROOT = Path(workflow.current_basedir).resolve().parents[1]
 SCRIPTS = WORKFLOW_ROOT / "workflow" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
-from mnnrepro.config import ConfigError, canonical, prompt_images, use_this_package  # noqa: E402
+from mnnrepro.config import (  # noqa: E402
+    ConfigError,
+    canonical,
+    prompt_images,
+    use_this_package,
+    vision_images,
+)
 from mnnrepro.plan.experiment import resolve as resolve_experiment  # noqa: E402
 from mnnrepro.plan.plan import (  # noqa: E402
     GGUF_MODEL_DIR,
@@ -28,8 +34,10 @@ try:  # the config given (or the default, or a replayed archive's), checked and 
         default_config=WORKFLOW_ROOT / "config" / "config.yaml",
         schema=WORKFLOW_ROOT / "workflow" / "schemas" / "config.schema.yaml",
     )
-    # configured image -> its file (a replay re-derives from the archive: no images needed)
+    # configured image -> its file (a replay re-derives from the archive: no images needed):
+    # the gate's image prompts, the vision phase's image set
     PROMPT_IMAGES = {} if THE_EXPERIMENT.replay else prompt_images(config, WORKFLOW_ROOT)
+    VISION_IMAGES = {} if THE_EXPERIMENT.replay else vision_images(config, WORKFLOW_ROOT)
 except ConfigError as err:  # names the key, file or archive, before any job runs
     raise WorkflowError(str(err)) from None
 PLAN = Plan(config, THE_EXPERIMENT, SCRIPTS)
@@ -99,11 +107,8 @@ get_userland, get_reference_greedy = PLAN.userland, PLAN.reference_greedy
 get_emulation_tables, get_final_output = PLAN.emulation_tables, PLAN.final_output
 get_profile_index, get_profile_indexes = PLAN.profile_index, PLAN.profile_indexes
 get_kernel_table, get_model_spec = PLAN.kernel_table, PLAN.model_spec
-get_checkpoint, get_engine_spec, engine_name = (
-    PLAN.checkpoint,
-    PLAN.engine_spec,
-    PLAN.engine_name,
-)
+get_checkpoint, get_checkpoint_dirs = PLAN.checkpoint, PLAN.checkpoint_dirs
+get_engine_spec, engine_name = PLAN.engine_spec, PLAN.engine_name
 get_device_spec, get_variant_specs = PLAN.device_spec, PLAN.variant_specs
 get_device_facts = PLAN.device_facts
 get_model_dirs, get_engine_files = PLAN.model_dirs, PLAN.engine_files

@@ -141,6 +141,7 @@ rule convert_gguf_model:
 rule describe_model_layout:
     input:
         model=MNN_MODEL_DIR,
+        checkpoint=get_checkpoint_dirs,  # its vision encoder's dimensions, where known
     output:
         layout="results/models/{model}/layout.json",
     log:

@@ -1,6 +1,7 @@
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
 from mnnrepro.runs.profile import profile_for_rule
+from mnnrepro.runs.vision import vision_images
 
 log_to(snakemake.log[0])
 index = profile_for_rule(
@@ -13,6 +14,12 @@ index = profile_for_rule(
     bench=snakemake.params.bench,
     attribution=snakemake.params.attribution,
     out_dir=snakemake.params.out_dir,
+    images=vision_images(
+        snakemake.params.image_names,
+        snakemake.input.images,
+        snakemake.params.model_formats,
+        snakemake.input.model,
+    ),
 )
 index.update(experiment=snakemake.wildcards.experiment, model=snakemake.wildcards.model)
 write_json(snakemake.output.index, index)

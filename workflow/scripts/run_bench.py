@@ -1,8 +1,19 @@
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
 from mnnrepro.runs.benchmark import run_plan_for_rule
+from mnnrepro.runs.vision import vision_images
 
 log_to(snakemake.log[0])
+images = (  # the vision phase: the main benchmark of a model that takes images (no sweep)
+    vision_images(
+        snakemake.params.image_names,
+        snakemake.input.images,
+        snakemake.params.model_formats,
+        snakemake.input.model,
+    )
+    if hasattr(snakemake.params, "image_names")
+    else []
+)
 index = run_plan_for_rule(
     device_name=snakemake.wildcards.device,
     device_spec=snakemake.params.device,
@@ -15,6 +26,7 @@ index = run_plan_for_rule(
     pairs=[tuple(p) for p in snakemake.params.pairs],
     ci_level=snakemake.params.ci_level,
     remeasure=snakemake.params.remeasure,
+    images=images,
 )
 index.update(experiment=snakemake.wildcards.experiment, model=snakemake.wildcards.model)
 if hasattr(snakemake.wildcards, "point"):  # a sweep point (rule run_sweep)

@@ -1,15 +1,13 @@
-from pathlib import Path
-
 from mnnrepro.analysis.correctness import forced_plan, gate_prompts, label_answers
 from mnnrepro.analysis.verdict import check_device_for
 from mnnrepro.config import comparison_pairs
 from mnnrepro.devices.factory import make_device
-from mnnrepro.files import read_json, sha256_file, write_json
+from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
-from mnnrepro.models.formats import FORMATS
-from mnnrepro.models.mnn_files import is_vision_model
+from mnnrepro.models.mnn_files import reads_images
 from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.greedy import run_greedy
+from mnnrepro.runs.staging import stage_images
 
 log = log_to(snakemake.log[0])
 gate = snakemake.params.correctness
@@ -24,24 +22,12 @@ for _, treatment_variant in comparison_pairs(comparison):  # before any run
         comparison.get("on_non_sme2_device", "fail"),
     )
 model_dirs = dict(zip(snakemake.params.model_formats, snakemake.input.model, strict=True))
-vision = any(  # image prompts: the format whose export carries the vision encoder
-    FORMATS[fmt].reads_images and is_vision_model(path) for fmt, path in model_dirs.items()
-)
+vision = reads_images(model_dirs)  # image prompts only where the model takes images
 
 
 def gate_answers(device) -> dict:
-    configured = zip(snakemake.params.image_names, snakemake.input.images, strict=True)
-    images = (  # only a vision model reads images; staged like everything else (by hash)
-        {
-            name: {
-                "device_path": device.stage(path, f"prompts/{i}-{Path(path).name}"),
-                "sha256": sha256_file(path),
-            }
-            for i, (name, path) in enumerate(configured)
-        }
-        if vision
-        else {}
-    )
+    configured = list(zip(snakemake.params.image_names, snakemake.input.images, strict=True))
+    images = stage_images(device, configured) if vision else {}  # only a vision model reads them
     prompts = gate_prompts(gate, images, vision)
     print(f"gate prompts: {[p['label'] for p in prompts]}", file=log)
     variants = snakemake.params.variants

@@ -206,21 +206,37 @@ def run_variants(config: dict) -> dict:
 
 
 def prompt_images(config: dict, workflow_dir: str | Path) -> dict[str, str]:
-    """Each `correctness.image_prompts[].image` as configured -> the file it names.
+    """Each `correctness.image_prompts[].image` as configured -> the file it names."""
+    prompts = config.get("correctness", {}).get("image_prompts", [])
+    return find_images(
+        [(f"correctness.image_prompts.{i}.image", p["image"]) for i, p in enumerate(prompts)],
+        workflow_dir,
+    )
+
+
+def vision_images(config: dict, workflow_dir: str | Path) -> dict[str, str]:
+    """Each `bench.vision.images[]` (the vision phase's image set) -> the file it names."""
+    images = config.get("bench", {}).get("vision", {}).get("images", [])
+    return find_images(
+        [(f"bench.vision.images.{i}", name) for i, name in enumerate(images)], workflow_dir
+    )
+
+
+def find_images(named: list[tuple[str, str]], workflow_dir: str | Path) -> dict[str, str]:
+    """(config key, image as configured) -> {image as configured: its file}.
 
     A relative path is looked up in the working directory first, then in the workflow's
     own directory (where the images shipped with the workflow are, e.g. config/images/).
     """
     found, problems = {}, []
-    for i, prompt in enumerate(config.get("correctness", {}).get("image_prompts", [])):
-        name = prompt["image"]
+    for key, name in named:
         candidates = (
             [Path(name)] if Path(name).is_absolute() else [Path(name), Path(workflow_dir, name)]
         )
         hit = next((c for c in candidates if c.is_file()), None)
         if hit is None:
             problems.append(
-                f"config key `correctness.image_prompts.{i}.image`: no file {name!r} "
+                f"config key `{key}`: no file {name!r} "
                 f"(looked in {', '.join(str(c.parent.resolve()) for c in candidates)})"
             )
         else:

@@ -22,6 +22,11 @@ import pandas as pd
 from scipy import stats as sps
 
 PHASES = ("prefill", "decode")  # what every benchmark measures, in this order
+# what a benchmark of a vision model also measures (bench.vision), in this order: the image
+# encoder, the image prompt's prefill, and the time to the first token, which holds both
+VISION_PHASES = ("vision", "image_prefill", "first_token")
+ALL_PHASES = PHASES + VISION_PHASES
+SPANNING_PHASES = ("first_token",)  # its time holds other phases' times
 
 INTERVALS = ("t", "bootstrap")
 

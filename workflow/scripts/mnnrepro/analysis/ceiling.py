@@ -17,6 +17,14 @@ Prefill arithmetic (`prefill_ops_per_token`): 2 operations (multiply + add) per 
 decoder's matrix products, weights counted from the weight file's bytes and the quantization
 (bits/8 + 8 bytes of scale and zero point per block, MNN's asymmetric layout) minus the output
 head (computed for the last prompt token only); attention's own products are not counted.
+
+Vision arithmetic (`vision_ops_per_image_token`, a model with a vision encoder whose
+transformers config is known: a synthetic or exported model): 2 operations per weight of the
+encoder's matrix products for every patch an image token is merged from (patch embedding,
+each block's attention projections and MLP), plus the patch merger and each deepstack merger
+once per image token - from the config's dimensions (Qwen3-VL's `vision_config`), since
+MNN's visual.mnn.weight mixes quantizations; attention's own products are not counted.
+None for a model downloaded already converted (no config to read).
 """
 
 from __future__ import annotations
@@ -82,16 +90,37 @@ def prefill_ops_per_token(layout: dict) -> float | None:
     return 2 * decoder_bytes / per_weight
 
 
+def vision_ops_per_image_token(vision: dict) -> float | None:
+    """Operations of the vision encoder's matrix products per image token (the rule in this
+    module's docstring), from a Qwen3-VL `vision_config`; None without one."""
+    try:
+        h, i, depth = vision["hidden_size"], vision["intermediate_size"], vision["depth"]
+        merge = vision["spatial_merge_size"] ** 2  # patches per image token
+        patch = (
+            vision.get("in_channels", 3) * vision["temporal_patch_size"] * vision["patch_size"] ** 2
+        )
+        merged = h * merge  # a merger's input: the merged patches side by side
+        mergers = 1 + len(vision.get("deepstack_visual_indexes") or [])
+    except (KeyError, TypeError):
+        return None
+    per_patch = patch * h + depth * (4 * h * h + 2 * h * i)
+    per_merger = merged * merged + merged * vision["out_hidden_size"]
+    return 2.0 * (merge * per_patch + mergers * per_merger)
+
+
 def ceiling_tps(bandwidth_gb_per_s: float, bytes_per_token: int) -> float:
     """The decode speed the measured read bandwidth allows (an upper bound)."""
     return bandwidth_gb_per_s * GB / bytes_per_token
 
 
-def describe_model(model_dir: str | Path) -> dict:
-    """layout.json of a model: what the arithmetic read from its files, and the results."""
+def describe_model(model_dir: str | Path, checkpoint_config: str | Path | None = None) -> dict:
+    """layout.json of a model: what the arithmetic read from its files, and the results;
+    checkpoint_config: the transformers config.json it was converted from, where known."""
     layout = model_layout(model_dir)
+    vision = _json(Path(checkpoint_config)).get("vision_config") if checkpoint_config else None
     return {
         **layout,
         "decode_bytes_per_token": decode_bytes_per_token(layout),
         "prefill_ops_per_token": prefill_ops_per_token(layout),
+        "vision_ops_per_image_token": vision_ops_per_image_token(vision) if vision else None,
     }

@@ -88,6 +88,7 @@ def mechanism_section(mechanism: dict, sweep: pd.DataFrame | None) -> list[str]:
             f"{num(r['prefill_gops'], '.1f')} | {num(r['prefill_joules_per_token'], '.3g')} "
             f"| {num(r['decode_joules_per_token'], '.3g')} |"
         )
+    out += vision_arithmetic(mechanism["variants"])
     sources = sorted({r["power_source"] for r in mechanism["variants"] if r["power_source"]})
     out += ["", "### Energy per token", ""]
     if mechanism["energy"]:
@@ -131,4 +132,29 @@ def mechanism_section(mechanism: dict, sweep: pd.DataFrame | None) -> list[str]:
                 f"[{pct(r['gain_ci_low'])}, {pct(r['gain_ci_high'])}] | "
                 f"{conditions(pd.Series(r))} | {sweep_checks_text(r)} |"
             )
+    return out
+
+
+def vision_arithmetic(variants: list[dict]) -> list[str]:
+    """The vision encoder's GOPS (a vision model): 2 x its matrix weights per patch, from the
+    checkpoint's dimensions (analysis/ceiling.py), x image tokens per second."""
+    rows = [r for r in variants if not pd.isna(r.get("vision_tps"))]
+    if not rows:
+        return []
+    out = [
+        "",
+        "Vision encoder (the image questions' `vision` phase): GOPS = operations of its matrix "
+        "products per image token (from the checkpoint's dimensions; n/a for a model downloaded "
+        "already converted) x image tokens/s; MP/s = pixels encoded / s.",
+        "",
+        "| device | model | variant | image tokens/s | MP/s | GOP / image token | vision GOPS |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        ops = r["vision_ops_per_image_token"]
+        out.append(
+            f"| {r['device']} | {r['model']} | {r['variant']} | {num(r['vision_tps'], '.1f')} | "
+            f"{num(r['vision_mp_per_s'], '.3g')} | {num(ops and ops / 1e9, '.3g')} | "
+            f"{num(r['vision_gops'], '.2f')} |"
+        )
     return out

@@ -53,6 +53,11 @@ MECHANISM_COLUMNS = [
     "prefill_joules_per_token",
     "decode_joules_per_token",
     "power_source",
+    # the vision phase (a vision model): image tokens/s, the encoder's arithmetic, MP/s
+    "vision_tps",
+    "vision_ops_per_image_token",
+    "vision_gops",
+    "vision_mp_per_s",
 ]
 
 
@@ -110,6 +115,13 @@ def mechanism_table(
         bw = bandwidth.get((device, engine, threads)) or bandwidth.get((device, engine, 0), {})
         ceiling = ceiling_tps(bw["median_gb_per_s"], per_token) if bw and per_token else None
         sources = sorted(set(group["power_source"].dropna().astype(str)))
+        vision = group[group["phase"] == "vision"]
+        vision_tps, vision_ops = _median(vision, "tps"), layout.get("vision_ops_per_image_token")
+        mp_per_s = (
+            (vision["pixels_mp"] / vision["seconds"]).median()
+            if len(vision) and "pixels_mp" in vision
+            else None
+        )
         rows.append(
             {
                 "experiment": config["experiment"],
@@ -130,6 +142,10 @@ def mechanism_table(
                 "prefill_joules_per_token": _median(prefill, "joules_per_token"),
                 "decode_joules_per_token": _median(decode, "joules_per_token"),
                 "power_source": "; ".join(sources),
+                "vision_tps": vision_tps,
+                "vision_ops_per_image_token": vision_ops,
+                "vision_gops": vision_ops * vision_tps / GB if vision_ops and vision_tps else None,
+                "vision_mp_per_s": mp_per_s,
             }
         )
     return pd.DataFrame(rows, columns=MECHANISM_COLUMNS)

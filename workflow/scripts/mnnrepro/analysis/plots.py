@@ -5,7 +5,9 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-PHASE_ORDER = ["prefill", "decode"]
+from mnnrepro.stats import ALL_PHASES
+
+PHASE_ORDER = list(ALL_PHASES)  # prefill, decode, then the vision phases where measured
 
 
 def runs_chart(bench: pd.DataFrame) -> alt.Chart:

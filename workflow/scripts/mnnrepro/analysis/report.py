@@ -11,6 +11,7 @@ from mnnrepro.analysis.attribution import where_time_goes
 from mnnrepro.analysis.emulation import emulation_section
 from mnnrepro.analysis.explaining import mechanism_section
 from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct
+from mnnrepro.analysis.vision import vision_section
 from mnnrepro.config import comparison_pairs
 from mnnrepro.stats import reps_text
 
@@ -63,11 +64,12 @@ def verdicts_section(summary: pd.DataFrame, document: dict) -> list[str]:
     ]
     for row in summary.itertuples():
         ci = f"[{pct(row.gain_ci_low)}, {pct(row.gain_ci_high)}]"
-        expected = (
-            f"claim {pct(row.claim_gain)} ± {row.tolerance:.0%}"
-            if not pd.isna(row.claim_gain)
-            else f"{row.expectation} (± {row.tolerance:.0%})"
-        )
+        if not pd.isna(row.claim_gain):
+            expected = f"claim {pct(row.claim_gain)} ± {row.tolerance:.0%}"
+        elif row.expectation == "claim":  # judged against a claim, and none is made here
+            expected = "no claim"
+        else:
+            expected = f"{row.expectation} (± {row.tolerance:.0%})"
         reference = getattr(row, "reference_gain", None)  # absent in older archives
         if reference is not None and not pd.isna(reference):
             expected = f"no claim; reference {pct(reference)}, not judged"
@@ -254,6 +256,7 @@ def markdown(
             *header_section(document),
             *verdicts_section(summary, document),
             *side_by_side_section(summary),
+            *vision_section(summary, document),
             *validity_section(document),
             *(emulation_section(list(emulation)) if len(emulation) else []),
             *statistics_section(summary, document, facts),

@@ -9,7 +9,7 @@ import pandas as pd
 
 from mnnrepro.analysis import verdict as vd
 from mnnrepro.config import comparison_pairs
-from mnnrepro.stats import PHASES, aa_stable, compare_phase, reps_text
+from mnnrepro.stats import ALL_PHASES, PHASES, aa_stable, compare_phase, reps_text
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,13 @@ def device_modes(facts: dict[str, dict], engines: dict[str, dict], config: dict)
         for name, f in facts.items():
             modes[(pair, name)] = vd.check_device_for(treatment, f, policy)
     return modes
+
+
+def measured_phases(group: pd.DataFrame, pair: tuple[str, str]) -> list[str]:
+    """The phases both variants of the pair measured, in order: prefill and decode always;
+    the vision phases where the model takes images and both engines took them."""
+    both = [set(group[group["variant"] == v]["phase"]) for v in pair]
+    return [p for p in ALL_PHASES if p in PHASES or all(p in phases for phases in both)]
 
 
 EXPECTATIONS = {"claim": "claim", "fallback": "no regression", "equal": "no difference"}
@@ -285,7 +292,7 @@ def summarize(
                 + run_problems(group, pair, hot_start)
             )
             mode = (modes or {}).get((pair, device), "claim")
-            for phase in PHASES:
+            for phase in measured_phases(group, pair):
                 part = group[group["phase"] == phase]
                 result = compare_phase(part, *pair, stats_cfg, rng, df)
                 claim = claims.get(phase) if mode == "claim" else None

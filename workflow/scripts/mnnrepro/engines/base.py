@@ -34,6 +34,8 @@ class EngineKind:
     # run through the prebuilt runner (runs/prebuilt_runner.py), whose timing loop a
     # measurement then depends on
     runs_through_runner = False
+    # asks the vision phase's image questions (bench.vision; runs/vision.py) in its benchmark
+    takes_images = False
 
     source_section = ""  # a from-source kind: the top-level config key of its source tree
     # the environment variable that switches the kind's SME kernels off in the same binary

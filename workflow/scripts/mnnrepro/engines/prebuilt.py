@@ -23,6 +23,7 @@ class PrebuiltEngine(EngineKind):
     integer_env = ("MNN_CPU_TARGET",)
     record_name = "engine.json"
     runs_through_runner = True
+    takes_images = True  # the runner's image questions (runs/prebuilt_runner.py)
     sme2_vector_lengths_bits = (512,)  # the wheel's SME2 kernels are MNN's (mnn_build.py)
 
     def __init__(self, record: dict, receipt: dict):
@@ -65,6 +66,10 @@ class PrebuiltEngine(EngineKind):
             "--warmup",
             str(bench["warmup"]),
         ]
+        vision = bench.get("vision_set")  # staged images: the vision phase (runs/benchmark.py)
+        if vision:
+            images = [i["device_path"] for i in vision["images"]]
+            argv += ["--images", json.dumps(images), "--image-text", vision["text"]]
         return argv, {}
 
     def read_bench(self, device, result, out: str) -> dict:

@@ -20,6 +20,14 @@ def is_vision_model(model_dir: str | os.PathLike) -> bool:
     return llm_config.is_file() and bool(read_json(llm_config).get("is_visual"))
 
 
+def reads_images(model_dirs: dict[str, str]) -> bool:
+    """Whether a model, given as format -> its folder, takes images: the format whose export
+    carries the vision encoder holds one (image prompts in the gate, the vision phase)."""
+    from mnnrepro.models.formats import FORMATS
+
+    return any(FORMATS[f].reads_images and is_vision_model(d) for f, d in model_dirs.items())
+
+
 def missing_files(model_dir: Path) -> list[str]:
     required = REQUIRED_FILES + (VISION_FILES if is_vision_model(model_dir) else ())
     return [f for f in required if not (model_dir / f).is_file()]

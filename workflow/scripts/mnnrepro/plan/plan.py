@@ -209,6 +209,11 @@ class Plan:
             return f"resources/checkpoints/{wildcards.model}"
         return source["path"]
 
+    def checkpoint_dirs(self, wildcards) -> list[str]:
+        """The checkpoint a model was converted from, where the workflow has it (the vision
+        encoder's dimensions are read from its config.json); none for a converted download."""
+        return [self.checkpoint(wildcards)] if wildcards.model in self.convertible_models else []
+
     def engine_spec(self, wildcards) -> dict:
         return canonical(self.config["engines"][self.engine_of_key[wildcards.engine]])
 

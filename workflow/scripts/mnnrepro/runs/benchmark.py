@@ -26,6 +26,7 @@ from mnnrepro.runs.power import PowerSampler, unavailable
 from mnnrepro.runs.precision import stopping_decision
 from mnnrepro.runs.schedule import Invocation
 from mnnrepro.runs.staging import RUNNER, check_receipt, engine_files
+from mnnrepro.runs.vision import measured_vision, with_vision_set
 from mnnrepro.stats import block_range
 
 log = logging.getLogger(__name__)
@@ -246,7 +247,8 @@ def run_schedule(
     per_block = len({inv.variant for inv in plan})
     for number, inv in enumerate(plan, 1):
         spec = specs[inv.variant]
-        key = measurement_key(spec, measured)
+        vision = measured_vision(bench, spec["engine"])
+        key = measurement_key(spec, {**measured, **({"vision": vision} if vision else {})})
         path = raw_path(raw_dir, inv)
         progress = f"{device.name}: [{number}/{len(plan)}] {inv.variant} rep {inv.block}"
         record = done_record(path, key, remeasure)
@@ -367,7 +369,10 @@ def run_plan_for_rule(
     pairs: list[tuple[str, str]] = (),
     ci_level: float = 0.95,
     remeasure: str = "",
+    images: list[tuple[str, str]] = (),
 ) -> dict:
+    """images: (name as configured, local file) of the vision phase's image set, for a vision
+    model (none: no vision phase); the question asked is bench["vision"]["text"]."""
     from mnnrepro.devices.factory import make_device
     from mnnrepro.runs.schedule import interleaved
 
@@ -383,8 +388,9 @@ def run_plan_for_rule(
     try:
         with holding(device.lock_key, device.name):  # one job per device at a time
             runs, stopping = run_schedule(
-                device, plan, specs, read_json(receipt), bench, raw_dir, stop, remeasure
-            )
+                device, plan, specs, read_json(receipt), with_vision_set(device, bench, images),
+                raw_dir, stop, remeasure,
+            )  # fmt: skip
     finally:
         device.close()
     return {"device": device_name, "emulated": device.emulated, "runs": runs, "stopping": stopping}

@@ -19,9 +19,20 @@ in most of our tries on this host; so each phase is timed here around ``forward(
 which include picking the greedy token (MNN's sampler does the same inside its timer). The
 context length MNN reports after each phase is recorded as a cross-check.
 
-``warmup`` unmeasured runs come first, in the same process (llm_bench drops its first run
-the same way). The model is loaded once per process, so one invocation of this script is
-one replicate, like one llm_bench launch.
+With ``--images`` (a vision model: the vision phase), after the text phases and in the same
+process, each image question (``<img>path</img>text`` in the chat template) is asked once
+into an empty context: ``vision`` is the image encoder's time by MNN's own timer
+(``context.vision_us``: ``tokenizer_encode`` runs the vision encoder and fills it, with
+``pixels_mp``, the pixels it encoded after resizing to the model's ``image_size``), tokens =
+the image tokens it produced; ``image_prefill`` is the prefill of the whole image prompt
+(image and text tokens) around ``forward()``; ``first_token`` is the time from the question to
+its first token (encode + prefill + the greedy pick), tokens = questions. Each phase sums the
+image set (one entry per phase and invocation); image decoding and resizing happen inside
+MNN's encode call, the camera and the app do not exist here.
+
+``warmup`` unmeasured runs come first (the vision phase's just before it), in the same
+process (llm_bench drops its first run the same way). The model is loaded once per process,
+so one invocation of this script is one replicate, like one llm_bench launch.
 
 ``greedy`` mode instead answers fixed prompts with greedy decoding and writes the
 token ids, with every step's top-k logits: the correctness gate compares them across
@@ -127,6 +138,67 @@ def time_phases(llm, prompt_tokens: int, generate_tokens: int) -> dict:
     }
 
 
+def image_pad_id(config_path: str) -> int | None:
+    """MNN's `image_pad` token id (llm_config.json beside config.json): an encoded image
+    prompt holds it once per vision token."""
+    path = os.path.join(os.path.dirname(os.path.abspath(config_path)), "llm_config.json")
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh).get("image_pad")
+
+
+def time_vision(llm, images: list[str], text: str, image_pad: int | None) -> dict:
+    """The vision phase over the image set: each image question into an empty context."""
+    totals = {"vision_s": 0.0, "image_tokens": 0, "pixels_mp": 0.0}
+    totals.update(prefill_s=0.0, prompt_tokens=0, first_token_s=0.0, questions=0)
+    vision_from = device_clock()
+    for image in images:
+        llm.reset()
+        prompt = llm.apply_chat_template(f"<img>{image}</img>{text}")
+        start = time.perf_counter()
+        ids = list(llm.tokenizer_encode(prompt))  # runs the vision encoder
+        encoded = time.perf_counter()
+        _argmax(llm.forward(ids))
+        first = time.perf_counter()
+        context = llm.context
+        totals["vision_s"] += context.vision_us / 1e6
+        totals["pixels_mp"] += float(context.pixels_mp)
+        totals["image_tokens"] += sum(1 for i in ids if i == image_pad)
+        totals["prefill_s"] += first - encoded
+        totals["prompt_tokens"] += len(ids)
+        totals["first_token_s"] += first - start
+        totals["questions"] += 1
+    return {**totals, "window": [vision_from, device_clock()]}
+
+
+def vision_results(vision: dict) -> list[dict]:
+    """The vision phase's entries of a bench record (tok/s = tokens / seconds, as every
+    phase's; the vision entry's MP/s is pixels_mp / seconds)."""
+    return [
+        {
+            "phase": "vision",
+            "tokens": vision["image_tokens"],
+            "seconds": vision["vision_s"],
+            "tps": vision["image_tokens"] / vision["vision_s"],
+            "pixels_mp": vision["pixels_mp"],
+            "context_start": 0,
+        },
+        {
+            "phase": "image_prefill",
+            "tokens": vision["prompt_tokens"],
+            "seconds": vision["prefill_s"],
+            "tps": vision["prompt_tokens"] / vision["prefill_s"],
+            "context_start": 0,
+        },
+        {
+            "phase": "first_token",
+            "tokens": vision["questions"],
+            "seconds": vision["first_token_s"],
+            "tps": vision["questions"] / vision["first_token_s"],
+            "context_start": 0,
+        },
+    ]
+
+
 def device_clock() -> float:
     """Seconds on this device's boot-time clock (CLOCK_BOOTTIME, what /proc/uptime counts):
     the clock the power samples are stamped with, on the device itself, so each phase's
@@ -195,12 +267,22 @@ def run_bench(args) -> dict:
     load_start = time.perf_counter()
     llm, printed = load_llm(args.config, runtime)
     load_s = time.perf_counter() - load_start
+    images = json.loads(args.images)
+    image_pad = image_pad_id(args.config) if images else None
     warmups = 0
     for _ in range(args.warmup):
         time_phases(llm, args.prompt_tokens, args.generate_tokens)
         warmups += 1
     run = time_phases(llm, args.prompt_tokens, args.generate_tokens)
+    # the vision phase last: after an image prompt, the 3.6.1 wheel keeps the image's
+    # positions, and a text-only forward() of another length crashes (a broadcast error)
+    vision = None
+    for _ in range(args.warmup if images else 0):
+        time_vision(llm, images, args.image_text, image_pad)
+    if images:
+        vision = time_vision(llm, images, args.image_text, image_pad)
     produced = run["produced"]
+    windows = {**run["windows"], **({"vision": vision["window"]} if vision else {})}
     return {
         "kind": "bench",
         "runtime": runtime,
@@ -212,7 +294,7 @@ def run_bench(args) -> dict:
             "after_decode": run["context_after_decode"],
         },
         # when each measured phase ran, on the device's CLOCK_BOOTTIME (seconds)
-        "phase_clock": {"clock": "CLOCK_BOOTTIME", **run["windows"]},
+        "phase_clock": {"clock": "CLOCK_BOOTTIME", **windows},
         "results": [
             {
                 "phase": "prefill",
@@ -228,6 +310,7 @@ def run_bench(args) -> dict:
                 "tps": len(produced) / run["decode_s"],
                 "context_start": args.prompt_tokens,
             },
+            *(vision_results(vision) if vision else []),
         ],
         "engine": engine_facts(printed),
     }
@@ -270,6 +353,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompt-tokens", type=int, default=512)
     parser.add_argument("--generate-tokens", type=int, default=128)
     parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument(
+        "--images", default="[]", help="JSON list of image files: the vision phase (bench)"
+    )
+    parser.add_argument("--image-text", default="", help="the question asked of each image")
     parser.add_argument("--prompts", default="[]", help="JSON list of prompts (greedy)")
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument(

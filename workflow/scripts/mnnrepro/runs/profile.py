@@ -21,7 +21,10 @@ from mnnrepro.files import read_json, sha256_file, write_json
 from mnnrepro.runs.benchmark import measurement_key, variant_specs
 from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.staging import check_receipt, engine_files
-from mnnrepro.stats import PHASES
+from mnnrepro.runs.vision import measured_vision, with_vision_set
+from mnnrepro.stats import PHASES, VISION_PHASES
+
+VISION = VISION_PHASES[0]  # the image questions' profiled invocation is named after the encoder
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +34,18 @@ TIMEOUT_FACTOR = 4
 
 
 def phase_bench(bench: dict, phase: str) -> dict:
-    """The benchmark settings of a profiled invocation that runs one phase."""
+    """The benchmark settings of a profiled invocation that runs one phase (`vision`: the
+    image questions after a 1-token prompt and 1 generated token; the others: no images)."""
+    if phase == VISION:
+        return {**bench, "prompt_tokens": 1, "generate_tokens": 1, "warmup": 0}
     if phase == "prefill":
-        return {**bench, "generate_tokens": 1, "warmup": 0}
-    return {**bench, "prompt_tokens": 1, "warmup": 0}
+        return {**bench, "generate_tokens": 1, "warmup": 0, "vision_set": None}
+    return {**bench, "prompt_tokens": 1, "warmup": 0, "vision_set": None}
+
+
+def profiled_phases(bench: dict, engine_record: dict) -> tuple[str, ...]:
+    """Prefill and decode; and the image questions, for an engine that asks them."""
+    return PHASES + ((VISION,) if measured_vision(bench, engine_record) else ())
 
 
 def profile_for_rule(
@@ -47,8 +58,10 @@ def profile_for_rule(
     bench: dict,
     attribution: dict,
     out_dir: str,
+    images: list[tuple[str, str]] = (),
 ) -> dict:
-    """Profile every variant in every phase on one device (resumable); the index of files."""
+    """Profile every variant in every phase on one device (resumable); the index of files.
+    images: the vision phase's image set (runs/vision.py), for a vision model."""
     from mnnrepro.devices.factory import make_device
 
     engines, built_dirs = {}, {}
@@ -70,7 +83,12 @@ def profile_for_rule(
     try:
         with holding(device.lock_key, device.name):
             check_receipt(device, staged)
-            index = [profile(v, p) for v in sorted(variants) for p in PHASES]
+            bench = with_vision_set(device, bench, images)
+            index = [
+                profile(v, p)
+                for v in sorted(variants)
+                for p in profiled_phases(bench, specs[v]["engine"])
+            ]
     finally:
         device.close()
     return {"device": device_name, "emulated": device.emulated, "profiles": index}
@@ -86,6 +104,9 @@ def profile_one(device, variant, phase, spec, receipt, bench, attribution, path,
         "sample_hz": attribution["sample_hz"],
         "profiler": device.kind,
     }
+    vision = measured_vision(bench, record)
+    if vision:  # the image questions: which images, by content
+        measured["vision"] = vision
     key = measurement_key(spec, measured)
     entry = {"variant": variant, "phase": phase, "path": str(path)}
     if path.is_file() and read_json(path).get("profile_key") == key:

@@ -93,3 +93,15 @@ def engine_files(record: dict, receipt: dict) -> dict[str, str]:
     if kind.runs_through_runner:
         files[receipt["runner"]] = sha256_file(RUNNER)
     return files
+
+
+def stage_images(device, images: list[tuple[str, str]]) -> dict[str, dict]:
+    """Prompt images (name as configured, local file) onto the device, staged like everything
+    else (by hash): name -> {device_path, sha256}."""
+    return {
+        name: {
+            "device_path": device.stage(path, f"prompts/{i}-{Path(path).name}"),
+            "sha256": sha256_file(path),
+        }
+        for i, (name, path) in enumerate(images)
+    }
