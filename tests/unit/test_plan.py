@@ -75,3 +75,26 @@ def test_every_engine_has_one_key_and_record(root, rel):
     for engine in plan.engines:
         record = plan.engine_record(engine)
         assert record.startswith(f"{plan.engines_dir}/{plan.engine_keys[engine]}/")
+
+
+def test_bisection_refuses_what_it_cannot_walk_naming_the_key():
+    from mnnrepro.config import ConfigError
+    from mnnrepro.plan.bisect import repository, source_of
+
+    config = {
+        "mnn": {"source": {"archive": "https://example.invalid/mnn.tgz", "sha256": "0" * 64}},
+        "engines": {
+            "wheel": {"prebuilt": {"pypi": "mnn==3.6.1"}},
+            "built": {"build": {"platform": "host"}},
+            "own": {"build": {"platform": "host", "source": {"path": "../MNN"}}},
+        },
+    }
+    with pytest.raises(ConfigError, match="--engine 'wheel': a prebuilt engine is not built"):
+        source_of(config, "wheel")
+    with pytest.raises(ConfigError, match="--engine 'nope': not an engine"):
+        source_of(config, "nope")
+    where = source_of(config, "built")
+    with pytest.raises(ConfigError, match=r"config key `mnn.source`: bisection walks a git"):
+        repository(config, where)
+    assert source_of(config, "own") == ("engines", "own", "build", "source")
+    assert repository(config, source_of(config, "own")).endswith("/MNN")  # a checkout's history

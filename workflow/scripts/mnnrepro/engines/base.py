@@ -52,12 +52,28 @@ class EngineKind:
     def config_problems(cls, engines: dict[str, dict], config: dict) -> list[str]:
         """What the engines of this kind (name -> config entry) need of the rest of the config,
         one line per need, naming the key: its source tree, and a kind's own needs."""
-        if cls.from_source and "source" not in config.get(cls.source_section, {}):
+        without = sorted(
+            name
+            for name, spec in engines.items()
+            if cls.from_source and "source" not in cls.tree_of(spec, config)
+        )
+        if without:
             return [
-                f"config key `{cls.source_section}.source`: engines {sorted(engines)} are built "
-                f"from source; give `{cls.source_section}.source` ({cls.source_forms})"
+                f"config key `{cls.source_section}.source`: engines {without} are built "
+                f"from source; give `{cls.source_section}.source` ({cls.source_forms}), or "
+                f"each engine its own `engines.<name>.{cls.config_key}.source`"
             ]
         return []
+
+    @classmethod
+    def tree_of(cls, spec: dict, config: dict) -> dict:
+        """The source tree an engine of this kind is built from: the config's
+        `<source_section>`, with the engine's own `source` and `patches`
+        (`engines.<name>.<config_key>`) in place of the tree's where it names them."""
+        tree = dict(config.get(cls.source_section, {}))
+        own = spec.get(cls.config_key, {})
+        tree.update({key: own[key] for key in ("source", "patches") if key in own})
+        return tree
 
     @classmethod
     def platform(cls, spec: dict) -> str | None:

@@ -3,18 +3,18 @@
     python -m mnnrepro.plan.bisect CONFIG --engine NAME --good REF --bad REF \\
         --target results/engines/{engine_key}/build.json --bad-if 'EXPRESSION' [--cores N]
 
-The engine's source tree (`<tree>.source.git`: a URL or a local repository) is cloned once,
-bare, into the working directory's resources/bisect/; `git bisect` walks it (no checkout is
-touched). At each commit it tries, the config is the given one with the tree pinned to that
-commit (`<tree>.source.commit`), Snakemake makes the target with the workflow's rules (the
-same fetch, cached builds, gate and benchmark a run uses; a commit already tried reuses its
+The engine's source (`engines.<name>.build.source`, else `<tree>.source`: `git`, a URL or a
+local repository, or `path`, a local checkout) is mirrored once, bare, into the working
+directory's resources/bisect/; `git bisect` walks the mirror (no checkout is touched). At
+each commit it tries, the config is the given one with that source pinned to the commit,
+fetched from the mirror; Snakemake makes the target with the workflow's rules (the same
+fetch, cached builds, gate and benchmark a run uses; a commit already tried reuses its
 outputs), and EXPRESSION decides: true = bad. EXPRESSION is Python over `data`, the target
-read as JSON (a dict) or CSV (a pandas DataFrame), e.g.
-`data["sme2"]["sme2_kernel_count"] == 0` or
-`data[data.device == 'qemu-sme2-vl256'].judged.eq('wrong').any()`.
-A commit the workflow cannot make the target of (a build that fails) is skipped, as
-`git bisect skip` does. The target may name `{engine_key}` (the engine's results folder at
-that commit) and `{experiment}`.
+read as JSON (a dict) or CSV (a pandas DataFrame), e.g. `data["sme2"]["sme2_kernel_count"]
+== 0` or `data[data.device == 'qemu-sme2-vl256'].judged.eq('wrong').any()`. A commit the
+workflow cannot make the target of (a build that fails) is skipped, as `git bisect skip`
+does. The target may name `{engine_key}` (the engine's results folder at that commit) and
+`{experiment}`.
 
 Every step is written as it ends (`--output`, default results/bisect/<engine>.json): the
 commit, its subject, good / bad / skip, the target file with its sha256, what the expression
@@ -54,35 +54,46 @@ def git(repo: Path, *args: str) -> str:
     return proc.stdout.strip()
 
 
-def source_tree(config: dict, engine: str) -> str:
-    """The config key of the engine's source tree (`mnn`, `llamacpp`)."""
+def source_of(config: dict, engine: str) -> tuple[str, ...]:
+    """Where the engine's source is configured: (`engines`, name, key, `source`) for an engine
+    that names its own, else (its tree's section, `source`)."""
     from mnnrepro.engines.registry import kind_of_spec
 
     if engine not in config.get("engines", {}):
         raise ConfigError(f"--engine {engine!r}: not an engine of the config")
-    kind = kind_of_spec(config["engines"][engine])
+    spec = config["engines"][engine]
+    kind = kind_of_spec(spec)
     if not kind.from_source:
         raise ConfigError(f"--engine {engine!r}: a {kind.kind} engine is not built from source")
-    return kind.source_section
+    if "source" in spec[kind.config_key]:
+        return ("engines", engine, kind.config_key, "source")
+    return (kind.source_section, "source")
 
 
-def repository(config: dict, tree: str) -> str:
-    """The git repository the config's source tree comes from (a URL or a local path)."""
-    source = config.get(tree, {}).get("source", {})
-    if "git" not in source:
+def repository(config: dict, where: tuple[str, ...]) -> str:
+    """The git repository the engine's source comes from: its `git` (a URL or a local
+    repository) or its `path` (a local checkout: its history is walked, its files untouched)."""
+    source = config
+    for key in where:
+        source = source.get(key, {})
+    found = source.get("git") or source.get("path")
+    if not found:
         raise ConfigError(
-            f"config key `{tree}.source.git`: bisection walks a git repository (a URL or a "
-            "local path); this source has none"
+            f"config key `{'.'.join(where)}`: bisection walks a git repository (`git` or a "
+            "local checkout's `path`); an archive has no history"
         )
-    return source["git"]
+    return str(Path(found).expanduser().resolve()) if "git" not in source else found
 
 
-def pinned(config: dict, tree: str, repo: Path, commit: str) -> dict:
-    """The config with the tree's source at `commit` of the bisection's mirror (fetched by
+def pinned(config: dict, where: tuple[str, ...], repo: Path, commit: str) -> dict:
+    """The config with the engine's source at `commit` of the bisection's mirror (fetched by
     commit like any git source; the mirror serves any commit it holds, a local checkout
     need not be configured to)."""
     out = copy.deepcopy(config)
-    out[tree]["source"] = {"git": f"file://{repo.resolve()}", "commit": commit}
+    parent = out
+    for key in where[:-1]:
+        parent = parent[key]
+    parent[where[-1]] = {"git": f"file://{repo.resolve()}", "commit": commit}
     return out
 
 
@@ -118,10 +129,10 @@ def plan_of(config: dict, config_path: Path, root: Path):
     return Plan(config, experiment, root / "workflow" / "scripts")
 
 
-def try_commit(args, config: dict, tree: str, commit: str, repo: Path, root: Path) -> dict:
+def try_commit(args, config: dict, where: tuple, commit: str, repo: Path, root: Path) -> dict:
     """Make the target at `commit` with the workflow's rules and judge it: one step."""
     step_config = BISECT_DIR / f"{args.engine}-{commit[:12]}.yaml"
-    at_commit = pinned(config, tree, repo, commit)
+    at_commit = pinned(config, where, repo, commit)
     write_yaml(step_config, at_commit)
     plan = plan_of(at_commit, step_config, root)
     target = Path(
@@ -198,15 +209,16 @@ def bisect_step(repo: Path, verdict: str) -> str:
 def bisect(args, root: Path) -> dict:
     config_path = Path(args.config)
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
-    tree = source_tree(config, args.engine)
-    url = repository(config, tree)
+    where = source_of(config, args.engine)
+    url = repository(config, where)
     repo = mirror(url, args.engine)
     good, bad = (
         git(repo, "rev-parse", "--verify", f"{r}^{{commit}}") for r in (args.good, args.bad)
     )
     output = Path(args.output or f"results/bisect/{args.engine}.json")
     result = {
-        "engine": args.engine, "tree": tree, "repository": url, "config": str(config_path),
+        "engine": args.engine, "source_key": ".".join(where), "repository": url,
+        "config": str(config_path),
         "good": good, "bad": bad, "target": args.target, "bad_if": args.bad_if, "steps": [],
         "first_bad_commit": None,
     }  # fmt: skip
@@ -215,7 +227,7 @@ def bisect(args, root: Path) -> dict:
     try:
         while True:
             commit = git(repo, "rev-parse", "BISECT_HEAD")
-            step = try_commit(args, config, tree, commit, repo, root)
+            step = try_commit(args, config, where, commit, repo, root)
             result["steps"].append(step)
             write_json(output, result)
             print(f"{commit[:12]} {step['verdict']}: {step['subject']}", flush=True)

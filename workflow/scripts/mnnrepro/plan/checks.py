@@ -124,6 +124,11 @@ def missing_local_paths(config: dict) -> list[str]:
         source = config.get(section, {}).get("source", {})
         if "path" in source:
             named.append((f"{section}.source.path", source["path"]))
+    for name, spec in sorted(config.get("engines", {}).items()):
+        kind = kind_of_spec(spec)
+        own = spec.get(kind.config_key, {}).get("source", {}) if kind.from_source else {}
+        if "path" in own:
+            named.append((f"engines.{name}.{kind.config_key}.source.path", own["path"]))
     for name, spec in config.get("models", {}).items():
         local = spec.get("export", {}).get("from", {}).get("path")
         if local is not None:

@@ -75,8 +75,17 @@ class Plan:
         self.engine_keys = {n: self._engine_key(n, s) for n, s in config["engines"].items()}
         self.engine_of_key = {key: name for name, key in self.engine_keys.items()}
         self.source_trees = sorted({k.source_section for k in KINDS if k.from_source})
-        self.source_receipts = {
-            s: f"resources/{s}/{source_key(config, s)}/source.json" for s in self.source_trees
+        # every source tree to fetch, by (section, its key): each section's own, and each built
+        # engine's, which may name its own source or patches (several MNN sources side by side)
+        sections = [(s, config.get(s, {})) for s in self.source_trees]
+        engines = [
+            (self.engine_kinds[e].source_section, self.engine_tree(e)) for e in self.built_engines
+        ]
+        self.trees = {(s, source_key({s: tree}, s)): tree for s, tree in sections + engines}
+        self.section_receipts = {s: self.receipt_of(s, tree) for s, tree in sections}
+        self.engine_receipts = {
+            e: self.receipt_of(s, tree)
+            for e, (s, tree) in zip(self.built_engines, engines, strict=True)
         }
         # llama-quantize for this host: the GGUF is quantized here, whatever device runs it
         self.quantizer_dir = f"results/tools/llama-quantize-{source_key(config, 'llamacpp')}"
@@ -112,8 +121,19 @@ class Plan:
 
     def _engine_key(self, name: str, spec: dict) -> str:
         kind = kind_of_spec(spec)
-        section = kind.config_key if kind.from_source else None
-        return engine_key(name, spec, self.config, section, kind.source_section)
+        if not kind.from_source:
+            return engine_key(name, spec, self.config)
+        config = {**self.config, kind.source_section: kind.tree_of(spec, self.config)}
+        return engine_key(name, spec, config, kind.config_key, kind.source_section)
+
+    def engine_tree(self, engine: str) -> dict:
+        """The source tree a built engine is built from (EngineKind.tree_of)."""
+        return self.engine_kinds[engine].tree_of(self.config["engines"][engine], self.config)
+
+    @staticmethod
+    def receipt_of(section: str, tree: dict) -> str:
+        """resources/<section>/<the tree's key>/source.json: what fetch_source writes."""
+        return f"resources/{section}/{source_key({section: tree}, section)}/source.json"
 
     def models_from(self, source: str) -> list[str]:
         return [m for m in self.models if source in self.config["models"][m]]
@@ -260,17 +280,20 @@ class Plan:
         return canonical(spec[kind_of_spec(spec).config_key])
 
     def source_receipt(self, wildcards) -> str:
-        """The source tree an engine is built from: its kind's (MNN's, or llama.cpp's)."""
-        kind = self.engine_kinds[self.engine_of_key[wildcards.engine]]
-        return self.source_receipts[kind.source_section]
+        """The source tree an engine is built from: its kind's section (MNN's, llama.cpp's),
+        or its own source."""
+        return self.engine_receipts[self.engine_of_key[wildcards.engine]]
 
     def source_tree(self, wildcards) -> dict:
-        """What fetch_source provides for {tree}: its source, KleidiAI pin and patches."""
-        return canonical(self.config.get(wildcards.tree, {}))
+        """What fetch_source provides for {tree}/{source}: its source, KleidiAI pin and
+        patches."""
+        return canonical(self.trees.get((wildcards.tree, wildcards.source), {}))
 
     def source_patches(self, wildcards) -> list[str]:
-        """The patch files of {tree} (an input: an edited patch fails its sha256 at once)."""
-        return [p["path"] for p in self.config.get(wildcards.tree, {}).get("patches", [])]
+        """The patch files of {tree}/{source} (an input: an edited patch fails its sha256 at
+        once)."""
+        tree = self.trees.get((wildcards.tree, wildcards.source), {})
+        return [p["path"] for p in tree.get("patches", [])]
 
     def ndk_receipt(self, wildcards) -> list[str]:
         if self.build_spec(wildcards)["platform"] != "android-arm64":
