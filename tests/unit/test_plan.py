@@ -8,20 +8,13 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from mnnrepro.plan.experiment import resolve
 from mnnrepro.plan.plan import Plan, expand
+from mnnrepro.plan.plan import plan_of as plan_for
 
 
 def plan_of(root, rel: str, **override) -> Plan:
     path = root / rel
-    config = {**yaml.safe_load(path.read_text()), **override}
-    experiment = resolve(
-        config,
-        [str(path)],
-        default_config=root / "config" / "config.yaml",
-        schema=root / "workflow" / "schemas" / "config.schema.yaml",
-    )
-    return Plan(config, experiment, root / "workflow" / "scripts")
+    return plan_for({**yaml.safe_load(path.read_text()), **override}, path, root)
 
 
 def test_expand_is_snakemakes():

@@ -124,7 +124,7 @@ def test_engines_of_several_sources_and_a_patch_build_side_by_side(root, tmp_pat
     tree's own source (the last commit: the SME2 kernels gone), an engine at another commit
     (its own `source`: before the change) and one with its own `patches` (the fix, measured
     before it exists upstream). Each is keyed by what it was built from."""
-    from mnnrepro.plan.bisect import plan_of
+    from mnnrepro.plan.plan import plan_of
 
     repo, commits = history
     git(repo, "config", "uploadpack.allowAnySHA1InWant", "true")  # fetched by commit
@@ -165,7 +165,7 @@ def test_engines_of_several_sources_and_a_patch_build_side_by_side(root, tmp_pat
     path.write_text(yaml.safe_dump(config))
     plan = plan_of(config, path, root)
     keys = plan.engine_keys
-    assert len(set(plan.engine_receipts.values())) == 3  # three trees, three fetches
+    assert len(set(plan.sources.engine_receipts.values())) == 3  # three trees, three fetches
     targets = [f"results/engines/{keys[e]}/build.json" for e in ("after", "before", "patched")]
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(root / "Snakefile"),

@@ -44,7 +44,8 @@ def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, tmp_path):
     out = tmp_path / "results" / "tiny-adb"
     bench = pd.read_csv(out / "bench.csv")
     assert set(bench["device"]) == {"phone"}
-    assert len(bench) == 2 * 2 * 3  # the same shape of table as on `local`
+    # the same shape of table as on `local`: prefill, decode and the image question's phases
+    assert len(bench) == 2 * 5 * 3
     facts = yaml.safe_load((out / "devices" / "phone.json").read_text())
     assert facts["sme2"] is True and facts["kind"] == "adb"
     for chart in ("runs", "speedup"):
@@ -120,7 +121,7 @@ def test_ctrl_c_mid_benchmark_then_rerun_finishes_only_the_rest(root, loopback_p
     assert f"{kept} invocations kept from earlier runs, {6 - kept} run now" in log
     bench = pd.read_csv(tmp_path / "results" / "tiny-adb" / "bench.csv")
     counts = bench.groupby(["variant", "phase", "block"]).size()
-    assert len(counts) == 2 * 2 * 3 and (counts == 1).all()
+    assert len(counts) == 2 * 5 * 3 and (counts == 1).all()  # text and vision phases
 
 
 def test_adb_servers_one_experiment_on_phones_behind_two_servers(
@@ -141,7 +142,8 @@ def test_adb_servers_one_experiment_on_phones_behind_two_servers(
     run_snakemake(root, "--cores", "4", "--configfile", config_path, "--directory", tmp_path)
     out = tmp_path / "results" / "tiny-adb"
     bench = pd.read_csv(out / "bench.csv")
-    assert bench.groupby("device").size().to_dict() == {"phone-a": 8, "phone-b": 8}
+    # 2 variants x 2 repetitions x 5 phases (the tiny Qwen3-VL's image question included)
+    assert bench.groupby("device").size().to_dict() == {"phone-a": 20, "phone-b": 20}
     for name, spec in (("phone-a", spec_a), ("phone-b", spec_b)):
         facts = json.loads((out / "devices" / f"{name}.json").read_text())
         assert facts["adb_server"] == f"127.0.0.1:{spec['server_port']}"

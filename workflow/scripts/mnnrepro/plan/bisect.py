@@ -115,25 +115,13 @@ def judge(expression: str, path: Path) -> bool:
     return bool(value)
 
 
-def plan_of(config: dict, config_path: Path, root: Path):
-    from mnnrepro.plan.experiment import resolve
-    from mnnrepro.plan.plan import Plan
-
-    config = copy.deepcopy(config)
-    experiment = resolve(
-        config,
-        [str(config_path)],
-        default_config=root / "config" / "config.yaml",
-        schema=root / "workflow" / "schemas" / "config.schema.yaml",
-    )
-    return Plan(config, experiment, root / "workflow" / "scripts")
-
-
 def try_commit(args, config: dict, where: tuple, commit: str, repo: Path, root: Path) -> dict:
     """Make the target at `commit` with the workflow's rules and judge it: one step."""
     step_config = BISECT_DIR / f"{args.engine}-{commit[:12]}.yaml"
     at_commit = pinned(config, where, repo, commit)
     write_yaml(step_config, at_commit)
+    from mnnrepro.plan.plan import plan_of
+
     plan = plan_of(at_commit, step_config, root)
     target = Path(
         args.target.format(engine_key=plan.engine_keys[args.engine], experiment=plan.results_key)

@@ -6,15 +6,17 @@ Snakemake parsing a workflow."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 from pathlib import Path
 
 from mnnrepro.config import canonical, judged_pairs, run_variants
 from mnnrepro.devices.kinds import device_kind
-from mnnrepro.engines.registry import KINDS, kind_of_spec
+from mnnrepro.engines.registry import kind_of_spec
 from mnnrepro.files import code_digest
 from mnnrepro.models.formats import FORMATS
-from mnnrepro.plan.experiment import Experiment
+from mnnrepro.plan.experiment import Experiment, resolve
+from mnnrepro.plan.sources import SourceTrees
 from mnnrepro.sweep_plan import point_bench, point_variants, sweep_points, thread_nums
 from mnnrepro.toolchain.records import engine_key, source_key
 
@@ -74,19 +76,8 @@ class Plan:
         # engine differently never overwrite each other's builds
         self.engine_keys = {n: self._engine_key(n, s) for n, s in config["engines"].items()}
         self.engine_of_key = {key: name for name, key in self.engine_keys.items()}
-        self.source_trees = sorted({k.source_section for k in KINDS if k.from_source})
-        # every source tree to fetch, by (section, its key): each section's own, and each built
-        # engine's, which may name its own source or patches (several MNN sources side by side)
-        sections = [(s, config.get(s, {})) for s in self.source_trees]
-        engines = [
-            (self.engine_kinds[e].source_section, self.engine_tree(e)) for e in self.built_engines
-        ]
-        self.trees = {(s, source_key({s: tree}, s)): tree for s, tree in sections + engines}
-        self.section_receipts = {s: self.receipt_of(s, tree) for s, tree in sections}
-        self.engine_receipts = {
-            e: self.receipt_of(s, tree)
-            for e, (s, tree) in zip(self.built_engines, engines, strict=True)
-        }
+        self.sources = SourceTrees(config, self.engine_kinds, self.built_engines)
+        self.source_trees = self.sources.sections
         # llama-quantize for this host: the GGUF is quantized here, whatever device runs it
         self.quantizer_dir = f"results/tools/llama-quantize-{source_key(config, 'llamacpp')}"
         self.sweep = sweep_points(config)
@@ -125,15 +116,6 @@ class Plan:
             return engine_key(name, spec, self.config)
         config = {**self.config, kind.source_section: kind.tree_of(spec, self.config)}
         return engine_key(name, spec, config, kind.config_key, kind.source_section)
-
-    def engine_tree(self, engine: str) -> dict:
-        """The source tree a built engine is built from (EngineKind.tree_of)."""
-        return self.engine_kinds[engine].tree_of(self.config["engines"][engine], self.config)
-
-    @staticmethod
-    def receipt_of(section: str, tree: dict) -> str:
-        """resources/<section>/<the tree's key>/source.json: what fetch_source writes."""
-        return f"resources/{section}/{source_key({section: tree}, section)}/source.json"
 
     def models_from(self, source: str) -> list[str]:
         return [m for m in self.models if source in self.config["models"][m]]
@@ -282,17 +264,17 @@ class Plan:
     def source_receipt(self, wildcards) -> str:
         """The source tree an engine is built from: its kind's section (MNN's, llama.cpp's),
         or its own source."""
-        return self.engine_receipts[self.engine_of_key[wildcards.engine]]
+        return self.sources.engine_receipts[self.engine_of_key[wildcards.engine]]
 
     def source_tree(self, wildcards) -> dict:
         """What fetch_source provides for {tree}/{source}: its source, KleidiAI pin and
         patches."""
-        return canonical(self.trees.get((wildcards.tree, wildcards.source), {}))
+        return canonical(self.sources.tree(wildcards.tree, wildcards.source))
 
     def source_patches(self, wildcards) -> list[str]:
         """The patch files of {tree}/{source} (an input: an edited patch fails its sha256 at
         once)."""
-        tree = self.trees.get((wildcards.tree, wildcards.source), {})
+        tree = self.sources.tree(wildcards.tree, wildcards.source)
         return [p["path"] for p in tree.get("patches", [])]
 
     def ndk_receipt(self, wildcards) -> list[str]:
@@ -403,3 +385,16 @@ class Plan:
         return [
             f"results/{wildcards.experiment}/sweep/{f}" for f in ("summary.csv", "summary.json")
         ]
+
+
+def plan_of(config: dict, config_path: str | Path, root: Path) -> Plan:
+    """A config file's plan as common.smk builds it, for tools and tests outside Snakemake
+    (a copy of the config resolved; root: the repository)."""
+    config = copy.deepcopy(config)
+    experiment = resolve(
+        config,
+        [str(config_path)],
+        default_config=root / "config" / "config.yaml",
+        schema=root / "workflow" / "schemas" / "config.schema.yaml",
+    )
+    return Plan(config, experiment, root / "workflow" / "scripts")
