@@ -277,9 +277,9 @@ def run_bench(args) -> dict:
     # the vision phase last: after an image prompt, the 3.6.1 wheel keeps the image's
     # positions, and a text-only forward() of another length crashes (a broadcast error)
     vision = None
-    for _ in range(args.warmup if images else 0):
-        time_vision(llm, images, args.image_text, image_pad)
     if images:
+        for _ in range(args.warmup):
+            time_vision(llm, images, args.image_text, image_pad)
         vision = time_vision(llm, images, args.image_text, image_pad)
     produced = run["produced"]
     # the image questions' three phases alternate image by image: each one's power window is
