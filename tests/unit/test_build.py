@@ -177,3 +177,17 @@ def test_one_tree_built_in_two_working_directories_compiles_once(root, tmp_path,
     objects = compiled_first + cached_first
     assert compiled_first > 0 and compiled == compiled_first  # the second compiled nothing
     assert cached - cached_first == objects  # every object of the second came from the cache
+
+
+def test_a_build_directory_copied_with_its_working_directory_builds_again(source, tmp_path):
+    """A working directory moved or copied keeps CMake caches written for the old path, which
+    CMake refuses ("CMakeCache.txt directory ... is different"): the stale cache is dropped
+    and the build configures again where it now is."""
+    from mnnrepro.toolchain.cmake import forget_moved_cache
+
+    first = build(source, tmp_path / "old", "sme2-off", {**LLM, "MNN_SME2": False})
+    shutil.copytree(tmp_path / "old", tmp_path / "new")
+    assert forget_moved_cache(tmp_path / "old" / "build-sme2-off") is False  # its own: kept
+    again = build(source, tmp_path / "new", "sme2-off", {**LLM, "MNN_SME2": False})
+    assert again["cmake_cache"] == first["cmake_cache"]
+    assert "llm_bench" in {f["path"] for f in again["files"]}

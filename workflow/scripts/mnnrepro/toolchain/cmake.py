@@ -62,9 +62,28 @@ def platform_args(platform: str, ndk: str | None = None, api_level: int = 21) ->
     raise BuildError(f"unknown platform {platform!r}; known: host, android-arm64, linux-arm64")
 
 
+def forget_moved_cache(build_dir: str | os.PathLike) -> bool:
+    """Remove a CMake cache written for another directory (a working directory moved or
+    copied), which CMake refuses to configure with; the compiler cache keeps the rebuild
+    cheap. True when one was removed."""
+    cache = Path(build_dir, "CMakeCache.txt")
+    if not cache.is_file():
+        return False
+    written_for = re.search(
+        r"(?m)^CMAKE_CACHEFILE_DIR:INTERNAL=(.*)$", cache.read_text("utf-8", "replace")
+    )
+    if written_for is None or Path(written_for.group(1)).resolve() == Path(build_dir).resolve():
+        return False
+    cache.unlink()
+    shutil.rmtree(Path(build_dir, "CMakeFiles"), ignore_errors=True)
+    return True
+
+
 def configure_command(
     source: str, build_dir: str, flags: dict[str, str], extra: list[str]
 ) -> list[str]:
+    """The configure command for build_dir, which it readies (forget_moved_cache)."""
+    forget_moved_cache(build_dir)
     cmd = [
         "cmake",
         "-S",
