@@ -37,6 +37,8 @@ import yaml
 from mnnrepro.config import ConfigError
 from mnnrepro.errors import ReproError
 from mnnrepro.files import sha256_file, write_json
+from mnnrepro.plan.plan import plan_of
+from mnnrepro.toolchain.source import git as source_git
 
 BISECT_DIR = Path("resources/bisect")
 
@@ -46,12 +48,8 @@ class BisectError(ReproError, RuntimeError):
 
 
 def git(repo: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=False
-    )
-    if proc.returncode != 0:
-        raise BisectError(f"git {' '.join(args)}: {proc.stderr.strip()}")
-    return proc.stdout.strip()
+    """git in the mirror (toolchain/source.git: a failure raises, naming the command)."""
+    return source_git(*args, cwd=repo)
 
 
 def source_of(config: dict, engine: str) -> tuple[str, ...]:
@@ -120,8 +118,6 @@ def try_commit(args, config: dict, where: tuple, commit: str, repo: Path, root: 
     step_config = BISECT_DIR / f"{args.engine}-{commit[:12]}.yaml"
     at_commit = pinned(config, where, repo, commit)
     write_yaml(step_config, at_commit)
-    from mnnrepro.plan.plan import plan_of
-
     plan = plan_of(at_commit, step_config, root)
     target = Path(
         args.target.format(engine_key=plan.engine_keys[args.engine], experiment=plan.results_key)
@@ -172,12 +168,7 @@ def mirror(url: str, engine: str) -> Path:
         git(repo, "remote", "update", "--prune")
     else:
         repo.parent.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(
-            ["git", "clone", "--quiet", "--mirror", url, str(repo)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        if proc.returncode != 0:
-            raise BisectError(f"git clone --mirror {url}: {proc.stderr.strip()}")
+        source_git("clone", "--quiet", "--mirror", url, str(repo))
         git(repo, "config", "uploadpack.allowAnySHA1InWant", "true")  # fetched by commit
     return repo
 
