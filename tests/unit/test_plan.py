@@ -91,3 +91,46 @@ def test_bisection_refuses_what_it_cannot_walk_naming_the_key():
         repository(config, where)
     assert source_of(config, "own") == ("engines", "own", "build", "source")
     assert repository(config, source_of(config, "own")).endswith("/MNN")  # a checkout's history
+
+
+def test_engines_of_other_releases_bring_their_own_source_kleidiai_and_patch(root):
+    """config/mnn-vector-length.yaml, with one more engine of another release (whose CMake
+    checks another KleidiAI): each tree fetched once, the patched copy its own, the other
+    release's KleidiAI pin its own."""
+    cfg = yaml.safe_load((root / "config/mnn-vector-length.yaml").read_text())
+    older = {"git": "https://github.com/alibaba/MNN.git", "commit": "6b1db4c2" * 5}
+    kleidiai_1_14 = {"version": "v1.14.0", "url": "file:///k.tar.gz", "md5": "4" * 32}
+    build = {**cfg["engines"]["mnn-361"]["build"], "source": older, "kleidiai": kleidiai_1_14}
+    engines = {**cfg["engines"], "mnn-341": {"build": build}}
+    variants = {**cfg["variants"], "mnn-341": {"engine": "mnn-341"}}
+    plan = plan_of(root, "config/mnn-vector-length.yaml", engines=engines, variants=variants)
+    receipts = plan.sources.engine_receipts
+    assert len(set(receipts.values())) == len(plan.engines) == 4
+    assert len(set(plan.engine_keys.values())) == 4
+    trees = {e: plan.sources.trees[("mnn", receipts[e].split("/")[2])] for e in plan.engines}
+    assert {e: tree["kleidiai"]["version"] for e, tree in trees.items()} == {
+        "mnn-341": "v1.14.0",
+        "mnn-361": "v1.16.0",
+        "mnn-361-patched": "v1.16.0",
+        "mnn-master": "v1.16.0",
+    }
+    assert {k: trees["mnn-341"]["source"][k] for k in older} == older  # defaults added
+    assert trees["mnn-361-patched"]["source"] == trees["mnn-361"]["source"]
+    assert [p["path"] for p in trees["mnn-361-patched"]["patches"]] == [
+        "patches/mnn-sme2-vector-length.patch"
+    ]
+
+
+def test_every_shipped_patch_is_the_file_its_config_pins(root):
+    import hashlib
+
+    pinned = [
+        patch
+        for path in sorted((root / "config").glob("*.yaml"))
+        for spec in (yaml.safe_load(path.read_text()).get("engines") or {}).values()
+        for patch in (spec.get("build") or {}).get("patches", [])
+    ]
+    assert pinned  # config/mnn-vector-length.yaml ships the vector-length fix
+    for patch in pinned:
+        digest = hashlib.sha256((root / patch["path"]).read_bytes()).hexdigest()
+        assert digest == patch["sha256"], patch["path"]

@@ -68,11 +68,11 @@ class EngineKind:
     @classmethod
     def tree_of(cls, spec: dict, config: dict) -> dict:
         """The source tree an engine of this kind is built from: the config's
-        `<source_section>`, with the engine's own `source` and `patches`
+        `<source_section>`, with the engine's own `source`, `patches` and `kleidiai`
         (`engines.<name>.<config_key>`) in place of the tree's where it names them."""
         tree = dict(config.get(cls.source_section, {}))
         own = spec.get(cls.config_key, {})
-        tree.update({key: own[key] for key in ("source", "patches") if key in own})
+        tree.update({key: own[key] for key in ("source", "patches", "kleidiai") if key in own})
         return tree
 
     @classmethod
