@@ -158,6 +158,23 @@ def emulated_speed(workdir: Path) -> pd.DataFrame:
     return table.reset_index().rename(columns={"variant": "source", "median": "median_tps"})
 
 
+def printed_before_the_device_line(workdir: Path) -> list[dict]:
+    """What each source printed before MNN's `The device supports:` line, per device (the
+    benchmark's raw records keep llm_bench's stdout): the patched build's note."""
+    seen = {}
+    for path in sorted(workdir.glob(f"results/{EXPERIMENT}/raw/*/{MODEL}/*/rep-*.json")):
+        stdout = json.loads(path.read_text()).get("llm_bench_stdout", "")
+        head = stdout.split("The device supports:")[0].splitlines()
+        lines = [x for x in head if x.strip() and not x.startswith("CPU Group")]
+        device, source = path.parts[-4], path.parts[-2]
+        seen.setdefault((source, device), set()).update(lines)
+    return [
+        {"source": source, "device": device, "printed": sorted(lines)}
+        for (source, device), lines in sorted(seen.items())
+        if lines
+    ]
+
+
 def kernels_ran(workdir: Path) -> pd.DataFrame:
     kernels = pd.read_csv(workdir / f"results/{EXPERIMENT}/kernels.csv", keep_default_na=False)
     engine = kernels[kernels["engine_library"].astype(str) == "True"]
@@ -239,6 +256,17 @@ def markdown(result: dict) -> list[str]:
         )
     out += [
         "",
+        "## What the engines printed before their CPU line (llm_bench's stdout, raw records)",
+        "",
+        "| source | device | printed |",
+        "|---|---|---|",
+        *(
+            f"| {row['source']} | {row['device']} | {'; '.join(row['printed'])} |"
+            for row in result["printed"]
+        ),
+    ]
+    out += [
+        "",
         "## Emulated speed (QEMU on this x86 host: recorded, never judged)",
         "",
         "Median tok/s of the benchmark's repetitions under QEMU; an emulated CPU's speed says "
@@ -298,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         "agreement": agreement(workdir).to_dict(orient="records"),
         "kernels": kernels_ran(workdir).to_dict(orient="records"),
         "emulated_speed": emulated_speed(workdir).to_dict(orient="records"),
+        "printed": printed_before_the_device_line(workdir),
     }
     lines = markdown({**result, "measured": measured_record()})
     write_results("mnn_vector_length", result, lines)
