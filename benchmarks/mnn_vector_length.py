@@ -135,6 +135,7 @@ def agreement(workdir: Path) -> pd.DataFrame:
         if unknown:  # every answer is counted in exactly one column
             raise SystemExit(f"{variant} on {device}: judged {sorted(unknown)}, not {list(KINDS)}")
         drift = pd.to_numeric(g["max_logit_diff_sd"], errors="coerce")
+        first = pd.to_numeric(g["first_top1_difference"], errors="coerce").dropna()
         rows.append(
             {
                 "source": variant,
@@ -143,6 +144,7 @@ def agreement(workdir: Path) -> pd.DataFrame:
                 "prompts": len(g),
                 **{column: int(kinds.get(kind, 0)) for kind, column in KINDS.items()},
                 "max_logit_diff_sd": None if drift.isna().all() else float(drift.max()),
+                "first_top1_difference": None if first.empty else int(first.min()),
                 "engine_line": g["engine_line"].iloc[0],
             }
         )
@@ -230,17 +232,19 @@ def markdown(result: dict) -> list[str]:
         "prompt.",
         "",
         "| source | device | vector length | identical | rounding | wrong | crashed | "
-        "largest logit difference (SDs) | the engine printed |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "largest logit difference (SDs) | earliest differing step | the engine printed |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in result["agreement"]:
         vl = f"{row['vector_length_bits']} bits" if row["vector_length_bits"] else "no SME"
         drift = row["max_logit_diff_sd"]
         sd = "-" if drift is None or pd.isna(drift) else f"{drift:.3g}"
+        first = row["first_top1_difference"]
+        step = "-" if first is None or pd.isna(first) else str(int(first))
         out.append(
             f"| {row['source']} | {row['device']} | {vl} | {row['identical']}/{row['prompts']} | "
             f"{row['rounding']}/{row['prompts']} | {row['wrong']}/{row['prompts']} | "
-            f"{row['crashed']}/{row['prompts']} | {sd} | {row['engine_line']} |"
+            f"{row['crashed']}/{row['prompts']} | {sd} | {step} | {row['engine_line']} |"
         )
     out += [
         "",
