@@ -140,6 +140,62 @@ def tiny_model(tmp_path_factory) -> Path:
     return base / "mnn"
 
 
+# ---- the workflow's synthetic models, made once per test run ------------------------------
+
+
+@pytest.fixture(scope="session")
+def seed_models(tmp_path_factory):
+    """seed(workdir, models): copies into workdir what the workflow's model rules write for
+    each synthetic model of `models` (results/models/<name>/: the MNN export, its manifest,
+    its layout), made by the workflow itself (`snakemake results/models/<name>/layout.json`)
+    once per test run and shared by its workers (a lock per model). Snakemake then treats
+    them as made (the copies keep their times, and without records of their own no rerun
+    trigger fires) and runs only the stages a test is about: a test of the devices, the
+    schedule or a cluster does not make and export the same tiny checkpoint again. The model
+    rules themselves run here, and in tests/workflow/test_workflow.py's and
+    tests/workflow/test_slurm.py's own experiments."""
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    cache = shared / "workflow-models"
+    cache.mkdir(exist_ok=True)
+
+    def seed(workdir: Path, models: dict) -> None:
+        for name, spec in models.items():
+            made = made_model(cache, name, spec)
+            shutil.copytree(made, Path(workdir) / "results" / "models" / name)
+
+    return seed
+
+
+def made_model(cache: Path, name: str, spec: dict) -> Path:
+    """results/models/<name>/ of a run of the workflow's model rules alone (see seed_models)."""
+    import fcntl
+    import hashlib
+    import json
+
+    import yaml
+
+    assert set(spec) == {"synthetic"}, f"only synthetic models are seeded, not {name}: {spec}"
+    key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+    workdir = cache / f"{name}-{key}"
+    made = workdir / "results" / "models" / name
+    with open(cache / f"{name}-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be making it: wait for it
+        if not (made / "layout.json").exists():
+            config = yaml.safe_load((ROOT / "tests/workflow/config-tiny.yaml").read_text())
+            config["models"] = {name: spec}
+            workdir.mkdir(exist_ok=True)
+            (workdir / "models.yaml").write_text(yaml.safe_dump(config))
+            targets = [f"results/models/{name}/{f}" for f in ("manifest.json", "layout.json")]
+            run_snakemake(
+                ROOT, "--cores", "2", "--configfile", workdir / "models.yaml",
+                "--directory", workdir, *targets,
+            )  # fmt: skip
+    return made
+
+
 # ---- the quickstart, run once per test session in a copy of the repository ----------------
 
 

@@ -292,6 +292,13 @@ def test_a_vector_length_the_sme2_kernels_were_not_written_for_is_flagged():
     )
     assert not check[0]["passed"] and "256 bits" in check[0]["evidence"]
     assert vector_length_check(("off", "on"), treat, {"device": "q", "sme2": False}) == []
+    # an engine that declines SME2 at that length (the vector-length patch) does not run them
+    at_256 = {**facts, "sme_vector_length_bits": 256}
+    declined = "The device supports: i8sdot:1, fp16:1, i8mm: 1, sve2: 1, sme2: 0"
+    (check,) = vector_length_check(("off", "on"), treat, at_256, declined)
+    assert check["passed"] and "declined SME2" in check["evidence"]
+    used = declined.replace("sme2: 0", "sme2: 1")
+    assert not vector_length_check(("off", "on"), treat, at_256, used)[0]["passed"]
 
 
 def test_a_phone_without_simpleperf_fails_naming_it(loopback_phone):
@@ -334,3 +341,49 @@ def test_executed_blocks_prove_execution_where_a_share_of_blocks_would_not():
     checks = execution_checks(never, ("off", "on"), ENGINES, VARIANTS, {"sme2": True}, attribution)
     check = next(c for c in checks if c["name"].startswith("SME2 kernels ran"))
     assert not check["passed"] and ">= 1 executed blocks in prefill" in check["evidence"]
+
+
+class ReplayedQemu:
+    """QEMU's runs replayed from a real capture (tests/data/qemu/exec-strace-libk.log, a run
+    that mapped libk.so at 0x555db0000): which runs QemuDevice.profile makes, and when it
+    reuses a mapping, without the emulator, which unit tests do not fetch (the emulated
+    workflow test, tests/workflow/test_emulation_workflow.py, profiles under the real one).
+    `moved`: the runs (counted from 1) in which the library lands elsewhere."""
+
+    def __init__(self, tmp_path, moved=()):
+        from mnnrepro.devices.qemu import QemuDevice
+
+        receipt = tmp_path / "userland.json"
+        receipt.write_text('{"python": "/usr/bin/python3", "qemu": "qemu-aarch64", "sysroot": "/"}')
+        self.device = QemuDevice("qemu-x", {"cpu": "max", "userland": str(receipt)})
+        self.device.run = self.run
+        self.moved, self.runs = set(moved), []
+
+    def run(self, argv, timeout, env=None, qemu_options=()):
+        from mnnrepro.devices.base import CommandResult
+
+        self.runs.append("count" if "exec,nochain" in " ".join(qemu_options) else "maps")
+        text = (QEMU_DATA / "exec-strace-libk.log").read_text(encoding="utf-8")
+        if len(self.runs) in self.moved:
+            text = text.replace("0x0000000555db0000", "0x0000000556db0000")
+        with open(qemu_options[list(qemu_options).index("-D") + 1], "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return CommandResult(argv, 0, "", "", 0.1)
+
+
+def test_qemu_profiles_of_the_same_libraries_reuse_the_mapping_and_check_it(tmp_path):
+    libraries = {"libk.so": str(QEMU_DATA / "libk.so")}
+    qemu = ReplayedQemu(tmp_path)
+    first = qemu.device.profile(["./prog"], 60, None, libraries, 1000)[1]
+    second = qemu.device.profile(["./prog"], 60, None, libraries, 1000)[1]
+    assert qemu.runs == ["maps", "count", "count"]  # the second invocation ran once
+    assert first == second and first["rows"]
+    # the library mapped elsewhere in the counting run: a fresh mapping run, then counted again
+    qemu = ReplayedQemu(tmp_path, moved={3})
+    qemu.device.profile(["./prog"], 60, None, libraries, 1000)
+    again = qemu.device.profile(["./prog"], 60, None, libraries, 1000)[1]
+    assert qemu.runs == ["maps", "count", "count", "maps", "count"] and again == first
+    # moved between the mapping run and its own counting run: refused
+    qemu = ReplayedQemu(tmp_path, moved={2})
+    with pytest.raises(profilers.ProfilerError, match="differently in the counting run"):
+        qemu.device.profile(["./prog"], 60, None, libraries, 1000)

@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow]
 TINY = "tests/workflow/config-tiny.yaml"
 
 
-def test_the_tiny_experiment_runs_as_a_module_of_another_workflow(root, tmp_path):
+def test_the_tiny_experiment_runs_as_a_module_of_another_workflow(root, seed_models, tmp_path):
     """Paths come from the rule files' own location, not from the including workflow's
     directory (scripts, envs, the package, the schema, the prompt image)."""
     cfg = yaml.safe_load((root / TINY).read_text())
@@ -26,6 +26,7 @@ def test_the_tiny_experiment_runs_as_a_module_of_another_workflow(root, tmp_path
     cfg["bench"]["repetitions"] = 2
     cfg["attribution"] = {"enabled": False}
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(cfg))
+    seed_models(tmp_path, cfg["models"])
     (tmp_path / "Snakefile").write_text(
         'configfile: "tiny.yaml"\n\n\n'
         f'module repro:\n    snakefile:\n        "{root / "Snakefile"}"\n'

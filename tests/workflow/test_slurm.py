@@ -49,7 +49,7 @@ def result_files(workdir) -> set[str]:
 
 
 def test_slurm_runs_builds_exports_and_analysis_as_jobs_with_a_local_runs_results(
-    root, slurm, tmp_path
+    root, slurm, seed_models, tmp_path
 ):
     cfg = yaml.safe_load((root / "tests/workflow/config-tiny.yaml").read_text())
     cfg["attribution"] = {"enabled": False}  # profiling is tests/workflow/test_workflow.py's
@@ -64,6 +64,8 @@ def test_slurm_runs_builds_exports_and_analysis_as_jobs_with_a_local_runs_result
         "--cores", "2", "--local-cores", "2",
         env=slurm,
     )  # fmt: skip
+    # the local run, compared file by file, starts from the same model, made apart
+    seed_models(tmp_path / "local", cfg["models"])
     run_snakemake(root, "--cores", "2", "--directory", str(tmp_path / "local"), *common)
 
     jobs = subprocess.run(

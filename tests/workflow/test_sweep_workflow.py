@@ -7,6 +7,7 @@ import json
 
 import pandas as pd
 import pytest
+import yaml
 from conftest import assert_png, assert_vega_html, copy_repository, run_snakemake
 
 pytestmark = [pytest.mark.slow]
@@ -14,13 +15,14 @@ pytestmark = [pytest.mark.slow]
 SWEEP = "tests/workflow/config-sweep.yaml"
 
 
-def test_a_sweep_runs_every_point_and_explains_the_gain(root, tmp_path):
+def test_a_sweep_runs_every_point_and_explains_the_gain(root, seed_models, tmp_path):
     """config-sweep.yaml: the tiny synthetic model, P in {64, 256} and threads in {1, 2}:
     around the main point (P 64, 1 thread) that is two more comparisons, each its own; the
     bandwidth probe, the ceiling and the sweep's plot and tables reach the report. (It used
     to run on the quickstart's Qwen3-0.6B model, which chained it behind the quickstart: the
     sweep's code does not depend on the model's size.)"""
     repo = copy_repository(root, tmp_path / "repo")
+    seed_models(repo, yaml.safe_load((root / SWEEP).read_text())["models"])
     run_snakemake(repo, "--cores", "2", "--configfile", SWEEP)
     out = repo / "results" / "sweep"
     summary = pd.read_csv(out / "sweep" / "summary.csv")

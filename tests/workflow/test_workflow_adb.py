@@ -36,10 +36,12 @@ def run(root, workdir, config_path, *args):
     )
 
 
-def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, tmp_path):
+def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, seed_models, tmp_path):
     _, spec = loopback_phone
     config_path = tmp_path / "adb.yaml"
-    config_path.write_text(yaml.safe_dump(adb_config(root, spec)))
+    cfg = adb_config(root, spec)
+    config_path.write_text(yaml.safe_dump(cfg))
+    seed_models(tmp_path, cfg["models"])
     run(root, tmp_path, config_path)
     out = tmp_path / "results" / "tiny-adb"
     bench = pd.read_csv(out / "bench.csv")
@@ -88,12 +90,15 @@ def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, tmp_path):
     assert "pushed 0 bytes" in log
 
 
-def test_ctrl_c_mid_benchmark_then_rerun_finishes_only_the_rest(root, loopback_phone, tmp_path):
+def test_ctrl_c_mid_benchmark_then_rerun_finishes_only_the_rest(
+    root, loopback_phone, seed_models, tmp_path
+):
     _, spec = loopback_phone
     config_path = tmp_path / "adb.yaml"
     cfg = adb_config(root, spec, repetitions=3)
     cfg["bench"]["cooldown_s"] = 1.0  # leaves time to interrupt between invocations
     config_path.write_text(yaml.safe_dump(cfg))
+    seed_models(tmp_path, cfg["models"])
     raw = tmp_path / "results" / "tiny-adb" / "raw"
     proc = subprocess.Popen(
         command(root, tmp_path, config_path),
@@ -125,7 +130,7 @@ def test_ctrl_c_mid_benchmark_then_rerun_finishes_only_the_rest(root, loopback_p
 
 
 def test_adb_servers_one_experiment_on_phones_behind_two_servers(
-    root, phones_on_two_adb_servers, tmp_path
+    root, phones_on_two_adb_servers, seed_models, tmp_path
 ):
     """Two phones on two "hosts" (two adb servers, each phone attached to its own) in one
     experiment: every stage runs on each through its own server, under its own lock (the two
@@ -139,6 +144,7 @@ def test_adb_servers_one_experiment_on_phones_behind_two_servers(
     cfg["devices"] = {"phone-a": {"adb": spec_a}, "phone-b": {"adb": spec_b}}
     config_path = tmp_path / "adb.yaml"
     config_path.write_text(yaml.safe_dump(cfg))
+    seed_models(tmp_path, cfg["models"])
     run_snakemake(root, "--cores", "4", "--configfile", config_path, "--directory", tmp_path)
     out = tmp_path / "results" / "tiny-adb"
     bench = pd.read_csv(out / "bench.csv")

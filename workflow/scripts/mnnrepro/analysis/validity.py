@@ -210,20 +210,30 @@ def device_vector_length_bits(facts: dict) -> int | None:
     return None
 
 
-def vector_length_check(pair: tuple[str, str], treat: dict, facts: dict) -> list[dict]:
+def vector_length_check(
+    pair: tuple[str, str], treat: dict, facts: dict, runtime_line: str = ""
+) -> list[dict]:
     """An SME2 device whose streaming vector length the treatment's SME2 kernels were not
-    written for: the gate's verdict there is explained before it is read."""
+    written for: the gate's verdict there is explained before it is read. An engine that
+    itself declines SME2 there (its feature line, runtime_line, says `sme2: 0`, as MNN with
+    patches/mnn-sme2-vector-length.patch does) does not run them: that passes."""
     supported = kind_of_record(treat).sme2_vector_lengths_bits
     bits = device_vector_length_bits(facts)
     if not facts.get("sme2") or not supported or bits is None:
         return []
+    declined = supported_features(runtime_line).get("sme2") is False
+    evidence = (
+        f"device {facts['device']}: {bits} bits; the engine's SME2 kernels are written for "
+        f"{', '.join(map(str, supported))} bits (engines/: its kind)"
+    )
+    if declined and bits not in supported:
+        evidence += f"; it declined SME2 here: {runtime_line!r}"
     return [
         {
             "name": f"streaming vector length supported by {treat['engine']}'s SME2 kernels",
             "pair": list(pair),
-            "passed": bits in supported,
-            "evidence": f"device {facts['device']}: {bits} bits; the engine's SME2 kernels are "
-            f"written for {', '.join(map(str, supported))} bits (engines/: its kind)",
+            "passed": bits in supported or declined,
+            "evidence": evidence,
             "details": {"device_bits": bits, "supported_bits": list(supported)},
         }
     ]
@@ -251,7 +261,9 @@ def check(
         ]
         if engines and variants:
             checks += kernel_checks(greedy, pair, engines, variants, facts)
-            checks += vector_length_check(pair, engines[variants[pair[1]]["engine"]], facts)
+            line = greedy[pair[1]]["engine"].get("device_supports", "")
+            treat = engines[variants[pair[1]]["engine"]]
+            checks += vector_length_check(pair, treat, facts, line)
         if profiles is not None and engines and variants:
             checks += execution_checks(by_phase, pair, engines, variants, facts, attribution)
     return {"device": facts["device"], "model": model, "checks": checks}

@@ -48,6 +48,7 @@ class QemuDevice(LocalDevice):
             ) from None
         super().__init__(name, python=self.userland["python"])
         self.cpu = spec.get("cpu", "max")
+        self._mappings = {}  # sorted libraries -> where QEMU maps them (profile)
 
     def run(self, argv, timeout, env=None, qemu_options=()):
         qemu = [self.userland["qemu"], "-cpu", self.cpu, "-L", self.userland["sysroot"]]
@@ -62,9 +63,18 @@ class QemuDevice(LocalDevice):
 
     def profile(self, argv, timeout, env, libraries, hz):
         """Executed blocks per function (devices/profilers.py): a first run finds where the
-        engine's libraries are mapped, a second counts every block executed in them."""
-        reserve = ["-R", profilers.QEMU_RESERVED_VA]
+        engine's libraries are mapped, a second counts every block executed in them. QEMU
+        maps the same libraries at the same addresses in every run (`-R` reserves the guest's
+        address space), so the next invocations of the same libraries on this device (other
+        variants and phases) reuse the mapping and run once; the counting run logs its own
+        mappings, and where they differ it is run again after a fresh first run."""
+        known = self._mappings.get(tuple(sorted(libraries)))
+        if known is not None:
+            result, profile = self._count_blocks(argv, timeout, env, libraries, known)
+            if profile is not None:
+                return result, profile
         maps_log = self.scratch("qemu-strace.log")
+        reserve = ["-R", profilers.QEMU_RESERVED_VA]
         first = self.run(argv, timeout, env, [*reserve, "-d", "strace", "-D", maps_log])
         if not first.ok:
             return first, {}
@@ -74,16 +84,26 @@ class QemuDevice(LocalDevice):
                 f"device {self.name}: none of the engine's libraries {sorted(libraries)} was "
                 "mapped executable in the run (QEMU strace)"
             )
-        reader = profilers.LogReader()
-        items = ["-d", "strace,exec,nochain", "-dfilter", profilers.dfilter(maps)]
-        result = self.run(argv, timeout, env, [*reserve, *items, "-D", reader.path])
-        blocks, strace = reader.finish()
-        again = profilers.exec_mappings(strace, set(libraries))
-        if result.ok and again != maps:
+        result, profile = self._count_blocks(argv, timeout, env, libraries, maps)
+        if profile is None:
             raise profilers.ProfilerError(
                 f"device {self.name}: QEMU mapped the engine's libraries differently in the "
-                f"counting run ({again[:2]} vs {maps[:2]}): its block counts cannot be placed"
+                f"counting run than in the run before it: its block counts cannot be placed"
             )
+        return result, profile
+
+    def _count_blocks(self, argv, timeout, env, libraries, maps):
+        """The counting run, logging blocks in maps' ranges; (result, None) when the run
+        mapped the libraries elsewhere (its counts cannot be placed)."""
+        reader = profilers.LogReader()
+        items = ["-d", "strace,exec,nochain", "-dfilter", profilers.dfilter(maps)]
+        reserve = ["-R", profilers.QEMU_RESERVED_VA]
+        result = self.run(argv, timeout, env, [*reserve, *items, "-D", reader.path])
+        blocks, strace = reader.finish()
+        if result.ok and profilers.exec_mappings(strace, set(libraries)) != maps:
+            self._mappings.pop(tuple(sorted(libraries)), None)
+            return result, None
+        self._mappings[tuple(sorted(libraries))] = maps
         rows = profilers.attribute_blocks(blocks, maps, libraries)
         return result, profilers.answer("qemu -d exec,nochain", "executed blocks", rows)
 
