@@ -1,5 +1,5 @@
-"""The emulated SME2 experiment, small: tiny model, the host, QEMU without SME, two vector
-lengths. It fetches the pinned QEMU and arm64 userland from Debian's archive and PyPI (the
+"""The emulated SME2 experiment, small: tiny model, the host, QEMU without SME and with SME2
+at 512 bits. It fetches the pinned QEMU and arm64 userland from Debian's archive and PyPI (the
 same fetch users run); everything else is offline and real."""
 
 from __future__ import annotations
