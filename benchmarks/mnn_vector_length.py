@@ -43,6 +43,7 @@ from provenance import measured_record, write_results  # noqa: E402
 from real_mnn import engines, git_out, snakemake  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+from mnnrepro.analysis.attribution import phase_summary  # noqa: E402
 from mnnrepro.analysis.correctness import CRASHED, IDENTICAL, ROUNDING, WRONG  # noqa: E402
 
 KINDS = {IDENTICAL: "identical", ROUNDING: "rounding", WRONG: "wrong", CRASHED: "crashed"}
@@ -53,6 +54,7 @@ MODEL = "synth-tiny"
 # what would tell MNN's CPU backend the streaming vector length: the instructions (as text or
 # as the .inst word of `rdsvl x?, #1`), the SVE/SME count instructions and Linux's prctl
 SOURCE_SUFFIXES = {".cpp", ".hpp", ".h", ".c", ".S"}
+NOT_BACKEND = {"kleidiai", "sme2_asm"}  # folders under source/backend/cpu that are not its own
 VECTOR_LENGTH_READS = re.compile(r"rdsvl|cntw|cntb|PR_SME_GET_VL|0x04bf58")
 
 
@@ -93,14 +95,16 @@ def source_facts(source: dict) -> dict:
     build.json record of its tree (a patched copy's path where it was patched)."""
     path = Path(source["path"])
     cpu = path / "source/backend/cpu"
+    backend = [
+        f
+        for f in sorted(cpu.rglob("*"))
+        if f.is_file() and f.suffix in SOURCE_SUFFIXES and not NOT_BACKEND & set(f.parts)
+    ]
     reads = [
         f"{f.relative_to(path)}:{n}"
-        for f in sorted(cpu.rglob("*"))
-        if f.is_file()
-        and f.suffix in {".cpp", ".hpp", ".h", ".c", ".S"}
-        and "kleidiai" not in f.parts
+        for f in backend
         for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1)
-        if VECTOR_LENGTH_READS.search(line) and "sme2_asm" not in f.parts
+        if VECTOR_LENGTH_READS.search(line)
     ]
     asm = sorted(f for f in (path / "source/backend").rglob("*.S") if "sme2" in f.name.lower())
     digest = hashlib.sha256()
@@ -178,23 +182,27 @@ def printed_before_the_device_line(workdir: Path) -> list[dict]:
 
 
 def kernels_ran(workdir: Path) -> pd.DataFrame:
+    """Per source, device and phase: the engine's executed blocks and the SME2 kernels'
+    (analysis/attribution.phase_summary), and the three SME2 kernels that ran most."""
     kernels = pd.read_csv(workdir / f"results/{EXPERIMENT}/kernels.csv", keep_default_na=False)
-    engine = kernels[kernels["engine_library"].astype(str) == "True"]
+    sme2 = kernels[kernels["sme2_kernel"] & kernels["engine_library"]]
+    top = sme2.groupby(["variant", "device", "phase", "symbol"])["count"].sum()
     rows = []
-    for (variant, device, phase), g in engine.groupby(["variant", "device", "phase"]):
-        sme2 = g[g["sme2_kernel"].astype(str) == "True"]
-        top = sme2.groupby("symbol")["count"].sum().sort_values(ascending=False)
+    for row in phase_summary(kernels).itertuples():
+        ran = top.get((row.variant, row.device, row.phase), pd.Series(dtype=int))
         rows.append(
             {
-                "source": variant,
-                "device": device,
-                "phase": phase,
-                "engine_blocks": int(g["count"].sum()),
-                "sme2_blocks": int(sme2["count"].sum()),
-                "sme2_kernels_top": [f"{s} ({int(c)})" for s, c in top.head(3).items()],
+                "source": row.variant,
+                "device": row.device,
+                "phase": row.phase,
+                "engine_blocks": int(row.engine_count),
+                "sme2_blocks": int(row.sme2_count),
+                "sme2_kernels_top": [
+                    f"{s} ({int(c)})" for s, c in ran.sort_values(ascending=False).head(3).items()
+                ],
             }
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).sort_values(["source", "device", "phase"])
 
 
 def markdown(result: dict) -> list[str]:

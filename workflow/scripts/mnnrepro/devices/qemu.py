@@ -19,6 +19,9 @@ AT_HWCAP2 = 26
 HWCAP2_SME2 = 1 << 37  # arch/arm64/include/uapi/asm/hwcap.h
 PR_SME_GET_VL = 64  # include/uapi/linux/prctl.h: the vector length and flags, or -1 (EINVAL)
 PR_SME_VL_LEN_MASK = 0xFFFF
+# every profiled run reserves the guest's address space: the same libraries land at the same
+# addresses run after run (QemuDevice.profile)
+QEMU_RESERVE = ("-R", profilers.QEMU_RESERVED_VA)
 
 
 def vector_length_bits(cpu: str) -> int | None:
@@ -68,14 +71,15 @@ class QemuDevice(LocalDevice):
         address space), so the next invocations of the same libraries on this device (other
         variants and phases) reuse the mapping and run once; the counting run logs its own
         mappings, and where they differ it is run again after a fresh first run."""
-        known = self._mappings.get(tuple(sorted(libraries)))
+        key = tuple(sorted(libraries))
+        known = self._mappings.get(key)
         if known is not None:
             result, profile = self._count_blocks(argv, timeout, env, libraries, known)
             if profile is not None:
                 return result, profile
+            del self._mappings[key]
         maps_log = self.scratch("qemu-strace.log")
-        reserve = ["-R", profilers.QEMU_RESERVED_VA]
-        first = self.run(argv, timeout, env, [*reserve, "-d", "strace", "-D", maps_log])
+        first = self.run(argv, timeout, env, [*QEMU_RESERVE, "-d", "strace", "-D", maps_log])
         if not first.ok:
             return first, {}
         maps = profilers.exec_mappings(Path(maps_log).read_text(errors="replace"), set(libraries))
@@ -90,6 +94,7 @@ class QemuDevice(LocalDevice):
                 f"device {self.name}: QEMU mapped the engine's libraries differently in the "
                 f"counting run than in the run before it: its block counts cannot be placed"
             )
+        self._mappings[key] = maps
         return result, profile
 
     def _count_blocks(self, argv, timeout, env, libraries, maps):
@@ -97,13 +102,10 @@ class QemuDevice(LocalDevice):
         mapped the libraries elsewhere (its counts cannot be placed)."""
         reader = profilers.LogReader()
         items = ["-d", "strace,exec,nochain", "-dfilter", profilers.dfilter(maps)]
-        reserve = ["-R", profilers.QEMU_RESERVED_VA]
-        result = self.run(argv, timeout, env, [*reserve, *items, "-D", reader.path])
+        result = self.run(argv, timeout, env, [*QEMU_RESERVE, *items, "-D", reader.path])
         blocks, strace = reader.finish()
         if result.ok and profilers.exec_mappings(strace, set(libraries)) != maps:
-            self._mappings.pop(tuple(sorted(libraries)), None)
             return result, None
-        self._mappings[tuple(sorted(libraries))] = maps
         rows = profilers.attribute_blocks(blocks, maps, libraries)
         return result, profilers.answer("qemu -d exec,nochain", "executed blocks", rows)
 
