@@ -14,7 +14,8 @@ from conftest import ILLUSTRATIVE_PROPS, PREBUILT_ENGINE, ROOT, SHORT_BENCH, two
 
 from mnnrepro.devices.adb import AdbDevice, AdbDeviceError
 from mnnrepro.files import read_json
-from mnnrepro.runs.benchmark import quiet_gate, run_schedule, thermal_gate
+from mnnrepro.runs.benchmark import run_schedule
+from mnnrepro.runs.gates import quiet_gate, thermal_gate
 from mnnrepro.runs.greedy import run_greedy
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.runs.staging import push_receipt

@@ -15,7 +15,7 @@ from mnnrepro.analysis.tables import under_load
 from mnnrepro.analysis.text import conditions
 from mnnrepro.devices.base import Device
 from mnnrepro.devices.local import LocalDevice
-from mnnrepro.runs.benchmark import quiet_gate
+from mnnrepro.runs.gates import quiet_gate
 
 SPIN = "import time\nt = time.time()\nwhile time.time() - t < 60: pass"
 

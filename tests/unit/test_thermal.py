@@ -75,7 +75,7 @@ def test_a_hot_zone_that_never_moves_is_waited_on_and_the_invocation_recorded_ho
     """A steady, plausible hot reading is a hot die, not a placeholder: the gate waits on it
     until its timeout and records the invocation as started hot. (A stand-in device that
     reads a hot die: no device here runs hot on demand.)"""
-    from mnnrepro.runs.benchmark import thermal_gate
+    from mnnrepro.runs.gates import thermal_gate
 
     class SteadyHotPhone:
         name = "steady"

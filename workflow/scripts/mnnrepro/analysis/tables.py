@@ -7,7 +7,7 @@ import pandas as pd
 from mnnrepro.errors import DataError
 from mnnrepro.records import HINTS, check_sha256, read_record
 from mnnrepro.runs.power import phase_joules
-from mnnrepro.stats import SPANNING_PHASES
+from mnnrepro.stats import SPANNING_PHASES, VISION_PHASES
 
 # Columns that identify one measured configuration (compare-llama-bench's "key properties").
 KEY_COLUMNS = ["experiment", "device", "model", "variant", "phase"]
@@ -204,7 +204,7 @@ def rows_from_record(
         "raw_sha256": raw_sha256,
     }
     power = record.get("power") or {}
-    energy = phase_joules(power, record["results"], record.get("wall_s"), record.get("phase_clock"))
+    energy = stretch_joules(record)
     base["power_source"] = power.get("source") or power.get("unavailable")
     base["charging"] = (record.get("battery_after") or {}).get("charging")
     base["build_fingerprint"] = record.get("build_fingerprint")
@@ -228,6 +228,21 @@ def rows_from_record(
         }
         for r in record["results"]
     ]
+
+
+def stretch_joules(record: dict) -> dict[str, dict]:
+    """Each phase's energy over the samples of the command that ran it: the text benchmark's,
+    and a vision step's own (runs/benchmark.py vision_step) for the phases it measured."""
+    step = record.get("vision_step")
+    own = {r["phase"] for r in record["results"]} & set(VISION_PHASES) if step else set()
+    text = [r for r in record["results"] if r["phase"] not in own]
+    power = record.get("power") or {}
+    energy = phase_joules(power, text, record.get("wall_s"), record.get("phase_clock"))
+    if step:
+        vision = [r for r in record["results"] if r["phase"] in own]
+        tool = step["tool"]
+        energy.update(phase_joules(step["power"], vision, tool["wall_s"], step["phase_clock"]))
+    return energy
 
 
 def bench_table(

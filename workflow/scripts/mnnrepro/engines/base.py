@@ -155,6 +155,18 @@ class EngineKind:
     def bench_command(self, device, model_config: str, runtime: dict, bench: dict, out: str):
         raise NotImplementedError
 
+    def vision_command(self, device, receipt: dict, runtime: dict, bench: dict, out: str):
+        """(argv, env) of a second command that asks the vision phase's image questions
+        (bench["vision_set"]) after the text benchmark, for a kind whose benchmark tool takes no
+        images; None: there is none (no image set, or the benchmark asks them itself)."""
+        return None
+
+    def read_vision(self, device, result, out: str) -> dict:
+        """What vision_command's run wrote: the sums over the image set (vision_s, pixels_mp,
+        image_tokens, prefill_s, prompt_tokens, first_token_s, questions) and `window`, the
+        measured pass on CLOCK_BOOTTIME, as the prebuilt runner's time_vision returns them."""
+        raise NotImplementedError
+
     def read_bench(self, device, result, out: str) -> dict:
         raise NotImplementedError
 

@@ -44,6 +44,7 @@ class BuiltEngine(BuiltFromSource):
     # bits and crashes at 1024/2048 under QEMU (benchmarks/results/real_mnn.md)
     sme2_vector_lengths_bits = (512,)
     config_key = "build"
+    takes_images = True  # mnn_vision beside the gate tool (vision_command)
     integer_env = ("MNN_CPU_TARGET",)
     source_section = "mnn"
     source_forms = "git + commit, path, or archive + sha256"
@@ -135,19 +136,8 @@ class BuiltEngine(BuiltFromSource):
         llm_bench applies for the benchmark of P = prompt_tokens: token ids, top-k logits.
         forced: per prompt, the tokens to feed (teacher forcing, see mnn_greedy.cpp)."""
         tool = posixpath.join(receipt["gate_tools"][self.record["engine"]], "mnn_greedy")
-        model_config = receipt["model_config"]
-        original = json.loads(fetch_text(device, model_config))
-        config_path = device.scratch("config.greedy.json")
-        device.put_text(
-            json.dumps(
-                greedy_config(
-                    original,
-                    posixpath.dirname(model_config),
-                    llm_bench_config(runtime, prompt_tokens),
-                    max_new_tokens,
-                )
-            ),
-            config_path,
+        config_path = self.engine_config(
+            device, receipt, runtime, prompt_tokens, "config.greedy.json", max_new_tokens
         )
 
         def argv_of(prompt_path: str, out: str, forced_path: str | None) -> list[str]:
@@ -165,6 +155,47 @@ class BuiltEngine(BuiltFromSource):
             "answers": answers,
             "engine": {**engine_lines(printed, device), "tool": "mnn_greedy"},
         }
+
+    def engine_config(
+        self, device, receipt: dict, runtime: dict, prompt_tokens: int, name: str, max_new=1
+    ) -> str:
+        """A greedy config.json written on the device (base_dir -> the model) that holds every
+        setting llm_bench applies for the benchmark of P = prompt_tokens; its path."""
+        model_config = receipt["model_config"]
+        original = json.loads(fetch_text(device, model_config))
+        config_path = device.scratch(name)
+        settings = llm_bench_config(runtime, prompt_tokens)
+        config = greedy_config(original, posixpath.dirname(model_config), settings, max_new)
+        device.put_text(json.dumps(config), config_path)
+        return config_path
+
+    def vision_command(self, device, receipt: dict, runtime: dict, bench: dict, out: str):
+        """mnn_vision (beside mnn_greedy) over the staged image set, the engine configured as
+        llm_bench configures it for the text benchmark; llm_bench takes no images."""
+        vision = bench.get("vision_set")
+        if not vision:
+            return None
+        config_path = self.engine_config(
+            device, receipt, runtime, bench["prompt_tokens"], "config.vision.json"
+        )
+        llm_config = posixpath.join(posixpath.dirname(receipt["model_config"]), "llm_config.json")
+        image_pad = json.loads(fetch_text(device, llm_config))["image_pad"]
+        images = device.scratch("vision-images.txt")
+        device.put_text("".join(f"{i['device_path']}\n" for i in vision["images"]), images)
+        tool = posixpath.join(receipt["gate_tools"][self.record["engine"]], "mnn_vision")
+        argv = [
+            tool,
+            config_path,
+            images,
+            vision["text"],
+            str(image_pad),
+            str(bench["warmup"]),
+            out,
+        ]
+        return argv, self.library_env()
+
+    def read_vision(self, device, result, out: str) -> dict:
+        return json.loads(fetch_text(device, out))
 
     def read_bench(self, device, result, out: str) -> dict:
         with_text = fetch_text(device, out)

@@ -22,12 +22,14 @@ from mnnrepro.engines.base import BenchError, command_record
 from mnnrepro.engines.registry import engine_for, kind_of_record
 from mnnrepro.files import read_json, sha256_file, sha256_text, write_json
 from mnnrepro.runs.device_lock import holding
+from mnnrepro.runs.gates import quiet_gate, thermal_gate
 from mnnrepro.runs.power import PowerSampler, unavailable
+from mnnrepro.runs.prebuilt_runner import vision_results
 from mnnrepro.runs.precision import stopping_decision
 from mnnrepro.runs.schedule import Invocation
 from mnnrepro.runs.staging import RUNNER, check_receipt, engine_files
 from mnnrepro.runs.vision import measured_vision, with_vision_set
-from mnnrepro.stats import block_range
+from mnnrepro.stats import VISION_PHASES, block_range
 
 log = logging.getLogger(__name__)
 
@@ -133,14 +135,17 @@ def done_record(path: Path, key: str, remeasure: str = "") -> dict | None:
     return record if record.get("plan_key") == key and done else None
 
 
-def run_one(device: Device, engine, argv: list[str], env: dict, out: str, bench: dict) -> dict:
-    """Run one invocation with retries; returns the engine's reading or raises BenchError."""
+def run_one(
+    device: Device, engine, argv: list[str], env: dict, out: str, bench: dict, read=None
+) -> dict:
+    """Run one invocation with retries; returns the engine's reading (read: the engine's
+    read_bench unless given) or raises BenchError."""
     attempts = bench["retries"] + 1
     failures = []
     for attempt in range(1, attempts + 1):
         result = device.run_invocation(argv, timeout=bench["timeout_s"], env=env)
         if result.ok:
-            payload = engine.read_bench(device, result, out)
+            payload = (read or engine.read_bench)(device, result, out)
             payload["attempts"] = attempt
             payload["wall_s"] = result.seconds
             payload["other_load"] = result.other_load
@@ -157,56 +162,32 @@ def run_one(device: Device, engine, argv: list[str], env: dict, out: str, bench:
     )
 
 
-def thermal_gate(device: Device, bench: dict) -> dict:
-    """Wait until the device is cool (status NONE, the hottest gated temperature <=
-    max_temp_c), bounded by thermal_timeout_s. Which temperatures are gated on, and which are
-    ignored and why: runs/thermal.py."""
-    from mnnrepro.runs.thermal import gate_temperatures, named_temperatures
-
-    limit = bench.get("max_temp_c")
-    start = time.monotonic()
-    deadline = start + bench.get("thermal_timeout_s", 0)
-    while True:
-        temps, (status, hal) = device.thermal(), device.thermal_service()
-        gated, ignored, rule = gate_temperatures(temps, hal, bench.get("thermal_zones"))
-        hottest = max(gated.values()) if gated else None
-        cool = status in (None, 0) and (limit is None or hottest is None or hottest <= limit)
-        if cool or time.monotonic() >= deadline:
-            return {
-                "waited_s": round(time.monotonic() - start, 1),
-                "cool": cool,
-                "thermal_status": status,
-                "temps_c": named_temperatures(temps, hal),
-                "gated_on": sorted(gated),
-                "hottest_gated_c": hottest,
-                "ignored": ignored,
-                "rule": rule,
-            }
-        log.info(
-            "waiting for %s to cool down: status %s, hottest %s C (%s)",
-            device.name,
-            status,
-            hottest,
-            ", ".join(f"{n} {v:g}" for n, v in sorted(gated.items()) if limit and v > limit),
-        )
-        time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
+def vision_step(device: Device, engine, receipt, runtime, env, bench, power_reader) -> dict | None:
+    """The vision phase as its own command after the text benchmark (EngineKind.vision_command:
+    an engine whose benchmark tool takes no images), sampled on its own: its results, the
+    tool's output, its power samples and the questions' window on the device's clock."""
+    out = device.scratch("vision.json")
+    command = engine.vision_command(device, receipt, runtime, bench, out)
+    if command is None:
+        return None
+    argv, own = command
+    with sampling(power_reader, bench) as sampler:
+        tool = run_one(device, engine, argv, {**env, **own}, out, bench, read=engine.read_vision)
+    return {
+        "results": vision_results(tool),
+        "tool": tool,
+        "power": sampler.record() if sampler else unavailable(power_reader),
+        "phase_clock": {"clock": "CLOCK_BOOTTIME", **dict.fromkeys(VISION_PHASES, tool["window"])},
+    }
 
 
-def quiet_gate(device: Device, bench: dict) -> dict:
-    """Wait until other work keeps at most `max_other_load` CPUs busy, bounded by
-    `quiet_timeout_s`; the load is sampled over `quiet_window_s` while nothing of ours runs
-    (a phone's from its own /proc/stat over adb). Devices that cannot measure it pass with
-    quiet None."""
-    limit = bench.get("max_other_load")
-    start = time.monotonic()
-    deadline = start + bench.get("quiet_timeout_s", 0)
-    while True:
-        load = None if limit is None else device.other_load_now(bench.get("quiet_window_s", 0.5))
-        quiet = None if load is None else load <= limit
-        if quiet is not False or time.monotonic() >= deadline:
-            return {"waited_s": round(time.monotonic() - start, 1), "quiet": quiet, "load": load}
-        log.info("waiting for a quiet %s: other work keeps %.2f CPUs busy", device.name, load)
-        time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
+def with_vision_step(results: list[dict], step: dict | None) -> dict:
+    """A bench payload's fields with the vision step's: its entries after the text phases, the
+    rest under `vision_step` (analysis/tables.py integrates its energy over its own samples)."""
+    if step is None:
+        return {}
+    rest = {k: v for k, v in step.items() if k != "results"}
+    return {"results": results + step["results"], "vision_step": rest}
 
 
 @contextmanager
@@ -273,11 +254,16 @@ def run_schedule(
             try:
                 with sampling(power_reader, bench) as sampler:
                     payload = run_one(device, engine, argv, env, device_out, bench)
+                payload["power"] = sampler.record() if sampler else unavailable(power_reader)
+                step = vision_step(
+                    device, engine, receipt, spec["runtime"], env, bench, power_reader
+                )
+                payload.update(with_vision_step(payload["results"], step))
             except BenchError as err:
                 if not device.emulated:
                     raise
                 payload = {"status": "failed", "error": str(err)[-2000:], "results": []}
-            payload["power"] = sampler.record() if sampler else unavailable(power_reader)
+                payload["power"] = sampler.record() if sampler else unavailable(power_reader)
             record = {
                 "status": "ok",
                 "emulated": device.emulated,

@@ -115,7 +115,10 @@ def profile_one(device, variant, phase, spec, receipt, bench, attribution, path,
     device.verify(engine_files(record, receipt))
     engine = engine_for(record, receipt)
     out = device.scratch("profile.json")
-    argv, env = engine.bench_command(
+    # the image questions (only phase_bench's vision phase has them): the engine's own vision
+    # command where its benchmark tool takes no images
+    command = engine.vision_command(device, receipt, spec["runtime"], bench, out)
+    argv, env = command or engine.bench_command(
         device, engine.model_path(receipt), spec["runtime"], bench, out
     )
     env = {**spec.get("env", {}), **env}

@@ -1,7 +1,7 @@
 """Small programs built with an engine's own toolchain arguments: the correctness gate's
-token-id tool (greedy_tool/mnn_greedy.cpp, against the engine's headers and libraries) and the
-memory-bandwidth probe of the decode ceiling (bandwidth_probe/bandwidth_probe.c; for the
-prebuilt engine, which runs on this host, with the host's compiler)."""
+token-id tool and the vision phase's timing (greedy_tool/, against the engine's headers and
+libraries), the memory-bandwidth probe of the decode ceiling (bandwidth_probe/bandwidth_probe.c;
+for the prebuilt engine, which runs on this host, with the host's compiler)."""
 
 from __future__ import annotations
 
@@ -30,11 +30,12 @@ def build_tool(
     language: str = "CXX",
     toolchain=platform_args,
     shared: Path | None = None,
+    also: tuple[str, ...] = (),
 ) -> dict:
     """Configure and build the CMake project at source for the platform of the engine that
     record describes (a prebuilt engine: this host) with that engine's toolchain arguments,
-    and copy its program `name` to out_dir. shared: a directory of sources it includes (its
-    files are recorded with the tool's own)."""
+    and copy its program `name` (and the programs `also` names) to out_dir. shared: a directory
+    of sources it includes (its files are recorded with the tool's own)."""
     ndk = (record.get("ndk") or {}).get("path")
     cmd = configure_command(
         str(source), build_dir, cache, toolchain(record.get("platform", "host"), ndk)
@@ -43,9 +44,11 @@ def build_tool(
     run_logged(["cmake", "--build", str(build_dir)], log_file)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(Path(build_dir, name), out / name)
+    for program in (name, *also):
+        shutil.copy2(Path(build_dir, program), out / program)
     return {
         "tool": name,
+        **({"also": list(also)} if also else {}),
         "engine": record["engine"],
         "platform": record.get("platform", "host"),
         "source_sha256": {
@@ -71,6 +74,7 @@ def _gate_tool(
     out_dir: str,
     log_file,
     toolchain=platform_args,
+    also: tuple[str, ...] = (),
 ) -> dict:
     """Build a gate tool against one engine: its source tree's headers (-D<prefix>_SOURCE), the
     engine's own shared libraries (-D<prefix>_LIBS; `needed` among them, or any), its
@@ -90,6 +94,7 @@ def _gate_tool(
         log_file,
         toolchain=toolchain,
         shared=GATE_COMMON,
+        also=also,
     )
     return {**built, "linked": [Path(lib).name for lib in libs]}
 
@@ -97,11 +102,12 @@ def _gate_tool(
 def build_gate_tool(
     record: dict, source: dict, engine_dir: str, build_dir: str, out_dir: str, log_file
 ) -> dict:
-    """Build mnn_greedy (the correctness gate's token-id tool) for one built engine: the same
-    platform arguments and compiler launcher, MNN's headers, that engine's own libraries."""
+    """Build mnn_greedy (the correctness gate's token-id tool) and mnn_vision (the vision
+    phase's timing) for one built engine: the same platform arguments and compiler launcher,
+    MNN's headers, that engine's own libraries."""
     return _gate_tool(
         GATE_TOOL_SOURCE, "mnn_greedy", "MNN", None,
-        record, source, engine_dir, build_dir, out_dir, log_file,
+        record, source, engine_dir, build_dir, out_dir, log_file, also=("mnn_vision",),
     )  # fmt: skip
 
 
