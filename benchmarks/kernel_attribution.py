@@ -6,6 +6,11 @@ phase, the SME2 kernels' share of the engine's code and the SME2 kernels that ra
         --devices host,qemu-no-sme,qemu-sme2-vl512 --models synth-tiny
     python benchmarks/kernel_attribution.py --config config/host-sme2.yaml \\
         --mnn /path/to/MNN --allow-dirty --repetitions 3 --workdir /tmp/host-attr
+    python benchmarks/kernel_attribution.py --config config/emulated-vision.yaml \\
+        --mnn /path/to/MNN --kleidiai file:///path/to/kleidiai-v1.16.0.tar.gz --name emulated-vision
+
+For a model with a vision encoder it also tabulates the vision phase's timings (bench.csv: the
+image encoder, the image prompt's prefill, the time to the first token), per device x variant.
 
 A workdir of an earlier run of the same command is resumed (Snakemake reruns nothing that is
 done). Writes benchmarks/results/kernel_attribution[-<name>].{json,md}.
@@ -29,6 +34,7 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 from provenance import write_results  # noqa: E402
 
 from mnnrepro.analysis.attribution import phase_summary  # noqa: E402
+from mnnrepro.stats import VISION_PHASES  # noqa: E402
 
 
 def derived_config(args) -> dict:
@@ -41,11 +47,51 @@ def derived_config(args) -> dict:
         cfg["mnn"]["source"] = {"path": str(Path(args.mnn).resolve())}
         if args.allow_dirty:
             cfg["mnn"]["source"]["allow_dirty"] = True
+    if args.kleidiai:  # a mirror of the pinned tarball (the same md5 is checked)
+        cfg["mnn"]["kleidiai"]["url"] = args.kleidiai
     if args.repetitions:
         cfg["bench"]["repetitions"] = args.repetitions
     cfg["bench"]["quiet_timeout_s"] = 0  # measure the load and mark it, never wait
     cfg["attribution"] = {**cfg.get("attribution", {}), "enabled": True}
     return cfg
+
+
+def vision_timings(bench: pd.DataFrame) -> pd.DataFrame:
+    """Per device x model x variant x vision phase: repetitions and the medians of seconds,
+    tokens and pixels (the sums over the image set of one invocation)."""
+    rows = bench[bench["phase"].isin(VISION_PHASES)]
+    return (
+        rows.groupby(["device", "model", "variant", "phase"], as_index=False)
+        .agg(
+            repetitions=("seconds", "size"),
+            seconds=("seconds", "median"),
+            tokens=("tokens", "median"),
+            pixels_mp=("pixels_mp", "median"),
+        )
+        .sort_values(["device", "model", "phase", "variant"])
+    )
+
+
+def vision_lines(vision: pd.DataFrame) -> list[str]:
+    if vision.empty:
+        return []
+    lines = [
+        "",
+        "The vision phase's timings (bench.csv, medians over the timed repetitions; each sums "
+        "the image set of one invocation: `vision` = the image encoder by MNN's own timer, "
+        "`image_prefill` = the image prompt's prefill, `first_token` = question to first "
+        "token). Emulated timings are recorded, never judged.",
+        "",
+        "| device | model | phase | variant | repetitions | seconds | tokens | MP |",
+        "|---|---|---|---|---:|---:|---:|---:|",
+    ]
+    for row in vision.itertuples():
+        mp = "" if pd.isna(row.pixels_mp) else f"{row.pixels_mp:.4f}"
+        lines.append(
+            f"| {row.device} | {row.model} | {row.phase} | {row.variant} | {row.repetitions} | "
+            f"{row.seconds:.4f} | {row.tokens:g} | {mp} |"
+        )
+    return lines
 
 
 def main() -> None:
@@ -55,6 +101,7 @@ def main() -> None:
     parser.add_argument("--models", default="")
     parser.add_argument("--mnn", default="", help="a local MNN checkout (mnn.source.path)")
     parser.add_argument("--allow-dirty", action="store_true")
+    parser.add_argument("--kleidiai", default="", help="URL of the pinned KleidiAI tarball")
     parser.add_argument("--repetitions", type=int, default=0)
     parser.add_argument("--workdir", default="")
     parser.add_argument("--cores", type=int, default=2)
@@ -135,6 +182,9 @@ def main() -> None:
             f"| {row.device} | {row.variant} | {row.phase} | {row.library} | "
             f"`{row.symbol or '(unresolved)'}` | {row.count} |"
         )
+    vision = vision_timings(pd.read_csv(out / "bench.csv"))
+    result["vision_phase"] = vision.to_dict(orient="records")
+    lines += vision_lines(vision)
     lines += ["", "Command: `measured.command` in the JSON; the config as run: `derived_config`."]
     name = "kernel_attribution" + (f"-{args.name}" if args.name else "")
     write_results(name, result, lines)

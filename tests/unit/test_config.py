@@ -9,6 +9,7 @@ import yaml
 from conftest import run_snakemake
 
 from mnnrepro.config import ConfigError
+from mnnrepro.engines.registry import kind_of_spec
 from mnnrepro.plan.checks import check
 
 CONFIGS = [
@@ -194,6 +195,11 @@ def test_whole_dag_dry_run(root, tmp_path, rel, must_run):
         assert f"\n{rule} " in proc.stdout, rule
     if rel == "config/paper.yaml":  # one model by default: the export is an explicit option
         assert "\nexport_mnn_model " not in proc.stdout
+        # the phone's benchmark asks the article's photo question too, through engines that
+        # take images (MNN's builds: mnn_vision after llm_bench)
+        assert "the vision phase asks config/images/test-card.png" in proc.stdout
+        engines = load(root, rel)["engines"]
+        assert all(kind_of_spec(spec).takes_images for spec in engines.values())
 
 
 def test_build_engines_need_a_source_and_android_needs_the_ndk(root):

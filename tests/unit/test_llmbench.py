@@ -142,8 +142,11 @@ def test_built_engine_reads_a_real_capture(tmp_path):
     assert payload["engine"]["device_supports"].startswith("The device supports:")
 
 
-def test_the_gate_and_the_benchmark_of_a_built_engine_get_identical_settings(tmp_path):
-    """The benchmark's llm_bench flags and the gate's config.json carry the same runtime.
+def test_the_gate_the_benchmark_and_the_vision_tool_of_a_built_engine_get_identical_settings(
+    tmp_path,
+):
+    """The benchmark's llm_bench flags, the gate's config.json and the vision phase's (the
+    mnn_vision command, llm_bench takes no images) carry the same runtime.
 
     `mnn_greedy` is replaced by a shell script that keeps the config it was given and answers
     one token: this test is about what each process is told, not about the engine.
@@ -157,6 +160,7 @@ def test_the_gate_and_the_benchmark_of_a_built_engine_get_identical_settings(tmp
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"llm_model": "llm.mnn", "thread_num": 9}))
+    (model / "llm_config.json").write_text(json.dumps({"image_pad": 151655}))
     tool_dir = tmp_path / "tool"
     tool_dir.mkdir()
     seen = tmp_path / "seen-config.json"
@@ -184,9 +188,21 @@ def test_the_gate_and_the_benchmark_of_a_built_engine_get_identical_settings(tmp
             {"prompt_tokens": 512, "generate_tokens": 8},
             "o",
         )
+        vision_set = {"text": "What is it?", "images": [{"device_path": "/i/a.png"}]}
+        bench = {"prompt_tokens": 512, "warmup": 1, "vision_set": vision_set}
+        vision, _ = engine.vision_command(device, receipt, runtime, bench, "v.json")
+        images = Path(vision[2]).read_text()
+        vision_config = json.loads(Path(vision[1]).read_text())
+        assert (
+            engine.vision_command(device, receipt, runtime, {**bench, "vision_set": None}, "v")
+            is None
+        )
     finally:
         device.close()
     gate = json.loads(seen.read_text())
+    assert vision_config == gate  # the same engine settings; both give one token
+    assert Path(vision[0]).name == "mnn_vision" and Path(vision[0]).parent == tool_dir
+    assert images == "/i/a.png\n" and vision[3:] == ["What is it?", "151655", "1", "v.json"]
     told = {flag: argv[argv.index(flag) + 1] for flag in ("-t", "-c", "--memory", "--power", "-a")}
     assert told == {
         "-t": str(gate["thread_num"]),

@@ -190,3 +190,38 @@ def test_the_report_counts_windows_fallbacks_and_charging_per_variant():
     assert "charging during 2 invocations" in text
     quiet = [{**conditions[0], "invocation_mean": 0, "charging_invocations": 0}]
     assert "fell back" not in "\n".join(energy_flags({"energy_conditions": quiet}))
+
+
+def test_a_vision_step_integrates_its_phases_over_its_own_samples():
+    """A built engine's vision phase runs as its own command after llm_bench (runs/benchmark.py
+    vision_step), sampled on its own: prefill and decode keep the text command's stretch (at
+    5 W and 2 W), the image questions take the vision command's (8 W); were the two mixed, the
+    text phases would be inferred from the end of a stretch that ends in the vision step."""
+    from mnnrepro.analysis.tables import stretch_joules
+
+    text = [[5.5, 5.0], [6.5, 5.0], [7.5, 2.0], [8.5, 2.0], [9.5, 2.0]]
+    vision = [[t - 199.0, 8.0, t] for t in (200.5, 201.0, 201.5)]
+    record = {
+        "wall_s": 10.0,
+        "power": {"seconds": 10.0, "samples": text, "mean_w": 3.0},
+        "results": [
+            {"phase": "prefill", "tokens": 100, "seconds": 2.0},
+            {"phase": "decode", "tokens": 30, "seconds": 3.0},
+            {"phase": "vision", "tokens": 64, "seconds": 0.5},
+            {"phase": "image_prefill", "tokens": 80, "seconds": 0.5},
+            {"phase": "first_token", "tokens": 1, "seconds": 1.0},
+        ],
+        "vision_step": {
+            "tool": {"wall_s": 3.0},
+            "power": {"seconds": 3.0, "samples": vision, "mean_w": 8.0},
+            "phase_clock": {
+                "clock": "CLOCK_BOOTTIME",
+                **{p: [200.0, 202.0] for p in ("vision", "image_prefill", "first_token")},
+            },
+        },
+    }
+    energy = stretch_joules(record)
+    assert energy["prefill"]["power_w"] == 5.0 and energy["decode"]["power_w"] == 2.0
+    assert {energy[p]["power_w"] for p in ("vision", "image_prefill", "first_token")} == {8.0}
+    assert energy["vision"]["power_window"] == "recorded"
+    assert energy["first_token"]["joules"] == 8.0

@@ -69,6 +69,7 @@ BENCH_INPUTS = dict(
     model=get_model_dirs,
     manifest="results/models/{model}/manifest.json",
     engines=get_engine_files,
+    gate_tools=get_gate_tool_records,  # the tool a kind asks the vision phase with is in its key
     facts="results/{experiment}/devices/{device}.json",
     userland=get_userland,
     greedy="results/{experiment}/greedy/{device}/{model}.json",
@@ -101,9 +102,14 @@ rule run_bench:
         ci_level=config["stats"]["ci_level"],
         # `--config remeasure=<label>`: measure again what was not measured under that label
         remeasure=str(config.get("remeasure", "")),
+        vision_phase=(
+            f"; the vision phase asks {', '.join(VISION_IMAGES)} if the model has a vision encoder"
+            if VISION_IMAGES
+            else ""
+        ),
     message:
         "Benchmark on device {wildcards.device}, model {wildcards.model}: "
-        "variants interleaved, resumable"
+        "variants interleaved, resumable{params.vision_phase}"
     script:
         "../scripts/run_bench.py"
 

@@ -84,7 +84,8 @@ rule build_gate_tool:
         build_dir="resources/build/{engine}-gate-tool",
         code=GATE_TOOL_CODE,
     message:
-        "Building the correctness gate's token-id tool against engine {wildcards.engine}"
+        "Building the correctness gate's token-id tool (and an MNN engine's vision-phase tool) "
+        "against engine {wildcards.engine}"
     script:
         "../scripts/build_gate_tool.py"
 

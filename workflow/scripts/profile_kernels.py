@@ -20,6 +20,7 @@ index = profile_for_rule(
         snakemake.params.model_formats,
         snakemake.input.model,
     ),
+    gate_tools=snakemake.input.gate_tools,
 )
 index.update(experiment=snakemake.wildcards.experiment, model=snakemake.wildcards.model)
 write_json(snakemake.output.index, index)

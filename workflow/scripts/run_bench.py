@@ -27,6 +27,7 @@ index = run_plan_for_rule(
     ci_level=snakemake.params.ci_level,
     remeasure=snakemake.params.remeasure,
     images=images,
+    gate_tools=snakemake.input.gate_tools,
 )
 index.update(experiment=snakemake.wildcards.experiment, model=snakemake.wildcards.model)
 if hasattr(snakemake.wildcards, "point"):  # a sweep point (rule run_sweep)

@@ -36,6 +36,9 @@ class EngineKind:
     runs_through_runner = False
     # asks the vision phase's image questions (bench.vision; runs/vision.py) in its benchmark
     takes_images = False
+    # the program beside its gate tool that asks them after the benchmark (vision_command);
+    # "": the benchmark command asks them itself
+    vision_tool = ""
 
     source_section = ""  # a from-source kind: the top-level config key of its source tree
     # the environment variable that switches the kind's SME kernels off in the same binary

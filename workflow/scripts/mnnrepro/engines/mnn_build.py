@@ -44,7 +44,8 @@ class BuiltEngine(BuiltFromSource):
     # bits and crashes at 1024/2048 under QEMU (benchmarks/results/real_mnn.md)
     sme2_vector_lengths_bits = (512,)
     config_key = "build"
-    takes_images = True  # mnn_vision beside the gate tool (vision_command)
+    takes_images = True
+    vision_tool = tools.MNN_VISION_TOOL  # built beside mnn_greedy
     integer_env = ("MNN_CPU_TARGET",)
     source_section = "mnn"
     source_forms = "git + commit, path, or archive + sha256"
@@ -182,7 +183,7 @@ class BuiltEngine(BuiltFromSource):
         image_pad = json.loads(fetch_text(device, llm_config))["image_pad"]
         images = device.scratch("vision-images.txt")
         device.put_text("".join(f"{i['device_path']}\n" for i in vision["images"]), images)
-        tool = posixpath.join(receipt["gate_tools"][self.record["engine"]], "mnn_vision")
+        tool = posixpath.join(receipt["gate_tools"][self.record["engine"]], self.vision_tool)
         argv = [
             tool,
             config_path,

@@ -177,7 +177,8 @@ def vision_step(device: Device, engine, receipt, runtime, env, bench, power_read
         "results": vision_results(tool),
         "tool": tool,
         "power": sampler.record() if sampler else unavailable(power_reader),
-        "phase_clock": {"clock": "CLOCK_BOOTTIME", **dict.fromkeys(VISION_PHASES, tool["window"])},
+        # the questions' three phases alternate image by image: each one's window is their span
+        "phase_clock": {"clock": "CLOCK_BOOTTIME", **{p: tool["window"] for p in VISION_PHASES}},
     }
 
 
@@ -356,9 +357,11 @@ def run_plan_for_rule(
     ci_level: float = 0.95,
     remeasure: str = "",
     images: list[tuple[str, str]] = (),
+    gate_tools: list[str] = (),
 ) -> dict:
     """images: (name as configured, local file) of the vision phase's image set, for a vision
-    model (none: no vision phase); the question asked is bench["vision"]["text"]."""
+    model (none: no vision phase); the question asked is bench["vision"]["text"]. gate_tools:
+    the engines' gate-tool records (the tool a kind asks the images with is among them)."""
     from mnnrepro.devices.factory import make_device
     from mnnrepro.runs.schedule import interleaved
 
@@ -370,13 +373,14 @@ def run_plan_for_rule(
     def stop(records, blocks):
         return stopping_decision(records, blocks, repetitions, pairs, ci_level)
 
+    tools = [read_json(path) for path in gate_tools]
     device = make_device(device_name, device_spec)
     try:
         with holding(device.lock_key, device.name):  # one job per device at a time
+            asked = with_vision_set(device, bench, images, tools)
             runs, stopping = run_schedule(
-                device, plan, specs, read_json(receipt), with_vision_set(device, bench, images),
-                raw_dir, stop, remeasure,
-            )  # fmt: skip
+                device, plan, specs, read_json(receipt), asked, raw_dir, stop, remeasure
+            )
     finally:
         device.close()
     return {"device": device_name, "emulated": device.emulated, "runs": runs, "stopping": stopping}

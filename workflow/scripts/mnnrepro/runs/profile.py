@@ -59,9 +59,11 @@ def profile_for_rule(
     attribution: dict,
     out_dir: str,
     images: list[tuple[str, str]] = (),
+    gate_tools: list[str] = (),
 ) -> dict:
     """Profile every variant in every phase on one device (resumable); the index of files.
-    images: the vision phase's image set (runs/vision.py), for a vision model."""
+    images: the vision phase's image set (runs/vision.py), for a vision model; gate_tools:
+    the engines' gate-tool records (runs/benchmark.py run_plan_for_rule)."""
     from mnnrepro.devices.factory import make_device
 
     engines, built_dirs = {}, {}
@@ -83,7 +85,7 @@ def profile_for_rule(
     try:
         with holding(device.lock_key, device.name):
             check_receipt(device, staged)
-            bench = with_vision_set(device, bench, images)
+            bench = with_vision_set(device, bench, images, map(read_json, gate_tools))
             index = [
                 profile(v, p)
                 for v in sorted(variants)

@@ -2,8 +2,9 @@
 asks about, staged like everything else, and what of them a measurement's key holds.
 
 The image set is asked by the engines that take images (EngineKind.takes_images: the prebuilt
-wheel's runner); the others run their text phases only, and their keys do not change with the
-image set."""
+wheel's runner in its benchmark command; an MNN build's mnn_vision as a second command after
+llm_bench, EngineKind.vision_command); the others (llama-bench) run their text phases only,
+and their keys do not change with the image set."""
 
 from __future__ import annotations
 
@@ -22,18 +23,28 @@ def vision_images(
     return list(zip(image_names, image_files, strict=True))
 
 
-def with_vision_set(device, bench: dict, images: list[tuple[str, str]]) -> dict:
-    """bench with `vision_set` (the staged images and the question; None without images),
-    what the engines that take images ask in each invocation."""
+def with_vision_set(device, bench: dict, images: list[tuple[str, str]], tool_records=()) -> dict:
+    """bench with `vision_set` (the staged images, the question and, per engine, the content
+    of the tool it asks them with, from its gate-tool record; None without images), what the
+    engines that take images ask in each invocation."""
     staged = list(stage_images(device, images).values())
-    vision_set = {"text": bench["vision"]["text"], "images": staged} if staged else None
+    tools = {r["engine"]: {f["path"]: f["sha256"] for f in r["files"]} for r in tool_records}
+    vision_set = (
+        {"text": bench["vision"]["text"], "images": staged, "tools": tools} if staged else None
+    )
     return {**bench, "vision_set": vision_set}
 
 
 def measured_vision(bench: dict, engine_record: dict) -> dict | None:
-    """What a measurement's key holds of the vision phase: the question and the images by
-    content, for an engine that asks them; None for one that does not, or no image set."""
+    """What a measurement's key holds of the vision phase: the question, the images by
+    content and, for a kind that asks them with a tool of its own (EngineKind.vision_tool),
+    that tool by content; None for an engine that does not ask them, or no image set."""
     vision = bench.get("vision_set")
-    if not vision or not kind_of_record(engine_record).takes_images:
+    kind = kind_of_record(engine_record)
+    if not vision or not kind.takes_images:
         return None
-    return {"text": vision["text"], "images": [i["sha256"] for i in vision["images"]]}
+    measured = {"text": vision["text"], "images": [i["sha256"] for i in vision["images"]]}
+    if kind.vision_tool:
+        tools = vision.get("tools", {}).get(engine_record["engine"], {})
+        measured["tool_sha256"] = tools.get(kind.vision_tool)
+    return measured

@@ -17,6 +17,7 @@ GATE_TOOL_SOURCE = Path(__file__).with_name("greedy_tool")
 LLAMA_GATE_TOOL_SOURCE = Path(__file__).with_name("llama_gate_tool")
 GATE_COMMON = Path(__file__).with_name("gate_common")  # what both gate tools include
 PROBE_SOURCE = Path(__file__).with_name("bandwidth_probe")
+MNN_VISION_TOOL = "mnn_vision"  # the vision phase's timing, built beside mnn_greedy
 
 
 def build_tool(
@@ -107,7 +108,7 @@ def build_gate_tool(
     MNN's headers, that engine's own libraries."""
     return _gate_tool(
         GATE_TOOL_SOURCE, "mnn_greedy", "MNN", None,
-        record, source, engine_dir, build_dir, out_dir, log_file, also=("mnn_vision",),
+        record, source, engine_dir, build_dir, out_dir, log_file, also=(MNN_VISION_TOOL,),
     )  # fmt: skip
 
 

@@ -11,8 +11,8 @@
 // Each image: reset, chat template, `<img>path</img>text` into an empty context. `warmup`
 // unmeasured passes over the image set come first, in the same process (the model loads once).
 //
-// Why not llm_demo: it prints the vision time as `%.2f s` (10 ms steps; a small image's encoder
-// prints 0.00), no time to the first token and no image-token count.
+// Why not llm_demo: it prints the vision time as `%.2f s` (a small image's encoder prints 0.00),
+// no time to the first token and no image-token count.
 //
 // usage: mnn_vision <config.json> <images.txt: one image path per line> <text> <image_pad id>
 //                   <warmup> <out.json>
