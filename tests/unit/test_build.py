@@ -42,6 +42,7 @@ def test_flags_reach_cmake_cache_and_artifacts_are_described(source, tmp_path):
     info = build(source, tmp_path, "sme2-off", {**LLM, "MNN_SME2": False}, {"sme2_kernels": False})
     assert info["cmake_cache"]["MNN_SME2"] == "OFF"
     assert info["cmake_cache"]["MNN_LOW_MEMORY"] == "ON"
+    assert info["cmake_cache"]["CMAKE_BUILD_TYPE"] == "Release"  # as CMake kept it
     names = {f["path"] for f in info["files"]}
     assert {"llm_bench", "llm_demo", "libMNN.so", "libllm.so"} <= names
     assert all(len(f["sha256"]) == 64 for f in info["files"])

@@ -297,3 +297,20 @@ def test_a_linux_arm64_build_without_clang_16_names_the_tool(monkeypatch):
     with pytest.raises(BuildError, match="needs `clang-16`, which is not installed"):
         cross_args("linux-arm64", None)
     assert cross_args("host", None) == []  # the host build needs no cross compiler
+
+
+def test_the_quantizers_flags_give_it_its_own_directory_and_key_in_messages():
+    """`llamacpp.quantizer.flags` (tests/workflow/config-control.yaml builds it unoptimized):
+    another build of the quantizer in another directory; none, the directory it always had."""
+    from mnnrepro.toolchain.llamacpp import QUANTIZER_KEY, flags_key, quantizer_dir
+    from mnnrepro.toolchain.records import source_key
+
+    tree = {"llamacpp": {"source": {"path": "/src/llama.cpp"}}}
+    plain = quantizer_dir(tree)
+    assert plain == f"results/tools/llama-quantize-{source_key(tree, 'llamacpp')}"
+    flagged = {
+        "llamacpp": {**tree["llamacpp"], "quantizer": {"flags": {"CMAKE_BUILD_TYPE": "None"}}}
+    }
+    assert quantizer_dir(flagged).startswith(plain + "-") and quantizer_dir(flagged) != plain
+    assert flags_key(QUANTIZER_KEY) == "llamacpp.quantizer.flags"
+    assert flags_key("llama") == "engines.llama.llamacpp.flags"

@@ -104,6 +104,7 @@ rule build_llamacpp_quantizer:
     threads: all_cores()
     params:
         build_dir=f"resources/build/{Path(QUANTIZER_DIR).name}",
+        flags=config.get("llamacpp", {}).get("quantizer", {}).get("flags", {}),
     message:
         "Building llama.cpp's llama-quantize for this host"
     script:

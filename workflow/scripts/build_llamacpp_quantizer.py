@@ -9,5 +9,6 @@ record = build_quantizer(
     snakemake.output.tool,
     log,
     jobs=snakemake.threads,
+    flags=snakemake.params.flags,
 )
 write_json(snakemake.output.record, record)

@@ -18,7 +18,8 @@ from mnnrepro.models.formats import FORMATS
 from mnnrepro.plan.experiment import Experiment, resolve
 from mnnrepro.plan.sources import SourceTrees
 from mnnrepro.sweep_plan import point_bench, point_variants, sweep_points, thread_nums
-from mnnrepro.toolchain.records import engine_key, source_key
+from mnnrepro.toolchain.llamacpp import quantizer_dir
+from mnnrepro.toolchain.records import engine_key
 
 # the layout file of each model format: MNN's (describe_model_layout), GGUF's (its conversion)
 LAYOUT_FILES = {name: f.layout_file for name, f in FORMATS.items()}
@@ -78,8 +79,7 @@ class Plan:
         self.engine_of_key = {key: name for name, key in self.engine_keys.items()}
         self.sources = SourceTrees(config, self.engine_kinds, self.built_engines)
         self.source_trees = self.sources.sections
-        # llama-quantize for this host: the GGUF is quantized here, whatever device runs it
-        self.quantizer_dir = f"results/tools/llama-quantize-{source_key(config, 'llamacpp')}"
+        self.quantizer_dir = quantizer_dir(config)  # llama-quantize for this host
         self.sweep = sweep_points(config)
         self.variant_threads = sorted(set(thread_nums(config["variants"]).values()))
         self.main_bench = canonical({k: v for k, v in config["bench"].items() if k != "sweep"})

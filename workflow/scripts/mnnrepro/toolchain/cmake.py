@@ -171,7 +171,11 @@ def run_logged(cmd: list[str], log_file, cwd=None, env=None, progress: str = "")
     return "".join(lines)
 
 
-def cmake_cache(build_dir: str | os.PathLike, prefixes=("MNN_", "LLM_", "KLEIDIAI")) -> dict:
+def cmake_cache(
+    build_dir: str | os.PathLike, prefixes=("MNN_", "LLM_", "KLEIDIAI", "CMAKE_BUILD_TYPE")
+) -> dict:
+    """The cache entries whose names start with prefixes (the build type as CMake kept it:
+    a project may replace an empty one, llama.cpp with Release)."""
     values = {}
     for line in Path(build_dir, "CMakeCache.txt").read_text(errors="replace").splitlines():
         m = re.match(r"^([A-Za-z0-9_]+):[A-Z]+=(.*)$", line)

@@ -27,7 +27,7 @@ from mnnrepro.toolchain.cmake import (
     unused_flags,
 )
 from mnnrepro.toolchain.kernels import disassembly_tools, sme2_kernels
-from mnnrepro.toolchain.records import TREE_COMPILERS, flag_text
+from mnnrepro.toolchain.records import TREE_COMPILERS, flag_text, short_digest, source_key
 from mnnrepro.toolchain.source import SourceError, describe_local, provide_kleidiai
 from mnnrepro.unpack import safe_extract
 
@@ -136,6 +136,8 @@ def cross_args(platform: str, ndk: str | None) -> list[str]:
 def configure(
     engine: str, source: dict, spec: dict, build_dir: str, log_file, ndk: dict | None, extra=None
 ) -> list[str]:
+    """Configure build_dir; a flag CMake reports unused fails, naming the config key of the
+    flags (`engine`: an engine's name, or `llamacpp.quantizer`)."""
     flags = {**BASE_FLAGS, **spec.get("flags", {}), **source["cmake_flags"], **(extra or {})}
     cmd = configure_command(
         source["path"], build_dir, flags, cross_args(spec["platform"], ndk and ndk["path"])
@@ -144,7 +146,7 @@ def configure(
     unused = [u for u in unused if u not in source["cmake_flags"] and u not in BASE_FLAGS]
     if unused:
         raise BuildError(
-            f"config key `engines.{engine}.llamacpp.flags`: CMake did not use {unused} "
+            f"config key `{flags_key(engine)}`: CMake did not use {unused} "
             "(removed or misspelled options build something else)"
         )
     return cmd
@@ -206,7 +208,9 @@ def build_engine(
     flags = {**BASE_FLAGS, **spec.get("flags", {})}
     return {
         **build_record(engine, "llamacpp", spec, source, ndk, build_dir, cmd),
-        "cmake_cache": cmake_cache(build_dir, ("GGML_", "LLAMA_", "FETCHCONTENT_SOURCE_DIR")),
+        "cmake_cache": cmake_cache(
+            build_dir, ("GGML_", "LLAMA_", "FETCHCONTENT_SOURCE_DIR", "CMAKE_BUILD_TYPE")
+        ),
         "flags": {k: flag_text(v) for k, v in sorted(flags.items())},
         "sme": kleidiai_kernels(engine_dir, {**spec, "engine": engine}, ndk),
         "files": file_table(engine_dir),
@@ -214,9 +218,30 @@ def build_engine(
     }
 
 
-def build_quantizer(source: dict, build_dir: str, out_dir: str, log_file, jobs: int = 2) -> dict:
-    """llama-quantize for this host (the model is quantized here, whatever device runs it)."""
-    cmd = configure("quantizer", source, {"platform": "host"}, build_dir, log_file, None)
+QUANTIZER_KEY = "llamacpp.quantizer"  # its flags' config section
+
+
+def flags_key(engine: str) -> str:
+    return (
+        f"{QUANTIZER_KEY}.flags" if engine == QUANTIZER_KEY else f"engines.{engine}.llamacpp.flags"
+    )
+
+
+def quantizer_dir(config: dict) -> str:
+    """Where llama-quantize for this host is built to: one directory per llama.cpp tree and
+    `llamacpp.quantizer.flags` (none: the key every quantizer always had)."""
+    flags = config.get("llamacpp", {}).get("quantizer", {}).get("flags", {})
+    key = source_key(config, "llamacpp") + (f"-{short_digest(flags)}" if flags else "")
+    return f"results/tools/llama-quantize-{key}"
+
+
+def build_quantizer(
+    source: dict, build_dir: str, out_dir: str, log_file, jobs: int = 2, flags=None
+) -> dict:
+    """llama-quantize for this host (the model is quantized here, whatever device runs it),
+    with `llamacpp.quantizer.flags`."""
+    spec = {"platform": "host", "flags": flags or {}}
+    cmd = configure(QUANTIZER_KEY, source, spec, build_dir, log_file, None)
     run_logged(["cmake", "--build", build_dir, "-j", str(jobs), "--target", QUANTIZER], log_file)
     collect(build_dir, out_dir, (QUANTIZER,))
     return {
