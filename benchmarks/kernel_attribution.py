@@ -75,23 +75,15 @@ def vision_timings(bench: pd.DataFrame) -> pd.DataFrame:
 def vision_lines(vision: pd.DataFrame) -> list[str]:
     if vision.empty:
         return []
-    lines = [
+    return [
         "",
         "The vision phase's timings (bench.csv, medians over the timed repetitions; each sums "
         "the image set of one invocation: `vision` = the image encoder by MNN's own timer, "
         "`image_prefill` = the image prompt's prefill, `first_token` = question to first "
         "token). Emulated timings are recorded, never judged.",
         "",
-        "| device | model | phase | variant | repetitions | seconds | tokens | MP |",
-        "|---|---|---|---|---:|---:|---:|---:|",
+        vision.astype({"tokens": int}).to_markdown(index=False, floatfmt=".4f"),
     ]
-    for row in vision.itertuples():
-        mp = "" if pd.isna(row.pixels_mp) else f"{row.pixels_mp:.4f}"
-        lines.append(
-            f"| {row.device} | {row.model} | {row.phase} | {row.variant} | {row.repetitions} | "
-            f"{row.seconds:.4f} | {row.tokens:g} | {mp} |"
-        )
-    return lines
 
 
 def main() -> None:
