@@ -98,7 +98,10 @@ def not_run_as_written(command: str) -> str | None:
     if re.search(r"<[^>]+>|my\.yaml", command):
         return "skip: a placeholder the reader fills in"
     if "/path/to/MNN" in command:
-        return "skip: needs a local MNN checkout (benchmarks/real_mnn.py runs these configs)"
+        return (
+            "skip: needs a local MNN checkout (benchmarks/real_mnn.py and "
+            "kernel_attribution.py run these configs)"
+        )
     if " -n" in f" {command}" or command.startswith("snakemake --lint"):
         return None
     for marker, why in DRY_RUN_WHY.items():
