@@ -5,9 +5,9 @@ Usage: python benchmarks/test_time.py [--cold-ccache]
 Clones this repository's HEAD into a temporary directory, runs the README's install command
 there (`bash install.sh`, with this machine's own pip set-up), then the README's test command
 (`pytest`) in that environment, as CI does, and times the test command alone. Writes
-benchmarks/results/test_time.{md,json}: the time, the state of the compiler cache, pytest's
-summary line and its 15 slowest tests. Run it on an otherwise idle machine: the time is the
-machine's, not only the tests'.
+benchmarks/results/test_time.{md,json} (with --cold-ccache: test_time-cold-ccache.{md,json}):
+the time, the state of the compiler cache, pytest's summary line and its 15 slowest tests. Run
+it on an otherwise idle machine: the time is the machine's, not only the tests'.
 
 The tests build llama.cpp (the control engine) from source; ccache keeps its objects between
 runs on one machine (CCACHE_BASEDIR: toolchain/cmake.build_environment). `--cold-ccache` runs
@@ -114,7 +114,7 @@ def main(argv: list[str]) -> int:
         "",
         *[f"- `{line}`" for line in slowest],
     ]
-    write_results("test_time", result, md)
+    write_results("test_time-cold-ccache" if cold else "test_time", result, md)
     print("\n".join(md))
     return 0 if proc.returncode == 0 else 1
 
