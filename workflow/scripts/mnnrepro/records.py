@@ -13,13 +13,16 @@ import functools
 import io
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jsonschema
-import pandas as pd
 import yaml
 
 from mnnrepro.errors import DataError
 from mnnrepro.files import read_json, sha256_file
+
+if TYPE_CHECKING:  # pandas is imported where a table is read: the Snakefile reads none
+    import pandas as pd
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "records.schema.yaml"
 
@@ -103,6 +106,8 @@ def read_record(path: str | os.PathLike, kind: str):
 
 def read_table(path: str | os.PathLike, columns: list[str], hint: str) -> pd.DataFrame:
     """A CSV table the workflow wrote, with at least `columns`; else one DataError line."""
+    import pandas as pd
+
     try:
         table = pd.read_csv(path)
     except FileNotFoundError:

@@ -16,10 +16,12 @@ test on the log ratios (exact at small n)."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-from scipy import stats as sps
+
+if TYPE_CHECKING:  # the tables are the callers'; scipy is imported where a CI or p-value is
+    import pandas as pd  # computed (many jobs that read this module's names compute neither)
 
 PHASES = ("prefill", "decode")  # what every benchmark measures, in this order
 # what a benchmark of a vision model also measures (bench.vision), in this order: the image
@@ -43,6 +45,8 @@ def t_interval(
     log_ratios = np.asarray(log_ratios, dtype=float)
     n = log_ratios.shape[-1]
     mean = log_ratios.mean(axis=-1)
+    from scipy import stats as sps
+
     quantile = sps.t.ppf(0.5 + ci_level / 2, (n - 1) if df is None else df)
     half = quantile * log_ratios.std(axis=-1, ddof=1) / math.sqrt(n)
     return np.exp(mean - half), np.exp(mean + half)
@@ -101,6 +105,8 @@ def wilcoxon_p(log_ratio: np.ndarray) -> float:
     1.0 when every pair is a tie (nothing to rank)."""
     if not np.any(log_ratio != 0):
         return 1.0
+    from scipy import stats as sps
+
     return float(sps.wilcoxon(log_ratio, alternative="two-sided").pvalue)
 
 
