@@ -40,19 +40,25 @@ def number(text: str) -> float:
 
 
 def test_the_readme_test_count_and_time_are_test_time_json():
+    """README cites the run on a new machine (an empty compiler cache, CI's case: the goal's
+    measure); docs/development.md that one and the warm one."""
     readme = (ROOT / "README.md").read_text()
     cited = re.search(r"runs the tests \((\d+) in (\d+) s on 2 cores", readme)
     assert cited, "README no longer cites the test count and time in the form this test reads"
-    measured = results("test_time")
-    passed = re.search(r"(\d+) passed", measured["summary"])
-    assert int(cited.group(1)) == int(passed.group(1))
-    assert int(cited.group(2)) == round(measured["test_s"])
+    cold = results("test_time-cold-ccache")
+    passed = re.search(r"(\d+) passed", cold["summary"])
+    assert (int(cited.group(1)), int(cited.group(2))) == (
+        int(passed.group(1)),
+        round(cold["test_s"]),
+    )
+    warm = results("test_time")
     development = (ROOT / "docs" / "development.md").read_text()
     also = re.search(r"(\d+) passed in\s+(\d+) s", development)
     assert also and (int(also.group(1)), int(also.group(2))) == (
-        int(passed.group(1)),
-        round(measured["test_s"]),
+        int(re.search(r"(\d+) passed", warm["summary"]).group(1)),
+        round(warm["test_s"]),
     )
+    assert re.search(rf"it took\s+{round(cold['test_s'])} s", development)
 
 
 def test_the_quickstart_minutes_are_quickstart_timing_json():
