@@ -299,10 +299,12 @@ def test_a_linux_arm64_build_without_clang_16_names_the_tool(monkeypatch):
     assert cross_args("host", None) == []  # the host build needs no cross compiler
 
 
-def test_the_quantizers_flags_give_it_its_own_directory_and_key_in_messages():
+def test_the_quantizers_flags_give_it_its_own_directory_and_key_in_messages(tmp_path):
     """`llamacpp.quantizer.flags` (tests/workflow/config-control.yaml builds it unoptimized):
-    another build of the quantizer in another directory; none, the directory it always had."""
-    from mnnrepro.toolchain.llamacpp import QUANTIZER_KEY, flags_key, quantizer_dir
+    another build of the quantizer in another directory; none, the directory it always had. A
+    flag CMake does not use fails naming the key it came from (a small CMake project here)."""
+    from mnnrepro.toolchain import BuildError
+    from mnnrepro.toolchain.llamacpp import build_engine, build_quantizer, quantizer_dir
     from mnnrepro.toolchain.records import source_key
 
     tree = {"llamacpp": {"source": {"path": "/src/llama.cpp"}}}
@@ -312,5 +314,14 @@ def test_the_quantizers_flags_give_it_its_own_directory_and_key_in_messages():
         "llamacpp": {**tree["llamacpp"], "quantizer": {"flags": {"CMAKE_BUILD_TYPE": "None"}}}
     }
     assert quantizer_dir(flagged).startswith(plain + "-") and quantizer_dir(flagged) != plain
-    assert flags_key(QUANTIZER_KEY) == "llamacpp.quantizer.flags"
-    assert flags_key("llama") == "engines.llama.llamacpp.flags"
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.13)\nproject(t C)\n")
+    source = {"path": str(src), "cmake_flags": {}}
+    unused = {"NOT_AN_OPTION": True}
+    with (tmp_path / "log").open("w") as log:
+        with pytest.raises(BuildError, match=r"config key `llamacpp\.quantizer\.flags`"):
+            build_quantizer(source, str(tmp_path / "q"), str(tmp_path / "qo"), log, 1, unused)
+        spec = {"platform": "host", "flags": unused}
+        with pytest.raises(BuildError, match=r"config key `engines\.llama\.llamacpp\.flags`"):
+            build_engine("llama", source, spec, str(tmp_path / "e"), str(tmp_path / "eo"), log)

@@ -134,10 +134,10 @@ def cross_args(platform: str, ndk: str | None) -> list[str]:
 
 
 def configure(
-    engine: str, source: dict, spec: dict, build_dir: str, log_file, ndk: dict | None, extra=None
+    flags_key: str, source: dict, spec: dict, build_dir: str, log_file, ndk: dict | None, extra=None
 ) -> list[str]:
-    """Configure build_dir; a flag CMake reports unused fails, naming the config key of the
-    flags (`engine`: an engine's name, or `llamacpp.quantizer`)."""
+    """Configure build_dir; a flag CMake reports unused fails, naming `flags_key`, the config
+    key the flags come from."""
     flags = {**BASE_FLAGS, **spec.get("flags", {}), **source["cmake_flags"], **(extra or {})}
     cmd = configure_command(
         source["path"], build_dir, flags, cross_args(spec["platform"], ndk and ndk["path"])
@@ -146,7 +146,7 @@ def configure(
     unused = [u for u in unused if u not in source["cmake_flags"] and u not in BASE_FLAGS]
     if unused:
         raise BuildError(
-            f"config key `{flags_key(engine)}`: CMake did not use {unused} "
+            f"config key `{flags_key}`: CMake did not use {unused} "
             "(removed or misspelled options build something else)"
         )
     return cmd
@@ -198,7 +198,7 @@ def build_engine(
 ) -> dict:
     """Configure, build, collect and check one llama.cpp engine; returns build.json."""
     start = time.monotonic()
-    cmd = configure(engine, source, spec, build_dir, log_file, ndk)
+    cmd = configure(f"engines.{engine}.llamacpp.flags", source, spec, build_dir, log_file, ndk)
     run_logged(
         ["cmake", "--build", build_dir, "-j", str(jobs), "--target", *ENGINE_TARGETS, "llama"],
         log_file,
@@ -218,13 +218,7 @@ def build_engine(
     }
 
 
-QUANTIZER_KEY = "llamacpp.quantizer"  # its flags' config section
-
-
-def flags_key(engine: str) -> str:
-    return (
-        f"{QUANTIZER_KEY}.flags" if engine == QUANTIZER_KEY else f"engines.{engine}.llamacpp.flags"
-    )
+QUANTIZER_FLAGS = "llamacpp.quantizer.flags"  # the quantizer build's config key
 
 
 def quantizer_dir(config: dict) -> str:
@@ -241,7 +235,7 @@ def build_quantizer(
     """llama-quantize for this host (the model is quantized here, whatever device runs it),
     with `llamacpp.quantizer.flags`."""
     spec = {"platform": "host", "flags": flags or {}}
-    cmd = configure(QUANTIZER_KEY, source, spec, build_dir, log_file, None)
+    cmd = configure(QUANTIZER_FLAGS, source, spec, build_dir, log_file, None)
     run_logged(["cmake", "--build", build_dir, "-j", str(jobs), "--target", QUANTIZER], log_file)
     collect(build_dir, out_dir, (QUANTIZER,))
     return {
