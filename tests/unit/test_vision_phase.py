@@ -17,7 +17,7 @@ from pathlib import Path
 from conftest import SHORT_BENCH
 
 from mnnrepro.devices.local import LocalDevice
-from mnnrepro.files import read_json, sha256_file
+from mnnrepro.files import file_table, read_json, sha256_file
 from mnnrepro.runs.benchmark import measurement_key, run_schedule, variant_specs
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.runs.staging import push_receipt
@@ -58,7 +58,7 @@ def built_engine(tmp_path: Path, seen: Path) -> tuple[dict, Path, Path]:
         "kind": "build",
         "version": "3.6.1",
         "platform": "host",
-        "files": [{"path": "llm_bench", "sha256": sha256_file(bin_dir / "llm_bench")}],
+        "files": file_table(bin_dir),
     }
     return record, bin_dir, tool_dir
 
@@ -76,7 +76,7 @@ def test_a_builds_benchmark_asks_the_images_through_mnn_vision_after_llm_bench(t
         receipt = push_receipt(device, {"mnn": str(model)}, "m", {"e": bin_dir}, {"e": tool_dir})
         vision = {"images": ["test-card.png"], "text": "What is in the picture?"}
         bench = {**SHORT_BENCH, "warmup": 1, "vision": vision}
-        tool_record = {"engine": "e", "files": [tool_file(tool_dir / "mnn_vision")]}
+        tool_record = {"engine": "e", "files": file_table(tool_dir)}  # as build_gate_tool writes
         bench = with_vision_set(device, bench, [("test-card.png", str(IMAGE))], [tool_record])
         run_schedule(device, interleaved(["a"], 1), specs, receipt, bench, tmp_path / "raw")
     finally:
@@ -110,10 +110,6 @@ def test_a_builds_benchmark_asks_the_images_through_mnn_vision_after_llm_bench(t
     assert raw["plan_key"] == key_of(specs["a"], bench)
     rebuilt = {**bench["vision_set"], "tools": {"e": {"mnn_vision": "0" * 64}}}
     assert key_of(specs["a"], {**bench, "vision_set": rebuilt}) != raw["plan_key"]
-
-
-def tool_file(path: Path) -> dict:
-    return {"path": path.name, "sha256": sha256_file(path)}
 
 
 def key_of(spec: dict, bench: dict) -> str:
