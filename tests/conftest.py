@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import shutil
 import sys
@@ -126,18 +127,48 @@ def root() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
-    """A real MNN model: tiny seeded Qwen3, converted with llmexport (about 10 s)."""
+    """A real MNN model: tiny seeded Qwen3, converted with llmexport (about 10 s), made once
+    per test run and shared by its workers (read only)."""
     from mnnrepro.models.export import export_model
     from mnnrepro.models.synthetic import make_model
 
-    base = tmp_path_factory.mktemp("tiny-model")
-    make_model("tiny", 0, base / "hf")
-    log = io.StringIO()
-    manifest = export_model(str(base / "hf"), str(base / "mnn"), 4, 64, log)
-    shutil.rmtree(base / "hf")
-    (base / "export.log").write_text(log.getvalue())
-    (base / "manifest.json").write_text(__import__("json").dumps(manifest))
+    base = shared_dir(tmp_path_factory) / "tiny-model"
+    with made_once(base) as missing:
+        if missing:
+            base.mkdir()
+            make_model("tiny", 0, base / "hf")
+            log = io.StringIO()
+            manifest = export_model(str(base / "hf"), str(base / "mnn"), 4, 64, log)
+            shutil.rmtree(base / "hf")
+            (base / "export.log").write_text(log.getvalue())
+            (base / "manifest.json").write_text(__import__("json").dumps(manifest))
     return base / "mnn"
+
+
+def shared_dir(tmp_path_factory) -> Path:
+    """The directory every worker of this test run sees (pytest-xdist's workers each have a
+    base directory below it)."""
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def made_once(path: Path):
+    """Holds `path`'s lock (another worker may be making it: wait for it) and yields whether
+    it is still to be made; a making that fails leaves nothing under `path`."""
+    import fcntl
+
+    with open(f"{path}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = Path(f"{path}.done")
+        try:
+            yield not done.exists()
+        except BaseException:
+            shutil.rmtree(path, ignore_errors=True)
+            raise
+        done.touch()
 
 
 # ---- the workflow's synthetic models, made once per test run ------------------------------
@@ -154,11 +185,7 @@ def seed_models(tmp_path_factory):
     schedule or a cluster does not make and export the same tiny checkpoint again. The model
     rules themselves run here, and in tests/workflow/test_workflow.py's and
     tests/workflow/test_slurm.py's own experiments."""
-    import os
-
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    cache = shared / "workflow-models"
+    cache = shared_dir(tmp_path_factory) / "workflow-models"
     cache.mkdir(exist_ok=True)
 
     def seed(workdir: Path, models: dict) -> None:
@@ -171,7 +198,6 @@ def seed_models(tmp_path_factory):
 
 def made_model(cache: Path, name: str, spec: dict) -> Path:
     """results/models/<name>/ of a run of the workflow's model rules alone (see seed_models)."""
-    import fcntl
     import hashlib
     import json
 
@@ -181,12 +207,11 @@ def made_model(cache: Path, name: str, spec: dict) -> Path:
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
     workdir = cache / f"{name}-{key}"
     made = workdir / "results" / "models" / name
-    with open(cache / f"{name}-{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be making it: wait for it
-        if not (made / "layout.json").exists():
+    with made_once(workdir) as missing:
+        if missing:
             config = yaml.safe_load((ROOT / "tests/workflow/config-tiny.yaml").read_text())
             config["models"] = {name: spec}
-            workdir.mkdir(exist_ok=True)
+            workdir.mkdir()
             (workdir / "models.yaml").write_text(yaml.safe_dump(config))
             targets = [f"results/models/{name}/{f}" for f in ("manifest.json", "layout.json")]
             run_snakemake(

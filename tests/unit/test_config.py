@@ -8,7 +8,7 @@ import pytest
 import yaml
 from conftest import run_snakemake
 
-from mnnrepro.config import ConfigError
+from mnnrepro.config import ConfigError, check_schema
 from mnnrepro.engines.registry import kind_of_spec
 from mnnrepro.plan.checks import check
 
@@ -154,13 +154,26 @@ def test_snakemake_refuses_bad_config_before_any_job(root, tmp_path):
 
 
 def test_schema_defaults_are_filled(root):
-    from snakemake.utils import validate
-
     cfg = load(root, "tests/workflow/config-tiny.yaml")
-    validate(cfg, str(root / "workflow/schemas/config.schema.yaml"))
+    check_schema(cfg, fill_defaults=True)
     assert cfg["stats"]["ci_level"] == 0.95
     assert cfg["bench"]["cooldown_s"] == 0
     assert cfg["correctness"]["min_agreement"] == 1.0
+
+
+EMULATED = ["config/emulated-sme2.yaml", "config/emulated-vision.yaml"]
+
+
+@pytest.mark.parametrize("rel", CONFIGS + EMULATED)
+def test_the_one_pass_fills_the_defaults_snakemakes_validate_fills(root, rel):
+    """The workflow checks a config and fills its defaults in one pass of the schema (parsed
+    once, with libyaml); the config it completes is the one Snakemake's own `validate` gives."""
+    from snakemake.utils import validate
+
+    ours, snakemakes = load(root, rel), load(root, rel)
+    check_schema(ours, fill_defaults=True)
+    validate(snakemakes, str(root / "workflow/schemas/config.schema.yaml"))
+    assert ours == snakemakes
 
 
 @pytest.mark.parametrize(

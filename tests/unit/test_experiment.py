@@ -16,10 +16,7 @@ SHIPPED_ARCHIVE = "benchmarks/results/host-sme2-archive.tar.gz"
 
 @pytest.fixture
 def paths(root):
-    return {
-        "default_config": root / "config" / "config.yaml",
-        "schema": root / "workflow" / "schemas" / "config.schema.yaml",
-    }
+    return {"default_config": root / "config" / "config.yaml"}
 
 
 def test_without_a_configfile_overrides_adjust_the_default_experiment(root, paths):

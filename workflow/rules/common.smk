@@ -32,7 +32,6 @@ try:  # the config given (or the default, or a replayed archive's), checked and 
         config,
         workflow.configfiles,
         default_config=WORKFLOW_ROOT / "config" / "config.yaml",
-        schema=WORKFLOW_ROOT / "workflow" / "schemas" / "config.schema.yaml",
     )
     # configured image -> its file (a replay re-derives from the archive: no images needed):
     # the gate's image prompts, the vision phase's image set

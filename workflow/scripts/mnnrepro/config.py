@@ -135,11 +135,30 @@ def _explain(error: jsonschema.ValidationError) -> str:
 BOUNDS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "maxItems"}
 
 
-def check_schema(config: dict, schema: dict | None = None) -> None:
-    """Raise ConfigError listing every schema violation, each naming its key."""
+def _filling_defaults(validator_class):
+    """validator_class that also sets every absent property that has a `default` as it
+    validates (python-jsonschema's FAQ recipe, which Snakemake's own `validate` uses too)."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+_DEFAULTING_VALIDATOR = _filling_defaults(jsonschema.Draft202012Validator)
+
+
+def check_schema(config: dict, schema: dict | None = None, fill_defaults: bool = False) -> None:
+    """Raise ConfigError listing every schema violation, each naming its key. With
+    fill_defaults, the same pass completes `config` in place with the schema's defaults."""
     schema = schema or load_schema()
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    kind = _DEFAULTING_VALIDATOR if fill_defaults else jsonschema.Draft202012Validator
+    errors = sorted(kind(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         refuse([_explain(e) for e in errors])
 

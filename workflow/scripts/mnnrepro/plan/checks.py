@@ -22,10 +22,11 @@ from mnnrepro.engines.registry import KINDS, kind_of_spec
 from mnnrepro.sweep_plan import sweep_problems
 
 
-def check(config: dict, local_paths: bool = True) -> None:
+def check(config: dict, local_paths: bool = True, fill_defaults: bool = False) -> None:
     """The config's schema and cross-references; with local_paths (a live run, not a replay,
-    which builds nothing) also that the local directories it names exist."""
-    check_schema(config)
+    which builds nothing) also that the local directories it names exist; with fill_defaults,
+    the schema's defaults filled in place by the same pass."""
+    check_schema(config, fill_defaults=fill_defaults)
     check_references(config)
     missing = missing_local_paths(config) if local_paths else []
     if missing:

@@ -50,23 +50,16 @@ def _with_default(config: dict, configfiles, default_config: Path) -> None:
     update_config(config, overrides)
 
 
-def _fill_defaults(config: dict, schema: Path) -> None:
-    """The schema's defaults, filled as Snakemake's own `validate` fills them."""
-    from snakemake.utils import validate  # the workflow's engine: present wherever it runs
-
-    validate(config, str(schema))
-
-
-def resolve(config: dict, configfiles, default_config: Path, schema: Path) -> Experiment:
-    """Complete and check `config` in place (Snakemake's global config, which the rules read)
-    and say where the experiment's files are. A bad config, or a replay of a damaged archive,
-    is a ConfigError naming the key, file or archive."""
+def resolve(config: dict, configfiles, default_config: Path) -> Experiment:
+    """Complete and check `config` in place (Snakemake's global config, which the rules read):
+    one pass of the schema (config.schema.yaml) checks it and fills its defaults; then say
+    where the experiment's files are. A bad config, or a replay of a damaged archive, is a
+    ConfigError naming the key, file or archive."""
     _with_default(config, configfiles, default_config)
     check_config_files(configfiles)  # a key given twice is an error, not the last one
     replay = config.get("replay", "")
     if "experiment" in config or not replay:  # a live run (a replay brings its own config)
-        check(config)
-        _fill_defaults(config, schema)
+        check(config, fill_defaults=True)
     if not replay:
         return Experiment(
             name=config["experiment"],
@@ -79,13 +72,12 @@ def resolve(config: dict, configfiles, default_config: Path, schema: Path) -> Ex
         )
     try:  # the archived resolved config replaces this one, checked as a live one is
         archived = archived_config(replay)
-        check(archived, local_paths=False)  # a replay builds nothing
+        check(archived, local_paths=False, fill_defaults=True)  # a replay builds nothing
         names = archived_names(replay)
     except (ConfigError, ValueError, OSError) as err:
         raise ConfigError(f"--config replay={replay}: {err}") from None
     config.clear()
     config.update({**archived, "replay": replay})
-    _fill_defaults(config, schema)
     name, key = config["experiment"], f"replay/{replay_name(replay)}"
     return Experiment(
         name=name,
