@@ -1,6 +1,6 @@
 """How long the README's test command takes on a clean clone (the goal: at most 600 s on 2 cores).
 
-Usage: python benchmarks/test_time.py [--cold-ccache]
+Usage: python benchmarks/test_time.py [--cold-ccache] [--workers N]
 
 Clones this repository's HEAD into a temporary directory, runs the README's install command
 there (`bash install.sh`, with this machine's own pip set-up), then the README's test command
@@ -13,10 +13,14 @@ The tests build llama.cpp (the control engine) from source; ccache keeps its obj
 runs on one machine (CCACHE_BASEDIR: toolchain/cmake.build_environment). `--cold-ccache` runs
 with an empty cache, as on a new machine: the one llama.cpp build is then compiled in full.
 Without it the run uses this machine's cache as it is, and says how many objects it held.
+`--workers N` runs `pytest -n N` instead of the README's command (whose `-n auto` is
+tests/conftest.py's choice), to compare worker counts; its results are test_time[-cold-ccache]
+-N-workers.{md,json}.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
@@ -46,10 +50,14 @@ def ccache_files(env: dict) -> int | None:
 
 
 def main(argv: list[str]) -> int:
-    cold = argv == ["--cold-ccache"]
-    if argv and not cold:
-        print("usage: python benchmarks/test_time.py [--cold-ccache]", file=sys.stderr)
-        return 2
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cold-ccache", action="store_true", help="an empty compiler cache")
+    parser.add_argument("--workers", type=int, help="pytest -n N (default: the README's -n auto)")
+    args = parser.parse_args(argv)
+    cold = args.cold_ccache
+    name = "test_time" + ("-cold-ccache" if cold else "")
+    name += f"-{args.workers}-workers" if args.workers else ""
+    workers = ["-n", str(args.workers)] if args.workers else []
     work = Path(tempfile.mkdtemp(prefix="test-time-"))
     try:
         clone = work / "clone"
@@ -72,7 +80,7 @@ def main(argv: list[str]) -> int:
             ccache = f"this machine's, {cached} files at start"
         start = time.monotonic()
         proc = subprocess.run(
-            ["pytest", "--durations=15", "-p", "no:cacheprovider"],
+            ["pytest", "--durations=15", "-p", "no:cacheprovider", *workers],
             cwd=clone,
             env=env,
             capture_output=True,
@@ -99,11 +107,13 @@ def main(argv: list[str]) -> int:
     }
     if not summary:  # pytest ended before its summary (a collection error): say why
         result["tail"] = (proc.stdout + proc.stderr)[-3000:]
+    command = " ".join(["python benchmarks/test_time.py", *argv])
     md = [
         "# The README's test command on a clean clone",
         "",
-        "`python benchmarks/test_time.py`: a clone of HEAD, `bash install.sh`, then `pytest`",
-        "in that environment (CI's steps); the time is the test command's alone.",
+        f"`{command}`: a clone of HEAD, `bash install.sh`, then `pytest`"
+        + (f" -n {args.workers} (not the README's -n auto)" if args.workers else "")
+        + " in that environment (CI's steps); the time is the test command's alone.",
         "",
         f"- time: **{seconds} s** (goal ≤ {GOAL_S} s), exit code {proc.returncode}",
         f"- compiler cache (ccache): {ccache}",
@@ -114,7 +124,7 @@ def main(argv: list[str]) -> int:
         "",
         *[f"- `{line}`" for line in slowest],
     ]
-    write_results("test_time-cold-ccache" if cold else "test_time", result, md)
+    write_results(name, result, md)
     print("\n".join(md))
     return 0 if proc.returncode == 0 else 1
 

@@ -35,13 +35,14 @@ _temp_dir_per_worker()
 
 
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: one worker more than the CPUs (at most 4, `--maxprocesses`). Part of the
-    suite waits rather than computes (PyPI and Debian downloads, adb timeouts, quiet and
-    thermal gates): on 2 CPUs, 2 workers left them idle a quarter of the run
-    (benchmarks/results/test_time.md)."""
+    """`-n auto`: two workers more than the CPUs (at most 4, `--maxprocesses`). Part of the
+    suite waits rather than computes (PyPI and Debian downloads, Slurm's scheduling, adb
+    timeouts, quiet and thermal gates): on 2 CPUs, 2 workers left them idle a quarter of the
+    run, and 3 still left the CPUs idle while two of them waited
+    (benchmarks/results/test_time-cold-ccache-3-workers.md against test_time-cold-ccache.md)."""
     import os
 
-    return (os.cpu_count() or 1) + 1
+    return (os.cpu_count() or 1) + 2
 
 
 # The test modules that take longest, longest first (their times on 2 CPUs:

@@ -343,6 +343,33 @@ def test_executed_blocks_prove_execution_where_a_share_of_blocks_would_not():
     assert not check["passed"] and ">= 1 executed blocks in prefill" in check["evidence"]
 
 
+def test_a_baseline_that_ran_sme2_kernels_in_its_image_questions_is_caught():
+    """The image questions' profile (the vision phase) is judged with prefill and decode: an
+    SME2 kernel executed there by the baseline fails the pair, and its count is shown."""
+    attribution = {**ATTRIBUTION, "min_sme2_blocks": 1}
+    phases = ("prefill", "decode", "vision")
+    clean = {("off", p): counted_profile("off", 0) for p in phases} | {
+        ("on", p): counted_profile("on", 70) for p in phases
+    }
+    checks = execution_checks(clean, ("off", "on"), ENGINES, VARIANTS, {"sme2": True}, attribution)
+    check = next(c for c in checks if c["name"].startswith("SME2 kernels ran"))
+    assert check["passed"] and "on vision: 70 blocks in SME2 kernels" in check["evidence"]
+    leaked = clean | {("off", "vision"): counted_profile("off", 5)}
+    checks = execution_checks(leaked, ("off", "on"), ENGINES, VARIANTS, {"sme2": True}, attribution)
+    check = next(c for c in checks if c["name"].startswith("SME2 kernels ran"))
+    assert not check["passed"] and "off vision: 5 blocks in SME2 kernels" in check["evidence"]
+    # on a device without SME2 nothing may run them, in the image questions neither
+    silent = {(v, p): counted_profile(v, 0) for v in ("off", "on") for p in phases}
+    for profiles, passes in (
+        (silent, True),
+        (silent | {("on", "vision"): leaked[("off", "vision")]}, False),
+    ):
+        checks = execution_checks(profiles, ("off", "on"), ENGINES, VARIANTS, {}, attribution)
+        assert (
+            next(c for c in checks if c["name"].startswith("SME2 kernels ran"))["passed"] is passes
+        )
+
+
 class ReplayedQemu:
     """QEMU's runs replayed from a real capture (tests/data/qemu/exec-strace-libk.log, a run
     that mapped libk.so at 0x555db0000): which runs QemuDevice.profile makes, and when it

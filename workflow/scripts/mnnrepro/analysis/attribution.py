@@ -121,8 +121,9 @@ def execution_checks(
     attribution: dict,
 ) -> list[dict]:
     """The kernels that ran, per pair: the treatment's SME2 kernels in its prefill profile
-    (where the device has SME2 and the pair is about SME2 kernels), none in the baseline's, and
-    every engine library's symbols resolved. profiles: (variant, phase) -> profile."""
+    (where the device has SME2 and the pair is about SME2 kernels), none in any of the
+    baseline's profiled phases (the image questions' included), and every engine library's
+    symbols resolved. profiles: (variant, phase) -> profile."""
     base_variant, treat_variant = pair
     treat = engines[variants[treat_variant]["engine"]]
     kind = kind_of_record(treat)
@@ -163,11 +164,14 @@ def execution_checks(
     )
     if not (kind.carries_sme2_kernels(treat) or kind.sme_switch):
         return checks  # e.g. the prebuilt wheel's thread pairs: not about SME2 kernels
-    shares = {(v, p): sme2_share(profiles[(v, p)]) for v in pair for p in PHASES}
+    # every phase profiled for both variants: the image questions' too, where they were asked
+    both = set.intersection(*({p for (v, p) in profiles if v == variant} for variant in pair))
+    phases = PHASES + tuple(sorted(both - set(PHASES)))
+    shares = {(v, p): sme2_share(profiles[(v, p)]) for v in pair for p in phases}
     expect_sme2 = bool(facts.get("sme2")) and kind.needs_sme2(treat)
     unit = profiles[(treat_variant, "prefill")].get("unit", "samples")
     treat_count, treat_share = shares[(treat_variant, "prefill")]
-    base_counts = {p: shares[(base_variant, p)][0] for p in PHASES}
+    base_counts = {p: shares[(base_variant, p)][0] for p in phases}
     if expect_sme2:
         if unit == "samples":  # CPU time: a kernel that carries work carries a share of it
             minimum = attribution["min_sme2_share"]
@@ -180,7 +184,7 @@ def execution_checks(
         passed = enough and not any(base_counts.values())
         expectation = f"{treat_variant}'s SME2 kernels carry {least}, {base_variant}'s none"
     else:
-        passed = not any(shares[(v, p)][0] for v in pair for p in PHASES)
+        passed = not any(count for count, _ in shares.values())
         expectation = "no SME2 kernel runs in either (no SME2 on this device or architecture)"
     checks.append(
         {

@@ -391,10 +391,5 @@ def plan_of(config: dict, config_path: str | Path, root: Path) -> Plan:
     """A config file's plan as common.smk builds it, for tools and tests outside Snakemake
     (a copy of the config resolved; root: the repository)."""
     config = copy.deepcopy(config)
-    experiment = resolve(
-        config,
-        [str(config_path)],
-        default_config=root / "config" / "config.yaml",
-        schema=root / "workflow" / "schemas" / "config.schema.yaml",
-    )
+    experiment = resolve(config, [str(config_path)], default_config=root / "config" / "config.yaml")
     return Plan(config, experiment, root / "workflow" / "scripts")
