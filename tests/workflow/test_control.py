@@ -17,15 +17,11 @@ pytestmark = [
 ]
 
 CONTROL = "tests/workflow/config-control.yaml"
-# The test run's longest chain (it compiles llama.cpp): four cores, so its compile (`threads:
-# all_cores()`) keeps its share of the CPUs beside the other workers' tests, which fill in
-# behind it (benchmarks/results/test_time-cold-ccache.md)
-CORES = "4"
 
 
 def test_the_control_engine_runs_beside_mnn_and_both_pairs_reach_one_report(root, tmp_path):
     repo = copy_repository(root, tmp_path / "repo")
-    run_snakemake(repo, "--cores", CORES, "--configfile", CONTROL)
+    run_snakemake(repo, "--cores", "2", "--configfile", CONTROL)
     out = repo / "results" / "control"
 
     (build,) = [
@@ -80,10 +76,10 @@ def test_the_control_engine_runs_beside_mnn_and_both_pairs_reach_one_report(root
     assert mechanism.loc["llama-default", "decode_bytes_per_token"] == gguf_bytes
     assert mechanism.loc["one-thread", "decode_bytes_per_token"] != gguf_bytes
 
-    again = run_snakemake(repo, "--cores", CORES, "--configfile", CONTROL)
+    again = run_snakemake(repo, "--cores", "2", "--configfile", CONTROL)
     assert "Nothing to be done" in again.stdout + again.stderr
 
-    run_snakemake(repo, "archive", "--cores", CORES, "--configfile", CONTROL)
+    run_snakemake(repo, "archive", "--cores", "2", "--configfile", CONTROL)
     replay_dir = tmp_path / "replay"
     replay_dir.mkdir()
     archive = out / "control-archive.tar.gz"
