@@ -157,8 +157,9 @@ def check_schema(config: dict, schema: dict | None = None, fill_defaults: bool =
     """Raise ConfigError listing every schema violation, each naming its key. With
     fill_defaults, the same pass completes `config` in place with the schema's defaults."""
     schema = schema or load_schema()
-    kind = _DEFAULTING_VALIDATOR if fill_defaults else jsonschema.Draft202012Validator
-    errors = sorted(kind(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    validator_class = _DEFAULTING_VALIDATOR if fill_defaults else jsonschema.Draft202012Validator
+    validator = validator_class(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         refuse([_explain(e) for e in errors])
 
