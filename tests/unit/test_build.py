@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import re
 import shutil
 
 import pytest
 
 from mnnrepro.toolchain.cmake import BuildError, build_engine, unused_flags
+from mnnrepro.toolchain.kernels import SME_INSTRUCTIONS, SYMBOL_LABEL, scan_disassembly
 
 FAKE = {"kind": "path", "commit": "0" * 40, "dirty": False}
 LLM = {"MNN_BUILD_LLM": True, "MNN_LOW_MEMORY": True, "MNN_SUPPORT_TRANSFORMER_FUSE": True}
@@ -84,6 +86,42 @@ def test_sme2_kernels_are_sme2_named_functions_that_execute_sme_instructions(sou
     assert off["sme2"]["sme2_kernel_count"] == 0
     assert off["sme2"]["sme2_named_without_sme"] == ["MNNSumByAxisLForMatmul_A_SME2"]
     assert off["sme2"]["kleidiai_sme_functions"] == ["kai_kernel_matmul_clamp_f32_sme2_mopa"]
+
+
+def every_line_scan(listing: str) -> tuple[dict[str, int], int]:
+    """The reference: SME_INSTRUCTIONS tried on every line of the listing."""
+    functions, sites, current = {}, 0, None
+    for line in listing.splitlines():
+        found = len(SME_INSTRUCTIONS.findall(line))
+        sites += found
+        label = SYMBOL_LABEL.match(line)
+        if label:
+            current = label.group(1)
+        elif current and found:
+            functions[current] = functions.get(current, 0) + 1
+    return functions, sites
+
+
+@pytest.mark.parametrize("case", [str.lower, str.upper])
+def test_the_disassembly_scan_finds_every_sme_instruction_the_pattern_names(case):
+    """The scan reads only the lines holding a hint (SME_HINTS): each instruction the pattern
+    names, in either case, is counted as a regex over every line counts it, in its function;
+    not in a label that names it, nor before the first label."""
+    mnemonics = re.search(r"\((.*?)\)", SME_INSTRUCTIONS.pattern).group(1).split("|")
+    body = [f"    {4 * i:x}:\t00000000 \t{case(m)}\tza0.s" for i, m in enumerate(mnemonics)]
+    listing = "\n".join(
+        [
+            "   0:\t00000000 \tsmstart",  # before any label
+            "0000000000001000 <kai_sme2_fmopa_kernel>:",
+            *body,
+            f"    2000:\t00000000 \t{case('zero')}\t{{{case('za')}}}",
+            "0000000000003000 <smstop>:",  # a label that names one
+            "    3000:\t00000000 \tret",
+        ]
+    )
+    functions, sites = scan_disassembly(listing)
+    assert (functions, sites) == every_line_scan(listing)
+    assert functions == {"kai_sme2_fmopa_kernel": len(mnemonics) + 1} and sites == len(body) + 3
 
 
 @needs_cross

@@ -4,6 +4,7 @@ of an engine's declared expectation (`engines.<name>.build.expect.sme2_kernels`)
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import shutil
@@ -29,17 +30,52 @@ SYMBOL_LABEL = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
 DISASSEMBLERS = {"linux-arm64": "aarch64-linux-gnu-objdump"}
 
 
-def sme_functions(disassembly: str) -> dict[str, int]:
-    """Symbol -> number of SME instructions in its body (`objdump -d`: a body runs from its
-    label to the next one)."""
-    functions, current = {}, None
-    for line in disassembly.splitlines():
-        label = SYMBOL_LABEL.match(line)
+# Each mnemonic SME_INSTRUCTIONS names contains one of these (in lower case): a line without
+# any holds no SME instruction, and str.find skips such lines at C speed (an unoptimised x86
+# llama.cpp build disassembles to ~3.4 million lines, which a regex per line read in ~25 s).
+SME_HINTS = ("mop", "smst", "{za")
+
+
+def line_starts(text: str, needles: tuple[str, ...]) -> list[int]:
+    """The offsets of the lines of text that contain any of needles, in order."""
+    starts = set()
+    for needle in needles:
+        at = text.find(needle)
+        while at != -1:
+            starts.add(text.rfind("\n", 0, at) + 1)
+            end = text.find("\n", at)
+            at = -1 if end == -1 else text.find(needle, end)
+    return sorted(starts)
+
+
+def line_at(text: str, start: int) -> str:
+    end = text.find("\n", start)
+    return text[start:] if end == -1 else text[start:end]
+
+
+def scan_disassembly(disassembly: str) -> tuple[dict[str, int], int]:
+    """An `objdump -d` listing -> (symbol -> lines with SME instructions in its body, SME
+    instructions in the whole listing). A body runs from its label to the next one."""
+    if disassembly.isascii():
+        candidates = line_starts(disassembly.lower(), SME_HINTS)
+    else:  # lower() may change a non-ASCII text's length, and so its offsets: every line
+        candidates = [0, *(m.end() for m in re.finditer("\n", disassembly))]
+    labels, names = [], []
+    for start in line_starts(disassembly, (">:",)):
+        label = SYMBOL_LABEL.match(line_at(disassembly, start))
         if label:
-            current = label.group(1)
-        elif current and SME_INSTRUCTIONS.search(line):
-            functions[current] = functions.get(current, 0) + 1
-    return functions
+            labels.append(start)
+            names.append(label.group(1))
+    functions, sites = {}, 0
+    for start in candidates:
+        line = line_at(disassembly, start)
+        found = len(SME_INSTRUCTIONS.findall(line))
+        sites += found
+        at = bisect.bisect_left(labels, start)
+        if not found or (at < len(labels) and labels[at] == start) or at == 0:
+            continue  # no SME instruction, a label (it executes nothing), or before any label
+        functions[names[at - 1]] = functions.get(names[at - 1], 0) + 1
+    return functions, sites
 
 
 def sme2_kernels(engine_dir: str | os.PathLike, nm: str = "nm", objdump: str = "objdump") -> dict:
@@ -73,9 +109,10 @@ def sme2_kernels(engine_dir: str | os.PathLike, nm: str = "nm", objdump: str = "
         dis = subprocess.run(
             [objdump, "-d", str(path)], capture_output=True, text=True, check=False
         ).stdout
-        sites += len(SME_INSTRUCTIONS.findall(dis))
-        for name, count in sme_functions(dis).items():
-            functions[name] = functions.get(name, 0) + count
+        found, instructions = scan_disassembly(dis)
+        sites += instructions
+        for name, lines in found.items():
+            functions[name] = functions.get(name, 0) + lines
     kleidiai = sorted(f for f in functions if f.startswith("kai_"))  # KleidiAI's, not MNN's
     kernels = sorted(symbols & set(functions) - set(kleidiai))
     return {
