@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadGroupScheduling
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
@@ -67,10 +68,38 @@ LONGEST_FIRST = (
 )
 
 
+def is_long(nodeid: str) -> bool:
+    return nodeid.split("::", 1)[0] in LONGEST_FIRST
+
+
 def pytest_collection_modifyitems(config, items):
     """Longest first (LONGEST_FIRST), then everything else in collection order."""
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
+class LongestFirstScheduling(LoadGroupScheduling):
+    """`--dist loadgroup`, except that a worker holding a long test (LONGEST_FIRST) is given a
+    short one to hold next, never the next long one. A worker starts a test only once it holds
+    the one after it (its teardown depends on it), and xdist gives it the head of the queue:
+    the next long test, which then waited for the first to end while other workers idled (the
+    README's tests: 164 s, queued behind the emulated device's 337 s on 2 CPUs)."""
+
+    def _assign_work_unit(self, node) -> None:
+        held = self.assigned_work.get(node, {}).values()
+        if any(is_long(test) for unit in held for test, done in unit.items() if not done):
+            short = next(
+                (k for k, unit in self.workqueue.items() if not any(map(is_long, unit))), None
+            )
+            if short is not None:
+                self.workqueue.move_to_end(short, last=False)
+        super()._assign_work_unit(node)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """LongestFirstScheduling for the suite's `--dist loadgroup` (pyproject.toml); another
+    `--dist` as asked."""
+    return LongestFirstScheduling(config, log) if config.getvalue("dist") == "loadgroup" else None
 
 
 def pytest_addoption(parser):
