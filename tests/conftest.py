@@ -48,20 +48,20 @@ def pytest_xdist_auto_num_workers(config):
     return (os.cpu_count() or 1) + 2
 
 
-# The test modules that take longest, longest first (their times on 2 CPUs:
-# benchmarks/results/test_time.md). pytest-xdist hands out work in collection order (with
-# `--no-loadscope-reorder`, pyproject.toml), so these start at once, side by side, and the
-# hundreds of short tests fill the gaps after them: before, the control engine's 18 minutes
+# The test modules that take longest, longest first (a group's tests count together; their
+# times on 2 CPUs: benchmarks/results/test_time-cold-ccache.md). pytest-xdist hands out work in
+# collection order (with `--no-loadscope-reorder`, pyproject.toml), so these start first, and
+# the hundreds of short tests fill the gaps after them: before, the control engine's 18 minutes
 # started 6 minutes into the run and the emulated device's 8 minutes 24 minutes in, after every
 # short test, and the run took the sum of their tails.
 LONGEST_FIRST = (
     "tests/workflow/test_control.py",
     "tests/workflow/test_emulation_workflow.py",
     "tests/workflow/test_workflow.py",
-    "tests/workflow/test_install.py",
     "tests/workflow/test_slurm.py",
-    "tests/workflow/test_workflow_adb.py",
     "tests/workflow/test_readme.py",
+    "tests/workflow/test_workflow_adb.py",
+    "tests/workflow/test_install.py",
     "tests/workflow/test_sweep_workflow.py",
     "tests/workflow/test_module.py",
     "tests/unit/test_envs.py",
