@@ -42,7 +42,7 @@ def pytest_xdist_auto_num_workers(config):
     run, and 3 still left them idle in stretches while two waited. Clean clones with an empty
     compiler cache: 3 workers 635 s (benchmarks/results/test_time-cold-ccache-3-workers.md),
     4 workers 609 s and 631 s (test_time-cold-ccache.md at 4e0c269 and 35f555d), then 579 s
-    with the scheduler below (the same file at 594db0e); 5 workers with it 632 s
+    and 552 s with the scheduler below (the same file at 594db0e and 98fd4e1); 5 workers 632 s
     (test_time-cold-ccache-5-workers.md). This machine's speed drifts by about as much
     between runs."""
     import os
