@@ -84,8 +84,8 @@ class LongestFirstScheduling(LoadGroupScheduling):
     """`--dist loadgroup`, except that a worker holding a long test (LONGEST_FIRST) is given a
     short one to hold next, never the next long one. A worker starts a test only once it holds
     the one after it (its teardown depends on it), and xdist gives it the head of the queue:
-    the next long test, which then waited for the first to end while other workers idled (the
-    README's tests: 164 s, queued behind the emulated device's 337 s on 2 CPUs)."""
+    the next long test, which then waited for the first to end while other workers ran short
+    ones (the README's tests, queued behind the emulated device's)."""
 
     def _assign_work_unit(self, node) -> None:
         held = self.assigned_work.get(node, {}).values()

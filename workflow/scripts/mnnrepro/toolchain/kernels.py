@@ -32,7 +32,7 @@ DISASSEMBLERS = {"linux-arm64": "aarch64-linux-gnu-objdump"}
 
 # Each mnemonic SME_INSTRUCTIONS names contains one of these (in lower case): a line without
 # any holds no SME instruction, and str.find skips such lines at C speed (an unoptimised x86
-# llama.cpp build disassembles to ~3.4 million lines, which a regex per line read in ~25 s).
+# llama.cpp build disassembles to ~3.4 million lines, which a regex per line read in ~22 s).
 SME_HINTS = ("mop", "smst", "{za")
 
 
