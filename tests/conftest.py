@@ -70,14 +70,18 @@ LONGEST_FIRST = (
 )
 
 
+def module_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
 def is_long(nodeid: str) -> bool:
-    return nodeid.split("::", 1)[0] in LONGEST_FIRST
+    return module_of(nodeid) in LONGEST_FIRST
 
 
 def pytest_collection_modifyitems(config, items):
     """Longest first (LONGEST_FIRST), then everything else in collection order."""
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+    items.sort(key=lambda item: rank.get(module_of(item.nodeid), len(rank)))
 
 
 class LongestFirstScheduling(LoadGroupScheduling):

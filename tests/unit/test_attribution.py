@@ -327,47 +327,46 @@ def counted_profile(variant: str, sme2_blocks: int) -> dict:
     }
 
 
+COUNTED = {**ATTRIBUTION, "min_sme2_blocks": 1}  # QEMU's profiles: executed blocks
+
+
+def kernels_ran(profiles: dict, facts: dict) -> dict:
+    """The pair (off, on)'s check "SME2 kernels ran ...", judged on executed blocks."""
+    checks = execution_checks(profiles, ("off", "on"), ENGINES, VARIANTS, facts, COUNTED)
+    return next(c for c in checks if c["name"].startswith("SME2 kernels ran"))
+
+
 def test_executed_blocks_prove_execution_where_a_share_of_blocks_would_not():
     """Under QEMU a kernel that does the work in few, large blocks is a tiny share of the
     blocks: a count decides there (`min_sme2_blocks`), a share only for CPU-time samples."""
-    attribution = {**ATTRIBUTION, "min_sme2_blocks": 1}
     ran = {("off", p): counted_profile("off", 0) for p in ("prefill", "decode")} | {
         ("on", p): counted_profile("on", 70) for p in ("prefill", "decode")
     }
-    checks = execution_checks(ran, ("off", "on"), ENGINES, VARIANTS, {"sme2": True}, attribution)
-    check = next(c for c in checks if c["name"].startswith("SME2 kernels ran"))
+    check = kernels_ran(ran, {"sme2": True})
     assert check["passed"], check["evidence"]  # 70 of 100,070 blocks: 0.07 %, and it ran
     never = ran | {("on", p): counted_profile("on", 0) for p in ("prefill", "decode")}
-    checks = execution_checks(never, ("off", "on"), ENGINES, VARIANTS, {"sme2": True}, attribution)
-    check = next(c for c in checks if c["name"].startswith("SME2 kernels ran"))
+    check = kernels_ran(never, {"sme2": True})
     assert not check["passed"] and ">= 1 executed blocks in prefill" in check["evidence"]
 
 
 def test_a_baseline_that_ran_sme2_kernels_in_its_image_questions_is_caught():
     """The image questions' profile (the vision phase) is judged with prefill and decode: an
     SME2 kernel executed there by the baseline fails the pair, and its count is shown."""
-    attribution = {**ATTRIBUTION, "min_sme2_blocks": 1}
     phases = ("prefill", "decode", "vision")
     clean = {("off", p): counted_profile("off", 0) for p in phases} | {
         ("on", p): counted_profile("on", 70) for p in phases
     }
-    checks = execution_checks(clean, ("off", "on"), ENGINES, VARIANTS, {"sme2": True}, attribution)
-    check = next(c for c in checks if c["name"].startswith("SME2 kernels ran"))
+    check = kernels_ran(clean, {"sme2": True})
     assert check["passed"] and "on vision: 70 blocks in SME2 kernels" in check["evidence"]
     leaked = clean | {("off", "vision"): counted_profile("off", 5)}
-    checks = execution_checks(leaked, ("off", "on"), ENGINES, VARIANTS, {"sme2": True}, attribution)
-    check = next(c for c in checks if c["name"].startswith("SME2 kernels ran"))
+    check = kernels_ran(leaked, {"sme2": True})
     assert not check["passed"] and "off vision: 5 blocks in SME2 kernels" in check["evidence"]
     # on a device without SME2 nothing may run them, in the image questions neither
     silent = {(v, p): counted_profile(v, 0) for v in ("off", "on") for p in phases}
-    for profiles, passes in (
-        (silent, True),
-        (silent | {("on", "vision"): leaked[("off", "vision")]}, False),
-    ):
-        checks = execution_checks(profiles, ("off", "on"), ENGINES, VARIANTS, {}, attribution)
-        assert (
-            next(c for c in checks if c["name"].startswith("SME2 kernels ran"))["passed"] is passes
-        )
+    assert kernels_ran(silent, {})["passed"] is True
+    assert (
+        kernels_ran(silent | {("on", "vision"): leaked[("off", "vision")]}, {})["passed"] is False
+    )
 
 
 class ReplayedQemu:
