@@ -164,6 +164,7 @@ def test_every_documented_command_runs_as_written_after_the_quickstart(quickstar
         assert proc.returncode == 0, f"$ {command}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
         return proc
 
+    assert_a_moved_copy_reruns_nothing(repo, env)
     commands = documented_commands(ROOT)
     assert len(commands) >= 15
     ran = {"run": [], "dry-run": [], "skip": []}
@@ -187,6 +188,27 @@ def test_every_documented_command_runs_as_written_after_the_quickstart(quickstar
         repo / "benchmarks" / "results" / "host-sme2-archive.tar.gz",
         repo / "results" / "replay" / "host-sme2-archive",
     )
+
+
+def assert_a_moved_copy_reruns_nothing(repo: Path, env: dict) -> None:
+    """A finished checkout copied elsewhere (`cp -a`, as an evaluator moves one) plans no
+    job: no rule names a file by the checkout's absolute path (on a phone, a rerun is another
+    push of the model and another hour of benchmarks)."""
+    moved = repo.parent / "moved"
+    shutil.copytree(repo, moved, symlinks=True)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "snakemake", "-n", "--cores", "4"],
+            cwd=moved,
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0 and "Nothing to be done" in out, out[-3000:]
+    finally:
+        shutil.rmtree(moved)
 
 
 def assert_replays_to_its_own_summary(archive: Path, replayed: Path) -> None:

@@ -9,7 +9,7 @@ from mnnrepro.analysis.plots import (
 from mnnrepro.logs import log_to
 from mnnrepro.records import read_chained_table
 
-log_to(snakemake.log[0])
+log = log_to(snakemake.log[0])
 draw = {
     "runs": runs_chart,
     "speedup": speedup_chart,
@@ -18,7 +18,9 @@ draw = {
     "kernels": kernels_chart,
 }
 for chart in snakemake.params.charts:
-    table = read_chained_table(
-        snakemake.input[f"{chart}_table"], snakemake.input[f"{chart}_document"]
-    )
-    save(draw[chart](table), snakemake.output[f"{chart}_html"], snakemake.output[f"{chart}_png"])
+    path = snakemake.input[f"{chart}_table"]
+    table = read_chained_table(path, snakemake.input[f"{chart}_document"])
+    html, png = snakemake.output[f"{chart}_html"], snakemake.output[f"{chart}_png"]
+    problem = save(draw[chart](table), html, png, path)
+    if problem:
+        print(f"warning: {chart} chart not drawn, a note in its place: {problem}", file=log)

@@ -15,6 +15,7 @@ import jsonschema
 import yaml
 
 from mnnrepro.errors import ReproError
+from mnnrepro.files import where_run
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
 
@@ -260,7 +261,7 @@ def find_images(named: list[tuple[str, str]], workflow_dir: str | Path) -> dict[
                 f"(looked in {', '.join(str(c.parent.resolve()) for c in candidates)})"
             )
         else:
-            found[name] = str(hit.resolve())
+            found[name] = where_run(hit)
     if problems:
         refuse(problems)
     return found

@@ -21,6 +21,18 @@ def sha256_file(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+def where_run(path: str | os.PathLike) -> str:
+    """`path` as a rule names it: relative to the working directory where it lies inside it,
+    so that a checkout copied or moved elsewhere plans the same inputs and reruns nothing;
+    absolute where it lies outside (the workflow used from another directory, which stays
+    where it is when the results move)."""
+    absolute = Path(path).resolve()
+    try:
+        return str(absolute.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(absolute)
+
+
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from mnnrepro.stats import ALL_PHASES
@@ -48,28 +49,73 @@ def gain_tooltip(*fields: str) -> list:
     return ["device", "model", *fields, *gains]
 
 
-# The gain axis of the speedup chart: from -100 % (infinitely slower) to +400 % (5x); a CI that
-# reaches beyond is drawn to the frame and the axis title says so (the table has the numbers).
-GAIN_AXIS = (-1.0, 4.0)
+# The gain axis: a gain (speedup - 1) is never below -100 %; its frame reaches at most twice the
+# largest gain drawn, and at least +400 % (5x). A CI of two noisy blocks can span [-100 %,
+# +2e26 %]: such an end is drawn cut at the frame, marked, and its number stays in the table.
+GAIN_FLOOR, GAIN_REACH, GAIN_CAP = -1.0, 4.0, 1000.0
+MIN_SPAN = 0.1  # a frame narrower than 10 points is widened around its middle
+GAIN_COLUMNS = ("gain", "gain_ci_low", "gain_ci_high")
 
 
-def gain_title(domain: list[float], ends: pd.Series) -> str:
-    clipped = ends.min() < domain[0] or ends.max() > domain[1]
-    return "gain (speedup - 1)" + (", CIs cut at the frame: see summary.csv" if clipped else "")
+def gain_frame(data: pd.DataFrame, also: tuple[str, ...] = ()) -> tuple[float, float]:
+    """The gain axis' domain for these rows: finite, at least MIN_SPAN wide, holding zero,
+    every drawable gain and the columns `also` (the claim band, the reference), within
+    [GAIN_FLOOR, the reach]. Whatever the data (empty, NaN, infinite, 1e26), the frame is
+    one a renderer can draw: its scale never comes from the data unbounded."""
+    values = pd.to_numeric(data[list(GAIN_COLUMNS + also)].stack(), errors="coerce")
+    finite = values[np.isfinite(values)].clip(GAIN_FLOOR, GAIN_CAP)
+    gains = pd.to_numeric(data["gain"], errors="coerce")
+    gains = gains[np.isfinite(gains)].clip(GAIN_FLOOR, GAIN_CAP)
+    reach = max(GAIN_REACH, 2 * gains.max()) if not gains.empty else GAIN_REACH
+    low = max(GAIN_FLOOR, min([0.0, *finite]))
+    high = min(reach, max([0.0, *finite]))
+    if high - low < MIN_SPAN:
+        middle = (high + low) / 2
+        low = max(GAIN_FLOOR, middle - MIN_SPAN / 2)
+        high = low + MIN_SPAN
+    return float(low), float(high)
+
+
+def cut_to_frame(data: pd.DataFrame, frame: tuple[float, float]) -> pd.DataFrame:
+    """The gain columns as drawn (`<column>_drawn`: within the frame, NaN where unknown) and
+    `cut`: the interval or the gain reaches beyond the frame (an infinite end too), so the
+    chart marks that row and its title points to the table."""
+    low, high = frame
+    data = data.copy()
+    cut = pd.Series(False, index=data.index)
+    for column in GAIN_COLUMNS:
+        values = pd.to_numeric(data[column], errors="coerce").astype(float)
+        cut |= (values < low) | (values > high)
+        data[f"{column}_drawn"] = values.clip(low, high)
+    data["cut"] = cut
+    data["cut_mark"] = np.where(cut, "CI cut at the frame", "")
+    return data
+
+
+def gain_title(data: pd.DataFrame) -> str:
+    cut = ", CIs cut at the frame (marked): numbers in the table" if data["cut"].any() else ""
+    return "gain (speedup - 1)" + cut
+
+
+def claimed(data: pd.DataFrame) -> bool:
+    return bool(pd.to_numeric(data["claim_gain"], errors="coerce").notna().any())
 
 
 def speedup_chart(summary: pd.DataFrame) -> alt.Chart:
-    """Gain (speedup - 1) with its CI, and the claim band where a claim is configured."""
+    """Gain (speedup - 1) with its CI, the claim band where a claim is configured, and the
+    reference gains where the config gives them (not judged: another machine's)."""
     if summary.empty:
         return note_chart("no speedups: every device is emulated", "Speedup")
     data = summary.copy()
     data["label"] = data["device"] + " / " + data["model"]
     data["band_low"] = data["claim_gain"] - data["tolerance"]
     data["band_high"] = data["claim_gain"] + data["tolerance"]
+    if "reference_gain" not in data:
+        data["reference_gain"] = np.nan
+    frame = gain_frame(data, ("band_low", "band_high", "reference_gain"))
+    data = cut_to_frame(data, frame)
     y = alt.Y("label:N", title=None, sort=sorted(data["label"].unique()))
-    ends = data[["gain_ci_low", "gain_ci_high", "band_low", "band_high"]].stack()
-    domain = [max(GAIN_AXIS[0], min(ends.min(), 0.0)), min(GAIN_AXIS[1], max(ends.max(), 0.0))]
-    scale = alt.Scale(domain=domain, clamp=True)  # a CI of two noisy blocks can span 1e12
+    scale = alt.Scale(domain=list(frame), clamp=True)
     base = alt.Chart()
     band = (
         base.transform_filter("isValid(datum.claim_gain)")
@@ -78,23 +124,37 @@ def speedup_chart(summary: pd.DataFrame) -> alt.Chart:
     )
     rule = base.mark_rule(strokeWidth=2, clip=True).encode(
         x=alt.X(
-            "gain_ci_low:Q", title=gain_title(domain, ends), axis=alt.Axis(format="+%"), scale=scale
+            "gain_ci_low_drawn:Q", title=gain_title(data), axis=alt.Axis(format="+%"), scale=scale
         ),
-        x2="gain_ci_high:Q",
+        x2="gain_ci_high_drawn:Q",
         y=y,
     )
     point = base.mark_point(filled=True, size=70, clip=True).encode(
-        x="gain:Q",
+        x="gain_drawn:Q",
         y=y,
         color=alt.Color("verdict:N"),
         tooltip=gain_tooltip("phase", "verdict"),
     )
+    reference = (
+        base.transform_filter("isValid(datum.reference_gain)")
+        .mark_point(shape="diamond", size=80, color="gray", clip=True)
+        .encode(x="reference_gain:Q", y=y, tooltip=gain_tooltip("phase", "reference_gain"))
+    )
+    cut = (
+        base.transform_filter("datum.cut")
+        .mark_text(text="✂", dy=-10, color="firebrick")
+        .encode(x="gain_ci_high_drawn:Q", y=y, tooltip=gain_tooltip("phase", "cut_mark"))
+    )
     zero = base.mark_rule(strokeDash=[4, 4], color="gray").encode(x=alt.datum(0.0))
+    parts = ["bar: CI"]
+    parts += ["band: claim ± tolerance"] if claimed(data) else []
+    parts += ["diamond: reference gain"] if data["reference_gain"].notna().any() else []
+    parts += ["✂: CI cut at the frame"] if data["cut"].any() else []
     return (
-        alt.layer(band, rule, point, zero, data=data)
+        alt.layer(band, rule, point, reference, cut, zero, data=data)
         .properties(width=380, height=alt.Step(28))
         .facet(row=alt.Row("phase:N", sort=PHASE_ORDER, title=None))
-        .properties(title="Speedup of treatment over baseline (bar: CI; band: claim ± tolerance)")
+        .properties(title=f"Speedup of treatment over baseline ({'; '.join(parts)})")
     )
 
 
@@ -108,10 +168,22 @@ def note_chart(text: str, title: str) -> alt.Chart:
     )
 
 
-def save(chart: alt.Chart, html: str, png: str) -> None:
-    """Self-contained HTML (vega inlined, no CDN) and a PNG rendered by vl-convert."""
-    chart.save(html, inline=True)
-    chart.save(png, format="png", scale_factor=2.0)
+def save(chart: alt.Chart, html: str, png: str, table: str = "its table") -> str | None:
+    """Self-contained HTML (vega inlined, no CDN) and a PNG rendered by vl-convert. A chart
+    the renderer refuses leaves a note naming the table in its place (HTML and PNG alike), so
+    a figure never ends the run before its summary and archive; returns the renderer's error
+    then, None when the chart was drawn."""
+    try:
+        chart.save(html, inline=True)
+        chart.save(png, format="png", scale_factor=2.0)
+        return None
+    except Exception as err:  # vl-convert raises ValueError, altair its own: any, kept as text
+        problem = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        title = chart.to_dict().get("title", "chart")
+        note = note_chart(f"not drawn ({problem[:120]}): the numbers are in {table}", str(title))
+        note.save(html, inline=True)
+        note.save(png, format="png", scale_factor=2.0)
+        return problem
 
 
 def temperature_chart(bench: pd.DataFrame) -> alt.Chart:
@@ -146,8 +218,12 @@ def temperature_chart(bench: pd.DataFrame) -> alt.Chart:
 
 def _gain_vs(data: pd.DataFrame, x: str, title: str, series: str, log_x: bool) -> alt.Chart:
     """Gain with its CI against one swept value, a line per phase and value of `series`;
-    the claim band (claim ± tolerance) is drawn at the main point. CIs reaching beyond three
-    times the largest gain are cut at the chart's edge (their numbers are in the table)."""
+    the claim band (claim ± tolerance) where a claim is configured. The gain axis is
+    gain_frame's: a CI beyond it is cut at the frame and marked (its numbers are in the
+    table)."""
+    frame = gain_frame(data, ("band_low", "band_high"))
+    data = cut_to_frame(data, frame)
+    y_scale = alt.Scale(domain=list(frame), clamp=True)
     base = alt.Chart(data).mark_point(clip=True)
     scale = alt.Scale(type="log", base=2) if log_x else alt.Scale(zero=False)
     ticks = sorted(data[x].dropna().astype(int).unique().tolist())
@@ -155,28 +231,26 @@ def _gain_vs(data: pd.DataFrame, x: str, title: str, series: str, log_x: bool) -
     color = alt.Color("phase:N", sort=PHASE_ORDER)
     band = (
         base.transform_filter("isValid(datum.claim_gain)")
-        .mark_bar(opacity=0.25, color="green", size=14)
-        .encode(x=x_enc, y="band_low:Q", y2="band_high:Q")
+        .mark_bar(opacity=0.25, color="green", size=14, clip=True)
+        .encode(x=x_enc, y=alt.Y("band_low:Q", scale=y_scale), y2="band_high:Q")
     )
     bars = base.mark_rule(strokeWidth=1.5, clip=True).encode(
-        x=x_enc, y="gain_ci_low:Q", y2="gain_ci_high:Q", color=color
+        x=x_enc, y="gain_ci_low_drawn:Q", y2="gain_ci_high_drawn:Q", color=color
     )
-    reach = max(abs(data["gain"]).max() * 3, 0.5)
-    domain = [max(-1.0, -reach, data["gain_ci_low"].min()), min(reach, data["gain_ci_high"].max())]
     line = base.mark_line(point=True, clip=True).encode(
         x=x_enc,
-        y=alt.Y(
-            "gain:Q",
-            title="gain (speedup - 1)",
-            axis=alt.Axis(format="+%"),
-            scale=alt.Scale(domain=domain),
-        ),
+        y=alt.Y("gain_drawn:Q", title=gain_title(data), axis=alt.Axis(format="+%"), scale=y_scale),
         color=color,
         strokeDash=alt.StrokeDash(f"{series}:N"),
         tooltip=gain_tooltip("point", "phase", "prompt_tokens", "generate_tokens", "thread_num"),
     )
+    cut = (
+        base.transform_filter("datum.cut")
+        .mark_text(text="✂", dx=8, color="firebrick")
+        .encode(x=x_enc, y="gain_ci_high_drawn:Q", tooltip=gain_tooltip("point", "cut_mark"))
+    )
     zero = base.mark_rule(strokeDash=[4, 4], color="gray").encode(y=alt.datum(0.0))
-    return alt.layer(band, bars, line, zero).properties(width=260, height=200)
+    return alt.layer(band, bars, line, cut, zero).properties(width=260, height=200)
 
 
 def sweep_chart(summary: pd.DataFrame) -> alt.Chart:
@@ -190,6 +264,8 @@ def sweep_chart(summary: pd.DataFrame) -> alt.Chart:
     label = data["device"] + " / " + data["model"] + ": " + data["baseline"] + " → "
     data["pair"] = label + data["treatment"]
     # each chart holds the points that vary its own value around the main point
+    if not (data["point"] == "main").any():
+        return note_chart("the sweep's main point has no gain", "Gain across the sweep")
     main = data[data["point"] == "main"].iloc[0]
     same = {k: data[k] == main[k] for k in ("prompt_tokens", "generate_tokens", "thread_num")}
     charts = []

@@ -13,7 +13,7 @@ from pathlib import Path
 from mnnrepro.config import canonical, judged_pairs, run_variants
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.registry import kind_of_spec
-from mnnrepro.files import code_digest
+from mnnrepro.files import code_digest, where_run
 from mnnrepro.models.formats import FORMATS
 from mnnrepro.plan.experiment import Experiment, resolve
 from mnnrepro.plan.sources import SourceTrees
@@ -53,7 +53,7 @@ class Plan:
         self.explains = experiment.explains
         self.raw_roots = experiment.raw_roots
         # the prebuilt engine's device-side runner holds the timing loop: an input of every run
-        self.engine_runner = str(scripts / "mnnrepro/runs/prebuilt_runner.py")
+        self.engine_runner = where_run(scripts / "mnnrepro/runs/prebuilt_runner.py")
         # analysis rules rerun when the package's code changes (Snakemake tracks only the
         # script files themselves); measurements rerun only when what they measure changes
         self.analysis_code = code_digest(scripts / "mnnrepro")
