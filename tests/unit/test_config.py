@@ -72,8 +72,13 @@ _DELETE = object()
 
 BAD = [
     # (what is wrong, key to change, new value, text the error must contain)
-    ("unknown top-level key", "benchmark", {}, "unknown key(s) ['benchmark']"),
-    ("typo in a section key", "bench.repetitons", 5, "`bench`: unknown key(s) ['repetitons']"),
+    ("unknown top-level key", "benchmark", {}, "`benchmark`: unknown key; allowed here: ["),
+    (
+        "typo in a section key",
+        "bench.repetitons",
+        5,
+        "`bench.repetitons`: unknown key; did you mean `bench.repetitions`?",
+    ),
     (
         "enum value",
         "variants.one-thread.runtime.precision",
@@ -100,7 +105,7 @@ BAD = [
         "two sources",
         "models.synth-tiny",
         {"synthetic": {"shape": "tiny"}, "other": {}},
-        "`models.synth-tiny`",
+        "`models.synth-tiny.other`: unknown key",
     ),
     (
         "variant names an unknown engine",
@@ -281,3 +286,28 @@ def test_bench_csv_has_one_column_per_runtime_setting_of_the_schema():
 
     assert set(RUNTIME_COLUMNS) == set(runtime_defaults())
     assert set(RUNTIME_COLUMNS) <= set(BENCH_COLUMNS) and "runtime" not in BENCH_COLUMNS
+
+
+def test_a_misspelled_key_is_named_with_what_was_meant_and_no_error_derived_from_it(root):
+    cfg = copy.deepcopy(load(root, "tests/workflow/config-tiny.yaml"))
+    cfg["variantz"] = cfg.pop("variants")
+    with pytest.raises(ConfigError) as err:
+        check(cfg)
+    text = str(err.value)
+    assert text == "config key `variantz`: unknown key; did you mean `variants`?"
+    assert "'variants' is a required property" not in text  # derived from the typo
+
+
+def test_a_bad_config_file_is_one_line_naming_the_file_the_key_and_what_to_do(root, tmp_path):
+    """What Snakemake prints: the error line alone, not wrapped in a WorkflowError with the
+    Snakefile's name, line and frame (and, for a typo, the key that was meant)."""
+    bad = tmp_path / "mine.yaml"
+    bad.write_text("bench:\n  repetiton: 3\n")
+    proc = run_snakemake(
+        root, "-n", "--configfile", str(root / "config/config.yaml"), str(bad), check=False
+    )
+    assert proc.returncode != 0
+    lines = [x for x in (proc.stdout + proc.stderr).splitlines() if x.strip()]
+    expected = f"error: {bad}: config key `bench.repetiton`: unknown key; did you mean"
+    assert lines[-1] == f"{expected} `bench.repetitions`?", lines
+    assert not any("WorkflowError" in x or x.lstrip().startswith("File ") for x in lines), lines

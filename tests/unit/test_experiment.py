@@ -117,7 +117,8 @@ def test_a_config_the_kinds_cannot_run_is_refused_naming_the_key(root, paths, ho
     config = damaged(paper_config(root), how)
     with pytest.raises(ConfigError, match=says) as err:
         resolve(config, [str(paper)], **paths)
-    assert str(err.value).startswith("config key `")  # the first line names the key
+    # the first line names the file that gives the key, and the key
+    assert str(err.value).startswith(f"{paper}: config key `")
 
 
 def test_the_undamaged_paper_config_passes_the_kind_checks(root, paths):

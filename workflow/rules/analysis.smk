@@ -111,8 +111,9 @@ rule compute_summary:
     params:
         **STATISTICS_PARAMS,
         variants=canonical(config["variants"]),
+        interval=MESSAGES.interval,
     message:
-        "Speedups with paired bootstrap CIs and claim verdicts"
+        "Speedups (CI: {params.interval}) and claim verdicts"
     script:
         "../scripts/compute_summary.py"
 

@@ -36,8 +36,9 @@ rule fetch_source:
         "../../envs/analysis.yaml"
     params:
         tree=get_source_tree,
+        pins=MESSAGES.source_pins,
     message:
-        "Providing the {wildcards.tree} source tree (pinned; KleidiAI from its pinned tag)"
+        "Providing the {wildcards.tree} source tree ({params.pins})"
     script:
         "../scripts/fetch_source.py"
 
@@ -61,7 +62,7 @@ rule build_engine:
         spec=get_engine_spec,
         build_dir="resources/build/{engine}",
     message:
-        "Building engine {wildcards.engine} from source (CMake + Ninja + ccache); log: {log}"
+        "Building engine {wildcards.engine} from source (CMake + Ninja, ccache where installed); log: {log}"
     script:
         "../scripts/build_engine.py"
 

@@ -19,6 +19,7 @@ from mnnrepro.config import (  # noqa: E402
     vision_images,
 )
 from mnnrepro.plan.experiment import resolve as resolve_experiment  # noqa: E402
+from mnnrepro.plan.messages import JobMessages  # noqa: E402
 from mnnrepro.plan.plan import (  # noqa: E402
     GGUF_MODEL_DIR,
     LAYOUT_FILES,
@@ -38,8 +39,12 @@ try:  # the config given (or the default, or a replayed archive's), checked and 
     PROMPT_IMAGES = {} if THE_EXPERIMENT.replay else prompt_images(config, WORKFLOW_ROOT)
     VISION_IMAGES = {} if THE_EXPERIMENT.replay else vision_images(config, WORKFLOW_ROOT)
 except ConfigError as err:  # names the key, file or archive, before any job runs
-    raise WorkflowError(str(err)) from None
+    # SystemExit, not WorkflowError: Snakemake prints a WorkflowError with this file's name,
+    # line and frame around it; an exit prints the one line (after Snakemake's own profile
+    # line, which comes before the Snakefile is read)
+    raise SystemExit(f"error: {err}") from None
 PLAN = Plan(config, THE_EXPERIMENT, SCRIPTS)
+MESSAGES = JobMessages(PLAN)  # what the job messages say of pins, checks and intervals
 
 # The plan's names, as the rule files read them.
 REPLAY, EXPERIMENT, RESULTS_KEY = PLAN.replay, PLAN.name, PLAN.results_key

@@ -17,8 +17,9 @@ rule fetch_modelscope_model:
         spec=get_model_spec,
         route="model",
         cache="resources/modelscope",
+        pins=MESSAGES.model_pins,
     message:
-        "Downloading model {wildcards.model} from ModelScope (pinned revision, verified hashes)"
+        "Downloading model {wildcards.model} from ModelScope ({params.pins})"
     script:
         "../scripts/fetch_modelscope_model.py"
 
@@ -38,8 +39,10 @@ rule fetch_modelscope_checkpoint:
         spec=get_model_spec,
         route="checkpoint",
         cache="resources/modelscope",
+        pins=MESSAGES.checkpoint_pins,
     message:
-        "Downloading the original weights of model {wildcards.model} from ModelScope"
+        "Downloading the original weights of model {wildcards.model} from ModelScope "
+        "({params.pins})"
     script:
         "../scripts/fetch_modelscope_model.py"
 

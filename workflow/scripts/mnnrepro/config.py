@@ -7,8 +7,10 @@ the generated config/README.md plan/catalog.py's."""
 from __future__ import annotations
 
 import copy
+import difflib
 import functools
 import os
+import re
 from pathlib import Path
 
 import jsonschema
@@ -70,6 +72,24 @@ def load_yaml(text: str | bytes, name: str):
         loader.dispose()
 
 
+KEY_NAMED = re.compile(r"^config key `([^`]+)`")
+
+
+def naming_its_file(err: ConfigError, paths) -> ConfigError:
+    """The error with the config file that gives its key in front (the last of `paths` that
+    does, as Snakemake merges them in order); as it is where no file gives it (a default, or
+    `--config`)."""
+    found = KEY_NAMED.match(str(err))
+    key = found.group(1).split(".") if found else []
+    for path in reversed(list(paths)):
+        node = load_yaml(Path(path).read_text(encoding="utf-8"), str(path))
+        for part in key:
+            node = node.get(part) if isinstance(node, dict) else None
+        if key and node is not None:
+            return ConfigError(f"{path}: {err}")
+    return err
+
+
 def check_config_files(paths) -> None:
     """Every config file given must be YAML without a duplicate key (Snakemake's own loader
     keeps the last of two, silently)."""
@@ -97,13 +117,43 @@ def _key(path) -> str:
     return ".".join(str(p) for p in path) or "<top level>"
 
 
+def near_miss(name: str, allowed) -> str | None:
+    """The allowed key `name` was most likely meant to be (a typo), if any."""
+    close = difflib.get_close_matches(name, list(allowed), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def unknown_key(path: list[str], allowed: list[str]) -> str:
+    *parent, name = path
+    meant = near_miss(name, allowed)
+    if meant:
+        return f"config key `{_key(path)}`: unknown key; did you mean `{_key([*parent, meant])}`?"
+    return f"config key `{_key(path)}`: unknown key; allowed here: {allowed}"
+
+
+def _derived(error: jsonschema.ValidationError, errors) -> bool:
+    """A required key reported missing because it was misspelled: the misspelling's own
+    error (unknown key, did you mean ...) says it all."""
+    if error.validator != "required":
+        return False
+    missing = error.message.split("'")[1] if "'" in error.message else ""
+    return any(
+        other.validator == "additionalProperties"
+        and list(other.absolute_path) == list(error.absolute_path)
+        and any(near_miss(n, [missing]) for n in set(other.instance) - {missing})
+        for other in errors
+    )
+
+
 def _explain(error: jsonschema.ValidationError) -> str:
     where = _key(error.absolute_path)
     validator = error.validator
     if validator == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
-        extra = sorted(set(error.instance) - set(allowed))
-        return f"config key `{where}`: unknown key(s) {extra}; allowed: {allowed}"
+        return "\n".join(
+            unknown_key([*map(str, error.absolute_path), name], allowed)
+            for name in sorted(set(error.instance) - set(allowed))
+        )
     if validator == "required":
         return f"config key `{where}`: {error.message}"
     if validator == "enum":
@@ -162,7 +212,9 @@ def check_schema(config: dict, schema: dict | None = None, fill_defaults: bool =
     validator = validator_class(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        refuse([_explain(e) for e in errors])
+        refuse(
+            [line for e in errors if not _derived(e, errors) for line in _explain(e).split("\n")]
+        )
 
 
 def canonical(value):

@@ -33,6 +33,13 @@ SPANNING_PHASES = ("first_token",)  # its time holds other phases' times
 INTERVALS = ("t", "bootstrap")
 
 
+def interval_name(stats_cfg: dict, df: int | None) -> str:
+    """The interval `stats.interval` gives, as the summary and the job messages name it."""
+    if stats_cfg.get("interval", "t") == "bootstrap":
+        return f"paired bootstrap ({stats_cfg['n_boot']} resamples)"
+    return "t on log ratios" + (f" (df {df}, after stopping)" if df is not None else "")
+
+
 def t_interval(
     log_ratios: np.ndarray, ci_level: float, df: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -9,7 +9,14 @@ import pandas as pd
 
 from mnnrepro.analysis import verdict as vd
 from mnnrepro.config import comparison_pairs
-from mnnrepro.stats import ALL_PHASES, PHASES, aa_stable, compare_phase, reps_text
+from mnnrepro.stats import (
+    ALL_PHASES,
+    PHASES,
+    aa_stable,
+    compare_phase,
+    interval_name,
+    reps_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -352,12 +359,6 @@ SPEEDUP_METHOD = (
     "demand), or the paired percentile bootstrap with `stats.interval: bootstrap`; paired "
     "Wilcoxon signed-rank two-sided p-value (exact at small n)"
 )
-
-
-def interval_name(stats_cfg: dict, df: int | None) -> str:
-    if stats_cfg.get("interval", "t") == "bootstrap":
-        return f"paired bootstrap ({stats_cfg['n_boot']} resamples)"
-    return "t on log ratios" + (f" (df {df}, after stopping)" if df is not None else "")
 
 
 def summary_document(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mnnrepro.archive.replay import archived_config, archived_names, replay_name
-from mnnrepro.config import ConfigError, check_config_files, load_yaml
+from mnnrepro.config import ConfigError, check_config_files, load_yaml, naming_its_file
 from mnnrepro.plan.checks import check
 
 
@@ -59,7 +59,10 @@ def resolve(config: dict, configfiles, default_config: Path) -> Experiment:
     check_config_files(configfiles)  # a key given twice is an error, not the last one
     replay = config.get("replay", "")
     if "experiment" in config or not replay:  # a live run (a replay brings its own config)
-        check(config, fill_defaults=True)
+        try:
+            check(config, fill_defaults=True)
+        except ConfigError as err:
+            raise naming_its_file(err, configfiles) from None
     if not replay:
         return Experiment(
             name=config["experiment"],
