@@ -534,3 +534,17 @@ def assert_report(path: Path, *files: str) -> None:
     assert "<html" in text.lower(), f"{path}: not an HTML page"
     missing = [f for f in files if f not in text]
     assert not missing, f"{path}: the report lists no {missing}"
+
+
+def without_replay_section(replayed: Path) -> str:
+    """A replay's summary.md less its first section (what the replay checked, which a live
+    run's summary has not): the rest is what the archived run's summary.md says."""
+    import json
+
+    from mnnrepro.archive.replay_check import replay_section
+
+    check = json.loads((replayed / "replay.json").read_text())
+    text = (replayed / "summary.md").read_text()
+    section = "\n" + "\n".join(replay_section(check))
+    assert section in text, "the replay's summary.md does not say what it checked"
+    return text.replace(section, "", 1)

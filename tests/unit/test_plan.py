@@ -7,8 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from snakemake.io import expand
 
-from mnnrepro.plan.plan import Plan, expand
+from mnnrepro.plan.plan import Plan
 from mnnrepro.plan.plan import plan_of as plan_for
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import assert_report, run_snakemake
+from conftest import assert_report, run_snakemake, without_replay_section
 
 # tiny_run is module-scoped: every test of the module on one worker (but the sweep, below)
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny-run")]
@@ -215,9 +215,14 @@ def test_archive_is_deterministic_and_replays_to_identical_tables(root, tiny_run
         root, "--cores", "1", "--directory", str(replay_dir), "--config", f"replay={archive}"
     )
     replayed = replay_dir / "results" / "replay" / "tiny-archive"
-    for name in ("summary.csv", "bench.csv", "summary.md", "kernels.csv"):
+    for name in ("summary.csv", "bench.csv", "kernels.csv"):
         original = (tiny_run / "results" / "tiny" / name).read_text()
         assert (replayed / name).read_text() == original, name
+    # the replay checked itself against the archive's tables, and says so first
+    check = json.loads((replayed / "replay.json").read_text())
+    assert check["identical"] and set(check["tables"]) >= {"summary.csv", "bench.csv"}
+    assert check["archive_sha256"] == hashlib.sha256(first).hexdigest()
+    assert without_replay_section(replayed) == (tiny_run / "results/tiny/summary.md").read_text()
     assert "run_bench" not in proc.stdout + proc.stderr
     assert "profile_kernels" not in proc.stdout + proc.stderr
 
@@ -282,8 +287,9 @@ def test_a_remeasurement_stays_on_the_record_in_the_report_the_archive_and_its_r
         root, "--cores", "1", "--directory", str(replay_dir), "--config", f"replay={archive}"
     )
     replayed = replay_dir / "results" / "replay" / "tiny-archive"
-    for name in ("bench.csv", "summary.csv", "summary.md"):
+    for name in ("bench.csv", "summary.csv"):
         assert (replayed / name).read_text() == (out / name).read_text(), name
+    assert without_replay_section(replayed) == (out / "summary.md").read_text()
 
 
 def test_a_raw_record_edited_after_the_run_is_refused(root, copied_run):

@@ -64,6 +64,7 @@ LLAMACPP_SOURCE_RECEIPT = PLAN.sources.section_receipts["llamacpp"]  # its conve
 SWEEP, VARIANT_THREADS, MAIN_BENCH = PLAN.sweep, PLAN.variant_threads, PLAN.main_bench
 ENGINE_FORMATS, MODEL_FORMATS = PLAN.engine_formats, PLAN.model_formats
 JUDGED_PAIRS, CHARTS = PLAN.judged_pairs, PLAN.charts
+REPLAY_TABLES = PLAN.replay_tables() if REPLAY else []
 ARCHIVED_RECORDS = PLAN.archived_records()  # what an archive packs and a replay restores
 SYNTHETIC_MODELS, DOWNLOADED_MODELS = PLAN.synthetic_models, PLAN.downloaded_models
 EXPORTED_MODELS, CHECKPOINT_MODELS = PLAN.exported_models, PLAN.checkpoint_models

@@ -33,3 +33,27 @@ rule restore_archive:
 
 # The restored checks are the archived ones: they are not derived again.
 ruleorder: restore_archive > check_validity
+
+
+# The replay checked against the archive's own tables: what differs, with its reason
+# (archive/replay_check.py); summary.md says it first.
+rule check_replay:
+    input:
+        archive=REPLAY,
+        tables=expand(
+            "results/{experiment}/{table}", experiment=RESULTS_KEY, table=REPLAY_TABLES
+        ),
+    output:
+        check=f"results/{RESULTS_KEY}/replay.json",
+    log:
+        f"logs/check_replay/{RESULTS_KEY}.log",
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        experiment=EXPERIMENT,
+        tables=REPLAY_TABLES,
+        code=ANALYSIS_CODE,
+    message:
+        "Comparing the replayed tables with the archive's own ({params.tables})"
+    script:
+        "../scripts/check_replay.py"

@@ -12,6 +12,7 @@ rule write_summary_report:
         mechanism=get_mechanism_report,
         sweep=get_sweep_report,
         kernels=get_kernel_table,
+        replay=[f"results/{RESULTS_KEY}/replay.json"] if REPLAY else [],  # what it checked
     output:
         markdown=report(
             "results/{experiment}/summary.md",

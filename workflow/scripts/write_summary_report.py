@@ -34,5 +34,6 @@ text = markdown(
     if snakemake.input.kernels
     else None,
     snakemake.params.top,
+    read_json(snakemake.input.replay[0]) if snakemake.input.replay else None,
 )
 Path(snakemake.output.markdown).write_text(text, encoding="utf-8")

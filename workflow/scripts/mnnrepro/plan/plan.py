@@ -7,8 +7,9 @@ Snakemake parsing a workflow."""
 from __future__ import annotations
 
 import copy
-import itertools
 from pathlib import Path
+
+from snakemake.io import expand
 
 from mnnrepro.config import canonical, judged_pairs, run_variants
 from mnnrepro.devices.kinds import device_kind
@@ -25,15 +26,6 @@ from mnnrepro.toolchain.records import engine_key
 LAYOUT_FILES = {name: f.layout_file for name, f in FORMATS.items()}
 MNN_MODEL_DIR = FORMATS["mnn"].folder()
 GGUF_MODEL_DIR = FORMATS["gguf"].folder()
-
-
-def expand(pattern: str, **lists) -> list[str]:
-    """Snakemake's expand: the pattern for every combination, in the order of the lists."""
-    keys = list(lists)
-    return [
-        pattern.format(**dict(zip(keys, values, strict=True)))
-        for values in itertools.product(*(lists[k] for k in keys))
-    ]
 
 
 class Plan:
@@ -184,7 +176,13 @@ class Plan:
             *self.emulation_tables(),
             *self.mechanism_tables(),
             *self.kernel_table(),
+            *([f"results/{self.results_key}/replay.json"] if self.replay else []),
         ]
+
+    def replay_tables(self) -> list[str]:
+        """The tables check_replay compares with the archive's own (results/<experiment>/...)."""
+        prefix = f"results/{self.results_key}/"
+        return [p.removeprefix(prefix) for p in self.final_output() if p.endswith(".csv")]
 
     def mechanism_tables(self) -> list[str]:
         """What explains the gain: the ceiling analysis and the sweep's tables (their charts
