@@ -40,9 +40,7 @@ ruleorder: restore_archive > check_validity
 rule check_replay:
     input:
         archive=REPLAY,
-        tables=expand(
-            "results/{experiment}/{table}", experiment=RESULTS_KEY, table=REPLAY_TABLES
-        ),
+        tables=expand("results/{experiment}/{table}", experiment=RESULTS_KEY, table=REPLAY_TABLES),
     output:
         check=f"results/{RESULTS_KEY}/replay.json",
     log:
