@@ -20,6 +20,7 @@ from mnnrepro.config import (  # noqa: E402
 )
 from mnnrepro.plan.experiment import resolve as resolve_experiment  # noqa: E402
 from mnnrepro.plan.messages import JobMessages  # noqa: E402
+from mnnrepro.plan.overview import overview  # noqa: E402
 from mnnrepro.plan.plan import (  # noqa: E402
     GGUF_MODEL_DIR,
     LAYOUT_FILES,
@@ -45,6 +46,8 @@ except ConfigError as err:  # names the key, file or archive, before any job run
     raise SystemExit(f"error: {err}") from None
 PLAN = Plan(config, THE_EXPERIMENT, SCRIPTS)
 MESSAGES = JobMessages(PLAN)  # what the job messages say of pins, checks and intervals
+if workflow.is_main_process:  # before the job list: what this will do, and for how long
+    print("\n".join(overview(PLAN)), file=sys.stderr)
 
 # The plan's names, as the rule files read them.
 REPLAY, EXPERIMENT, RESULTS_KEY = PLAN.replay, PLAN.name, PLAN.results_key

@@ -3,6 +3,7 @@ from pathlib import Path
 import pandas as pd
 
 from mnnrepro.analysis.report import markdown
+from mnnrepro.archive.replay_check import replay_section
 from mnnrepro.files import read_json
 from mnnrepro.logs import log_to
 from mnnrepro.records import read_chained_table, read_record, read_table
@@ -34,6 +35,6 @@ text = markdown(
     if snakemake.input.kernels
     else None,
     snakemake.params.top,
-    read_json(snakemake.input.replay[0]) if snakemake.input.replay else None,
+    replay_section(read_json(snakemake.input.replay[0])) if snakemake.input.replay else [],
 )
 Path(snakemake.output.markdown).write_text(text, encoding="utf-8")

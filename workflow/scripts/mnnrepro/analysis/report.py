@@ -12,7 +12,6 @@ from mnnrepro.analysis.emulation import emulation_section
 from mnnrepro.analysis.explaining import mechanism_section
 from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct
 from mnnrepro.analysis.vision import vision_section
-from mnnrepro.archive.replay_check import replay_section
 from mnnrepro.config import comparison_pairs
 from mnnrepro.stats import reps_text
 
@@ -250,14 +249,15 @@ def markdown(
     sweep: pd.DataFrame | None = None,
     kernels: pd.DataFrame | None = None,
     top: int = 6,
-    replay: dict | None = None,
+    preface: list[str] = (),
 ) -> str:
-    """summary.md: one function per section (a replay's says first what it checked)."""
+    """summary.md: one function per section; `preface` right after the title (a replay's
+    says there what it checked)."""
     title, *header = header_section(document)
     return "\n".join(
         [
             title,
-            *(replay_section(replay) if replay else []),
+            *preface,
             *header,
             *verdicts_section(summary, document),
             *side_by_side_section(summary),

@@ -1,0 +1,73 @@
+"""The plan a dry run prints before its job list (mnnrepro.plan.overview): what it measures
+and for how long, from the config and from an earlier run's own records."""
+
+from __future__ import annotations
+
+import re
+import tarfile
+
+import yaml
+
+from mnnrepro.plan.overview import PHONE_INVOCATION_S, overview
+from mnnrepro.plan.plan import plan_of
+
+
+def lines_of(root, config: dict, name: str, tmp_path) -> list[str]:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(config))
+    return overview(plan_of(config, path, root))
+
+
+def test_the_paper_dry_run_says_what_it_asks_of_the_phone_and_docs_say_the_same(
+    root, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # no earlier run here
+    config = yaml.safe_load((root / "config/paper.yaml").read_text())
+    lines = lines_of(root, config, "paper.yaml", tmp_path)
+    assert "  per device: 5 invocations per block, 10 to 30 blocks" in "\n".join(lines)
+    (phone,) = [x for x in lines if x.startswith("  device `x300`")]
+    # 5 invocations x (10..30 main + 3 sweep points x 10) blocks x the assumed 72 s
+    assert f"{5 * 40 * PHONE_INVOCATION_S / 3600:.1f} h to {5 * 60 * 72 / 3600:.1f} h" in phone
+    docs = (root / "docs/evaluation.md").read_text()
+    shown = re.search(r"<!-- paper-phone-time -->\n```\n(.*)\n```", docs).group(1)
+    assert shown == phone  # one figure, printed by the dry run, quoted by the docs
+    assert any("network, where not fetched yet:" in x and "ModelScope" in x for x in lines)
+
+
+def test_a_variant_more_or_a_longer_sweep_changes_the_plan(root, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = yaml.safe_load((root / "config/config.yaml").read_text())
+    before = lines_of(root, config, "a.yaml", tmp_path)
+    config["variants"]["three-threads"] = {
+        **config["variants"]["two-threads"],
+        "runtime": {"thread_num": 3},
+    }
+    after = lines_of(root, config, "b.yaml", tmp_path)
+    assert "  per device: 2 invocations per block, 10 blocks" in before
+    assert "  per device: 3 invocations per block, 10 blocks" in after
+    assert "three-threads (mnn-pypi)" in after[2]
+
+
+def test_the_device_time_comes_from_an_earlier_run_of_the_experiment(root, tmp_path, monkeypatch):
+    """The shipped archive's bench.csv as this experiment's earlier run: its invocations'
+    wall times and gate waits, plus the cool-down, price the next run."""
+    import pandas as pd
+
+    monkeypatch.chdir(tmp_path)
+    config = yaml.safe_load((root / "config/host-sme2.yaml").read_text())
+    (tmp_path.parent / "MNN").mkdir(exist_ok=True)  # the config's local checkout, ../MNN
+    config["mnn"]["source"]["path"] = str(tmp_path.parent / "MNN")
+    (line,) = [x for x in lines_of(root, config, "h.yaml", tmp_path) if "device `host`" in x]
+    assert line.endswith("not estimated (no earlier run of this experiment on it)")
+    (tmp_path / "results/host-sme2").mkdir(parents=True)
+    with tarfile.open(root / "benchmarks/results/host-sme2-archive.tar.gz") as tar:
+        data = tar.extractfile("results/host-sme2/bench.csv").read()
+    (tmp_path / "results/host-sme2/bench.csv").write_bytes(data)
+    bench = pd.read_csv(tmp_path / "results/host-sme2/bench.csv")
+    runs = bench.drop_duplicates(["model", "variant", "block"])
+    waits = runs[[c for c in ("quiet_wait_s", "thermal_wait_s") if c in runs]].fillna(0)
+    (tmp_path / "h.yaml").write_text(yaml.safe_dump(config))
+    plan = plan_of(config, tmp_path / "h.yaml", root)
+    per = (runs["wall_s"] + waits.sum(axis=1)).mean() + plan.config["bench"]["cooldown_s"]
+    (line,) = [x for x in overview(plan) if "device `host`" in x]
+    assert f"earlier invocations there, {per:.0f} s each" in line

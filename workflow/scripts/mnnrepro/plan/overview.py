@@ -1,0 +1,129 @@
+"""What an invocation will do, said before its job list: the experiment, its devices and what
+they need, the variants and the pairs judged, invocations per block, blocks, and the device
+time this asks for, with the source of that figure (Snakefile prints it in the main process:
+a dry run shows it first).
+
+The device time is an estimate: invocations (blocks x variants, for the main point and every
+sweep point) times the seconds one invocation takes. Those seconds are, in this order of
+preference: the mean of the same experiment's earlier invocations on that device (their wall
+time and gate waits, from its bench.csv, plus the cool-down), else for a phone
+PHONE_INVOCATION_S (benchmarks/results/phone_precision.md's assumption: no phone was reachable
+to measure one), else none."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from mnnrepro.config import run_variants
+from mnnrepro.stats import block_range
+from mnnrepro.sweep_plan import sweep_repetitions
+
+# one phone invocation with its 30 s cool-down and the thermal and quiet gates: an assumption
+# (benchmarks/results/phone_precision.md, docs/evaluation.md), replaced by an earlier run's
+# own records as soon as there are some
+PHONE_INVOCATION_S = 72.0
+PHONE_SOURCE = "an assumed 72 s per invocation, benchmarks/results/phone_precision.md"
+NEEDS = {
+    "adb": "a phone on adb",
+    "qemu": "QEMU 11 and an arm64 userland (a pinned download from Debian's archive)",
+    "local": "this machine, otherwise idle",
+}
+
+
+def blocks_text(repetitions) -> str:
+    low, high, target = block_range(repetitions)
+    if low == high:
+        return f"{low} blocks"
+    return f"{low} to {high} blocks (until every CI is within ±{target:.0%})"
+
+
+def earlier_invocation_s(bench_csv: Path, device: str, cooldown_s: float) -> float | None:
+    """Mean seconds of one earlier invocation on `device` (wall time, gate waits, cool-down)
+    from an earlier run's bench.csv, None without one."""
+    if not bench_csv.is_file():
+        return None
+    seen = {}
+    with open(bench_csv, newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            if row.get("device") != device or not row.get("wall_s"):
+                continue
+            waits = sum(float(row.get(k) or 0) for k in ("quiet_wait_s", "thermal_wait_s"))
+            seen[(row["model"], row["variant"], row["block"])] = float(row["wall_s"]) + waits
+    if not seen:
+        return None
+    return sum(seen.values()) / len(seen) + cooldown_s
+
+
+def hours(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def device_time(plan, device: str) -> str:
+    """The expected time one device spends on its benchmarks, best and worst case, and why."""
+    config, bench = plan.config, plan.config["bench"]
+    earlier = earlier_invocation_s(
+        Path(f"results/{plan.results_key}/bench.csv"), device, bench["cooldown_s"]
+    )
+    if earlier is not None:
+        per, source = earlier, f"this experiment's earlier invocations there, {earlier:.0f} s each"
+    elif plan.device_kinds[device].key == "adb":
+        per, source = PHONE_INVOCATION_S, PHONE_SOURCE
+    else:
+        return "not estimated (no earlier run of this experiment on it)"
+    variants = len(run_variants(config)) * len(plan.models)
+    low, high, _ = block_range(bench["repetitions"])
+    sweep_low, sweep_high, _ = block_range(sweep_repetitions(bench))
+    points = 0 if plan.device_kinds[device].emulated else len(plan.sweep)
+    fewest = variants * (low + points * sweep_low) * per
+    most = variants * (high + points * sweep_high) * per
+    span = hours(fewest) if fewest == most else f"{hours(fewest)} to {hours(most)}"
+    return f"{span} of benchmarks; source: {source}"
+
+
+def source_downloads(plan):
+    """What the builds fetch: each source tree that is not a local checkout, and the NDK."""
+    for engine in plan.built_engines:
+        kind, spec = plan.engine_kinds[engine], plan.config["engines"][engine]
+        if "path" not in kind.tree_of(spec, plan.config).get("source", {}):
+            yield f"the {kind.source_section} source"
+        if spec[kind.config_key].get("platform") == "android-arm64":
+            yield f"Android NDK {plan.config['toolchains']['ndk']['version']}"
+
+
+def overview(plan) -> list[str]:
+    """The lines printed before the job list."""
+    config = plan.config
+    variants = run_variants(config)
+    lines = [
+        f"Plan of experiment `{plan.name}`"
+        + (f" (a replay of {plan.replay}: no device, build or download)" if plan.replay else ""),
+        f"  models: {', '.join(plan.models)}",
+        "  variants: " + ", ".join(f"{v} ({variants[v]['engine']})" for v in sorted(variants)),
+        "  pairs judged: " + ", ".join(f"{t} vs {b}" for b, t in plan.judged_pairs),
+    ]
+    if plan.replay:
+        return lines
+    bench = config["bench"]
+    per_block = len(variants) * len(plan.models)
+    lines.append(
+        f"  per device: {per_block} invocations per block, {blocks_text(bench['repetitions'])}"
+        + (
+            f"; sweep: {len(plan.sweep)} more points of {blocks_text(sweep_repetitions(bench))}"
+            if plan.sweep
+            else ""
+        )
+    )
+    for device in plan.devices:
+        kind = plan.device_kinds[device].key
+        lines.append(
+            f"  device `{device}` ({kind}): needs {NEEDS[kind]}; {device_time(plan, device)}"
+        )
+    downloads = [f"model {m} (ModelScope)" for m in plan.downloaded_models]
+    downloads += [f"{m}'s checkpoint (ModelScope)" for m in plan.checkpoint_models]
+    downloads += sorted(set(source_downloads(plan)))
+    if downloads:
+        lines.append(f"  network, where not fetched yet: {', '.join(downloads)}")
+    return lines
