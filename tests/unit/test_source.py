@@ -62,6 +62,44 @@ def test_local_path_records_commit_and_refuses_dirty_tree(repo):
     assert describe_local(path, allow_dirty=True)["dirty"] is True
 
 
+def test_a_local_tree_is_named_by_the_release_whose_files_it_holds(repo, tmp_path, monkeypatch):
+    """A copy of a release re-committed in another history (as a checkout made from a
+    repository snapshot is) has another commit but the release's tree: the build record says
+    which release it is; another tree, or local changes, say so."""
+    from mnnrepro.toolchain import source
+
+    path, first = repo
+    release_tree = git(path, "rev-parse", f"{first}^{{tree}}")
+    monkeypatch.setitem(source.RELEASE_TREES, release_tree, ("MNN 9.9.9", first))
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    git(copy, "init", "-q")
+    (copy / "CMakeLists.txt").write_text("project(x)\n")  # the release's files, re-committed
+    git(copy, "add", ".")
+    git(copy, "-c", "user.email=o@example.invalid", "-c", "user.name=other", "commit", "-qm", "c")
+    info = describe_local(copy, allow_dirty=False)
+    assert info["commit"] != first and info["tree"] == release_tree
+    assert source.release_text(info) == f"MNN 9.9.9 ({first[:7]})"
+    (copy / "CMakeLists.txt").write_text("project(changed)\n")
+    dirty = describe_local(copy, allow_dirty=True)
+    assert source.release_text(dirty) == f"MNN 9.9.9 ({first[:7]}, with local changes)"
+    later = describe_local(path, allow_dirty=False)  # the repository's second commit
+    assert later["release"] is None
+    assert source.release_text(later).endswith("no known release")
+    fetched = checkout_git(f"file://{path}", first, tmp_path / "src")
+    assert source.release_text(fetched) == f"MNN 9.9.9 ({first[:7]})"
+
+
+def test_the_known_release_trees_are_mnns_own():
+    """The pins README and the configs cite: release 3.6.1 is commit d407447."""
+    from mnnrepro.toolchain.source import RELEASE_TREES
+
+    assert {name: commit[:7] for name, commit in RELEASE_TREES.values()} == {
+        "MNN 3.6.1": "d407447",
+        "MNN 3.6.0": "cc20f67",
+    }
+
+
 PATCH = """--- a/CMakeLists.txt
 +++ b/CMakeLists.txt
 @@ -1 +1,2 @@

@@ -14,6 +14,7 @@ from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct
 from mnnrepro.analysis.vision import vision_section
 from mnnrepro.config import comparison_pairs
 from mnnrepro.stats import reps_text
+from mnnrepro.toolchain.source import release_text
 
 
 def header_section(document: dict) -> list[str]:
@@ -207,8 +208,9 @@ def model_pin(manifest: dict) -> str:
 def provenance_section(facts: dict, engines: dict, models: dict) -> list[str]:
     out = ["", "## Provenance", ""]
     for name, engine in sorted(engines.items()):
+        built_from = f", source {release_text(engine['source'])}" if "source" in engine else ""
         out.append(
-            f"- engine `{name}`: {engine['kind']} {engine['pin']} "
+            f"- engine `{name}`: {engine['kind']} {engine['pin']}{built_from} "
             f"({len(engine['files'])} files hashed)"
         )
     for name, manifest in sorted(models.items()):

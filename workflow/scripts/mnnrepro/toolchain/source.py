@@ -23,6 +23,42 @@ class SourceError(ReproError, RuntimeError):
     pass
 
 
+# MNN releases by the git tree of their commit (`git rev-parse <commit>^{tree}`, read from
+# MNN's repository): a local checkout, or a commit of another history (a copy re-committed),
+# whose tree is one of these holds exactly that release's files.
+RELEASE_TREES = {
+    "33df4af812ff1960795dd11b53ceccf3a7187d93": (
+        "MNN 3.6.1",
+        "d407447ed56c4121a11ccbd266dc184ca1ead0c2",
+    ),
+    "bbb37273af33459768038ce5810ba8f431f21ed3": (
+        "MNN 3.6.0",
+        "cc20f672af9e177e2fa338c332dc097de2fc9264",
+    ),
+}
+
+
+def release_of(tree: str, dirty: bool) -> dict | None:
+    """The release whose files the tree holds, where it is one (and whether the working files
+    differ from that commit's: then the release is only where the build started)."""
+    if tree not in RELEASE_TREES:
+        return None
+    name, commit = RELEASE_TREES[tree]
+    return {"name": name, "commit": commit, "tree": tree, "dirty": dirty}
+
+
+def release_text(source: dict) -> str:
+    """How a build's source says which release it is: `MNN 3.6.1 (d407447)`, or that it is
+    none of the known ones."""
+    release = source.get("release")
+    if release:
+        changed = ", with local changes" if release["dirty"] else ""
+        return f"{release['name']} ({release['commit'][:7]}{changed})"
+    if "tree" in source:
+        return f"tree {source['tree'][:10]}, no known release"
+    return "its release not recorded"
+
+
 def git(*args: str, cwd: str | os.PathLike | None = None) -> str:
     proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -68,7 +104,9 @@ def checkout_git(url: str, commit: str, dest: str | os.PathLike) -> dict:
         head = git("rev-parse", "HEAD", cwd=staging)
         if head != commit:
             raise SourceError(f"{url}: fetched {head}, not the pinned {commit}")
-    return {"kind": "git", "url": url, "commit": head, "dirty": False, "path": str(dest)}
+        tree = git("rev-parse", "HEAD^{tree}", cwd=staging)
+    receipt = {"kind": "git", "url": url, "commit": head, "dirty": False, "path": str(dest)}
+    return {**receipt, "tree": tree, "release": release_of(tree, False)}
 
 
 def describe_local(path: str | os.PathLike, allow_dirty: bool) -> dict:
@@ -84,7 +122,9 @@ def describe_local(path: str | os.PathLike, allow_dirty: bool) -> dict:
             "commit them, or set `mnn.source.allow_dirty: true` to benchmark "
             "them anyway (recorded as dirty)"
         )
-    return {"kind": "path", "path": str(path), "commit": commit, "dirty": dirty}
+    tree = git("rev-parse", "HEAD^{tree}", cwd=path)
+    receipt = {"kind": "path", "path": str(path), "commit": commit, "dirty": dirty}
+    return {**receipt, "tree": tree, "release": release_of(tree, dirty)}
 
 
 def unpack_archive(url: str, sha256: str, dest: str | os.PathLike) -> dict:
