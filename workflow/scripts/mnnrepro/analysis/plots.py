@@ -179,8 +179,8 @@ def save(chart: alt.Chart, html: str, png: str, table: str = "its table") -> str
         return None
     except Exception as err:  # vl-convert raises ValueError, altair its own: any, kept as text
         problem = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        title = chart.to_dict().get("title", "chart")
-        note = note_chart(f"not drawn ({problem[:120]}): the numbers are in {table}", str(title))
+        title = chart.title if isinstance(getattr(chart, "title", None), str) else "chart"
+        note = note_chart(f"not drawn ({problem[:120]}): the numbers are in {table}", title)
         note.save(html, inline=True)
         note.save(png, format="png", scale_factor=2.0)
         return problem
