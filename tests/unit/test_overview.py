@@ -8,7 +8,8 @@ import tarfile
 
 import yaml
 
-from mnnrepro.plan.overview import PHONE_INVOCATION_S, overview
+from mnnrepro.devices.kinds import DEVICE_KINDS
+from mnnrepro.plan.overview import overview
 from mnnrepro.plan.plan import plan_of
 
 
@@ -27,7 +28,8 @@ def test_the_paper_dry_run_says_what_it_asks_of_the_phone_and_docs_say_the_same(
     assert "  per device: 5 invocations per block, 10 to 30 blocks" in "\n".join(lines)
     (phone,) = [x for x in lines if x.startswith("  device `x300`")]
     # 5 invocations x (10..30 main + 3 sweep points x 10) blocks x the assumed 72 s
-    assert f"{5 * 40 * PHONE_INVOCATION_S / 3600:.1f} h to {5 * 60 * 72 / 3600:.1f} h" in phone
+    per = DEVICE_KINDS["adb"].assumed_invocation_s
+    assert f"{5 * 40 * per / 3600:.1f} h to {5 * 60 * per / 3600:.1f} h" in phone
     docs = (root / "docs/evaluation.md").read_text()
     shown = re.search(r"<!-- paper-phone-time -->\n```\n(.*)\n```", docs).group(1)
     assert shown == phone  # one figure, printed by the dry run, quoted by the docs

@@ -104,7 +104,8 @@ def test_relative_images_are_found_in_the_working_then_the_workflow_directory(
     (tmp_path / "config/images").mkdir(parents=True)
     (tmp_path / "config/images/test-card.png").write_bytes(card.read_bytes())
     found = prompt_images({"correctness": GATE}, root)
-    assert found["config/images/test-card.png"] == str(tmp_path / "config/images/test-card.png")
+    # inside the working directory: named relative to it (a moved checkout plans the same)
+    assert found["config/images/test-card.png"] == "config/images/test-card.png"
 
 
 def test_missing_image_names_the_key(root, tmp_path):

@@ -97,8 +97,9 @@ def check_replay(archive: str, experiment: str, replayed: dict[str, str], workfl
 def _commit(state: dict) -> str:
     commit = state.get("commit")
     if not commit:
-        return "an unknown commit (not a git checkout)"
-    return f"`{commit[:10]}`" + (" (with uncommitted changes)" if state.get("dirty") else "")
+        return "a workflow outside git (its commit unknown)"
+    dirty = " (with uncommitted changes)" if state.get("dirty") else ""
+    return f"workflow commit `{commit[:10]}`{dirty}"
 
 
 def table_text(name: str, table: dict, archived_by: str) -> str:
@@ -135,12 +136,12 @@ def table_text(name: str, table: dict, archived_by: str) -> str:
 def replay_section(check: dict) -> list[str]:
     """The first section of a replay's summary.md: what was replayed, by which commits, and
     what differs from the archive's own tables."""
-    archived_by = f"workflow commit {_commit(check['archived_by'])}"
+    archived_by = _commit(check["archived_by"])
     lines = [
         "",
         f"**A replay** of `{check['archive']}` (sha256 `{check['archive_sha256'][:16]}…`), "
-        f"archived by {archived_by}, replayed by workflow commit "
-        f"{_commit(check['replayed_by'])}: every record checked against the archive's "
+        f"archived by {archived_by}, replayed by {_commit(check['replayed_by'])}: every "
+        "record checked against the archive's "
         "MANIFEST.sha256, everything below derived again from those records. Against the "
         "archive's own tables (`replay.json`):",
         "",

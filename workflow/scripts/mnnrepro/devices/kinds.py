@@ -25,18 +25,31 @@ class DeviceKind:
     # the settings that name one physical device (None: each entry is its own device)
     identity: tuple[str, ...] | None = None
     device_paths: tuple[str, ...] = ()  # settings that are paths on the device
+    needs: str = ""  # what a run on it needs (the dry run's plan says it)
+    # seconds one invocation is assumed to take where no earlier run tells (plan/overview)
+    assumed_invocation_s: float | None = None
 
 
 DEVICE_KINDS: dict[str, DeviceKind] = {
     kind.key: kind
     for kind in (
-        DeviceKind("local", host_platforms(), is_this_host=True),
-        DeviceKind("qemu", ("linux-arm64",), emulated=True, needs_userland=True),
+        DeviceKind("local", host_platforms(), is_this_host=True, needs="this machine, idle"),
+        DeviceKind(
+            "qemu",
+            ("linux-arm64",),
+            emulated=True,
+            needs_userland=True,
+            needs="QEMU 11 and an arm64 userland (a pinned download from Debian's archive)",
+        ),
         DeviceKind(
             "adb",
             ("android-arm64",),
             identity=("server_host", "server_port", "serial"),
             device_paths=("workdir", "python"),
+            needs="a phone on adb",
+            # one invocation with its 30 s cool-down and the thermal and quiet gates: an
+            # assumption (benchmarks/results/phone_precision.md), no phone was reachable
+            assumed_invocation_s=72.0,
         ),
     )
 }

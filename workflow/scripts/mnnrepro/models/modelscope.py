@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 from pathlib import Path
 
@@ -25,21 +24,6 @@ CLIENT_FILES = (".msc", ".mv", "._____temp", ".mdl", ".lock")
 
 class ModelSourceError(ReproError, RuntimeError):
     pass
-
-
-def what_is_pinned(spec: dict) -> str:
-    """What a ModelScope download checks, in the words of its job message: a revision is
-    pinned only as a full commit; file hashes are checked only where `files_sha256` names them
-    (the manifest records every file's sha256 either way)."""
-    revision = spec["revision"]
-    if re.fullmatch(r"[0-9a-f]{40}", revision):
-        said = f"pinned revision {revision[:12]}"
-    else:
-        said = f"revision {revision!r}, not pinned: a branch or tag moves"
-    pinned = len(spec.get("files_sha256") or {})
-    if pinned:
-        return f"{said}; {pinned} file hash(es) checked"
-    return f"{said}; file hashes recorded, none checked (no files_sha256)"
 
 
 def download(spec: dict, cache: str | os.PathLike, model: str) -> Path:

@@ -5,9 +5,47 @@ run against its config)."""
 
 from __future__ import annotations
 
-from mnnrepro.models.modelscope import what_is_pinned as model_pins
+import re
+
 from mnnrepro.stats import interval_name
-from mnnrepro.toolchain.source import what_is_pinned as source_pins
+
+
+def model_pins(spec: dict) -> str:
+    """What a ModelScope download checks, in the words of its job message: a revision is
+    pinned only as a full commit; file hashes are checked only where `files_sha256` names them
+    (the manifest records every file's sha256 either way)."""
+    revision = spec["revision"]
+    if re.fullmatch(r"[0-9a-f]{40}", revision):
+        said = f"pinned revision {revision[:12]}"
+    else:
+        said = f"revision {revision!r}, not pinned: a branch or tag moves"
+    pinned = len(spec.get("files_sha256") or {})
+    if pinned:
+        return f"{said}; {pinned} file hash(es) checked"
+    return f"{said}; file hashes recorded, none checked (no files_sha256)"
+
+
+def source_pins(tree: dict) -> str:
+    """What fetch_source provides for a source tree, in the words of its job message: only the
+    pins the config gives (a local checkout is recorded, not pinned)."""
+    source = tree.get("source", {})
+    if "commit" in source and "git" in source:
+        said = f"commit {source['commit'][:12]}, HEAD verified"
+    elif "sdist" in source:
+        sdist = source["sdist"]
+        said = f"sdist {sdist['version']}, sha256 pinned"
+    elif "archive" in source:
+        said = "archive, sha256 pinned"
+    elif "path" in source:
+        dirty = ", local changes allowed" if source.get("allow_dirty") else ", a dirty tree refused"
+        said = f"the local checkout {source['path']}: its commit recorded, not pinned{dirty}"
+    else:
+        said = "no source configured"
+    if tree.get("kleidiai"):
+        said += f"; KleidiAI {tree['kleidiai'].get('version', '')}, checksum pinned"
+    if tree.get("patches"):
+        said += f"; {len(tree['patches'])} patch(es), sha256 pinned"
+    return said
 
 
 class JobMessages:

@@ -6,9 +6,9 @@ a dry run shows it first).
 The device time is an estimate: invocations (blocks x variants, for the main point and every
 sweep point) times the seconds one invocation takes. Those seconds are, in this order of
 preference: the mean of the same experiment's earlier invocations on that device (their wall
-time and gate waits, from its bench.csv, plus the cool-down), else for a phone
-PHONE_INVOCATION_S (benchmarks/results/phone_precision.md's assumption: no phone was reachable
-to measure one), else none."""
+time and gate waits, from its bench.csv, plus the cool-down), else the seconds its kind
+assumes (a phone's: benchmarks/results/phone_precision.md's 72 s; no phone was reachable to
+measure one), else none."""
 
 from __future__ import annotations
 
@@ -18,17 +18,6 @@ from pathlib import Path
 from mnnrepro.config import run_variants
 from mnnrepro.stats import block_range
 from mnnrepro.sweep_plan import sweep_repetitions
-
-# one phone invocation with its 30 s cool-down and the thermal and quiet gates: an assumption
-# (benchmarks/results/phone_precision.md, docs/evaluation.md), replaced by an earlier run's
-# own records as soon as there are some
-PHONE_INVOCATION_S = 72.0
-PHONE_SOURCE = "an assumed 72 s per invocation, benchmarks/results/phone_precision.md"
-NEEDS = {
-    "adb": "a phone on adb",
-    "qemu": "QEMU 11 and an arm64 userland (a pinned download from Debian's archive)",
-    "local": "this machine, otherwise idle",
-}
 
 
 def blocks_text(repetitions) -> str:
@@ -69,8 +58,9 @@ def device_time(plan, device: str) -> str:
     )
     if earlier is not None:
         per, source = earlier, f"this experiment's earlier invocations there, {earlier:.0f} s each"
-    elif plan.device_kinds[device].key == "adb":
-        per, source = PHONE_INVOCATION_S, PHONE_SOURCE
+    elif plan.device_kinds[device].assumed_invocation_s:
+        per = plan.device_kinds[device].assumed_invocation_s
+        source = f"an assumed {per:g} s per invocation, benchmarks/results/phone_precision.md"
     else:
         return "not estimated (no earlier run of this experiment on it)"
     variants = len(run_variants(config)) * len(plan.models)
@@ -117,10 +107,9 @@ def overview(plan) -> list[str]:
         )
     )
     for device in plan.devices:
-        kind = plan.device_kinds[device].key
-        lines.append(
-            f"  device `{device}` ({kind}): needs {NEEDS[kind]}; {device_time(plan, device)}"
-        )
+        kind = plan.device_kinds[device]
+        time = device_time(plan, device)
+        lines.append(f"  device `{device}` ({kind.key}): needs {kind.needs}; {time}")
     downloads = [f"model {m} (ModelScope)" for m in plan.downloaded_models]
     downloads += [f"{m}'s checkpoint (ModelScope)" for m in plan.checkpoint_models]
     downloads += sorted(set(source_downloads(plan)))

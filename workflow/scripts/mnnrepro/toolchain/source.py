@@ -66,29 +66,6 @@ def git(*args: str, cwd: str | os.PathLike | None = None) -> str:
     return proc.stdout.strip()
 
 
-def what_is_pinned(tree: dict) -> str:
-    """What fetch_source provides for a source tree, in the words of its job message: only the
-    pins the config gives (a local checkout is recorded, not pinned)."""
-    source = tree.get("source", {})
-    if "commit" in source and "git" in source:
-        said = f"commit {source['commit'][:12]}, HEAD verified"
-    elif "sdist" in source:
-        sdist = source["sdist"]
-        said = f"sdist {sdist['version']}, sha256 pinned"
-    elif "archive" in source:
-        said = "archive, sha256 pinned"
-    elif "path" in source:
-        dirty = ", local changes allowed" if source.get("allow_dirty") else ", a dirty tree refused"
-        said = f"the local checkout {source['path']}: its commit recorded, not pinned{dirty}"
-    else:
-        said = "no source configured"
-    if tree.get("kleidiai"):
-        said += f"; KleidiAI {tree['kleidiai'].get('version', '')}, checksum pinned"
-    if tree.get("patches"):
-        said += f"; {len(tree['patches'])} patch(es), sha256 pinned"
-    return said
-
-
 def checkout_git(url: str, commit: str, dest: str | os.PathLike) -> dict:
     """Fetch exactly `commit` from url into dest (replaced); verify HEAD is that commit."""
     if not re.fullmatch(r"[0-9a-f]{40}", commit):
