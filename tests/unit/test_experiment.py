@@ -84,7 +84,13 @@ def test_a_replay_of_no_archive_names_the_setting_and_the_file(paths, tmp_path):
 
 
 def paper_config(root) -> dict:
-    return yaml.safe_load((root / "config" / "paper.yaml").read_text())
+    """config/paper.yaml with its run-time mask overlay (config/paper-mask.yaml): every kind
+    of variant the paper's experiment can run."""
+    from snakemake.utils import update_config
+
+    config = yaml.safe_load((root / "config" / "paper.yaml").read_text())
+    update_config(config, yaml.safe_load((root / "config" / "paper-mask.yaml").read_text()))
+    return config
 
 
 def damaged(config: dict, how: str) -> dict:

@@ -25,11 +25,19 @@ def test_the_paper_dry_run_says_what_it_asks_of_the_phone_and_docs_say_the_same(
     monkeypatch.chdir(tmp_path)  # no earlier run here
     config = yaml.safe_load((root / "config/paper.yaml").read_text())
     lines = lines_of(root, config, "paper.yaml", tmp_path)
-    assert "  per device: 5 invocations per block, 10 to 30 blocks" in "\n".join(lines)
+    reps = config["bench"]["repetitions"]
+    per_block = 3  # sme2-off, sme2-on and the A/A twin
+    assert (
+        f"  per device: {per_block} invocations per block, {reps['min']} to {reps['max']} blocks "
+        "(until every judged row's verdict is settled, or 1.0 h of device time)"
+    ) in lines
     (phone,) = [x for x in lines if x.startswith("  device `x300`")]
-    # 5 invocations x (10..30 main + 3 sweep points x 10) blocks x the assumed 72 s
-    per = DEVICE_KINDS["adb"].assumed_invocation_s
-    assert f"{5 * 40 * per / 3600:.1f} h to {5 * 60 * per / 3600:.1f} h" in phone
+    # blocks x invocations x the phone's assumed seconds (no cool-down), the worst case capped
+    per = DEVICE_KINDS["adb"].assumed_invocation_s + config["bench"]["cooldown_s"]
+    fewest = reps["min"] * per_block * per / 60
+    worst = min(reps["max"] * per_block * per, reps["budget_s"]) / 60
+    assert f"{fewest:.0f} min to {worst:.0f} min of benchmarks; expected " in phone
+    assert "(simulated: 3 % noise, the gains as claimed" in phone
     docs = (root / "docs/evaluation.md").read_text()
     shown = re.search(r"<!-- paper-phone-time -->\n```\n(.*)\n```", docs).group(1)
     assert shown == phone  # one figure, printed by the dry run, quoted by the docs

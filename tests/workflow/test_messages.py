@@ -26,6 +26,8 @@ SHIPPED = [
     ["config/paper.yaml"],
     ["config/paper.yaml", "config/paper-export.yaml"],
     ["config/paper.yaml", "config/paper-control.yaml"],
+    ["config/paper.yaml", "config/paper-mask.yaml"],
+    ["config/paper.yaml", "config/paper-sweep.yaml"],
     ["config/host-sme2.yaml"],
     ["config/emulated-sme2.yaml"],
     ["config/emulated-paper.yaml"],

@@ -96,6 +96,7 @@ rule run_bench:
         device=get_device_spec,
         variants=get_variant_specs,
         bench=MAIN_BENCH,
+        comparison=canonical(config["comparison"]),  # the rows a verdict stop judges
         image_names=list(VISION_IMAGES),
         model_formats=MODEL_FORMATS,
         pairs=JUDGED_PAIRS,
@@ -134,6 +135,7 @@ rule profile_kernels:
         device=get_device_spec,
         variants=get_variant_specs,
         bench=MAIN_BENCH,
+        comparison=canonical(config["comparison"]),  # the rows a verdict stop judges
         image_names=list(VISION_IMAGES),
         model_formats=MODEL_FORMATS,
         # what the profiler needs (the checks' thresholds are the validity rule's)
@@ -163,6 +165,7 @@ rule run_sweep:
         device=get_device_spec,
         variants=get_point_variants,
         bench=get_point_bench,
+        comparison=canonical(config["comparison"]),
         pairs=JUDGED_PAIRS,
         ci_level=config["stats"]["ci_level"],
         remeasure=str(config.get("remeasure", "")),

@@ -30,14 +30,45 @@ VISION_PHASES = ("vision", "image_prefill", "first_token")
 ALL_PHASES = PHASES + VISION_PHASES
 SPANNING_PHASES = ("first_token",)  # its time holds other phases' times
 
-INTERVALS = ("t", "bootstrap")
+INTERVALS = ("t", "bootstrap", "anytime")
+# the mixture's prior scale (Lindon et al.'s phi): where, in blocks, the interval is tightest
+ANYTIME_PHI = 1.0
 
 
 def interval_name(stats_cfg: dict, df: int | None) -> str:
     """The interval `stats.interval` gives, as the summary and the job messages name it."""
     if stats_cfg.get("interval", "t") == "bootstrap":
         return f"paired bootstrap ({stats_cfg['n_boot']} resamples)"
+    if stats_cfg.get("interval", "t") == "anytime":
+        return "anytime-valid t on log ratios (Lindon et al.)"
     return "t on log ratios" + (f" (df {df}, after stopping)" if df is not None else "")
+
+
+def anytime_interval(
+    log_ratios: np.ndarray, ci_level: float, phi: float = ANYTIME_PHI
+) -> tuple[np.ndarray, np.ndarray]:
+    """A confidence sequence for the mean log ratio, per row of log_ratios (..., n): (low,
+    high) as ratios, which hold the mean with probability ci_level at every n at once, so a
+    run may stop on what the interval shows (the verdict) and keep its coverage.
+
+    The anytime-valid t interval of a Gaussian mean with unknown variance (the intercept-only
+    linear model of Lindon, Ham, Tingley & Bojinov, "Anytime-Valid Linear Models and
+    Regression Adjusted Causal Inference in Randomized Experiments", 2022, arXiv:2210.08589;
+    the same closed form as the `savvi` package's LinearRegression, nu = n - 2): a normal
+    mixture over the mean, scale phi, against the t statistic. Infinite while n is too small
+    for the mixture to bound it (n < 6 at 95 % with phi 1). Coverage under the project's
+    noise scenarios: benchmarks/results/sequential_stopping.md."""
+    log_ratios = np.asarray(log_ratios, dtype=float)
+    n = log_ratios.shape[-1]
+    mean = log_ratios.mean(axis=-1)
+    if n < 3:
+        return np.exp(mean * np.nan), np.exp(mean * np.nan)
+    se = log_ratios.std(axis=-1, ddof=1) / math.sqrt(n)
+    alpha, nu, r = 1.0 - ci_level, n - 2, phi / (phi + n)
+    a = (r * alpha**2) ** (1.0 / (nu + 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        half = se * math.sqrt(nu * (1 - a) / (a - r)) if a > r else se * np.inf
+    return np.exp(mean - half), np.exp(mean + half)
 
 
 def t_interval(
@@ -91,6 +122,8 @@ def paired_ratio(
     log_ratio = np.log(treatment) - np.log(baseline)
     if interval == "t":
         low, high = (float(v) for v in t_interval(log_ratio, ci_level, df))
+    elif interval == "anytime":
+        low, high = (float(v) for v in anytime_interval(log_ratio, ci_level))
     else:
         low, high = bootstrap_interval(log_ratio, ci_level, rng, n_boot)
     return {
@@ -209,6 +242,18 @@ def block_range(repetitions) -> tuple[int, int, float | None]:
     if isinstance(repetitions, dict):
         return repetitions["min"], repetitions["max"], repetitions["target_half_width"]
     return repetitions, repetitions, None
+
+
+def stops_on_verdict(repetitions) -> bool:
+    """`bench.repetitions: {..., until: verdict}`: the run stops when every judged row is
+    settled, so every interval of it must be anytime-valid."""
+    return isinstance(repetitions, dict) and repetitions.get("until") == "verdict"
+
+
+def interval_of(stats_cfg: dict, repetitions) -> dict:
+    """The `stats` section as a run with these repetitions must compute its intervals: the
+    anytime-valid one after a run that stopped on the verdict, else the configured one."""
+    return {**stats_cfg, "interval": "anytime"} if stops_on_verdict(repetitions) else stats_cfg
 
 
 def ci_df(repetitions) -> int | None:

@@ -107,7 +107,9 @@ def speed_verdict(mode: str, gain_low: float, gain_high: float, claim, tolerance
     return vd.claim_verdict(gain_low, gain_high, claim, tolerance)
 
 
-def aa_controls(group: pd.DataFrame, config: dict, rng: np.random.Generator, df) -> dict:
+def aa_controls(
+    group: pd.DataFrame, config: dict, stats_cfg: dict, rng: np.random.Generator, df
+) -> dict:
     """Per phase: the baseline's 'speedup' over its own second run."""
     from mnnrepro.config import aa_variant
 
@@ -116,9 +118,7 @@ def aa_controls(group: pd.DataFrame, config: dict, rng: np.random.Generator, df)
         return {}
     baseline = config["comparison"]["baseline"]
     return {
-        phase: compare_phase(
-            group[group["phase"] == phase], baseline, again, config["stats"], rng, df
-        )
+        phase: compare_phase(group[group["phase"] == phase], baseline, again, stats_cfg, rng, df)
         for phase in PHASES
     }
 
@@ -206,10 +206,18 @@ def run_problems(
     return problems
 
 
-def stop_reason(stop: dict, result: dict, stats_cfg: dict) -> str:
+def stop_reason(stop: dict, result: dict, stats_cfg: dict, row: str = "") -> str:
     """Why the run has this many blocks, and for a fixed number whether the target CI
-    half-width (`stats.target_half_width`) was reached or how many blocks it would take."""
+    half-width (`stats.target_half_width`) was reached or how many blocks it would take; after
+    a stop on the verdict, also when this row (`baseline/treatment phase`) settled."""
     reason = stop.get("reason", "")
+    state = stop.get("rows", {}).get(row)
+    if state is not None:
+        return f"{reason}; this row " + (
+            f"settled (first at block {state['first_settled_at']})"
+            if state["settled"]
+            else "not settled (its verdict may still change)"
+        )
     if reason and reason != "fixed repetitions":
         return reason  # precision on demand says it itself
     target = stats_cfg["target_half_width"]
@@ -275,11 +283,13 @@ def summarize(
     stopping: dict[tuple[str, str], dict] | None = None,
 ) -> pd.DataFrame:
     """stopping: (device, model) -> why its benchmark stopped (from the run index)."""
-    from mnnrepro.stats import ci_df
+    from mnnrepro.stats import ci_df, interval_of
 
-    comparison, stats_cfg = config["comparison"], config["stats"]
+    repetitions = config.get("bench", {}).get("repetitions", 0)
+    # a run that stopped on its verdict is judged on anytime-valid intervals only
+    comparison, stats_cfg = config["comparison"], interval_of(config["stats"], repetitions)
     rng = np.random.default_rng(stats_cfg["seed"])
-    df = ci_df(config.get("bench", {}).get("repetitions", 0))
+    df = ci_df(repetitions)
     margin = comparison.get("aa_margin", 0.05)
     hot_start = config.get("bench", {}).get("hot_start", "invalid")
     claims = comparison.get("claims", {})
@@ -289,7 +299,7 @@ def summarize(
         if group["emulated"].any():  # recorded in bench.csv, never in a speedup or a verdict
             log.info("%s / %s: emulated device, timings not judged", device, model)
             continue
-        aa = aa_controls(group, config, rng, df)
+        aa = aa_controls(group, config, stats_cfg, rng, df)
         drift = aa_problems(aa, margin)
         stop = (stopping or {}).get((device, model)) or {}
         for pair in comparison_pairs(comparison):
@@ -330,7 +340,9 @@ def summarize(
                         "n_boot": stats_cfg["n_boot"],
                         "seed": stats_cfg["seed"],
                         "interval": interval_name(stats_cfg, df),
-                        "blocks_stop_reason": stop_reason(stop, result, stats_cfg),
+                        "blocks_stop_reason": stop_reason(
+                            stop, result, stats_cfg, f"{pair[0]}/{pair[1]} {phase}"
+                        ),
                         "max_other_load": (
                             part["other_load"].max() if "other_load" in part else None
                         ),

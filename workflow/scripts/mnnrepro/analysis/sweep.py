@@ -10,7 +10,7 @@ import pandas as pd
 from mnnrepro.analysis.tables import bench_table
 from mnnrepro.config import comparison_pairs
 from mnnrepro.records import read_record
-from mnnrepro.stats import ci_df, compare_phase
+from mnnrepro.stats import ci_df, compare_phase, interval_of
 from mnnrepro.sweep_plan import sweep_repetitions
 
 MAIN = "main"
@@ -99,7 +99,8 @@ def sweep_summary(
             for phase in ("prefill", "decode"):
                 part = group[group["phase"] == phase]
                 df = main_df if point == MAIN else point_df
-                r = compare_phase(part, *pair, stats_cfg, rng, df)
+                reps = bench["repetitions"] if point == MAIN else sweep_repetitions(bench)
+                r = compare_phase(part, *pair, interval_of(stats_cfg, reps), rng, df)
                 claim = comparison.get("claims", {}).get(phase) if point == MAIN else None
                 rows.append(
                     {

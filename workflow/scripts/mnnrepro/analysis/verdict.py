@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from mnnrepro.engines.registry import kind_of_record
+from mnnrepro.engines.modes import needs_sme2
+from mnnrepro.engines.modes import pair_mode as check_device_for
+
+__all__ = ["check_device_for", "needs_sme2"]  # the pair's mode, judged here
 
 REPRODUCED = "reproduced"
 
@@ -55,10 +58,6 @@ FALLBACK_RULE = (
 )
 
 
-def needs_sme2(engine_record: dict) -> bool:
-    return kind_of_record(engine_record).needs_sme2(engine_record)
-
-
 def fallback_verdict(gain_low: float, gain_high: float, tolerance: float) -> str:
     if gain_low >= -tolerance:
         return NO_REGRESSION
@@ -84,24 +83,6 @@ EQUALITY_RULE = (
 def equality_verdict(gain_low: float, gain_high: float, tolerance: float) -> str:
     verdict = claim_verdict(gain_low, gain_high, 0.0, tolerance)
     return {REPRODUCED: NO_DIFFERENCE, NOT_REPRODUCED: DIFFERS}.get(verdict, verdict)
-
-
-def check_device_for(treatment: dict, facts: dict, policy: str) -> str:
-    """'claim', 'fallback' or 'equal' for this device; raises early where the comparison
-    cannot hold."""
-    if kind_of_record(treatment).sme2_impossible(treatment):
-        return "equal"
-    if not needs_sme2(treatment) or facts.get("sme2"):
-        return "claim"
-    if policy == "fallback-check":
-        return "fallback"
-    features = " ".join(facts.get("cpu_features", []))[:200]
-    raise ValueError(
-        f"device {facts['device']} has no sme2 (CPU features: {features} ...) but treatment "
-        f"engine {treatment['engine']} is built with SME2 kernels; set "
-        "config key `comparison.on_non_sme2_device: fallback-check` to run it as a fallback "
-        "check (expectation: no regression)"
-    )
 
 
 def final_verdict(speed_verdict: str, failed_checks: list[str]) -> tuple[str, str]:

@@ -13,18 +13,43 @@ measure one), else none."""
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 from mnnrepro.config import run_variants
-from mnnrepro.stats import block_range
+from mnnrepro.stats import block_range, stops_on_verdict
 from mnnrepro.sweep_plan import sweep_repetitions
+
+# the simulation of the paper's stopping rule (this workflow's own results file)
+SIMULATION = Path(__file__).resolve().parents[4] / "benchmarks/results/sequential_stopping.json"
+SIMULATED = "3 % noise, the gains as claimed, benchmarks/results/sequential_stopping.md"
 
 
 def blocks_text(repetitions) -> str:
     low, high, target = block_range(repetitions)
     if low == high:
         return f"{low} blocks"
+    if stops_on_verdict(repetitions):
+        budget = repetitions.get("budget_s")
+        cap = f", or {hours(budget)} of device time" if budget else ""
+        return f"{low} to {high} blocks (until every judged row's verdict is settled{cap})"
     return f"{low} to {high} blocks (until every CI is within ±{target:.0%})"
+
+
+def simulated_s(repetitions, per_block: int, per_invocation_s: float) -> float | None:
+    """The expected device time of this stopping rule where the simulation of it holds
+    (benchmarks/results/sequential_stopping.json: the same rule, invocations per block and
+    seconds per invocation; 3 % noise, the gains as claimed), else None."""
+    path = SIMULATION
+    if not path.is_file():
+        return None
+    simulated = json.loads(path.read_text(encoding="utf-8"))
+    same = (
+        simulated.get("repetitions") == repetitions
+        and simulated.get("invocations_per_block") == per_block
+        and simulated.get("per_invocation_s") == per_invocation_s
+    )
+    return simulated["paper_phone_s"]["expected"] if same else None
 
 
 def earlier_invocation_s(bench_csv: Path, device: str, cooldown_s: float) -> float | None:
@@ -51,26 +76,37 @@ def hours(seconds: float) -> str:
 
 
 def device_time(plan, device: str) -> str:
-    """The expected time one device spends on its benchmarks, best and worst case, and why."""
+    """The time one device spends on its benchmarks (fewest blocks to the worst case, and the
+    expected time where a simulation of the rule holds), and the source of the figure."""
     config, bench = plan.config, plan.config["bench"]
+    kind = plan.device_kinds[device]
     earlier = earlier_invocation_s(
         Path(f"results/{plan.results_key}/bench.csv"), device, bench["cooldown_s"]
     )
     if earlier is not None:
         per, source = earlier, f"this experiment's earlier invocations there, {earlier:.0f} s each"
-    elif plan.device_kinds[device].assumed_invocation_s:
-        per = plan.device_kinds[device].assumed_invocation_s
-        source = f"an assumed {per:g} s per invocation, benchmarks/results/phone_precision.md"
+    elif kind.assumed_invocation_s:
+        per = kind.assumed_invocation_s + bench["cooldown_s"]
+        source = (
+            f"an assumed {per:g} s per invocation (the phone's {kind.assumed_invocation_s:g} s, "
+            "benchmarks/results/phone_precision.md, and the cool-down)"
+        )
     else:
         return "not estimated (no earlier run of this experiment on it)"
-    variants = len(run_variants(config)) * len(plan.models)
-    low, high, _ = block_range(bench["repetitions"])
+    per_block = len(run_variants(config)) * len(plan.models)
+    repetitions = bench["repetitions"]
+    low, high, _ = block_range(repetitions)
     sweep_low, sweep_high, _ = block_range(sweep_repetitions(bench))
-    points = 0 if plan.device_kinds[device].emulated else len(plan.sweep)
-    fewest = variants * (low + points * sweep_low) * per
-    most = variants * (high + points * sweep_high) * per
+    points = 0 if kind.emulated else len(plan.sweep)
+    main_most = per_block * high * per
+    if stops_on_verdict(repetitions) and repetitions.get("budget_s"):
+        main_most = min(main_most, repetitions["budget_s"])
+    fewest = per_block * (low + points * sweep_low) * per
+    most = main_most + per_block * points * sweep_high * per
     span = hours(fewest) if fewest == most else f"{hours(fewest)} to {hours(most)}"
-    return f"{span} of benchmarks; source: {source}"
+    expected = simulated_s(repetitions, per_block, per) if not points else None
+    said = f"; expected {hours(expected)} (simulated: {SIMULATED})" if expected else ""
+    return f"{span} of benchmarks{said}; source: {source}"
 
 
 def source_downloads(plan):

@@ -358,6 +358,7 @@ def run_plan_for_rule(
     remeasure: str = "",
     images: list[tuple[str, str]] = (),
     gate_tools: list[str] = (),
+    rows: dict | None = None,
 ) -> dict:
     """images: (name as configured, local file) of the vision phase's image set, for a vision
     model (none: no vision phase); the question asked is bench["vision"]["text"]. gate_tools:
@@ -371,7 +372,8 @@ def run_plan_for_rule(
     plan = interleaved(sorted(variants), block_range(repetitions)[1])
 
     def stop(records, blocks):
-        return stopping_decision(records, blocks, repetitions, pairs, ci_level)
+        cooldown = bench.get("cooldown_s", 0.0)
+        return stopping_decision(records, blocks, repetitions, pairs, ci_level, rows, cooldown)
 
     tools = [read_json(path) for path in gate_tools]
     device = make_device(device_name, device_spec)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mnnrepro.stats import PHASES, block_range, ci_df, t_interval
+from mnnrepro.stats import PHASES, block_range, ci_df, stops_on_verdict, t_interval
 
 
 def half_widths(records: list[dict], pairs, ci_level: float, df: int | None) -> dict[str, float]:
@@ -43,8 +43,13 @@ def half_widths(records: list[dict], pairs, ci_level: float, df: int | None) -> 
     return out
 
 
-def stopping_decision(records, blocks: int, repetitions, pairs, ci_level: float) -> dict | None:
-    """After `blocks` complete blocks: None to go on, else why the run stops here."""
+def stopping_decision(
+    records, blocks: int, repetitions, pairs, ci_level: float, rows=None, cooldown_s=0.0
+) -> dict | None:
+    """After `blocks` complete blocks: None to go on, else why the run stops here (rows: the
+    judged rows' thresholds, verdict_thresholds', for a run that stops on the verdict)."""
+    if stops_on_verdict(repetitions):
+        return verdict_decision(records, blocks, repetitions, rows, ci_level, cooldown_s)
     n_min, n_max, target = block_range(repetitions)
     if target is None:
         return {"blocks": blocks, "reason": "fixed repetitions"} if blocks >= n_max else None
@@ -58,3 +63,146 @@ def stopping_decision(records, blocks: int, repetitions, pairs, ci_level: float)
     else:
         return None
     return {"blocks": blocks, "reason": reason, "target": target, "half_widths": widths}
+
+
+# ---- stopping on the verdict (`bench.repetitions: {..., until: verdict}`) --------------------
+#
+# A judged row is a pair's speedup in one phase (the compared pairs, the A/A control) or the
+# mechanism check of the main pair (prefill's speedup over decode's: is the prefill gain the
+# larger?). Its interval is the anytime-valid one (stats.anytime_interval), which keeps its
+# coverage however the stopping rule looks at it; the row is settled when no threshold of its
+# verdict lies inside the interval (the claim band's edges, the equality band's, the fallback's
+# floor, the A/A margin's, 1 for the mechanism check), or, where no claim is judged, when the
+# interval is as narrow as `target_half_width`. The run stops when every row is settled, at
+# `max` blocks, or once the device time spent reaches `budget_s`. Simulated under the noise
+# scenarios of a phone: benchmarks/results/sequential_stopping.md.
+
+
+def verdict_thresholds(comparison: dict, variants: dict, engines: dict, facts: dict) -> dict:
+    """Row name -> the speedups (ratios) at which its verdict changes; None: no claim, settled
+    by precision. The pair's mode on this device is engines.modes.pair_mode's."""
+    from mnnrepro.config import aa_variant, comparison_pairs
+    from mnnrepro.engines.modes import pair_mode
+
+    tol, claims = comparison["tolerance"], comparison.get("claims", {})
+    policy = comparison.get("on_non_sme2_device", "fail")
+    rows = {}
+    pairs = comparison_pairs(comparison)
+    for baseline, treatment in pairs:
+        mode = pair_mode(engines[variants[treatment]["engine"]], facts, policy)
+        for phase in PHASES:
+            claim = claims.get(phase)
+            rows[f"{baseline}/{treatment} {phase}"] = {
+                "claim": None if claim is None else [1 + claim - tol, 1 + claim + tol],
+                "fallback": [1 - tol],
+                "equal": [1 - tol, 1 + tol],
+            }[mode]
+    again = aa_variant({"comparison": comparison})
+    if again:
+        margin = comparison.get("aa_margin", 0.05)
+        for phase in PHASES:
+            rows[f"{comparison['baseline']}/{again} {phase}"] = [1 / (1 + margin), 1 + margin]
+    baseline, treatment = pairs[0]
+    rows[f"{baseline}/{treatment} prefill>decode"] = [1.0]
+    return rows
+
+
+def block_log_ratios(records: list[dict], row: str) -> np.ndarray:
+    """The per-block log speedups of a row, over the blocks measured so far (in block order)."""
+    pair, what = row.split(" ", 1)
+    baseline, treatment = pair.split("/")
+    tps = {}
+    for record in records:
+        if record.get("status") == "ok":
+            for r in record["results"]:
+                tps[(record["variant"], r["phase"], record["invocation"]["block"])] = r["tps"]
+
+    def log_speedup(phase, block):
+        return np.log(tps[(treatment, phase, block)] / tps[(baseline, phase, block)])
+
+    phases = ("prefill", "decode") if what == "prefill>decode" else (what,)
+    measured = [
+        {b for (v, p, b) in tps if (v, p) == (var, ph)} for var in pair.split("/") for ph in phases
+    ]
+    blocks = sorted(set.intersection(*measured))
+    if what == "prefill>decode":
+        return np.array([log_speedup("prefill", b) - log_speedup("decode", b) for b in blocks])
+    return np.array([log_speedup(what, b) for b in blocks])
+
+
+def row_state(log_ratios: np.ndarray, thresholds, target: float, ci_level: float) -> dict:
+    """The row's anytime-valid interval (as ratios) and whether it settles the row."""
+    from mnnrepro.stats import anytime_interval
+
+    if log_ratios.size < 3:
+        return {"low": None, "high": None, "settled": False}
+    low, high = (float(v) for v in anytime_interval(log_ratios, ci_level))
+    if not np.isfinite([low, high]).all():
+        return {"low": None, "high": None, "settled": False}
+    if thresholds is None:  # no claim: precise enough for its own question
+        middle = float(np.exp(log_ratios.mean()))
+        return {"low": low, "high": high, "settled": (high - low) / 2 / middle <= target}
+    inside = [x for x in thresholds if low < x < high]
+    return {"low": low, "high": high, "settled": not inside}
+
+
+def device_seconds(records: list[dict], cooldown_s: float) -> float:
+    """The device time the records took: each invocation's wall time, its gates' waits, and
+    the cool-down before it (a function of the records: a resumed run counts the same)."""
+    return sum(
+        r.get("wall_s", 0.0)
+        + (r.get("quiet_gate") or {}).get("waited_s", 0.0)
+        + (r.get("thermal_gate") or {}).get("waited_s", 0.0)
+        + cooldown_s
+        for r in records
+    )
+
+
+def verdict_decision(
+    records: list[dict], blocks: int, repetitions: dict, rows: dict, ci_level: float, cooldown_s
+) -> dict | None:
+    """After `blocks` complete blocks: None to go on, else why the run stops here."""
+    if blocks < repetitions["min"]:
+        return None
+    ratios = {name: block_log_ratios(records, name) for name in rows}
+    spent = device_seconds(records, cooldown_s)
+    return verdict_stop(ratios, rows, repetitions, blocks, ci_level, spent)
+
+
+def verdict_stop(
+    ratios: dict[str, np.ndarray],
+    rows: dict,
+    repetitions: dict,
+    blocks: int,
+    ci_level: float,
+    spent: float,
+) -> dict | None:
+    """The rule itself, on each row's per-block log speedups so far (what verdict_decision
+    reads from the records, and what benchmarks/sequential_stopping.py simulates): None to go
+    on, else why the run stops, with every row's interval, whether it settled and at which
+    block it first did."""
+    n_min, n_max = repetitions["min"], repetitions["max"]
+    target, budget = repetitions["target_half_width"], repetitions.get("budget_s")
+    if blocks < n_min:
+        return None
+    states = {n: row_state(ratios[n], rows[n], target, ci_level) for n in rows}
+    open_rows = [n for n, s in states.items() if not s["settled"]]
+    if not open_rows:
+        reason = f"every judged row settled after {blocks} blocks"
+    elif budget is not None and spent >= budget:
+        reason = f"device-time budget {budget:g} s spent ({spent:.0f} s); unsettled: {open_rows}"
+    elif blocks >= n_max:
+        reason = f"max {n_max} blocks reached; unsettled: {open_rows}"
+    else:
+        return None
+    for name, state in states.items():
+        state["thresholds"] = rows[name]
+        state["first_settled_at"] = next(
+            (
+                n
+                for n in range(n_min, ratios[name].size + 1)
+                if row_state(ratios[name][:n], rows[name], target, ci_level)["settled"]
+            ),
+            None,
+        )
+    return {"blocks": blocks, "reason": reason, "rows": states, "device_s": round(spent, 1)}

@@ -1,0 +1,433 @@
+"""Stopping on the verdict: coverage, verdicts and phone time of `until: verdict`.
+
+Usage: python benchmarks/sequential_stopping.py [--runs 2000] [--seed 11]
+
+Simulates config/paper.yaml's run through the project's own stopping code
+(mnnrepro.runs.precision.verdict_thresholds and verdict_stop, on the anytime-valid interval
+mnnrepro.stats.anytime_interval): its five variants in the schedule's own interleaved order
+(runs.schedule.interleaved), both claim pairs, the A/A twin and the mechanism check, after
+every block from `min` on, until every row is settled, `max` blocks or the device-time budget.
+For each scenario (per-invocation noise, a slow drift, a thermal step-down halfway through,
+one outlier invocation; true gains at the claim, at and around the band's edges, and zero):
+
+- coverage at the stopping time: per judged row, the share of runs whose final interval
+  holds the true speedup (the lowest row's is `coverage`); and the same stopping rule with
+  the plain Student t interval in its place (`t_coverage`): what optional stopping costs it;
+- the verdicts of the main pair (the summary's rule, analysis.verdict.claim_verdict);
+- blocks used (mean, 95th percentile) and the same data judged at a fixed 30 blocks (t);
+- replays, block by block, of the committed real runs (the shipped archive's records): the
+  block the rule would have stopped at, and whether its verdicts equal the full run's.
+
+Per-invocation noise levels are assumed, not measured: no phone was reachable here. The phone
+time is blocks x invocations per block x the phone's assumed seconds per invocation (the
+device kind's, plus the config's cool-down). Writes results/sequential_stopping.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from provenance import write_results  # noqa: E402
+
+from mnnrepro import stats  # noqa: E402
+from mnnrepro.analysis.verdict import claim_verdict  # noqa: E402
+from mnnrepro.config import run_variants  # noqa: E402
+from mnnrepro.devices.kinds import DEVICE_KINDS  # noqa: E402
+from mnnrepro.runs import precision  # noqa: E402
+from mnnrepro.runs.schedule import interleaved  # noqa: E402
+
+FIXED_BLOCKS = 30  # the comparison: a fixed run judged with the t interval
+BASE = {"prefill": 300.0, "decode": 12.0}  # tok/s of the baseline (magnitudes only)
+
+
+def paper() -> dict:
+    return yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
+
+
+def scenarios(claims: dict, tol: float) -> list[dict]:
+    """(name, per-invocation noise, true gains of the claim pairs, disturbance)."""
+    at = dict(claims)
+    shifted = {
+        "at the claim": at,
+        "at the band's lower edge": {p: c - tol for p, c in at.items()},
+        "at the band's upper edge": {p: c + tol for p, c in at.items()},
+        "just inside the band": {p: c - 0.7 * tol for p, c in at.items()},
+        "just outside the band": {p: c - 1.3 * tol for p, c in at.items()},
+        "a tolerance outside the band": {p: c - 2 * tol for p, c in at.items()},
+        "zero gain": {p: 0.0 for p in at},
+    }
+    out = [
+        {"name": f"3 % noise, gain {where}", "noise": 0.03, "gains": gains}
+        for where, gains in shifted.items()
+    ]
+    out += [
+        {"name": f"{cv:.0%} noise, gain at the claim", "noise": cv, "gains": at}
+        for cv in (0.02, 0.05, 0.10)
+    ]
+    out += [
+        {"name": "3 % heavy-tailed noise (t, 3 df)", "noise": 0.03, "gains": at, "tails": 3},
+        {
+            "name": "3 % noise, slow drift (-20 % over the run)",
+            "noise": 0.03,
+            "gains": at,
+            "drift": -0.2,
+        },
+        {
+            "name": "3 % noise, thermal step-down (-25 %) halfway",
+            "noise": 0.03,
+            "gains": at,
+            "step": -0.25,
+        },
+        {
+            "name": "3 % noise, one outlier invocation (x0.3)",
+            "noise": 0.03,
+            "gains": at,
+            "outlier": 0.3,
+        },
+    ]
+    return out
+
+
+def variant_gains(config: dict, gains: dict) -> dict[str, dict[str, float]]:
+    """True speedup of each run variant over the baseline, per phase: the claim pairs'
+    treatments gain `gains`, every other variant (baselines, the A/A twin) none."""
+    comparison = config["comparison"]
+    treatments = {comparison["treatment"], *(p["treatment"] for p in comparison.get("also", []))}
+    return {
+        v: {p: (1 + gains[p]) if v in treatments else 1.0 for p in BASE}
+        for v in run_variants(config)
+    }
+
+
+def simulate(config: dict, scenario: dict, blocks: int, rng) -> dict[str, np.ndarray]:
+    """Per-block log speedups of every judged row over `blocks` blocks, from invocations
+    simulated in the schedule's order (tok/s = base x gain x block factor x drift x step x
+    noise, an outlier where asked)."""
+    variants = sorted(run_variants(config))
+    truth = variant_gains(config, scenario["gains"])
+    plan = interleaved(variants, blocks)
+    total = len(plan)
+    tps = {}
+    outlier_at = rng.integers(total) if scenario.get("outlier") else -1
+    block_factor = np.exp(rng.normal(0, 0.02, blocks))  # shared by a block's invocations
+    for inv in plan:
+        t = inv.run_order / total
+        level = (1 + scenario.get("drift", 0.0) * t) * (1 + scenario.get("step", 0.0) * (t >= 0.5))
+        for phase, base in BASE.items():
+            if scenario.get("tails"):
+                df = scenario["tails"]
+                noise = rng.standard_t(df) * scenario["noise"] / np.sqrt(df / (df - 2))
+            else:
+                noise = rng.normal(0, scenario["noise"])
+            value = base * truth[inv.variant][phase] * block_factor[inv.block] * level
+            value *= np.exp(noise) * (scenario["outlier"] if inv.run_order == outlier_at else 1)
+            tps[(inv.variant, phase, inv.block)] = value
+    records = [
+        {
+            "status": "ok",
+            "variant": v,
+            "invocation": {"block": b},
+            "results": [{"phase": p, "tps": tps[(v, p, b)]} for p in BASE],
+        }
+        for (v, _p, b) in tps
+        if _p == "prefill"
+    ]
+    return records
+
+
+def true_ratios(config: dict, rows: dict, gains: dict) -> dict[str, float]:
+    truth = variant_gains(config, gains)
+    out = {}
+    for name in rows:
+        pair, what = name.split(" ", 1)
+        b, t = pair.split("/")
+        if what == "prefill>decode":
+            out[name] = (truth[t]["prefill"] / truth[b]["prefill"]) / (
+                truth[t]["decode"] / truth[b]["decode"]
+            )
+        else:
+            out[name] = truth[t][what] / truth[b][what]
+    return out
+
+
+def run_once(config, rows, repetitions, scenario, rng, per_invocation_s) -> dict:
+    """One simulated run, stopped by the project's rule; its rows' final intervals."""
+    n_max = repetitions["max"]
+    records = simulate(config, scenario, max(n_max, FIXED_BLOCKS), rng)
+    ratios_all = {n: precision.block_log_ratios(records, n) for n in rows}
+    per_block = len(run_variants(config))
+    stop = None
+    for blocks in range(repetitions["min"], n_max + 1):
+        ratios = {n: r[:blocks] for n, r in ratios_all.items()}
+        spent = blocks * per_block * per_invocation_s
+        stop = precision.verdict_stop(ratios, rows, repetitions, blocks, 0.95, spent)
+        if stop is not None:
+            break
+    fixed = {}
+    for name, r in ratios_all.items():
+        low, high = stats.t_interval(r[:FIXED_BLOCKS], 0.95)
+        fixed[name] = (float(low), float(high))
+    return {"blocks": stop["blocks"], "rows": stop["rows"], "fixed": fixed}
+
+
+def verdict_of(low, high, claim, tol) -> str:
+    if low is None:
+        return "inconclusive"
+    return claim_verdict(low - 1, high - 1, claim, tol)
+
+
+def evaluate(config, rows, repetitions, scenario, runs, seed, per_invocation_s) -> dict:
+    comparison = config["comparison"]
+    claims, tol = comparison["claims"], comparison["tolerance"]
+    main = f"{comparison['baseline']}/{comparison['treatment']}"
+    truth = true_ratios(config, rows, scenario["gains"])
+    rng = np.random.default_rng(seed)
+    covered = {n: 0 for n in rows}
+    fixed_covered = {n: 0 for n in rows}
+    blocks, verdicts, fixed_verdicts = [], [], []
+    for _ in range(runs):
+        one = run_once(config, rows, repetitions, scenario, rng, per_invocation_s)
+        blocks.append(one["blocks"])
+        for name, state in one["rows"].items():
+            low, high = state["low"], state["high"]
+            covered[name] += low is None or low <= truth[name] <= high
+            f_low, f_high = one["fixed"][name]
+            fixed_covered[name] += f_low <= truth[name] <= f_high
+        verdicts.append(
+            tuple(
+                verdict_of(
+                    one["rows"][f"{main} {p}"]["low"],
+                    one["rows"][f"{main} {p}"]["high"],
+                    claims[p],
+                    tol,
+                )
+                for p in ("prefill", "decode")
+            )
+        )
+        fixed_verdicts.append(
+            tuple(
+                verdict_of(*one["fixed"][f"{main} {p}"], claims[p], tol)
+                for p in ("prefill", "decode")
+            )
+        )
+    blocks = np.array(blocks)
+    return {
+        "scenario": scenario["name"],
+        "runs": runs,
+        "noise": scenario["noise"],
+        "true_gains": scenario["gains"],
+        "coverage": round(min(covered.values()) / runs, 4),
+        "coverage_per_row": {n: round(c / runs, 4) for n, c in covered.items()},
+        "mean_blocks": round(float(blocks.mean()), 2),
+        "p95_blocks": float(np.percentile(blocks, 95)),
+        "fixed_blocks": FIXED_BLOCKS,
+        "fixed_coverage": round(min(fixed_covered.values()) / runs, 4),
+        "verdict_shares": shares(verdicts),
+        "fixed_verdict_shares": shares(fixed_verdicts),
+        "phone_s_mean": round(float(blocks.mean()) * len(run_variants(config)) * per_invocation_s),
+    }
+
+
+def shares(verdicts: list[tuple[str, str]]) -> dict:
+    """Per phase of the main pair, and both: the share of each verdict."""
+    out = {}
+    for i, phase in enumerate(("prefill", "decode")):
+        names = [v[i] for v in verdicts]
+        out[phase] = {n: round(names.count(n) / len(names), 4) for n in sorted(set(names))}
+    both = [v[0] == v[1] == "reproduced" for v in verdicts]
+    out["both reproduced"] = round(sum(both) / len(both), 4)
+    return out
+
+
+def t_under_the_same_rule(config, rows, repetitions, scenario, runs, seed, per_invocation_s):
+    """The same scenario and data (the same seed) when the plain Student t interval replaces
+    the anytime-valid one in the same rule: the rule then stops on what the t interval shows,
+    and its coverage at the stop is what optional stopping costs it."""
+    original = stats.anytime_interval
+    stats.anytime_interval = lambda r, level: stats.t_interval(r, level)
+    try:
+        return evaluate(config, rows, repetitions, scenario, runs, seed, per_invocation_s)
+    finally:
+        stats.anytime_interval = original
+
+
+def replay_archive(path: Path) -> dict:
+    """The shipped archive's real records, block by block, through the same rule (its own
+    config's pairs; the rows' thresholds from its engines and device facts)."""
+    with tarfile.open(path) as tar:
+        names = tar.getnames()
+        config = yaml.safe_load(tar.extractfile("config.resolved.yaml").read())
+        exp = config["experiment"]
+
+        def load(name):
+            return json.loads(tar.extractfile(name).read())
+
+        engines = {}
+        for n in names:
+            if n.startswith("results/engines/") and n.endswith(".json"):
+                rec = load(n)
+                engines[rec["engine"]] = rec
+        facts = {
+            load(n)["device"]: load(n) for n in names if n.startswith(f"results/{exp}/devices/")
+        }
+        records = [load(n) for n in names if f"results/{exp}/raw/" in n and "superseded" not in n]
+    device = sorted(facts)[0]
+    variants = run_variants(config)
+    rows = precision.verdict_thresholds(config["comparison"], variants, engines, facts[device])
+    ratios = {n: precision.block_log_ratios(records, n) for n in rows}
+    total = min(r.size for r in ratios.values())
+    repetitions = {"min": 4, "max": total, "target_half_width": 0.03, "until": "verdict"}
+    stop = None
+    for blocks in range(repetitions["min"], total + 1):
+        stop = precision.verdict_stop(
+            {n: r[:blocks] for n, r in ratios.items()}, rows, repetitions, blocks, 0.95, 0.0
+        )
+        if stop:
+            break
+    tol = config["comparison"]["tolerance"]
+    full = {
+        n: [float(v) for v in stats.anytime_interval(r[:total], 0.95)] for n, r in ratios.items()
+    }
+    same = all(
+        verdict_of(*full[n], 0.0, tol)
+        == verdict_of(stop["rows"][n]["low"], stop["rows"][n]["high"], 0.0, tol)
+        for n in rows
+        if not n.endswith("prefill>decode")
+    )
+    return {
+        "archive": str(path.relative_to(ROOT)),
+        "blocks_recorded": total,
+        "stopped_at": stop["blocks"],
+        "reason": stop["reason"],
+        "verdicts_equal_the_full_run": same,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=11)
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    config = paper()
+    repetitions = config["bench"]["repetitions"]
+    assert stats.stops_on_verdict(repetitions), "config/paper.yaml does not stop on its verdict"
+    cooldown = config["bench"].get("cooldown_s", 0)
+    per_invocation_s = DEVICE_KINDS["adb"].assumed_invocation_s + cooldown
+    engines = {e: {"engine": e, "kind": "prebuilt"} for e in config["engines"]}  # claim mode
+    rows = precision.verdict_thresholds(
+        config["comparison"], run_variants(config), engines, {"device": "phone", "sme2": True}
+    )
+    results = []
+    comparison = config["comparison"]
+    for i, s in enumerate(scenarios(comparison["claims"], comparison["tolerance"])):
+        found = evaluate(config, rows, repetitions, s, args.runs, args.seed + i, per_invocation_s)
+        plain = t_under_the_same_rule(
+            config, rows, repetitions, s, args.runs, args.seed + i, per_invocation_s
+        )
+        found["t_coverage"], found["t_mean_blocks"] = plain["coverage"], plain["mean_blocks"]
+        results.append(found)
+        print(f"{s['name']}: {found['coverage']} (t: {plain['coverage']})", flush=True)
+    replays = [replay_archive(p) for p in sorted((ROOT / "benchmarks/results").glob("*.tar.gz"))]
+    at_claim = next(r for r in results if r["scenario"] == "3 % noise, gain at the claim")
+    per_block = len(run_variants(config))
+    worst = min(
+        repetitions["max"] * per_block * per_invocation_s, repetitions.get("budget_s", np.inf)
+    )
+    result = {
+        "runs": args.runs,
+        "seed": args.seed,
+        "repetitions": repetitions,
+        "invocations_per_block": per_block,
+        "per_invocation_s": per_invocation_s,
+        "scenarios": results,
+        "plain_t_under_the_same_rule": {
+            "lowest_coverage": min(r["t_coverage"] for r in results),
+            "scenarios_below_0.95": [r["scenario"] for r in results if r["t_coverage"] < 0.95],
+        },
+        "replays": replays,
+        "paper_phone_s": {
+            "expected": at_claim["phone_s_mean"],
+            "worst": round(float(worst)),
+            "before": 4
+            * 3600,  # docs/evaluation.md before: 4.0 to 6.0 h (main 10-30 blocks, sweep 3 x 10)
+        },
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    write_results("sequential_stopping", result, markdown(result))
+    print("\n".join(markdown(result)))
+    return 0
+
+
+def markdown(result: dict) -> list[str]:
+    reps = result["repetitions"]
+    lines = [
+        "# Stopping on the verdict (simulation)",
+        "",
+        "`python benchmarks/sequential_stopping.py "
+        f"--runs {result['runs']} --seed {result['seed']}` "
+        f"({result['seconds']} s). config/paper.yaml's rule (`{json.dumps(reps)}`), "
+        f"{result['invocations_per_block']} invocations per block, through the project's own "
+        "stopping code; every interval anytime-valid (stats.anytime_interval). **The noise "
+        "levels are assumed, not measured: no phone was reachable here.** Phone time: blocks x "
+        f"invocations per block x {result['per_invocation_s']:g} s (the phone's assumed seconds "
+        "per invocation and the config's cool-down).",
+        "",
+        "| scenario | coverage at the stop | mean / p95 blocks | phone time (mean) "
+        "| main pair: reproduced (prefill / decode / both) "
+        "| the same rule on the plain t: coverage "
+        "| fixed 30 blocks, t: coverage / both reproduced |",
+        "|---|---:|---|---:|---|---:|---|",
+    ]
+    for r in result["scenarios"]:
+        v = r["verdict_shares"]
+        f = r["fixed_verdict_shares"]
+        lines.append(
+            f"| {r['scenario']} | {r['coverage']:.3f} | "
+            f"{r['mean_blocks']:.1f} / {r['p95_blocks']:.0f} | "
+            f"{r['phone_s_mean'] / 60:.0f} min | {v['prefill'].get('reproduced', 0):.1%} / "
+            f"{v['decode'].get('reproduced', 0):.1%} / {v['both reproduced']:.1%} | "
+            f"{r['t_coverage']:.3f} | {r['fixed_coverage']:.3f} / {f['both reproduced']:.1%} |"
+        )
+    t = result["plain_t_under_the_same_rule"]
+    p = result["paper_phone_s"]
+    lines += [
+        "",
+        "Coverage at the stop is, per judged row, the share of runs whose final interval holds "
+        "the true speedup; the column gives the lowest row's. The same rule deciding on the "
+        f"plain Student t interval falls to {t['lowest_coverage']:.3f} (below 0.95 in "
+        f"{len(t['scenarios_below_0.95'])} of {len(result['scenarios'])} scenarios): optional "
+        "stopping on the t interval does not keep its 95 %.",
+        "",
+        f"config/paper.yaml's phone time: expected {p['expected'] / 60:.0f} min at 3 % noise with "
+        f"the gains as claimed, worst case {p['worst'] / 60:.0f} min (its `max` blocks or its "
+        f"`budget_s`), against {p['before'] / 3600:.0f} h or more before (10-30 blocks and a "
+        "3-point sweep).",
+        "",
+        "## Replays of the committed real runs",
+        "",
+        "| archive | blocks recorded | the rule stops at | why | verdicts equal the full run's |",
+        "|---|---:|---:|---|---|",
+    ]
+    for r in result["replays"]:
+        lines.append(
+            f"| `{r['archive']}` | {r['blocks_recorded']} | {r['stopped_at']} | {r['reason']} | "
+            f"{r['verdicts_equal_the_full_run']} |"
+        )
+    return lines
+
+
+if __name__ == "__main__":
+    sys.exit(main())

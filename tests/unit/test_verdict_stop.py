@@ -1,0 +1,154 @@
+"""Stopping on the verdict (`bench.repetitions: {..., until: verdict}`): the anytime-valid
+interval, the rows a run judges and their thresholds, the rule on those rows, and the rule in
+a real schedule of real invocations (it decides from the raw records, so a resumed run stops
+at the same block). Coverage and phone time: benchmarks/sequential_stopping.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_bench import BENCH, CountingDevice, specs, staged
+
+from mnnrepro.runs.benchmark import run_schedule
+from mnnrepro.runs.precision import verdict_stop, verdict_thresholds
+from mnnrepro.runs.schedule import interleaved
+from mnnrepro.stats import anytime_interval, t_interval
+
+RULE = {"min": 6, "max": 30, "target_half_width": 0.03, "until": "verdict"}
+
+
+def test_the_anytime_interval_is_wider_than_t_holds_the_mean_and_narrows():
+    rng = np.random.default_rng(3)
+    ratios = rng.normal(0.5, 0.05, 40)
+    low, high = anytime_interval(ratios[:5], 0.95)
+    assert not np.isfinite([low, high]).all()  # too few blocks for the mixture to bound it
+    widths = []
+    for n in (6, 10, 20, 40):
+        low, high = anytime_interval(ratios[:n], 0.95)
+        t_low, t_high = t_interval(ratios[:n], 0.95)
+        assert low < t_low < np.exp(ratios[:n].mean()) < t_high < high
+        widths.append(np.log(high / low))
+    assert widths == sorted(widths, reverse=True)
+
+
+def test_its_coverage_holds_at_every_look():
+    """Time-uniform: the share of simulated runs whose interval ever misses the mean, looking
+    after every block up to 60, stays below 5 % (the plain t interval's does not)."""
+    rng = np.random.default_rng(5)
+    ratios = rng.normal(0.0, 1.0, (1000, 60))
+    anytime_miss = t_miss = np.zeros(1000, bool)
+    for n in range(3, 61):
+        low, high = anytime_interval(ratios[:, :n], 0.95)
+        anytime_miss = anytime_miss | (low > 1) | (high < 1)
+        low, high = t_interval(ratios[:, :n], 0.95)
+        t_miss = t_miss | (low > 1) | (high < 1)
+    assert anytime_miss.mean() <= 0.05 < 0.2 < t_miss.mean()
+
+
+ON = {
+    "engine": "sme2-on",
+    "kind": "build",
+    "target_arch": "aarch64",
+    "sme2": {"sme2_kernel_count": 14},
+}
+OFF = {
+    "engine": "sme2-off",
+    "kind": "build",
+    "target_arch": "aarch64",
+    "sme2": {"sme2_kernel_count": 0},
+}
+VARIANTS = {
+    "off": {"engine": "sme2-off"},
+    "on": {"engine": "sme2-on"},
+    "off-again": {"engine": "sme2-off"},
+}
+COMPARISON = {
+    "baseline": "off",
+    "treatment": "on",
+    "claims": {"prefill": 0.81, "decode": 0.13},
+    "tolerance": 0.1,
+    "aa_control": True,
+    "aa_margin": 0.05,
+    "on_non_sme2_device": "fallback-check",
+}
+
+
+def test_each_row_is_settled_by_the_thresholds_of_its_own_verdict():
+    engines = {"sme2-on": ON, "sme2-off": OFF}
+    phone = verdict_thresholds(COMPARISON, VARIANTS, engines, {"device": "p", "sme2": True})
+    assert phone["off/on prefill"] == pytest.approx([1.71, 1.91])  # the claim band
+    assert phone["off/on decode"] == pytest.approx([1.03, 1.23])
+    assert phone["off/off-again prefill"] == pytest.approx([1 / 1.05, 1.05])  # the A/A margin
+    assert phone["off/on prefill>decode"] == [1.0]  # the mechanism check
+    old = verdict_thresholds(COMPARISON, VARIANTS, engines, {"device": "p", "sme2": False})
+    assert old["off/on prefill"] == pytest.approx([0.9])  # the fallback check's floor
+    host = {**ON, "target_arch": "x86_64", "sme2": {"sme2_kernel_count": 0}}
+    equal = verdict_thresholds(COMPARISON, VARIANTS, {"sme2-on": host, "sme2-off": OFF}, {})
+    assert equal["off/on decode"] == pytest.approx([0.9, 1.1])  # the equality band
+    unclaimed = verdict_thresholds({**COMPARISON, "claims": {}}, VARIANTS, engines, {"sme2": True})
+    assert unclaimed["off/on prefill"] is None  # settled by precision
+
+
+def blocks_of(log_speedup: float, n: int, sd: float = 0.01) -> np.ndarray:
+    return log_speedup + np.random.default_rng(1).normal(0, sd, n)
+
+
+def test_the_rule_stops_when_every_row_is_settled_and_says_where_each_settled():
+    rows = {"inside": [1.71, 1.91], "outside": [1.03, 1.23], "aa": [1 / 1.05, 1.05]}
+    ratios = {"inside": blocks_of(np.log(1.81), 8), "outside": blocks_of(0.0, 8)}
+    ratios["aa"] = blocks_of(0.0, 8)
+    assert verdict_stop(ratios, rows, RULE, 5, 0.95, 0.0) is None  # before min
+    stop = verdict_stop(ratios, rows, RULE, 8, 0.95, 0.0)
+    assert stop["reason"] == "every judged row settled after 8 blocks"
+    assert all(s["settled"] and s["first_settled_at"] == 6 for s in stop["rows"].values())
+    # a row whose interval straddles its band's edge keeps the run going, to max
+    edge = {"edge": [1.71, 1.91]}
+    on_edge = {"edge": blocks_of(np.log(1.71), 30, sd=0.05)}
+    assert verdict_stop(on_edge, edge, RULE, 12, 0.95, 0.0) is None
+    stop = verdict_stop(on_edge, edge, RULE, 30, 0.95, 0.0)
+    assert stop["reason"] == "max 30 blocks reached; unsettled: ['edge']"
+    assert not stop["rows"]["edge"]["settled"]
+    # or until the device time reaches the budget
+    budget = {**RULE, "budget_s": 3600}
+    assert verdict_stop(on_edge, edge, budget, 12, 0.95, 3599.0) is None
+    stop = verdict_stop(on_edge, edge, budget, 12, 0.95, 3600.0)
+    assert stop["reason"].startswith("device-time budget 3600 s spent (3600 s); unsettled")
+
+
+def test_a_real_schedule_stops_on_its_records_and_a_resumed_run_stops_at_the_same_block(
+    tiny_model, tmp_path
+):
+    """Real invocations of the tiny model; a speedup threshold no pair of runs approaches
+    (1e6) settles every row as soon as its interval is finite (6 blocks); a run interrupted
+    after 5 invocations and resumed keeps them and stops at the same block, with the same
+    intervals."""
+    rows = {"a/b prefill": [1e6], "a/b decode": [1e6]}
+    rule = {**RULE, "max": 8}
+
+    def stop(records, blocks):
+        return verdict_stop_from(records, blocks, rule, rows)
+
+    plan = interleaved(["a", "b"], 8)
+    first = CountingDevice(interrupt_after=5)
+    with pytest.raises(KeyboardInterrupt):
+        run_schedule(first, plan, specs(), staged(first, tiny_model), BENCH, tmp_path / "r", stop)
+    first.close()
+    resumed = CountingDevice()
+    index, stopped = run_schedule(
+        resumed, plan, specs(), staged(resumed, tiny_model), BENCH, tmp_path / "r", stop
+    )
+    assert resumed.runs == 12 - 5 and len(index) == 12  # 6 blocks of 2, the first 5 kept
+    assert stopped["reason"] == "every judged row settled after 6 blocks"
+    whole = CountingDevice()
+    again, stopped_again = run_schedule(
+        whole, plan, specs(), staged(whole, tiny_model), BENCH, tmp_path / "r", stop
+    )
+    assert whole.runs == 0 and again == index and stopped_again == stopped
+    resumed.close()
+    whole.close()
+
+
+def verdict_stop_from(records, blocks, rule, rows):
+    from mnnrepro.runs.precision import stopping_decision
+
+    return stopping_decision(records, blocks, rule, [("a", "b")], 0.95, rows, 0.0)
