@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from test_bench import BENCH, CountingDevice, specs, staged
 
-from mnnrepro.runs.benchmark import run_schedule
+from mnnrepro.files import read_json
+from mnnrepro.runs.benchmark import STEPS, run_schedule
 from mnnrepro.runs.precision import verdict_stop, verdict_thresholds
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.stats import anytime_interval, t_interval
@@ -139,6 +140,12 @@ def test_a_real_schedule_stops_on_its_records_and_a_resumed_run_stops_at_the_sam
     )
     assert resumed.runs == 12 - 5 and len(index) == 12  # 6 blocks of 2, the first 5 kept
     assert stopped["reason"] == "every judged row settled after 6 blocks"
+    # where each invocation's device time went; the budget counts their totals
+    times = [read_json(e["raw"])["device_time_s"] for e in index]
+    for steps in times:
+        assert set(steps) == {*STEPS, "total"} and steps["engine"] > 0
+        assert sum(steps[s] for s in STEPS) == pytest.approx(steps["total"], abs=0.01)
+    assert stopped["device_s"] == pytest.approx(sum(t["total"] for t in times), abs=0.1)
     whole = CountingDevice()
     again, stopped_again = run_schedule(
         whole, plan, specs(), staged(whole, tiny_model), BENCH, tmp_path / "r", stop

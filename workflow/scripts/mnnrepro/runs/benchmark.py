@@ -239,10 +239,14 @@ def run_schedule(
             print(f"{progress}: kept (measured earlier)", flush=True)
             done += 1
         else:
+            clock = [time.monotonic()]  # where the device's time goes, step by step
             if bench["cooldown_s"]:
                 time.sleep(bench["cooldown_s"])
+            clock.append(time.monotonic())
             gate = thermal_gate(device, bench)
+            clock.append(time.monotonic())
             quiet = quiet_gate(device, bench)
+            clock.append(time.monotonic())
             screen = device.screen_state()
             device.verify(engine_files(spec["engine"], receipt))
             cpufreq_before = device.cpufreq()
@@ -252,10 +256,12 @@ def run_schedule(
                 device, engine.model_path(receipt), spec["runtime"], bench, device_out
             )
             env = {**spec.get("env", {}), **env}  # the variant's env; the engine's own wins
+            clock.append(time.monotonic())
             try:
                 with sampling(power_reader, bench) as sampler:
                     payload = run_one(device, engine, argv, env, device_out, bench)
                 payload["power"] = sampler.record() if sampler else unavailable(power_reader)
+                clock.append(time.monotonic())
                 step = vision_step(
                     device, engine, receipt, spec["runtime"], env, bench, power_reader
                 )
@@ -293,6 +299,7 @@ def run_schedule(
                 "spec": spec,
                 **payload,
             }
+            record["device_time_s"] = device_time(clock, time.monotonic())
             if remeasure:
                 record["remeasure"] = remeasure
             if path.exists():
@@ -323,6 +330,20 @@ def run_schedule(
                 break
     log.info("%d invocations kept from earlier runs, %d run now", done, len(index) - done)
     return index, stopped
+
+
+STEPS = ("cooldown", "thermal_gate", "quiet_gate", "setup", "engine", "vision_and_teardown")
+
+
+def device_time(clock: list[float], end: float) -> dict:
+    """Where one invocation's device time went, in seconds: the cool-down, the thermal and
+    quiet gates, the setup (screen, file check, frequencies), the engine's run (its load and
+    phases are in the record's own timings), then the vision step and what follows it; and
+    the total (what a run's device-time budget counts)."""
+    marks = [*clock, end][: len(STEPS) + 1]
+    marks += [end] * (len(STEPS) + 1 - len(marks))  # an engine failure skips the vision step
+    steps = {s: round(b - a, 3) for s, a, b in zip(STEPS, marks, marks[1:], strict=False)}
+    return {**steps, "total": round(end - clock[0], 3)}
 
 
 def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str) -> dict:

@@ -147,10 +147,13 @@ def row_state(log_ratios: np.ndarray, thresholds, target: float, ci_level: float
 
 
 def device_seconds(records: list[dict], cooldown_s: float) -> float:
-    """The device time the records took: each invocation's wall time, its gates' waits, and
-    the cool-down before it (a function of the records: a resumed run counts the same)."""
+    """The device time the records took (a function of the records: a resumed run counts the
+    same): each invocation's own total where it recorded one (`device_time_s`), else its
+    wall time, its gates' waits and the cool-down before it."""
     return sum(
-        r.get("wall_s", 0.0)
+        r["device_time_s"]["total"]
+        if "device_time_s" in r
+        else r.get("wall_s", 0.0)
         + (r.get("quiet_gate") or {}).get("waited_s", 0.0)
         + (r.get("thermal_gate") or {}).get("waited_s", 0.0)
         + cooldown_s
