@@ -1,4 +1,5 @@
-"""Precision on demand: how many interleaved blocks a benchmark runs.
+"""How many interleaved blocks a benchmark runs: a fixed number, precision on demand, or
+until the verdict is settled (below, `until: verdict`).
 
 `bench.repetitions` is a number (exactly that many blocks) or {min, max, target_half_width}:
 after `min` blocks, and after every further block, the CI of every judged pair (the compared
@@ -110,7 +111,7 @@ def verdict_thresholds(comparison: dict, variants: dict, engines: dict, facts: d
 def block_log_ratios(records: list[dict], row: str) -> np.ndarray:
     """The per-block log speedups of a row, over the blocks measured so far (in block order)."""
     pair, what = row.split(" ", 1)
-    baseline, treatment = pair.split("/")
+    baseline, treatment = pair.split("/")  # variant names are slugs: no `/`, no space
     tps = {}
     for record in records:
         if record.get("status") == "ok":
@@ -122,7 +123,9 @@ def block_log_ratios(records: list[dict], row: str) -> np.ndarray:
 
     phases = ("prefill", "decode") if what == "prefill>decode" else (what,)
     measured = [
-        {b for (v, p, b) in tps if (v, p) == (var, ph)} for var in pair.split("/") for ph in phases
+        {b for (v, p, b) in tps if (v, p) == (var, ph)}
+        for var in (baseline, treatment)
+        for ph in phases
     ]
     blocks = sorted(set.intersection(*measured))
     if what == "prefill>decode":
