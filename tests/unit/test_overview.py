@@ -60,7 +60,8 @@ def test_a_variant_more_or_a_longer_sweep_changes_the_plan(root, tmp_path, monke
 
 def test_the_device_time_comes_from_an_earlier_run_of_the_experiment(root, tmp_path, monkeypatch):
     """The shipped archive's bench.csv as this experiment's earlier run: its invocations'
-    wall times and gate waits, plus the cool-down, price the next run."""
+    wall times and gate waits, plus the cool-down, price the next run (its records predate
+    each invocation's own device time, `device_s`, which a newer run's price is)."""
     import pandas as pd
 
     monkeypatch.chdir(tmp_path)
@@ -81,3 +82,7 @@ def test_the_device_time_comes_from_an_earlier_run_of_the_experiment(root, tmp_p
     per = (runs["wall_s"] + waits.sum(axis=1)).mean() + plan.config["bench"]["cooldown_s"]
     (line,) = [x for x in overview(plan) if "device `host`" in x]
     assert f"earlier invocations there, {per:.0f} s each" in line
+    bench["device_s"] = 3600.0  # a newer run's records: each invocation's own device time
+    bench.to_csv(tmp_path / "results/host-sme2/bench.csv", index=False)
+    (line,) = [x for x in overview(plan) if "device `host`" in x]
+    assert "earlier invocations there, 3600 s each" in line

@@ -35,6 +35,7 @@ BENCH_COLUMNS = [
     "ran_warmup",
     "settings_mismatch",
     "wall_s",
+    "device_s",
     "timing_plausible",
     "governor",
     "freq_before_mhz",
@@ -181,6 +182,8 @@ def rows_from_record(
         "ran_warmup": (record.get("ran") or {}).get("warmup", record.get("warmup")),
         "settings_mismatch": settings_mismatch(spec["runtime"], record.get("ran") or {}),
         "wall_s": record.get("wall_s"),
+        # the invocation's whole device time (cool-down, gates, run, vision, teardown)
+        "device_s": (record.get("device_time_s") or {}).get("total"),
         "timing_plausible": timing_plausible(record),
         **cpufreq_summary(record),
         "device_supports": record["engine"].get("device_supports", ""),

@@ -53,8 +53,10 @@ def simulated_s(repetitions, per_block: int, per_invocation_s: float) -> float |
 
 
 def earlier_invocation_s(bench_csv: Path, device: str, cooldown_s: float) -> float | None:
-    """Mean seconds of one earlier invocation on `device` (wall time, gate waits, cool-down)
-    from an earlier run's bench.csv, None without one."""
+    """Mean device seconds of one earlier invocation on `device`, from an earlier run's
+    bench.csv (precision.invocation_seconds of each), None without one."""
+    from mnnrepro.runs.precision import invocation_seconds
+
     if not bench_csv.is_file():
         return None
     seen = {}
@@ -62,11 +64,16 @@ def earlier_invocation_s(bench_csv: Path, device: str, cooldown_s: float) -> flo
         for row in csv.DictReader(fh):
             if row.get("device") != device or not row.get("wall_s"):
                 continue
-            waits = sum(float(row.get(k) or 0) for k in ("quiet_wait_s", "thermal_wait_s"))
-            seen[(row["model"], row["variant"], row["block"])] = float(row["wall_s"]) + waits
+            seen[(row["model"], row["variant"], row["block"])] = invocation_seconds(
+                row.get("device_s") or None,
+                row["wall_s"],
+                row.get("quiet_wait_s"),
+                row.get("thermal_wait_s"),
+                cooldown_s,
+            )
     if not seen:
         return None
-    return sum(seen.values()) / len(seen) + cooldown_s
+    return sum(seen.values()) / len(seen)
 
 
 def hours(seconds: float) -> str:

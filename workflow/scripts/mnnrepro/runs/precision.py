@@ -149,17 +149,26 @@ def row_state(log_ratios: np.ndarray, thresholds, target: float, ci_level: float
     return {"low": low, "high": high, "settled": not inside}
 
 
+def invocation_seconds(total, wall, quiet_wait, thermal_wait, cooldown_s: float) -> float:
+    """One invocation's device time: its own recorded total (`device_time_s`), or for a record
+    made before it was kept, its wall time, its gates' waits and the cool-down before it. The
+    one rule for a run's budget (device_seconds) and the dry run's estimate (plan/overview)."""
+    if total is not None:
+        return float(total)
+    return float(wall or 0.0) + float(quiet_wait or 0.0) + float(thermal_wait or 0.0) + cooldown_s
+
+
 def device_seconds(records: list[dict], cooldown_s: float) -> float:
     """The device time the records took (a function of the records: a resumed run counts the
-    same): each invocation's own total where it recorded one (`device_time_s`), else its
-    wall time, its gates' waits and the cool-down before it."""
+    same)."""
     return sum(
-        r["device_time_s"]["total"]
-        if "device_time_s" in r
-        else r.get("wall_s", 0.0)
-        + (r.get("quiet_gate") or {}).get("waited_s", 0.0)
-        + (r.get("thermal_gate") or {}).get("waited_s", 0.0)
-        + cooldown_s
+        invocation_seconds(
+            (r.get("device_time_s") or {}).get("total"),
+            r.get("wall_s"),
+            (r.get("quiet_gate") or {}).get("waited_s"),
+            (r.get("thermal_gate") or {}).get("waited_s"),
+            cooldown_s,
+        )
         for r in records
     )
 
