@@ -66,8 +66,10 @@ def test_the_device_time_comes_from_an_earlier_run_of_the_experiment(root, tmp_p
 
     monkeypatch.chdir(tmp_path)
     config = yaml.safe_load((root / "config/host-sme2.yaml").read_text())
-    (tmp_path.parent / "MNN").mkdir(exist_ok=True)  # the config's local checkout, ../MNN
-    config["mnn"]["source"]["path"] = str(tmp_path.parent / "MNN")
+    # the config's local checkout: an empty directory of this test's own (a `../MNN` beside
+    # tmp_path would be another test's, on the same worker)
+    (tmp_path / "MNN").mkdir()
+    config["mnn"]["source"]["path"] = str(tmp_path / "MNN")
     (line,) = [x for x in lines_of(root, config, "h.yaml", tmp_path) if "device `host`" in x]
     assert line.endswith("not estimated (no earlier run of this experiment on it)")
     (tmp_path / "results/host-sme2").mkdir(parents=True)
