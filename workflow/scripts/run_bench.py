@@ -1,9 +1,7 @@
-from mnnrepro.files import read_json, write_json
+from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
 from mnnrepro.runs.benchmark import run_plan_for_rule
-from mnnrepro.runs.precision import verdict_thresholds
 from mnnrepro.runs.vision import vision_images
-from mnnrepro.stats import stops_on_verdict
 
 log_to(snakemake.log[0])
 images = (  # the vision phase: the main benchmark of a model that takes images (no sweep)
@@ -15,17 +13,6 @@ images = (  # the vision phase: the main benchmark of a model that takes images 
     )
     if hasattr(snakemake.params, "image_names")
     else []
-)
-repetitions = snakemake.params.bench["repetitions"]
-rows = (  # what a run that stops on its verdict judges after each block
-    verdict_thresholds(
-        snakemake.params.comparison,
-        snakemake.params.variants,
-        {e["engine"]: e for e in map(read_json, snakemake.input.engines)},
-        read_json(snakemake.input.facts),
-    )
-    if stops_on_verdict(repetitions)
-    else None
 )
 index = run_plan_for_rule(
     device_name=snakemake.wildcards.device,
@@ -41,7 +28,8 @@ index = run_plan_for_rule(
     remeasure=snakemake.params.remeasure,
     images=images,
     gate_tools=snakemake.input.gate_tools,
-    rows=rows,
+    comparison=snakemake.params.comparison,
+    facts=snakemake.input.facts,
 )
 index.update(experiment=snakemake.wildcards.experiment, model=snakemake.wildcards.model)
 if hasattr(snakemake.wildcards, "point"):  # a sweep point (rule run_sweep)

@@ -73,6 +73,12 @@ def load_yaml(text: str | bytes, name: str):
 
 
 KEY_NAMED = re.compile(r"^config key `([^`]+)`")
+FULL_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def is_full_commit(value) -> bool:
+    """A pin that names one git commit (40 hex digits): a tag or a branch name moves."""
+    return bool(FULL_COMMIT.fullmatch(str(value)))
 
 
 def naming_its_file(err: ConfigError, paths) -> ConfigError:

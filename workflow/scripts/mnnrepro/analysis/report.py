@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 
 from mnnrepro.analysis import verdict as vd
@@ -12,7 +10,7 @@ from mnnrepro.analysis.emulation import emulation_section
 from mnnrepro.analysis.explaining import mechanism_section
 from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct
 from mnnrepro.analysis.vision import vision_section
-from mnnrepro.config import comparison_pairs
+from mnnrepro.config import comparison_pairs, is_full_commit
 from mnnrepro.stats import reps_text
 from mnnrepro.toolchain.source import release_text
 
@@ -184,9 +182,6 @@ def statistics_section(summary: pd.DataFrame, document: dict, facts: dict) -> li
     return out
 
 
-COMMIT = re.compile(r"[0-9a-f]{40}")
-
-
 def model_pin(manifest: dict) -> str:
     """How a downloaded model is pinned: its revision, and a warning where that is a name
     that moves (a branch such as `master`) or where the file hashes were trusted on first use."""
@@ -194,7 +189,7 @@ def model_pin(manifest: dict) -> str:
         return ""
     revision, resolved = manifest.get("revision"), manifest.get("resolved_commit")
     text = f"; {manifest['id']} at revision `{revision}`"
-    if not COMMIT.fullmatch(str(revision)):
+    if not is_full_commit(revision):
         text += (
             f" (**not a commit**: a name that moves; it resolved to `{resolved}`)"
             if resolved

@@ -67,14 +67,24 @@ def archived_names(archive: str) -> set[str]:
         return set(manifest_entries(tar.extractfile(MANIFEST_NAME).read().decode()))
 
 
-def archived_config(archive: str) -> dict:
-    """The archive's resolved config, read without extracting anything else; its bytes must
-    match MANIFEST.sha256 (the workflow then validates it like a live config)."""
+def archived_member(archive: str, name: str) -> bytes | None:
+    """A member's bytes, read without extracting anything else and checked against
+    MANIFEST.sha256; None where the manifest lists no such member."""
     with open_archive(archive) as tar:
         listed = manifest_entries(tar.extractfile(MANIFEST_NAME).read().decode())
-        data = tar.extractfile(CONFIG_NAME).read()
-    if listed.get(CONFIG_NAME) != hashlib.sha256(data).hexdigest():
-        raise DataError(archive, f"{CONFIG_NAME} does not match the archive's {MANIFEST_NAME}")
+        if name not in listed:
+            return None
+        data = tar.extractfile(name).read()
+    if hashlib.sha256(data).hexdigest() != listed[name]:
+        raise DataError(archive, f"{name} does not match the archive's {MANIFEST_NAME}")
+    return data
+
+
+def archived_config(archive: str) -> dict:
+    """The archive's resolved config (the workflow then validates it like a live config)."""
+    data = archived_member(archive, CONFIG_NAME)
+    if data is None:
+        raise DataError(archive, f"{CONFIG_NAME} is not in the archive's {MANIFEST_NAME}")
     config = load_yaml(data.decode("utf-8"), f"{archive}:{CONFIG_NAME}")
     if not isinstance(config, dict):
         raise DataError(archive, f"{CONFIG_NAME} is not a config (a mapping of keys)")

@@ -11,29 +11,15 @@ same records derived differently: a change of method to read in the two commits'
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 
 import pandas as pd
 
-from mnnrepro.archive.replay import MANIFEST_NAME, manifest_entries, open_archive
-from mnnrepro.errors import DataError
+from mnnrepro.archive.replay import archived_member
 from mnnrepro.files import sha256_file
 
 SHOWN_CHANGES = 20  # cells listed per table; the count is of all
-
-
-def archived_member(archive: str, name: str) -> bytes | None:
-    """A member's bytes, checked against MANIFEST.sha256; None where the archive has none."""
-    with open_archive(archive) as tar:
-        listed = manifest_entries(tar.extractfile(MANIFEST_NAME).read().decode())
-        if name not in listed:
-            return None
-        data = tar.extractfile(name).read()
-    if hashlib.sha256(data).hexdigest() != listed[name]:
-        raise DataError(archive, f"member {name} does not match {MANIFEST_NAME}")
-    return data
 
 
 def _cells(data: bytes) -> pd.DataFrame:

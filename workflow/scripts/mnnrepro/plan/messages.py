@@ -5,8 +5,7 @@ run against its config)."""
 
 from __future__ import annotations
 
-import re
-
+from mnnrepro.config import is_full_commit
 from mnnrepro.stats import interval_name
 
 
@@ -15,7 +14,7 @@ def model_pins(spec: dict) -> str:
     pinned only as a full commit; file hashes are checked only where `files_sha256` names them
     (the manifest records every file's sha256 either way)."""
     revision = spec["revision"]
-    if re.fullmatch(r"[0-9a-f]{40}", revision):
+    if is_full_commit(revision):
         said = f"pinned revision {revision[:12]}"
     else:
         said = f"revision {revision!r}, not pinned: a branch or tag moves"

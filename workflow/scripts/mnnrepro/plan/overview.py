@@ -5,10 +5,12 @@ a dry run shows it first).
 
 The device time is an estimate: invocations (blocks x variants, for the main point and every
 sweep point) times the seconds one invocation takes. Those seconds are, in this order of
-preference: the mean of the same experiment's earlier invocations on that device (their wall
-time and gate waits, from its bench.csv, plus the cool-down), else the seconds its kind
-assumes (a phone's: benchmarks/results/phone_precision.md's 72 s; no phone was reachable to
-measure one), else none."""
+preference: the mean of the same experiment's earlier invocations on that device (from its
+bench.csv, priced as a run's budget prices them: runs/precision.invocation_seconds), else the
+seconds its kind assumes plus the config's cool-down (a phone's 42 s:
+benchmarks/results/phone_precision.md's 72 s less its 30 s cool-down; no phone was reachable
+to measure one), else none. Where the simulation of the stopping rule holds, the expected
+time too (benchmarks/results/sequential_stopping.json)."""
 
 from __future__ import annotations
 
@@ -40,10 +42,9 @@ def simulated_s(repetitions, per_block: int, per_invocation_s: float) -> float |
     """The expected device time of this stopping rule where the simulation of it holds
     (benchmarks/results/sequential_stopping.json: the same rule, invocations per block and
     seconds per invocation; 3 % noise, the gains as claimed), else None."""
-    path = SIMULATION
-    if not path.is_file():
+    if not SIMULATION.is_file():
         return None
-    simulated = json.loads(path.read_text(encoding="utf-8"))
+    simulated = json.loads(SIMULATION.read_text(encoding="utf-8"))
     same = (
         simulated.get("repetitions") == repetitions
         and simulated.get("invocations_per_block") == per_block

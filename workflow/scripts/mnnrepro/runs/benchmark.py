@@ -25,11 +25,11 @@ from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.gates import quiet_gate, thermal_gate
 from mnnrepro.runs.power import PowerSampler, unavailable
 from mnnrepro.runs.prebuilt_runner import vision_results
-from mnnrepro.runs.precision import stopping_decision
+from mnnrepro.runs.precision import stopping_decision, verdict_thresholds
 from mnnrepro.runs.schedule import Invocation
 from mnnrepro.runs.staging import RUNNER, check_receipt, engine_files
 from mnnrepro.runs.vision import measured_vision, with_vision_set
-from mnnrepro.stats import VISION_PHASES, block_range
+from mnnrepro.stats import VISION_PHASES, block_range, stops_on_verdict
 
 log = logging.getLogger(__name__)
 
@@ -379,11 +379,14 @@ def run_plan_for_rule(
     remeasure: str = "",
     images: list[tuple[str, str]] = (),
     gate_tools: list[str] = (),
-    rows: dict | None = None,
+    comparison: dict | None = None,
+    facts: str = "",
 ) -> dict:
     """images: (name as configured, local file) of the vision phase's image set, for a vision
     model (none: no vision phase); the question asked is bench["vision"]["text"]. gate_tools:
-    the engines' gate-tool records (the tool a kind asks the images with is among them)."""
+    the engines' gate-tool records (the tool a kind asks the images with is among them).
+    comparison, facts (the device's facts record): what a run that stops on its verdict
+    judges after each block (precision.verdict_thresholds)."""
     from mnnrepro.devices.factory import make_device
     from mnnrepro.runs.schedule import interleaved
 
@@ -391,6 +394,11 @@ def run_plan_for_rule(
     specs = variant_specs(variants, engines, sha256_file(manifest))
     repetitions = bench["repetitions"]
     plan = interleaved(sorted(variants), block_range(repetitions)[1])
+    rows = (
+        verdict_thresholds(comparison, variants, engines, read_json(facts))
+        if stops_on_verdict(repetitions)
+        else None
+    )
 
     def stop(records, blocks):
         cooldown = bench.get("cooldown_s", 0.0)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import io
 import logging
 import os
-import re
 import shutil
 import subprocess
 import tarfile
 from pathlib import Path
 
+from mnnrepro.config import is_full_commit
 from mnnrepro.errors import ReproError
 from mnnrepro.fetch import FetchError, download, pin_urls, publish_dir
 from mnnrepro.files import sha256_file
@@ -68,7 +68,7 @@ def git(*args: str, cwd: str | os.PathLike | None = None) -> str:
 
 def checkout_git(url: str, commit: str, dest: str | os.PathLike) -> dict:
     """Fetch exactly `commit` from url into dest (replaced); verify HEAD is that commit."""
-    if not re.fullmatch(r"[0-9a-f]{40}", commit):
+    if not is_full_commit(commit):
         raise SourceError(
             f"config key `mnn.source.commit`: {commit!r} is not a full 40-hex "
             "commit (tags and branches move; pin the commit)"
