@@ -66,15 +66,23 @@ def test_qwen3_06b_shape_is_the_real_one():
 
 
 def test_same_seed_same_weights(tmp_path):
-    from safetensors.numpy import load_file
+    """Seeded: the same seed writes the same checkpoint, another seed other weights; in
+    bfloat16 like Qwen's own checkpoints, norm scales 1 and weights drawn at the config's std."""
+    import torch
+    from safetensors.torch import load_file
 
     make_model("tiny", 3, tmp_path / "a")
     make_model("tiny", 3, tmp_path / "b")
     make_model("tiny", 4, tmp_path / "c")
     a, b, c = (load_file(tmp_path / d / "model.safetensors") for d in "abc")
+    assert a.keys() == b.keys() == c.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
     key = "model.layers.0.mlp.up_proj.weight"
-    assert (a[key] == b[key]).all()
-    assert not (a[key] == c[key]).all()
+    assert not torch.equal(a[key], c[key])
+    assert {t.dtype for t in a.values()} == {torch.bfloat16}
+    assert torch.equal(a["model.norm.weight"], torch.ones_like(a["model.norm.weight"]))
+    std = float(a[key].float().std())
+    assert abs(std - SHAPES["tiny"]["initializer_range"]) < 0.2 * std
 
 
 def test_export_source_with_hqq_yields_a_model_the_engine_runs(tmp_path):

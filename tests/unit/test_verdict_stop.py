@@ -116,6 +116,23 @@ def test_the_rule_stops_when_every_row_is_settled_and_says_where_each_settled():
     assert stop["reason"].startswith("device-time budget 3600 s spent (3600 s); unsettled")
 
 
+def test_a_row_without_a_claim_holds_the_run_only_where_a_target_is_named():
+    """The quickstart's rule: no target half-width, so its unclaimed gains settle nothing and
+    the mechanism check alone decides; with a target they wait until they are that narrow."""
+    rows = {"gain": None, "prefill>decode": [1.0]}
+    ratios = {"gain": blocks_of(0.5, 8, sd=0.2), "prefill>decode": blocks_of(0.3, 8)}
+    no_target = {k: v for k, v in RULE.items() if k != "target_half_width"}
+    stop = verdict_stop(ratios, rows, no_target, 6, 0.95, 0.0)
+    assert stop["reason"] == "every judged row settled after 6 blocks"
+    assert stop["rows"]["gain"]["low"] is not None  # still reported with its interval
+    assert (
+        verdict_stop(ratios, rows, {**no_target, "target_half_width": 0.03}, 6, 0.95, 0.0) is None
+    )
+    # the mechanism check is not settled by the absence of a target
+    unsure = {"gain": ratios["gain"], "prefill>decode": blocks_of(0.0, 8)}
+    assert verdict_stop(unsure, rows, {**no_target, "max": 30}, 8, 0.95, 0.0) is None
+
+
 def test_a_real_schedule_stops_on_its_records_and_a_resumed_run_stops_at_the_same_block(
     tiny_model, tmp_path
 ):

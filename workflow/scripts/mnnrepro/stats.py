@@ -240,7 +240,7 @@ def compare_phase(
 def block_range(repetitions) -> tuple[int, int, float | None]:
     """(min blocks, max blocks, target half-width or None) of `bench.repetitions`."""
     if isinstance(repetitions, dict):
-        return repetitions["min"], repetitions["max"], repetitions["target_half_width"]
+        return repetitions["min"], repetitions["max"], repetitions.get("target_half_width")
     return repetitions, repetitions, None
 
 

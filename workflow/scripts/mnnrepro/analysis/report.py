@@ -33,12 +33,20 @@ def stop_text(reason) -> str:
 
 
 def repetitions_text(repetitions) -> str:
-    if isinstance(repetitions, dict):
-        return (
-            f"{repetitions['min']}-{repetitions['max']} interleaved repetitions (precision on "
-            f"demand: until every CI half-width is at most {repetitions['target_half_width']:.1%})"
-        )
-    return f"{repetitions} interleaved repetitions"
+    if not isinstance(repetitions, dict):
+        return f"{repetitions} interleaved repetitions"
+    span = f"{repetitions['min']}-{repetitions['max']} interleaved repetitions"
+    target = repetitions.get("target_half_width")
+    if repetitions.get("until") != "verdict":
+        return f"{span} (precision on demand: until every CI half-width is at most {target:.1%})"
+    rows = (
+        f"a row without a claim once its half-width is at most {target:.1%}"
+        if target is not None
+        else "a row without a claim holds nothing up"
+    )
+    budget = repetitions.get("budget_s")
+    limit = f", or {budget:g} s of device time" if budget is not None else ""
+    return f"{span} (until every judged verdict is settled{limit}; {rows})"
 
 
 def order_text(row) -> str:

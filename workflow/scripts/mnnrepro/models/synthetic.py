@@ -132,20 +132,47 @@ def train_tokenizer(vocab_size: int):
 def make_model(shape_name: str, seed: int, out_dir: str | os.PathLike) -> dict:
     """Write a transformers checkpoint + tokenizer to out_dir; returns the text config."""
     import torch
+    from transformers.initialization import no_init_weights
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(seed)
-    if shape_name in SHAPES:
-        model, tokenizer = qwen3_model(SHAPES[shape_name])
-    elif shape_name in VISION_SHAPES:
-        model, tokenizer = qwen3_vl_model(VISION_SHAPES[shape_name], out_dir)
-    else:
+    if shape_name not in SHAPES and shape_name not in VISION_SHAPES:
         known = sorted([*SHAPES, *VISION_SHAPES])
         raise ValueError(f"unknown synthetic shape {shape_name!r}; known: {known}")
+    default_dtype = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)  # the dtype of Qwen's own checkpoints
+    try:
+        with no_init_weights():
+            if shape_name in SHAPES:
+                model, tokenizer = qwen3_model(SHAPES[shape_name])
+            else:
+                model, tokenizer = qwen3_vl_model(VISION_SHAPES[shape_name], out_dir)
+    finally:
+        torch.set_default_dtype(default_dtype)
+    model.tie_weights()
+    random_weights(model, seed, model.config.get_text_config().initializer_range)
     model.eval().save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return model.config.get_text_config().to_dict()
+
+
+def random_weights(model, seed: int, std: float) -> None:
+    """Draw every parameter once, in place, from one generator seeded with `seed`: normal(0,
+    std) (transformers' initializer_range), norm scales 1, biases 0. The model is built without
+    transformers' own initialisation (no_init_weights), which drew each weight twice in float32:
+    for qwen3-0.6b 17 s and a 2.4 GB checkpoint on a 2-core machine, now about 5 s and 1.2 GB
+    (bfloat16)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in model.named_parameters():  # a tied weight is listed once
+            if name.endswith(".bias"):
+                param.zero_()
+            elif "norm" in name.rsplit(".", 2)[-2]:
+                param.fill_(1.0)
+            else:
+                param.normal_(0.0, std, generator=generator)
 
 
 def qwen3_model(shape: dict):

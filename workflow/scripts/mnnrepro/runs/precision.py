@@ -74,9 +74,10 @@ def stopping_decision(
 # coverage however the stopping rule looks at it; the row is settled when no threshold of its
 # verdict lies inside the interval (the claim band's edges, the equality band's, the fallback's
 # floor, the A/A margin's, 1 for the mechanism check), or, where no claim is judged, when the
-# interval is as narrow as `target_half_width`. The run stops when every row is settled, at
-# `max` blocks, or once the device time spent reaches `budget_s`. Simulated under the noise
-# scenarios of a phone: benchmarks/results/sequential_stopping.md.
+# interval is as narrow as `target_half_width` (without one, it holds nothing up). The run
+# stops when every row is settled, at `max` blocks, or once the device time spent reaches
+# `budget_s`. Simulated under the noise scenarios of a phone:
+# benchmarks/results/sequential_stopping.md.
 
 
 def verdict_thresholds(comparison: dict, variants: dict, engines: dict, facts: dict) -> dict:
@@ -133,15 +134,19 @@ def block_log_ratios(records: list[dict], row: str) -> np.ndarray:
     return np.array([log_speedup(what, b) for b in blocks])
 
 
-def row_state(log_ratios: np.ndarray, thresholds, target: float, ci_level: float) -> dict:
-    """The row's anytime-valid interval (as ratios) and whether it settles the row."""
+def row_state(log_ratios: np.ndarray, thresholds, target: float | None, ci_level: float) -> dict:
+    """The row's anytime-valid interval (as ratios) and whether it settles the row. A row that
+    judges no claim, in a run with no target half-width, asks nothing of the run: settled."""
     from mnnrepro.stats import anytime_interval
 
+    asks_nothing = thresholds is None and target is None
     if log_ratios.size < 3:
-        return {"low": None, "high": None, "settled": False}
+        return {"low": None, "high": None, "settled": asks_nothing}
     low, high = (float(v) for v in anytime_interval(log_ratios, ci_level))
     if not np.isfinite([low, high]).all():
-        return {"low": None, "high": None, "settled": False}
+        return {"low": None, "high": None, "settled": asks_nothing}
+    if asks_nothing:
+        return {"low": low, "high": high, "settled": True}
     if thresholds is None:  # no claim: precise enough for its own question
         middle = float(np.exp(log_ratios.mean()))
         return {"low": low, "high": high, "settled": (high - low) / 2 / middle <= target}
@@ -197,7 +202,7 @@ def verdict_stop(
     on, else why the run stops, with every row's interval, whether it settled and at which
     block it first did."""
     n_min, n_max = repetitions["min"], repetitions["max"]
-    target, budget = repetitions["target_half_width"], repetitions.get("budget_s")
+    target, budget = repetitions.get("target_half_width"), repetitions.get("budget_s")
     if blocks < n_min:
         return None
     states = {n: row_state(ratios[n], rows[n], target, ci_level) for n in rows}
