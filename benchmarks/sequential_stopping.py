@@ -15,8 +15,9 @@ one outlier invocation; true gains at the claim, at and around the band's edges,
   the plain Student t interval in its place (`t_coverage`): what optional stopping costs it;
 - the verdicts of the main pair (the summary's rule, analysis.verdict.claim_verdict);
 - blocks used (mean, 95th percentile) and the same data judged at a fixed 30 blocks (t);
-- replays, block by block, of the committed real runs (the shipped archive's records): the
-  block the rule would have stopped at, and whether its verdicts equal the full run's.
+- replays, block by block, of the committed real runs (the shipped archives' records and the
+  committed host bench.csv files): the block the rule would have stopped at, and whether its
+  verdicts equal the full run's.
 
 Per-invocation noise levels are assumed, not measured: no phone was reachable here. The phone
 time is blocks x invocations per block x the phone's assumed seconds per invocation (the
@@ -263,9 +264,71 @@ def t_under_the_same_rule(config, rows, repetitions, scenario, runs, seed, per_i
         stats.anytime_interval = original
 
 
+def region(low, high, thresholds) -> str:
+    """Where a row's interval lies among its verdict's thresholds: its verdict, in a form every
+    kind of row shares (claim band, equality band, A/A margin, the mechanism check's 1)."""
+    if thresholds is None:
+        return "no claim"
+    if low is None or any(low < x < high for x in thresholds):
+        return "unsettled"
+    return f"above {sum(x <= low for x in thresholds)} of {len(thresholds)} thresholds"
+
+
+def replay_rule(experiment: str) -> tuple[dict, str]:
+    """The rule a replay applies: that of the config in config/ that runs the same experiment
+    where it stops on the verdict, else config/paper.yaml's."""
+    for path in sorted((ROOT / "config").glob("*.yaml")):
+        config = yaml.safe_load(path.read_text()) or {}
+        repetitions = (config.get("bench") or {}).get("repetitions")
+        if config.get("experiment") == experiment and stats.stops_on_verdict(repetitions):
+            return repetitions, str(path.relative_to(ROOT))
+    return paper()["bench"]["repetitions"], "config/paper.yaml"
+
+
+def replay(source: str, config: dict, records: list[dict], facts: dict, engines: dict) -> dict:
+    """A committed real run's records, block by block, through the stopping rule: where it
+    would have stopped and whether each row's verdict there equals the one all its blocks give
+    (both on the anytime-valid interval)."""
+    rule, rule_from = replay_rule(config["experiment"])
+    rows = precision.verdict_thresholds(config["comparison"], run_variants(config), engines, facts)
+    ratios = {n: precision.block_log_ratios(records, n) for n in rows}
+    total = min(r.size for r in ratios.values())
+    out = {"source": source, "rule": rule, "rule_from": rule_from, "blocks_recorded": total}
+    stop = None
+    for blocks in range(rule["min"], total + 1):
+        stop = precision.verdict_stop(
+            {n: r[:blocks] for n, r in ratios.items()},
+            rows,
+            {**rule, "max": min(rule["max"], total)},
+            blocks,
+            0.95,
+            0.0,
+        )
+        if stop:
+            break
+    if stop is None:
+        return {**out, "stopped_at": None, "reason": "fewer blocks than the rule's min"}
+    regions = {}
+    for name, state in stop["rows"].items():
+        full = [float(v) for v in stats.anytime_interval(ratios[name][:total], 0.95)]
+        full = full if np.isfinite(full).all() else [None, None]
+        regions[name] = {
+            "at_stop": region(state["low"], state["high"], rows[name]),
+            "full_run": region(*full, rows[name]),
+        }
+    judged = {n: r for n, r in regions.items() if r["full_run"] != "no claim"}
+    return {
+        **out,
+        "stopped_at": stop["blocks"],
+        "reason": stop["reason"],
+        "rows": regions,
+        "verdicts_equal_the_full_run": all(r["at_stop"] == r["full_run"] for r in judged.values()),
+    }
+
+
 def replay_archive(path: Path) -> dict:
-    """The shipped archive's real records, block by block, through the same rule (its own
-    config's pairs; the rows' thresholds from its engines and device facts)."""
+    """The shipped archive's real records (its own config's pairs; the rows' thresholds from
+    its engines and device facts)."""
     with tarfile.open(path) as tar:
         names = tar.getnames()
         config = yaml.safe_load(tar.extractfile("config.resolved.yaml").read())
@@ -283,36 +346,27 @@ def replay_archive(path: Path) -> dict:
             load(n)["device"]: load(n) for n in names if n.startswith(f"results/{exp}/devices/")
         }
         records = [load(n) for n in names if f"results/{exp}/raw/" in n and "superseded" not in n]
-    device = sorted(facts)[0]
-    variants = run_variants(config)
-    rows = precision.verdict_thresholds(config["comparison"], variants, engines, facts[device])
-    ratios = {n: precision.block_log_ratios(records, n) for n in rows}
-    total = min(r.size for r in ratios.values())
-    repetitions = {"min": 4, "max": total, "target_half_width": 0.03, "until": "verdict"}
-    stop = None
-    for blocks in range(repetitions["min"], total + 1):
-        stop = precision.verdict_stop(
-            {n: r[:blocks] for n, r in ratios.items()}, rows, repetitions, blocks, 0.95, 0.0
-        )
-        if stop:
-            break
-    tol = config["comparison"]["tolerance"]
-    full = {
-        n: [float(v) for v in stats.anytime_interval(r[:total], 0.95)] for n, r in ratios.items()
-    }
-    same = all(
-        verdict_of(*full[n], 0.0, tol)
-        == verdict_of(stop["rows"][n]["low"], stop["rows"][n]["high"], 0.0, tol)
-        for n in rows
-        if not n.endswith("prefill>decode")
+    source = str(path.relative_to(ROOT))
+    return replay(source, config, records, facts[sorted(facts)[0]], engines)
+
+
+def replay_bench_table(path: Path) -> dict:
+    """A committed bench.csv of a host run (one row per invocation and phase): its experiment's
+    config in config/, this machine's kind of facts (no SME2), its engines prebuilt."""
+    import pandas as pd
+
+    table = pd.read_csv(path)  # the kept invocations (`superseded` counts what each replaced)
+    (experiment,) = table["experiment"].unique()
+    config = next(
+        c
+        for c in (yaml.safe_load(f.read_text()) for f in sorted((ROOT / "config").glob("*.yaml")))
+        if c and c.get("experiment") == experiment
     )
-    return {
-        "archive": str(path.relative_to(ROOT)),
-        "blocks_recorded": total,
-        "stopped_at": stop["blocks"],
-        "reason": stop["reason"],
-        "verdicts_equal_the_full_run": same,
-    }
+    records = precision.records_of_table(table)
+    (device,) = table["device"].unique()
+    engines = {e: {"engine": e, "kind": "prebuilt"} for e in config["engines"]}
+    source = str(path.relative_to(ROOT))
+    return replay(source, config, records, {"device": device, "sme2": False}, engines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -340,7 +394,9 @@ def main(argv: list[str] | None = None) -> int:
         found["t_coverage"], found["t_mean_blocks"] = plain["coverage"], plain["mean_blocks"]
         results.append(found)
         print(f"{s['name']}: {found['coverage']} (t: {plain['coverage']})", flush=True)
-    replays = [replay_archive(p) for p in sorted((ROOT / "benchmarks/results").glob("*.tar.gz"))]
+    committed = ROOT / "benchmarks" / "results"
+    replays = [replay_archive(p) for p in sorted(committed.glob("*.tar.gz"))]
+    replays += [replay_bench_table(p) for p in sorted(committed.glob("*bench.csv"))]
     at_claim = next(r for r in results if r["scenario"] == "3 % noise, gain at the claim")
     per_block = len(run_variants(config))
     worst = min(
@@ -418,13 +474,20 @@ def markdown(result: dict) -> list[str]:
         "",
         "## Replays of the committed real runs",
         "",
-        "| archive | blocks recorded | the rule stops at | why | verdicts equal the full run's |",
-        "|---|---:|---:|---|---|",
+        "Each committed real run (the shipped archives, the committed host bench.csv files), "
+        "block by block, through the rule of the config in config/ that runs its experiment "
+        "where that stops on the verdict, else config/paper.yaml's (its `max` cut to the "
+        "blocks recorded). A row's verdict is where its anytime-valid interval lies among its "
+        "thresholds; rows without a claim have none and are not compared.",
+        "",
+        "| run | rule | blocks recorded | the rule stops at | why "
+        "| verdicts equal the full run's |",
+        "|---|---|---:|---:|---|---|",
     ]
     for r in result["replays"]:
         lines.append(
-            f"| `{r['archive']}` | {r['blocks_recorded']} | {r['stopped_at']} | {r['reason']} | "
-            f"{r['verdicts_equal_the_full_run']} |"
+            f"| `{r['source']}` | {r['rule_from']} | {r['blocks_recorded']} | "
+            f"{r['stopped_at']} | {r['reason']} | {r.get('verdicts_equal_the_full_run', '-')} |"
         )
     return lines
 

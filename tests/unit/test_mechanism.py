@@ -2,18 +2,35 @@
 
 from __future__ import annotations
 
-from mnnrepro.analysis.mechanism import NEAR_CEILING, ceiling_check, gain_order_check
+from pathlib import Path
+
+import pytest
+
+from mnnrepro.analysis.mechanism import NEAR_CEILING, ceiling_check, gain_gap, gain_order_check
+from mnnrepro.runs.precision import block_log_ratios, records_of_table
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def row(gain, low, high):
     return {"gain": gain, "gain_ci_low": low, "gain_ci_high": high}
 
 
-def test_prefill_gain_over_decode_gain_is_shown_only_with_separate_intervals():
-    assert gain_order_check(row(0.8, 0.7, 0.9), row(0.1, 0.05, 0.2))["status"] == "shown"
-    assert gain_order_check(row(0.3, 0.1, 0.5), row(0.2, 0.0, 0.4))["status"] == "consistent"
-    check = gain_order_check(row(0.1, 0.0, 0.2), row(0.3, 0.2, 0.4))
+def gap(ratio, low, high, n=10):
+    return {"ratio": ratio, "ci_low": low, "ci_high": high, "n_pairs": n}
+
+
+def test_prefill_gain_over_decode_gain_is_judged_on_the_paired_gap():
+    """Per-phase intervals that overlap do not decide it: the per-block gap does (the same
+    blocks, so the noise both phases share cancels)."""
+    overlapping = row(0.3, 0.1, 0.5), row(0.2, 0.0, 0.4)
+    assert gain_order_check(*overlapping, gap(1.08, 1.02, 1.15))["status"] == "shown"
+    assert gain_order_check(*overlapping, gap(1.08, 0.97, 1.2))["status"] == "consistent"
+    check = gain_order_check(row(0.1, 0.0, 0.2), row(0.3, 0.2, 0.4), gap(0.85, 0.8, 0.9))
     assert check["status"] == "contradicted" and "prefill +10.0%" in check["evidence"]
+    assert "x0.850 [0.800, 0.900]" in check["evidence"]
+    none = gain_order_check(*overlapping, gap(None, None, None, 1))
+    assert none["status"] == "unavailable"
 
 
 def test_a_pair_that_claims_no_gain_has_no_gain_order_to_check():
@@ -22,10 +39,34 @@ def test_a_pair_that_claims_no_gain_has_no_gain_order_to_check():
     for expectation in ("no difference", "no regression"):
         prefill = {**row(-0.01, -0.03, 0.01), "expectation": expectation}
         decode = {**row(0.01, -0.01, 0.03), "expectation": expectation}
-        check = gain_order_check(prefill, decode)
+        check = gain_order_check(prefill, decode, gap(0.98, 0.9, 1.05))
         assert check["status"] == "not applicable" and expectation in check["evidence"]
     claimed = {**row(-0.01, -0.03, 0.01), "expectation": "claim"}
-    assert gain_order_check(claimed, {**row(0.01, -0.01, 0.03)})["status"] == "contradicted"
+    check = gain_order_check(claimed, row(0.01, -0.01, 0.03), gap(0.98, 0.96, 0.99))
+    assert check["status"] == "contradicted"
+
+
+def test_the_summary_judges_the_gap_the_stopping_rule_settles():
+    """On a real run's table (benchmarks/results/ci_halfwidth-bench.csv, a quickstart), the
+    mechanism check's interval after a verdict-mode run is the stopping rule's own row's."""
+    import pandas as pd
+
+    from mnnrepro.runs.precision import verdict_stop
+    from mnnrepro.stats import run_intervals
+
+    table = pd.read_csv(ROOT / "benchmarks" / "results" / "ci_halfwidth-bench.csv")
+    rule = {"min": 6, "max": 10, "until": "verdict"}
+    stats_cfg, df = run_intervals({"ci_level": 0.95, "seed": 1}, rule)
+    found = gain_gap(table, "one-thread", "two-threads", stats_cfg, df)
+    name = "one-thread/two-threads prefill>decode"
+    logs = block_log_ratios(records_of_table(table), name)
+    stop = verdict_stop({name: logs}, {name: [1.0]}, rule, logs.size, 0.95, 0.0)
+    state = stop["rows"][name]
+    assert found["n_pairs"] == logs.size == 10
+    assert (found["ci_low"], found["ci_high"]) == pytest.approx((state["low"], state["high"]))
+    t_cfg, t_df = run_intervals({"ci_level": 0.95, "seed": 1}, 10)
+    t_gap = gain_gap(table, "one-thread", "two-threads", t_cfg, t_df)
+    assert t_gap["ci_high"] - t_gap["ci_low"] < found["ci_high"] - found["ci_low"]
 
 
 def test_decode_faster_than_its_ceiling_is_a_broken_bound():

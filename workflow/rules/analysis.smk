@@ -192,6 +192,7 @@ rule explain_gain:
         experiment=EXPERIMENT,
         comparison=canonical(config["comparison"]),
         stats=canonical(config["stats"]),
+        bench=canonical({"repetitions": config["bench"]["repetitions"]}),
         engine_formats=ENGINE_FORMATS,
         code=ANALYSIS_CODE,
     message:

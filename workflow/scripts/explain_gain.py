@@ -4,7 +4,9 @@ from mnnrepro.logs import log_to
 from mnnrepro.records import read_chained_table, read_record
 
 log_to(snakemake.log[0])
-config = {key: getattr(snakemake.params, key) for key in ("experiment", "comparison", "stats")}
+config = {
+    key: getattr(snakemake.params, key) for key in ("experiment", "comparison", "stats", "bench")
+}
 bench = read_chained_table(snakemake.input.bench, snakemake.input.document)
 summary = read_chained_table(snakemake.input.summary, snakemake.input.document)
 bandwidth = bandwidth_of([read_record(p, "bandwidth") for p in snakemake.input.bandwidth])

@@ -117,15 +117,8 @@ def paired_ratio(
         raise ValueError("need >= 2 paired samples of equal count")
     if (baseline <= 0).any() or (treatment <= 0).any():
         raise ValueError("throughputs must be positive")
-    if interval not in INTERVALS:
-        raise ValueError(f"interval must be one of {INTERVALS}, got {interval!r}")
     log_ratio = np.log(treatment) - np.log(baseline)
-    if interval == "t":
-        low, high = (float(v) for v in t_interval(log_ratio, ci_level, df))
-    elif interval == "anytime":
-        low, high = (float(v) for v in anytime_interval(log_ratio, ci_level))
-    else:
-        low, high = bootstrap_interval(log_ratio, ci_level, rng, n_boot)
+    low, high = log_ratio_interval(log_ratio, ci_level, interval, rng, n_boot, df)
     return {
         "ratio": float(np.exp(log_ratio.mean())),
         "ci_low": low,
@@ -133,6 +126,27 @@ def paired_ratio(
         "n_pairs": int(log_ratio.size),
         "p_wilcoxon": wilcoxon_p(log_ratio),
     }
+
+
+def log_ratio_interval(
+    log_ratio: np.ndarray,
+    ci_level: float,
+    interval: str = "t",
+    rng: np.random.Generator | None = None,
+    n_boot: int = 10000,
+    df: int | None = None,
+) -> tuple[float, float]:
+    """The configured kind of interval (`stats.interval`) of the mean of per-block log ratios,
+    as ratios."""
+    if interval not in INTERVALS:
+        raise ValueError(f"interval must be one of {INTERVALS}, got {interval!r}")
+    if interval == "t":
+        low, high = t_interval(log_ratio, ci_level, df)
+    elif interval == "anytime":
+        low, high = anytime_interval(log_ratio, ci_level)
+    else:
+        low, high = bootstrap_interval(log_ratio, ci_level, rng or np.random.default_rng(0), n_boot)
+    return float(low), float(high)
 
 
 def stopping_df(min_blocks: int) -> int:
@@ -254,6 +268,13 @@ def interval_of(stats_cfg: dict, repetitions) -> dict:
     """The `stats` section as a run with these repetitions must compute its intervals: the
     anytime-valid one after a run that stopped on the verdict, else the configured one."""
     return {**stats_cfg, "interval": "anytime"} if stops_on_verdict(repetitions) else stats_cfg
+
+
+def run_intervals(stats_cfg: dict, repetitions) -> tuple[dict, int | None]:
+    """The `stats` section and the t quantile's degrees of freedom every interval of a run with
+    these repetitions is computed with (interval_of, ci_df): the summary's, the mechanism
+    check's and the sweep's."""
+    return interval_of(stats_cfg, repetitions), ci_df(repetitions)
 
 
 def ci_df(repetitions) -> int | None:

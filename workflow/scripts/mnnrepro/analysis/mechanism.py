@@ -7,11 +7,13 @@ prefill tok/s as arithmetic throughput (GOPS), and median joules per token of bo
 mechanism.json adds the bandwidth samples' summary, the energy comparison of every compared
 pair (tokens per joule, treatment / baseline, with the speedup's paired statistics) and the
 checks:
-* `prefill gain > decode gain` (the compute-bound phase gains more): `shown` when the prefill
-  gain's CI lies wholly above the decode gain's, `consistent` when the point estimates are in
-  that order but the CIs overlap, else `contradicted`; `not applicable` for a pair that claims
-  no gain (an equality check of two builds where SME2 cannot exist, or a fallback check on a
-  device without SME2): its gains are noise around zero, and their order says nothing;
+* `prefill gain > decode gain` (the compute-bound phase gains more), judged on prefill's
+  speedup over decode's per block (the row the stopping rule of `until - verdict` settles),
+  with the summary's kind of interval: `shown` when its interval lies wholly above 1,
+  `consistent` when its estimate is above 1 but its interval holds 1, else `contradicted`;
+  `not applicable` for a pair that claims no gain (an equality check of two builds where SME2
+  cannot exist, or a fallback check on a device without SME2): its gains are noise around
+  zero, and their order says nothing;
 * `decode near its ceiling` (the memory-bound phase is limited by bandwidth): `shown` when the
   treatment's median decode speed reaches at least `NEAR_CEILING` of its ceiling, else
   `not shown` with the share; `broken bound` when it exceeds its ceiling (share above 100 %:
@@ -153,8 +155,11 @@ def mechanism_table(
 
 def energy_comparison(bench: pd.DataFrame, config: dict) -> list[dict]:
     """Per device x model x pair x phase: tokens per joule, treatment / baseline, with the
-    speedup's paired statistics (where both variants have energy readings)."""
-    stats_cfg = config["stats"]
+    speedup's paired statistics (where both variants have energy readings), with the run's kind
+    of interval (anytime-valid after a run that stopped on its verdict)."""
+    from mnnrepro.stats import run_intervals
+
+    stats_cfg, df = run_intervals(config["stats"], config["bench"]["repetitions"])
     rng = np.random.default_rng(stats_cfg["seed"])
     out = []
     if "joules_per_token" not in bench:
@@ -169,7 +174,7 @@ def energy_comparison(bench: pd.DataFrame, config: dict) -> list[dict]:
                 part = group[(group["phase"] == phase) & group["variant"].isin(pair)]
                 if set(part["variant"]) != set(pair):
                     continue
-                r = compare_phase(part, *pair, stats_cfg, rng)
+                r = compare_phase(part, *pair, stats_cfg, rng, df)
                 if r["n_pairs"] < 2:
                     continue
                 out.append(
@@ -217,8 +222,34 @@ def energy_conditions(bench: pd.DataFrame) -> list[dict]:
     return out
 
 
-def gain_order_check(prefill: dict, decode: dict) -> dict:
-    """`prefill gain > decode gain`, from two summary rows of one pair."""
+def gain_gap(part: pd.DataFrame, baseline: str, treatment: str, stats_cfg: dict, df) -> dict:
+    """Prefill's speedup over decode's, block by block (the same row the stopping rule judges,
+    runs/precision.block_log_ratios), with the summary's kind of interval (stats_cfg, df: as
+    stats.run_intervals gives them)."""
+    from mnnrepro.runs.precision import block_log_ratios, records_of_table
+    from mnnrepro.stats import log_ratio_interval
+
+    logs = block_log_ratios(records_of_table(part), f"{baseline}/{treatment} prefill>decode")
+    if logs.size < 2:
+        return {"ratio": None, "ci_low": None, "ci_high": None, "n_pairs": int(logs.size)}
+    low, high = log_ratio_interval(
+        logs,
+        stats_cfg["ci_level"],
+        stats_cfg.get("interval", "t"),
+        np.random.default_rng(stats_cfg.get("seed", 0)),
+        stats_cfg.get("n_boot", 10000),
+        df,
+    )
+    return {
+        "ratio": float(np.exp(logs.mean())),
+        "ci_low": low,
+        "ci_high": high,
+        "n_pairs": logs.size,
+    }
+
+
+def gain_order_check(prefill: dict, decode: dict, gap: dict) -> dict:
+    """`prefill gain > decode gain`, from two summary rows of one pair and the pair's gain_gap."""
     name = "prefill gain > decode gain"
     expectation = prefill.get("expectation", "claim")
     if expectation not in (None, "claim") and not pd.isna(expectation):
@@ -232,9 +263,16 @@ def gain_order_check(prefill: dict, decode: dict) -> dict:
         f"{prefill['gain_ci_high']:+.1%}], decode {decode['gain']:+.1%} "
         f"[{decode['gain_ci_low']:+.1%}, {decode['gain_ci_high']:+.1%}]"
     )
-    if prefill["gain_ci_low"] > decode["gain_ci_high"]:
+    if gap["ratio"] is None:
+        return {"check": name, "status": "unavailable", "evidence": evidence}
+    evidence += (
+        f"; prefill's speedup over decode's x{gap['ratio']:.3f} [{gap['ci_low']:.3f}, "
+        f"{gap['ci_high']:.3f}] ({prefill.get('interval', 't')} interval over "
+        f"{gap['n_pairs']} blocks)"
+    )
+    if gap["ci_low"] > 1:
         status = "shown"
-    elif prefill["gain"] > decode["gain"]:
+    elif gap["ratio"] > 1:
         status = "consistent"
     else:
         status = "contradicted"
@@ -264,7 +302,12 @@ def ceiling_check(row: dict | None) -> dict:
     return {"check": name, "status": status, "evidence": evidence}
 
 
-def mechanism_checks(summary: pd.DataFrame, table: pd.DataFrame) -> list[dict]:
+def mechanism_checks(
+    summary: pd.DataFrame, table: pd.DataFrame, bench: pd.DataFrame, config: dict
+) -> list[dict]:
+    from mnnrepro.stats import run_intervals
+
+    stats_cfg, df = run_intervals(config["stats"], config["bench"]["repetitions"])
     checks = []
     by_variant = {(r["device"], r["model"], r["variant"]): r for r in table.to_dict("records")}
     for (device, model, baseline, treatment), rows in summary.groupby(
@@ -273,7 +316,9 @@ def mechanism_checks(summary: pd.DataFrame, table: pd.DataFrame) -> list[dict]:
         phases = {r["phase"]: r for r in rows.to_dict("records")}
         where = {"device": device, "model": model, "baseline": baseline, "treatment": treatment}
         if {"prefill", "decode"} <= set(phases):
-            checks.append({**where, **gain_order_check(phases["prefill"], phases["decode"])})
+            part = bench[(bench["device"] == device) & (bench["model"] == model)]
+            gap = gain_gap(part, baseline, treatment, stats_cfg, df)
+            checks.append({**where, **gain_order_check(phases["prefill"], phases["decode"], gap)})
         checks.append({**where, **ceiling_check(by_variant.get((device, model, treatment)))})
     return checks
 
@@ -305,5 +350,5 @@ def mechanism_document(
         "variants": table.replace({np.nan: None}).to_dict(orient="records"),
         "energy": energy_comparison(bench, config),
         "energy_conditions": energy_conditions(bench),
-        "checks": mechanism_checks(summary, table),
+        "checks": mechanism_checks(summary, table, bench, config),
     }

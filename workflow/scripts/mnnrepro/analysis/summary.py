@@ -283,13 +283,13 @@ def summarize(
     stopping: dict[tuple[str, str], dict] | None = None,
 ) -> pd.DataFrame:
     """stopping: (device, model) -> why its benchmark stopped (from the run index)."""
-    from mnnrepro.stats import ci_df, interval_of
+    from mnnrepro.stats import run_intervals
 
     repetitions = config.get("bench", {}).get("repetitions", 0)
     # a run that stopped on its verdict is judged on anytime-valid intervals only
-    comparison, stats_cfg = config["comparison"], interval_of(config["stats"], repetitions)
+    stats_cfg, df = run_intervals(config["stats"], repetitions)
+    comparison = config["comparison"]
     rng = np.random.default_rng(stats_cfg["seed"])
-    df = ci_df(repetitions)
     margin = comparison.get("aa_margin", 0.05)
     hot_start = config.get("bench", {}).get("hot_start", "invalid")
     claims = comparison.get("claims", {})

@@ -109,6 +109,20 @@ def verdict_thresholds(comparison: dict, variants: dict, engines: dict, facts: d
     return rows
 
 
+def records_of_table(bench) -> list[dict]:
+    """bench.csv's rows (one per kept invocation and phase) in the shape of the raw records this
+    rule reads, for the analysis and the replays of a committed table."""
+    return [
+        {
+            "status": "ok",
+            "variant": variant,
+            "invocation": {"block": int(block)},
+            "results": [{"phase": r.phase, "tps": float(r.tps)} for r in rows.itertuples()],
+        }
+        for (variant, block), rows in bench.groupby(["variant", "block"], sort=True)
+    ]
+
+
 def block_log_ratios(records: list[dict], row: str) -> np.ndarray:
     """The per-block log speedups of a row, over the blocks measured so far (in block order)."""
     pair, what = row.split(" ", 1)
