@@ -53,8 +53,11 @@ def test_a_variant_more_or_a_longer_sweep_changes_the_plan(root, tmp_path, monke
         "runtime": {"thread_num": 3},
     }
     after = lines_of(root, config, "b.yaml", tmp_path)
-    assert "  per device: 2 invocations per block, 10 blocks" in before
-    assert "  per device: 3 invocations per block, 10 blocks" in after
+    blocks = (
+        "6 to 10 blocks (until every judged row's verdict is settled, judged after blocks 6, 10)"
+    )
+    assert f"  per device: 2 invocations per block, {blocks}" in before
+    assert f"  per device: 3 invocations per block, {blocks}" in after
     assert "three-threads (mnn-pypi)" in after[2]
 
 

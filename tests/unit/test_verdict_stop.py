@@ -11,7 +11,7 @@ from test_bench import BENCH, CountingDevice, specs, staged
 
 from mnnrepro.files import read_json
 from mnnrepro.runs.benchmark import STEPS, run_schedule
-from mnnrepro.runs.precision import verdict_stop, verdict_thresholds
+from mnnrepro.runs.precision import row_state, verdict_stop, verdict_thresholds
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.stats import anytime_interval, t_interval
 
@@ -131,6 +131,38 @@ def test_a_row_without_a_claim_holds_the_run_only_where_a_target_is_named():
     # the mechanism check is not settled by the absence of a target
     unsure = {"gain": ratios["gain"], "prefill>decode": blocks_of(0.0, 8)}
     assert verdict_stop(unsure, rows, {**no_target, "max": 30}, 8, 0.95, 0.0) is None
+
+
+def test_with_planned_looks_it_stops_only_at_them_on_the_bonferroni_t_interval():
+    """`looks: 2` between 6 and 10: a row settled at block 7 waits for block 10; at a look the
+    interval is Student t at 97.5 % (two looks sharing 5 %), which the summary reports too."""
+    from mnnrepro.stats import planned_looks, run_intervals
+
+    rule = {"min": 6, "max": 10, "until": "verdict", "looks": 2}
+    assert planned_looks(rule) == [6, 10]
+    assert planned_looks({**rule, "max": 30, "looks": 3}) == [6, 18, 30]
+    rows = {"prefill>decode": [1.0]}
+    clear = {"prefill>decode": blocks_of(0.3, 6, sd=0.1)}
+    stop = verdict_stop(clear, rows, rule, 6, 0.95, 0.0)
+    assert stop["reason"] == "every judged row settled after 6 blocks"
+    low, high = t_interval(clear["prefill>decode"], 0.975)
+    assert (stop["rows"]["prefill>decode"]["low"], stop["rows"]["prefill>decode"]["high"]) == (
+        pytest.approx((float(low), float(high)))
+    )
+    stats_cfg, df = run_intervals({"ci_level": 0.95}, rule)
+    assert (stats_cfg["interval"], stats_cfg["ci_level"], df) == ("t", pytest.approx(0.975), None)
+    # settled only from block 7: not a look, so the run goes on to the next one
+    late = np.r_[[0.3, 0.05, 0.5, 0.1, 0.4, 0.0], np.full(4, 0.3)]
+
+    def so_far(n):
+        return {"prefill>decode": late[:n]}
+
+    assert verdict_stop(so_far(6), rows, rule, 6, 0.95, 0.0) is None
+    assert row_state(late[:7], [1.0], None, lambda r: t_interval(r, 0.975))["settled"]
+    assert verdict_stop(so_far(7), rows, rule, 7, 0.95, 0.0) is None
+    stop = verdict_stop(so_far(10), rows, rule, 10, 0.95, 0.0)
+    assert stop["reason"] == "every judged row settled after 10 blocks"
+    assert stop["rows"]["prefill>decode"]["first_settled_at"] == 10
 
 
 def test_a_real_schedule_stops_on_its_records_and_a_resumed_run_stops_at_the_same_block(

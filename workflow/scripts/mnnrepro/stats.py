@@ -41,6 +41,11 @@ def interval_name(stats_cfg: dict, df: int | None) -> str:
         return f"paired bootstrap ({stats_cfg['n_boot']} resamples)"
     if stats_cfg.get("interval", "t") == "anytime":
         return "anytime-valid t on log ratios (Lindon et al.)"
+    if looks := stats_cfg.get("planned_looks"):
+        return (
+            f"t on log ratios at {stats_cfg['ci_level']:.1%} per look (Bonferroni over "
+            f"{looks} planned looks)"
+        )
     return "t on log ratios" + (f" (df {df}, after stopping)" if df is not None else "")
 
 
@@ -264,17 +269,39 @@ def stops_on_verdict(repetitions) -> bool:
     return isinstance(repetitions, dict) and repetitions.get("until") == "verdict"
 
 
-def interval_of(stats_cfg: dict, repetitions) -> dict:
-    """The `stats` section as a run with these repetitions must compute its intervals: the
-    anytime-valid one after a run that stopped on the verdict, else the configured one."""
-    return {**stats_cfg, "interval": "anytime"} if stops_on_verdict(repetitions) else stats_cfg
+def planned_looks(repetitions) -> list[int] | None:
+    """The blocks at which a run that stops on its verdict with `looks` may stop: that many
+    evenly spaced blocks from `min` to `max`, both included. None: every block from `min`."""
+    if not stops_on_verdict(repetitions) or not repetitions.get("looks"):
+        return None
+    n_min, n_max, k = repetitions["min"], repetitions["max"], repetitions["looks"]
+    return sorted({round(n_min + i * (n_max - n_min) / (k - 1)) for i in range(k)})
 
 
 def run_intervals(stats_cfg: dict, repetitions) -> tuple[dict, int | None]:
     """The `stats` section and the t quantile's degrees of freedom every interval of a run with
-    these repetitions is computed with (interval_of, ci_df): the summary's, the mechanism
-    check's and the sweep's."""
-    return interval_of(stats_cfg, repetitions), ci_df(repetitions)
+    these repetitions is computed with: the summary's, the mechanism check's, the sweep's and
+    the stopping rule's own (stopping_interval).
+
+    After a run that stopped on its verdict at any block: the anytime-valid interval. At one of
+    K planned looks (`looks`): Student t at level 1 - (1 - ci_level) / K, so that the chance
+    that any of the K looks misses is at most 1 - ci_level (Bonferroni; conservative, and far
+    narrower than an anytime interval when K is small). After precision on demand: t with the
+    first look's degrees of freedom (ci_df). Else the configured interval."""
+    if not stops_on_verdict(repetitions):
+        return stats_cfg, ci_df(repetitions)
+    looks = planned_looks(repetitions)
+    if looks is None:
+        return {**stats_cfg, "interval": "anytime"}, None
+    level = 1 - (1 - stats_cfg["ci_level"]) / len(looks)
+    return {**stats_cfg, "interval": "t", "ci_level": level, "planned_looks": len(looks)}, None
+
+
+def stopping_interval(repetitions, ci_level: float):
+    """log ratios -> (low, high): the interval a rule that stops on the verdict judges on, the
+    one the summary then reports (run_intervals)."""
+    cfg, df = run_intervals({"ci_level": ci_level}, repetitions)
+    return lambda logs: log_ratio_interval(logs, cfg["ci_level"], cfg["interval"], None, 0, df)
 
 
 def ci_df(repetitions) -> int | None:

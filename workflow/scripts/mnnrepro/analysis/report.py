@@ -11,7 +11,7 @@ from mnnrepro.analysis.explaining import mechanism_section
 from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct
 from mnnrepro.analysis.vision import vision_section
 from mnnrepro.config import comparison_pairs, is_full_commit
-from mnnrepro.stats import reps_text
+from mnnrepro.stats import planned_looks, reps_text
 from mnnrepro.toolchain.source import release_text
 
 
@@ -46,7 +46,9 @@ def repetitions_text(repetitions) -> str:
     )
     budget = repetitions.get("budget_s")
     limit = f", or {budget:g} s of device time" if budget is not None else ""
-    return f"{span} (until every judged verdict is settled{limit}; {rows})"
+    looks = planned_looks(repetitions)
+    at = f", judged after blocks {', '.join(map(str, looks))} only" if looks else ""
+    return f"{span} (until every judged verdict is settled{limit}{at}; {rows})"
 
 
 def order_text(row) -> str:

@@ -10,7 +10,7 @@ import pandas as pd
 from mnnrepro.analysis.tables import bench_table
 from mnnrepro.config import comparison_pairs
 from mnnrepro.records import read_record
-from mnnrepro.stats import ci_df, compare_phase, interval_of
+from mnnrepro.stats import compare_phase, run_intervals
 from mnnrepro.sweep_plan import sweep_repetitions
 
 MAIN = "main"
@@ -84,8 +84,9 @@ def sweep_summary(
     stats_cfg, comparison = config["stats"], config["comparison"]
     rng = np.random.default_rng(stats_cfg["seed"])
     bench = config["bench"]
-    # the t quantile's df of each point's own stopping rule
-    main_df, point_df = ci_df(bench["repetitions"]), ci_df(sweep_repetitions(bench))
+    # each point's intervals as its own stopping rule asks
+    main_stats = run_intervals(stats_cfg, bench["repetitions"])
+    point_stats = run_intervals(stats_cfg, sweep_repetitions(bench))
     table = pd.concat([with_point(main, MAIN), sweep], ignore_index=True)
     rows = []
     for (device, model, point), group in table.groupby(["device", "model", "point"], sort=True):
@@ -98,9 +99,8 @@ def sweep_summary(
             main_passed = (checks or {}).get((device, model, *pair))
             for phase in ("prefill", "decode"):
                 part = group[group["phase"] == phase]
-                df = main_df if point == MAIN else point_df
-                reps = bench["repetitions"] if point == MAIN else sweep_repetitions(bench)
-                r = compare_phase(part, *pair, interval_of(stats_cfg, reps), rng, df)
+                point_cfg, point_df = main_stats if point == MAIN else point_stats
+                r = compare_phase(part, *pair, point_cfg, rng, point_df)
                 claim = comparison.get("claims", {}).get(phase) if point == MAIN else None
                 rows.append(
                     {

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 from mnnrepro.config import run_variants
-from mnnrepro.stats import block_range, stops_on_verdict
+from mnnrepro.stats import block_range, planned_looks, stops_on_verdict
 from mnnrepro.sweep_plan import sweep_repetitions
 
 # the simulation of the paper's stopping rule (this workflow's own results file)
@@ -34,7 +34,9 @@ def blocks_text(repetitions) -> str:
     if stops_on_verdict(repetitions):
         budget = repetitions.get("budget_s")
         cap = f", or {hours(budget)} of device time" if budget else ""
-        return f"{low} to {high} blocks (until every judged row's verdict is settled{cap})"
+        looks = planned_looks(repetitions)
+        at = f", judged after blocks {', '.join(map(str, looks))}" if looks else ""
+        return f"{low} to {high} blocks (until every judged row's verdict is settled{cap}{at})"
     return f"{low} to {high} blocks (until every CI is within ±{target:.0%})"
 
 

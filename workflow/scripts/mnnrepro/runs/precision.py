@@ -71,7 +71,9 @@ def stopping_decision(
 # A judged row is a pair's speedup in one phase (the compared pairs, the A/A control) or the
 # mechanism check of the main pair (prefill's speedup over decode's: is the prefill gain the
 # larger?). Its interval is the anytime-valid one (stats.anytime_interval), which keeps its
-# coverage however the stopping rule looks at it; the row is settled when no threshold of its
+# coverage however the stopping rule looks at it, or, with `looks`, the t interval at the
+# Bonferroni level of that many planned looks, at which alone the run may stop
+# (stats.run_intervals); the row is settled when no threshold of its
 # verdict lies inside the interval (the claim band's edges, the equality band's, the fallback's
 # floor, the A/A margin's, 1 for the mechanism check), or, where no claim is judged, when the
 # interval is as narrow as `target_half_width` (without one, it holds nothing up). The run
@@ -148,15 +150,14 @@ def block_log_ratios(records: list[dict], row: str) -> np.ndarray:
     return np.array([log_speedup(what, b) for b in blocks])
 
 
-def row_state(log_ratios: np.ndarray, thresholds, target: float | None, ci_level: float) -> dict:
-    """The row's anytime-valid interval (as ratios) and whether it settles the row. A row that
-    judges no claim, in a run with no target half-width, asks nothing of the run: settled."""
-    from mnnrepro.stats import anytime_interval
-
+def row_state(log_ratios: np.ndarray, thresholds, target: float | None, interval) -> dict:
+    """The row's interval (as ratios; interval: stats.stopping_interval's) and whether it
+    settles the row. A row that judges no claim, in a run with no target half-width, asks
+    nothing of the run: settled."""
     asks_nothing = thresholds is None and target is None
     if log_ratios.size < 3:
         return {"low": None, "high": None, "settled": asks_nothing}
-    low, high = (float(v) for v in anytime_interval(log_ratios, ci_level))
+    low, high = interval(log_ratios)
     if not np.isfinite([low, high]).all():
         return {"low": None, "high": None, "settled": asks_nothing}
     if asks_nothing:
@@ -215,13 +216,17 @@ def verdict_stop(
     reads from the records, and what benchmarks/sequential_stopping.py simulates): None to go
     on, else why the run stops, with every row's interval, whether it settled and at which
     block it first did."""
+    from mnnrepro.stats import planned_looks, stopping_interval
+
     n_min, n_max = repetitions["min"], repetitions["max"]
     target, budget = repetitions.get("target_half_width"), repetitions.get("budget_s")
     if blocks < n_min:
         return None
-    states = {n: row_state(ratios[n], rows[n], target, ci_level) for n in rows}
+    looks = planned_looks(repetitions)
+    interval = stopping_interval(repetitions, ci_level)
+    states = {n: row_state(ratios[n], rows[n], target, interval) for n in rows}
     open_rows = [n for n, s in states.items() if not s["settled"]]
-    if not open_rows:
+    if not open_rows and (looks is None or blocks in looks):
         reason = f"every judged row settled after {blocks} blocks"
     elif budget is not None and spent >= budget:
         reason = f"device-time budget {budget:g} s spent ({spent:.0f} s); unsettled: {open_rows}"
@@ -234,8 +239,9 @@ def verdict_stop(
         state["first_settled_at"] = next(
             (
                 n
-                for n in range(n_min, ratios[name].size + 1)
-                if row_state(ratios[name][:n], rows[name], target, ci_level)["settled"]
+                for n in (looks or range(n_min, ratios[name].size + 1))
+                if n <= ratios[name].size
+                and row_state(ratios[name][:n], rows[name], target, interval)["settled"]
             ),
             None,
         )
