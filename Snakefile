@@ -21,7 +21,7 @@ include: "workflow/rules/common.smk"
 
 
 # A replay restores an archive's records; a live run produces them (build -> models -> devices).
-if REPLAY:
+if PLAN.replay:
 
     include: "workflow/rules/replay.smk"
 
@@ -44,5 +44,5 @@ include: "workflow/rules/report.smk"
 rule all:
     default_target: True
     input:
-        get_final_output,
+        PLAN.final_output,
     localrule: True

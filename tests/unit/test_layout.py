@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow" / "scripts" / "mnnrepro"
@@ -102,3 +103,42 @@ def test_the_longest_first_order_names_test_modules_that_exist(root):
 
     missing = [path for path in LONGEST_FIRST if not (root / path).is_file()]
     assert missing == [] and len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)
+
+
+RULES = PACKAGE.parents[1] / "rules"
+
+
+def python_of(smk: str) -> str:
+    """A rule file's Python: its Snakemake directive blocks (`name:` and their indented lines)
+    dropped."""
+    kept, skipping = [], False
+    for line in smk.splitlines():
+        if re.match(r"(rule|checkpoint|localrules|wildcard_constraints|include|report)\b", line):
+            skipping = True
+            continue
+        if skipping and (not line.strip() or line.startswith((" ", "\t"))):
+            continue
+        skipping = False
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def test_the_rules_read_the_plan_not_the_config():
+    """The config is read once, by common.smk's plan_of_this_run; every rule reads PLAN (its
+    names, settings and input functions), and common.smk exports PLAN, not aliases of it."""
+    for path in sorted(RULES.glob("*.smk")):
+        code = re.sub(r"#.*", "", path.read_text())
+        if path.name == "common.smk":
+            builder = code.split("def plan_of_this_run", 1)[1].split("\nPLAN = ", 1)[0]
+            code = code.replace(builder, "")
+        assert not re.search(r"(?<![\w.])config(?![\w=])", code), f"{path.name} reads the config"
+    tree = ast.parse(python_of((RULES / "common.smk").read_text()))
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.Assign):
+            names |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+    assert "PLAN" in names and len(names) <= 10, sorted(names)

@@ -48,8 +48,8 @@ def test_code_digest_follows_names_and_contents(tmp_path):
 def test_analysis_reruns_on_package_changes_and_device_runs_on_runner_changes(root):
     bodies = rule_bodies(root)
     for name in ANALYSIS:
-        assert "code=ANALYSIS_CODE" in bodies[name], name
+        assert "code=PLAN.analysis_code" in bodies[name], name
     for name in DEVICE_RUNS:
-        assert "runner=ENGINE_RUNNER" in bodies[name], name
+        assert "runner=PLAN.engine_runner" in bodies[name], name
     for name in DEVICE_RUNS | {"export_mnn_model", "build_engine", "measure_bandwidth"}:
-        assert "ANALYSIS_CODE" not in bodies[name], f"{name} would re-measure on any code edit"
+        assert "PLAN.analysis_code" not in bodies[name], f"{name} would re-measure on any code edit"

@@ -2,13 +2,13 @@
 
 # The slices of the config the statistics depend on (an edit elsewhere reruns nothing).
 STATISTICS_PARAMS = dict(
-    experiment=EXPERIMENT,
-    raw_roots=RAW_ROOTS,
-    max_other_load=config["bench"]["max_other_load"],
-    comparison=canonical(config["comparison"]),
-    stats=canonical(config["stats"]),
-    bench=canonical(config["bench"]),
-    code=ANALYSIS_CODE,
+    experiment=PLAN.name,
+    raw_roots=PLAN.raw_roots,
+    max_other_load=PLAN.settings.max_other_load,
+    comparison=PLAN.settings.comparison,
+    stats=PLAN.settings.stats,
+    bench=PLAN.settings.bench,
+    code=PLAN.analysis_code,
 )
 
 
@@ -16,8 +16,8 @@ rule check_validity:
     input:
         greedy="results/{experiment}/greedy/{device}/{model}.json",
         facts="results/{experiment}/devices/{device}.json",
-        engines=get_engine_files,
-        profiles=get_profile_index,
+        engines=PLAN.engine_files,
+        profiles=PLAN.profile_index,
     output:
         validity="results/{experiment}/validity/{device}/{model}.json",
     log:
@@ -27,11 +27,11 @@ rule check_validity:
     conda:
         "../../envs/analysis.yaml"
     params:
-        comparison=canonical(config["comparison"]),
-        correctness=canonical(config["correctness"]),
-        variants=get_variant_specs,
-        attribution=canonical(config["attribution"]),
-        code=ANALYSIS_CODE,
+        comparison=PLAN.settings.comparison,
+        correctness=PLAN.settings.correctness,
+        variants=PLAN.variant_specs,
+        attribution=PLAN.settings.attribution,
+        code=PLAN.analysis_code,
     message:
         "Validity checks for device {wildcards.device}, model {wildcards.model}"
     script:
@@ -41,7 +41,7 @@ rule check_validity:
 # What ran (`attribution`): every profile's functions by library in one table.
 rule collect_kernel_table:
     input:
-        profiles=get_profile_indexes,
+        profiles=PLAN.profile_indexes,
     output:
         table=report(
             "results/{experiment}/kernels.csv",
@@ -55,7 +55,7 @@ rule collect_kernel_table:
     conda:
         "../../envs/analysis.yaml"
     params:
-        code=ANALYSIS_CODE,
+        code=PLAN.analysis_code,
     message:
         "Collecting the profiled invocations into kernels.csv"
     script:
@@ -64,7 +64,7 @@ rule collect_kernel_table:
 
 rule collect_bench_table:
     input:
-        runs=get_run_indexes,
+        runs=PLAN.run_indexes,
     output:
         table=report(
             "results/{experiment}/bench.csv",
@@ -78,9 +78,9 @@ rule collect_bench_table:
     conda:
         "../../envs/analysis.yaml"
     params:
-        raw_roots=RAW_ROOTS,
-        max_other_load=config["bench"]["max_other_load"],
-        code=ANALYSIS_CODE,
+        raw_roots=PLAN.raw_roots,
+        max_other_load=PLAN.settings.max_other_load,
+        code=PLAN.analysis_code,
     message:
         "Collecting every repetition into bench.csv"
     script:
@@ -90,11 +90,11 @@ rule collect_bench_table:
 rule compute_summary:
     input:
         table="results/{experiment}/bench.csv",
-        runs=get_run_indexes,
-        validity=get_validity_files,
-        facts=get_device_facts,
-        engines=get_engine_files,
-        kernels=get_kernel_table,  # chained in summary.json for its plot
+        runs=PLAN.run_indexes,
+        validity=PLAN.validity_files,
+        facts=PLAN.device_facts,
+        engines=PLAN.engine_files,
+        kernels=PLAN.kernel_table,  # chained in summary.json for its plot
     output:
         table=report(
             "results/{experiment}/summary.csv",
@@ -110,8 +110,8 @@ rule compute_summary:
         "../../envs/analysis.yaml"
     params:
         **STATISTICS_PARAMS,
-        variants=canonical(config["variants"]),
-        interval=MESSAGES.interval,
+        variants=PLAN.settings.variants,
+        interval=PLAN.messages.interval,
     message:
         "Speedups (CI: {params.interval}) and claim verdicts"
     script:
@@ -121,7 +121,7 @@ rule compute_summary:
 # `bench.sweep`: every point's runs in one table, and the gain at every point.
 rule collect_sweep_table:
     input:
-        runs=get_sweep_indexes,
+        runs=PLAN.sweep_indexes,
     output:
         table="results/{experiment}/sweep/bench.csv",
     log:
@@ -131,9 +131,9 @@ rule collect_sweep_table:
     conda:
         "../../envs/analysis.yaml"
     params:
-        raw_roots=RAW_ROOTS,
-        max_other_load=config["bench"]["max_other_load"],
-        code=ANALYSIS_CODE,
+        raw_roots=PLAN.raw_roots,
+        max_other_load=PLAN.settings.max_other_load,
+        code=PLAN.analysis_code,
     message:
         "Collecting the sweep's repetitions into sweep/bench.csv"
     script:
@@ -143,7 +143,7 @@ rule collect_sweep_table:
 rule compute_sweep_summary:
     input:
         table="results/{experiment}/sweep/bench.csv",
-        runs=get_sweep_indexes,
+        runs=PLAN.sweep_indexes,
         main="results/{experiment}/bench.csv",
         document="results/{experiment}/summary.json",
     output:
@@ -173,8 +173,8 @@ rule explain_gain:
         bench="results/{experiment}/bench.csv",
         summary="results/{experiment}/summary.csv",
         document="results/{experiment}/summary.json",
-        bandwidth=get_bandwidth_files,
-        layouts=get_model_layouts,
+        bandwidth=PLAN.bandwidth_files,
+        layouts=PLAN.model_layouts,
     output:
         table=report(
             "results/{experiment}/mechanism.csv",
@@ -189,12 +189,12 @@ rule explain_gain:
     conda:
         "../../envs/analysis.yaml"
     params:
-        experiment=EXPERIMENT,
-        comparison=canonical(config["comparison"]),
-        stats=canonical(config["stats"]),
-        bench=canonical({"repetitions": config["bench"]["repetitions"]}),
-        engine_formats=ENGINE_FORMATS,
-        code=ANALYSIS_CODE,
+        experiment=PLAN.name,
+        comparison=PLAN.settings.comparison,
+        stats=PLAN.settings.stats,
+        bench=PLAN.settings.repetitions,
+        engine_formats=PLAN.engine_formats,
+        code=PLAN.analysis_code,
     message:
         "Decode ceiling, prefill arithmetic and energy per token (mechanism.csv)"
     script:
@@ -206,7 +206,7 @@ rule analysis_all:
     input:
         expand(
             "results/{experiment}/{table}",
-            experiment=RESULTS_KEY,
+            experiment=PLAN.results_key,
             table=["bench.csv", "summary.csv", "summary.json", "summary.md"],
         ),
     localrule: True
@@ -215,8 +215,8 @@ rule analysis_all:
 # The emulated devices' check: every device's greedy answers against the reference device.
 rule check_emulation:
     input:
-        greedy=expand("results/{{experiment}}/greedy/{device}/{{model}}.json", device=DEVICES),
-        facts=get_device_facts,
+        greedy=expand("results/{{experiment}}/greedy/{device}/{{model}}.json", device=PLAN.devices),
+        facts=PLAN.device_facts,
     output:
         table=report(
             "results/{experiment}/emulation/{model}.csv",
@@ -231,9 +231,9 @@ rule check_emulation:
     conda:
         "../../envs/analysis.yaml"
     params:
-        reference=config.get("emulation", {}).get("reference", ""),
-        correctness=config["correctness"],
-        code=ANALYSIS_CODE,
+        reference=PLAN.settings.emulation_reference,
+        correctness=PLAN.settings.correctness,
+        code=PLAN.analysis_code,
     message:
         "Comparing greedy tokens of every device with {params.reference}"
     script:

@@ -4,8 +4,8 @@
 
 rule archive_results:
     input:
-        **ARCHIVED_RECORDS,
-        final=get_final_output,
+        **PLAN.archived_records(),
+        final=PLAN.final_output,
     output:
         archive="results/{experiment}/{experiment}-archive.tar.gz",
     log:
@@ -15,7 +15,7 @@ rule archive_results:
     conda:
         "../../envs/analysis.yaml"
     params:
-        config=config,
+        config=PLAN.config,
     message:
         "Packing results/{wildcards.experiment}/{wildcards.experiment}-archive.tar.gz"
     script:
@@ -24,5 +24,5 @@ rule archive_results:
 
 rule archive:
     input:
-        expand("results/{experiment}/{experiment}-archive.tar.gz", experiment=EXPERIMENT),
+        expand("results/{experiment}/{experiment}-archive.tar.gz", experiment=PLAN.name),
     localrule: True

@@ -4,13 +4,13 @@
 
 rule push_to_device:
     input:
-        model=get_model_dirs,
+        model=PLAN.model_dirs,
         manifest="results/models/{model}/manifest.json",
         facts="results/{experiment}/devices/{device}.json",
-        userland=get_userland,
-        engines=get_built_engine_dirs,
-        gate_tools=get_gate_tool_dirs,
-        runner=ENGINE_RUNNER,
+        userland=PLAN.userland,
+        engines=PLAN.built_engine_dirs,
+        gate_tools=PLAN.gate_tool_dirs,
+        runner=PLAN.engine_runner,
     output:
         receipt="results/{experiment}/pushed/{device}/{model}.json",
     log:
@@ -19,9 +19,9 @@ rule push_to_device:
     conda:
         "../../envs/bench.yaml"
     params:
-        device=get_device_spec,
-        engine_names=BUILT_ENGINES,
-        model_formats=MODEL_FORMATS,
+        device=PLAN.device_spec,
+        engine_names=PLAN.built_engines,
+        model_formats=PLAN.model_formats,
     message:
         "Pushing model {wildcards.model} and the engine runner to device {wildcards.device}"
     script:
@@ -30,16 +30,16 @@ rule push_to_device:
 
 rule run_greedy:
     input:
-        model=get_model_dirs,
+        model=PLAN.model_dirs,
         manifest="results/models/{model}/manifest.json",
-        engines=get_engine_files,
-        gate_tools=get_gate_tool_records,
+        engines=PLAN.engine_files,
+        gate_tools=PLAN.gate_tool_records,
         facts="results/{experiment}/devices/{device}.json",
-        userland=get_userland,
+        userland=PLAN.userland,
         receipt="results/{experiment}/pushed/{device}/{model}.json",
-        runner=ENGINE_RUNNER,
-        images=list(PROMPT_IMAGES.values()),
-        reference=get_reference_greedy,
+        runner=PLAN.engine_runner,
+        images=list(PLAN.prompt_images.values()),
+        reference=PLAN.reference_greedy,
     output:
         greedy="results/{experiment}/greedy/{device}/{model}.json",
     log:
@@ -49,15 +49,15 @@ rule run_greedy:
         "../../envs/bench.yaml"
     threads: get_bench_threads
     params:
-        device=get_device_spec,
-        variants=get_variant_specs,
-        correctness=canonical(config["correctness"]),
-        image_names=list(PROMPT_IMAGES),
-        model_formats=MODEL_FORMATS,
-        comparison=canonical(config["comparison"]),
-        timeout_s=config["bench"]["timeout_s"],
-        prompt_tokens=config["bench"]["prompt_tokens"],  # the gate runs the benchmark's settings
-        emulation_reference=config.get("emulation", {}).get("reference", ""),
+        device=PLAN.device_spec,
+        variants=PLAN.variant_specs,
+        correctness=PLAN.settings.correctness,
+        image_names=list(PLAN.prompt_images),
+        model_formats=PLAN.model_formats,
+        comparison=PLAN.settings.comparison,
+        timeout_s=PLAN.settings.bench["timeout_s"],
+        prompt_tokens=PLAN.settings.bench["prompt_tokens"],  # the gate runs the benchmark's settings
+        emulation_reference=PLAN.settings.emulation_reference,
     message:
         "Greedy answers of every variant on device {wildcards.device}, model {wildcards.model}"
     script:
@@ -66,23 +66,23 @@ rule run_greedy:
 
 # What a benchmark (the main point's or a sweep point's) runs from.
 BENCH_INPUTS = dict(
-    model=get_model_dirs,
+    model=PLAN.model_dirs,
     manifest="results/models/{model}/manifest.json",
-    engines=get_engine_files,
-    gate_tools=get_gate_tool_records,  # the tool a kind asks the vision phase with is in its key
+    engines=PLAN.engine_files,
+    gate_tools=PLAN.gate_tool_records,  # the tool a kind asks the vision phase with is in its key
     facts="results/{experiment}/devices/{device}.json",
-    userland=get_userland,
+    userland=PLAN.userland,
     greedy="results/{experiment}/greedy/{device}/{model}.json",
     receipt="results/{experiment}/pushed/{device}/{model}.json",
-    runner=ENGINE_RUNNER,
+    runner=PLAN.engine_runner,
 )
 
 
 rule run_bench:
     input:
         **BENCH_INPUTS,
-        bandwidth=get_bandwidth,  # the probe runs first, on a device not yet warm
-        images=list(VISION_IMAGES.values()),  # the vision phase's, for a vision model
+        bandwidth=PLAN.bandwidth,  # the probe runs first, on a device not yet warm
+        images=list(PLAN.vision_images.values()),  # the vision phase's, for a vision model
     output:
         runs="results/{experiment}/runs/{device}/{model}.json",
     log:
@@ -93,19 +93,19 @@ rule run_bench:
     threads: get_bench_threads
     params:
         raw_dir="results/{experiment}/raw/{device}/{model}",
-        device=get_device_spec,
-        variants=get_variant_specs,
-        bench=MAIN_BENCH,
-        comparison=canonical(config["comparison"]),  # the rows a verdict stop judges
-        image_names=list(VISION_IMAGES),
-        model_formats=MODEL_FORMATS,
-        pairs=JUDGED_PAIRS,
-        ci_level=config["stats"]["ci_level"],
+        device=PLAN.device_spec,
+        variants=PLAN.variant_specs,
+        bench=PLAN.main_bench,
+        comparison=PLAN.settings.comparison,  # the rows a verdict stop judges
+        image_names=list(PLAN.vision_images),
+        model_formats=PLAN.model_formats,
+        pairs=PLAN.judged_pairs,
+        ci_level=PLAN.settings.ci_level,
         # `--config remeasure=<label>`: measure again what was not measured under that label
-        remeasure=str(config.get("remeasure", "")),
+        remeasure=PLAN.settings.remeasure,
         vision_phase=(
-            f"; the vision phase asks {', '.join(VISION_IMAGES)} if the model has a vision encoder"
-            if VISION_IMAGES
+            f"; the vision phase asks {', '.join(PLAN.vision_images)} if the model has a vision encoder"
+            if PLAN.vision_images
             else ""
         ),
     message:
@@ -121,7 +121,7 @@ rule profile_kernels:
     input:
         **BENCH_INPUTS,
         runs="results/{experiment}/runs/{device}/{model}.json",
-        images=list(VISION_IMAGES.values()),  # the image questions' own profile
+        images=list(PLAN.vision_images.values()),  # the image questions' own profile
     output:
         index="results/{experiment}/profiles/{device}/{model}.json",
     log:
@@ -132,14 +132,14 @@ rule profile_kernels:
     threads: get_bench_threads
     params:
         out_dir="results/{experiment}/profiles/{device}/{model}",
-        device=get_device_spec,
-        variants=get_variant_specs,
-        bench=MAIN_BENCH,
-        comparison=canonical(config["comparison"]),  # the rows a verdict stop judges
-        image_names=list(VISION_IMAGES),
-        model_formats=MODEL_FORMATS,
+        device=PLAN.device_spec,
+        variants=PLAN.variant_specs,
+        bench=PLAN.main_bench,
+        comparison=PLAN.settings.comparison,  # the rows a verdict stop judges
+        image_names=list(PLAN.vision_images),
+        model_formats=PLAN.model_formats,
         # what the profiler needs (the checks' thresholds are the validity rule's)
-        attribution={"sample_hz": config["attribution"]["sample_hz"]},
+        attribution={"sample_hz": PLAN.settings.attribution["sample_hz"]},
     message:
         "Profiling every variant on device {wildcards.device}, model {wildcards.model}"
     script:
@@ -162,13 +162,13 @@ rule run_sweep:
     threads: get_bench_threads
     params:
         raw_dir="results/{experiment}/sweep/raw/{device}/{model}/{point}",
-        device=get_device_spec,
-        variants=get_point_variants,
-        bench=get_point_bench,
-        comparison=canonical(config["comparison"]),
-        pairs=JUDGED_PAIRS,
-        ci_level=config["stats"]["ci_level"],
-        remeasure=str(config.get("remeasure", "")),
+        device=PLAN.device_spec,
+        variants=PLAN.point_variants,
+        bench=PLAN.point_bench,
+        comparison=PLAN.settings.comparison,
+        pairs=PLAN.judged_pairs,
+        ci_level=PLAN.settings.ci_level,
+        remeasure=PLAN.settings.remeasure,
     message:
         "Sweep point {wildcards.point} on device {wildcards.device}, model {wildcards.model}"
     script:
@@ -178,8 +178,8 @@ rule run_sweep:
 # The decode ceiling's read bandwidth, measured on the device before its benchmark.
 rule measure_bandwidth:
     input:
-        records=get_probe_records,
-        probes=get_probe_dirs,
+        records=PLAN.probe_records,
+        probes=PLAN.probe_dirs,
         facts="results/{experiment}/devices/{device}.json",
     output:
         bandwidth="results/{experiment}/bandwidth/{device}.json",
@@ -190,11 +190,11 @@ rule measure_bandwidth:
         "../../envs/bench.yaml"
     threads: get_bench_threads
     params:
-        device=get_device_spec,
-        engine_names=probed_engines,
-        bandwidth=canonical(config["bandwidth"]),
-        variant_threads=VARIANT_THREADS,
-        bench=MAIN_BENCH,  # its quiet gate
+        device=PLAN.device_spec,
+        engine_names=PLAN.probed_engines,
+        bandwidth=PLAN.settings.bandwidth,
+        variant_threads=PLAN.variant_threads,
+        bench=PLAN.main_bench,  # its quiet gate
     message:
         "Memory read bandwidth of device {wildcards.device} (bandwidth_probe)"
     script:
@@ -204,8 +204,8 @@ rule measure_bandwidth:
 # `snakemake runs_all`: every device run (gate, bandwidth, benchmark, sweep), no analysis.
 rule runs_all:
     input:
-        get_greedy_files,
-        get_run_indexes,
-        get_bandwidth_files,
-        get_sweep_indexes,
+        PLAN.greedy_files,
+        PLAN.run_indexes,
+        PLAN.bandwidth_files,
+        PLAN.sweep_indexes,
     localrule: True

@@ -12,7 +12,7 @@ rule fetch_ndk:
     conda:
         "../../envs/analysis.yaml"
     params:
-        pin=canonical(config["toolchains"].get("ndk", {})),
+        pin=PLAN.settings.ndk_pin,
     message:
         "Providing Android NDK {wildcards.version} (an installed NDK of the pinned revision, else the pinned download)"
     script:
@@ -24,19 +24,19 @@ rule fetch_ndk:
 # {source} is the key of what the tree is made of (toolchain/records.source_key).
 rule fetch_source:
     input:
-        patches=get_source_patches,
+        patches=PLAN.source_patches,
     output:
         receipt="resources/{tree}/{source}/source.json",
     log:
         "logs/fetch_source/{tree}/{source}.log",
     wildcard_constraints:
-        tree=_alternatives(SOURCE_TREES),
+        tree=PLAN.alternatives(PLAN.source_trees),
     localrule: True  # the network is where Snakemake runs, not a compute node
     conda:
         "../../envs/analysis.yaml"
     params:
-        tree=get_source_tree,
-        pins=MESSAGES.source_pins,
+        tree=PLAN.source_tree,
+        pins=PLAN.messages.source_pins,
     message:
         "Providing the {wildcards.tree} source tree ({params.pins})"
     script:
@@ -45,8 +45,8 @@ rule fetch_source:
 
 rule build_engine:
     input:
-        source=get_source_receipt,
-        ndk=get_ndk_receipt,
+        source=PLAN.source_receipt,
+        ndk=PLAN.ndk_receipt,
     output:
         build="results/engines/{engine}/build.json",
         bin=directory("results/engines/{engine}/bin"),
@@ -58,8 +58,8 @@ rule build_engine:
         "../../envs/build.yaml"
     threads: all_cores()
     params:
-        name=engine_name,
-        spec=get_engine_spec,
+        name=PLAN.engine_name,
+        spec=PLAN.engine_spec,
         build_dir="resources/build/{engine}",
     message:
         "Building engine {wildcards.engine} from source (CMake + Ninja, ccache where installed); log: {log}"
@@ -69,7 +69,7 @@ rule build_engine:
 
 rule build_gate_tool:
     input:
-        source=get_source_receipt,
+        source=PLAN.source_receipt,
         build="results/engines/{engine}/build.json",
         bin="results/engines/{engine}/bin",
     output:
@@ -83,7 +83,7 @@ rule build_gate_tool:
         "../../envs/build.yaml"
     params:
         build_dir="resources/build/{engine}-gate-tool",
-        code=GATE_TOOL_CODE,
+        code=PLAN.gate_tool_code,
     message:
         "Building the correctness gate's token-id tool (and an MNN engine's vision-phase tool) "
         "against engine {wildcards.engine}"
@@ -95,7 +95,7 @@ rule build_gate_tool:
 # engine's: this host's compiler).
 rule build_bandwidth_probe:
     input:
-        engine=get_keyed_engine_record,
+        engine=PLAN.keyed_engine_record,
     output:
         record="results/engines/{engine}/bandwidth-probe.json",
         probe=directory("results/engines/{engine}/bandwidth-probe"),
@@ -107,7 +107,7 @@ rule build_bandwidth_probe:
         "../../envs/build.yaml"
     params:
         build_dir="resources/build/{engine}-bandwidth-probe",
-        code=PROBE_CODE,
+        code=PLAN.probe_code,
     message:
         "Building the bandwidth probe with the toolchain of engine {wildcards.engine}"
     script:
@@ -117,6 +117,6 @@ rule build_bandwidth_probe:
 # `snakemake build_all`: every engine of the experiment (and its gate tool), nothing else.
 rule build_all:
     input:
-        get_engine_files,
-        get_gate_tool_records,
+        PLAN.engine_files,
+        PLAN.gate_tool_records,
     localrule: True

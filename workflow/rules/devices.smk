@@ -3,7 +3,7 @@
 
 rule collect_device_facts:
     input:
-        userland=get_userland,
+        userland=PLAN.userland,
     output:
         facts="results/{experiment}/devices/{device}.json",
     log:
@@ -12,7 +12,7 @@ rule collect_device_facts:
     conda:
         "../../envs/bench.yaml"
     params:
-        spec=get_device_spec,
+        spec=PLAN.device_spec,
     message:
         "Collecting facts of device {wildcards.device}"
     script:

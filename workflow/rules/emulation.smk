@@ -11,7 +11,7 @@ rule fetch_emulation_userland:
     conda:
         "../../envs/analysis.yaml"
     params:
-        pins=canonical(config["toolchains"].get("emulation", {})),
+        pins=PLAN.settings.emulation_pins,
     message:
         "Fetching QEMU (Debian unstable) and the arm64 userland (pinned, verified)"
     script:

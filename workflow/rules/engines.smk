@@ -11,8 +11,8 @@ rule describe_engine:
     conda:
         "../../envs/bench.yaml"
     params:
-        name=engine_name,
-        spec=get_engine_spec,
+        name=PLAN.engine_name,
+        spec=PLAN.engine_spec,
     message:
         "Checking and hashing MNN engine {wildcards.engine}"
     script:

@@ -4,20 +4,20 @@
 
 rule fetch_modelscope_model:
     output:
-        model=directory(MNN_MODEL_DIR),
+        model=directory(PLAN.mnn_model_dir),
         manifest="results/models/{model}/manifest.json",
     log:
         "logs/fetch_modelscope_model/{model}.log",
     wildcard_constraints:
-        model=_alternatives(DOWNLOADED_MODELS),
+        model=PLAN.alternatives(PLAN.downloaded_models),
     localrule: True  # the network is where Snakemake runs, not a compute node
     conda:
         "../../envs/export.yaml"
     params:
-        spec=get_model_spec,
+        spec=PLAN.model_spec,
         route="model",
         cache="resources/modelscope",
-        pins=MESSAGES.model_pins,
+        pins=PLAN.messages.model_pins,
     message:
         "Downloading model {wildcards.model} from ModelScope ({params.pins})"
     script:
@@ -31,15 +31,15 @@ rule fetch_modelscope_checkpoint:
     log:
         "logs/fetch_modelscope_checkpoint/{model}.log",
     wildcard_constraints:
-        model=_alternatives(CHECKPOINT_MODELS),
+        model=PLAN.alternatives(PLAN.checkpoint_models),
     localrule: True  # the network is where Snakemake runs, not a compute node
     conda:
         "../../envs/export.yaml"
     params:
-        spec=get_model_spec,
+        spec=PLAN.model_spec,
         route="checkpoint",
         cache="resources/modelscope",
-        pins=MESSAGES.checkpoint_pins,
+        pins=PLAN.messages.checkpoint_pins,
     message:
         "Downloading the original weights of model {wildcards.model} from ModelScope "
         "({params.pins})"
@@ -55,11 +55,11 @@ rule make_synthetic_model:
     benchmark:
         "logs/make_synthetic_model/{model}.benchmark.tsv"
     wildcard_constraints:
-        model=_alternatives(SYNTHETIC_MODELS),
+        model=PLAN.alternatives(PLAN.synthetic_models),
     conda:
         "../../envs/export.yaml"
     params:
-        spec=get_model_spec,
+        spec=PLAN.model_spec,
     message:
         "Building synthetic Qwen3 checkpoint for model {wildcards.model}"
     script:
@@ -68,22 +68,22 @@ rule make_synthetic_model:
 
 rule export_mnn_model:
     input:
-        hf=get_checkpoint,
+        hf=PLAN.checkpoint,
     output:
-        model=directory(MNN_MODEL_DIR),
+        model=directory(PLAN.mnn_model_dir),
         manifest="results/models/{model}/manifest.json",
     log:
         "logs/export_mnn_model/{model}.log",
     benchmark:
         "logs/export_mnn_model/{model}.benchmark.tsv"
     wildcard_constraints:
-        model=_alternatives(SYNTHETIC_MODELS + EXPORTED_MODELS),
+        model=PLAN.alternatives(PLAN.synthetic_models + PLAN.exported_models),
     conda:
         "../../envs/export.yaml"
     resources:
         mem_mb=6000,
     params:
-        spec=get_model_spec,
+        spec=PLAN.model_spec,
     message:
         "Converting model {wildcards.model} to MNN with llmexport"
     script:
@@ -94,20 +94,20 @@ rule export_mnn_model:
 # take), with the llama.cpp tree's own converter and quantizer.
 rule build_llamacpp_quantizer:
     input:
-        source=LLAMACPP_SOURCE_RECEIPT,
+        source=PLAN.llamacpp_source_receipt,
     output:
-        record=f"{QUANTIZER_DIR}.json",
-        tool=directory(QUANTIZER_DIR),
+        record=f"{PLAN.quantizer_dir}.json",
+        tool=directory(PLAN.quantizer_dir),
     log:
-        f"logs/build_llamacpp_quantizer/{Path(QUANTIZER_DIR).name}.log",
+        f"logs/build_llamacpp_quantizer/{Path(PLAN.quantizer_dir).name}.log",
     benchmark:
-        f"logs/build_llamacpp_quantizer/{Path(QUANTIZER_DIR).name}.benchmark.tsv"
+        f"logs/build_llamacpp_quantizer/{Path(PLAN.quantizer_dir).name}.benchmark.tsv"
     conda:
         "../../envs/build.yaml"
     threads: all_cores()
     params:
-        build_dir=f"resources/build/{Path(QUANTIZER_DIR).name}",
-        flags=config.get("llamacpp", {}).get("quantizer", {}).get("flags", {}),
+        build_dir=f"resources/build/{Path(PLAN.quantizer_dir).name}",
+        flags=PLAN.settings.quantizer_flags,
     message:
         "Building llama.cpp's llama-quantize for this host"
     script:
@@ -116,11 +116,11 @@ rule build_llamacpp_quantizer:
 
 rule convert_gguf_model:
     input:
-        hf=get_checkpoint,
-        source=LLAMACPP_SOURCE_RECEIPT,
-        quantizer=QUANTIZER_DIR,
+        hf=PLAN.checkpoint,
+        source=PLAN.llamacpp_source_receipt,
+        quantizer=PLAN.quantizer_dir,
     output:
-        model=directory(GGUF_MODEL_DIR),
+        model=directory(PLAN.gguf_model_dir),
         record="results/models/{model}/gguf.json",
         layout="results/models/{model}/layout-gguf.json",  # the decode ceiling's, like MNN's
     log:
@@ -128,7 +128,7 @@ rule convert_gguf_model:
     benchmark:
         "logs/convert_gguf_model/{model}.benchmark.tsv"
     wildcard_constraints:
-        model=_alternatives(CONVERTIBLE_MODELS),
+        model=PLAN.alternatives(PLAN.convertible_models),
     conda:
         "../../envs/export.yaml"
     resources:
@@ -144,8 +144,8 @@ rule convert_gguf_model:
 # ceiling's denominator; a replay restores it from the archive).
 rule describe_model_layout:
     input:
-        model=MNN_MODEL_DIR,
-        checkpoint=get_checkpoint_dirs,  # its vision encoder's dimensions, where known
+        model=PLAN.mnn_model_dir,
+        checkpoint=PLAN.checkpoint_dirs,  # its vision encoder's dimensions, where known
     output:
         layout="results/models/{model}/layout.json",
     log:
@@ -155,7 +155,7 @@ rule describe_model_layout:
     conda:
         "../../envs/analysis.yaml"
     params:
-        code=ANALYSIS_CODE,
+        code=PLAN.analysis_code,
     message:
         "Bytes per decode token and operations per prefill token of model {wildcards.model}"
     script:
@@ -164,5 +164,5 @@ rule describe_model_layout:
 
 rule models_all:
     input:
-        expand("results/models/{model}/manifest.json", model=MODELS),
+        expand("results/models/{model}/manifest.json", model=PLAN.models),
     localrule: True

@@ -21,8 +21,11 @@ PLOTS = {
 rule plot:
     input:
         # each chart's table, and the document holding its sha256 (an edited table is refused)
-        **{f"{chart}_table": f"results/{{experiment}}/{PLOTS[chart][0]}" for chart in CHARTS},
-        **{f"{chart}_document": f"results/{{experiment}}/{PLOTS[chart][1]}" for chart in CHARTS},
+        **{f"{chart}_table": f"results/{{experiment}}/{PLOTS[chart][0]}" for chart in PLAN.charts},
+        **{
+            f"{chart}_document": f"results/{{experiment}}/{PLOTS[chart][1]}"
+            for chart in PLAN.charts
+        },
     output:
         **{
             f"{chart}_html": report(
@@ -31,9 +34,9 @@ rule plot:
                 category=PLOTS[chart][2],
                 labels={"chart": PLOTS[chart][3]},
             )
-            for chart in CHARTS
+            for chart in PLAN.charts
         },
-        **{f"{chart}_png": f"results/{{experiment}}/plots/{chart}.png" for chart in CHARTS},
+        **{f"{chart}_png": f"results/{{experiment}}/plots/{chart}.png" for chart in PLAN.charts},
     log:
         "logs/plot/{experiment}.log",
     benchmark:
@@ -41,8 +44,8 @@ rule plot:
     conda:
         "../../envs/analysis.yaml"
     params:
-        charts=CHARTS,
-        code=ANALYSIS_CODE,
+        charts=PLAN.charts,
+        code=PLAN.analysis_code,
     message:
         "Plotting {params.charts} (results/{wildcards.experiment}/plots/)"
     script:

@@ -7,24 +7,21 @@
 
 rule restore_archive:
     input:
-        archive=REPLAY,
+        archive=PLAN.replay,
     output:
-        **ARCHIVED_RECORDS,
-        raw=directory(f"results/{RESULTS_KEY}/raw"),
-        sweep_raw=[directory(f"results/{RESULTS_KEY}/sweep/raw")] if SWEEP else [],
+        **PLAN.archived_records(),
+        raw=directory(f"results/{PLAN.results_key}/raw"),
+        sweep_raw=[directory(f"results/{PLAN.results_key}/sweep/raw")] if PLAN.sweep else [],
     log:
-        f"logs/restore_archive/{RESULTS_KEY}.log",
+        f"logs/restore_archive/{PLAN.results_key}.log",
     localrule: True
     conda:
         "../../envs/analysis.yaml"
     params:
-        experiment=EXPERIMENT,
-        engine_records={
-            e: engine_record(e)
-            for e in sorted({config["variants"][v]["engine"] for v in VARIANTS})
-        },
-        models_dir=MODELS_DIR,
-        results=f"results/{RESULTS_KEY}",
+        experiment=PLAN.name,
+        engine_records={e: PLAN.engine_record(e) for e in PLAN.used_engines},
+        models_dir=PLAN.models_dir,
+        results=f"results/{PLAN.results_key}",
     message:
         "Restoring the records of {input.archive} (checked against its MANIFEST.sha256)"
     script:
@@ -39,18 +36,20 @@ ruleorder: restore_archive > check_validity
 # (archive/replay_check.py); summary.md says it first.
 rule check_replay:
     input:
-        archive=REPLAY,
-        tables=expand("results/{experiment}/{table}", experiment=RESULTS_KEY, table=REPLAY_TABLES),
+        archive=PLAN.replay,
+        tables=expand(
+            "results/{experiment}/{table}", experiment=PLAN.results_key, table=PLAN.replay_tables()
+        ),
     output:
-        check=f"results/{RESULTS_KEY}/replay.json",
+        check=f"results/{PLAN.results_key}/replay.json",
     log:
-        f"logs/check_replay/{RESULTS_KEY}.log",
+        f"logs/check_replay/{PLAN.results_key}.log",
     conda:
         "../../envs/analysis.yaml"
     params:
-        experiment=EXPERIMENT,
-        tables=REPLAY_TABLES,
-        code=ANALYSIS_CODE,
+        experiment=PLAN.name,
+        tables=PLAN.replay_tables(),
+        code=PLAN.analysis_code,
     message:
         "Comparing the replayed tables with the archive's own ({params.tables})"
     script:

@@ -5,14 +5,14 @@ rule write_summary_report:
     input:
         table="results/{experiment}/summary.csv",
         document="results/{experiment}/summary.json",
-        facts=get_device_facts,
-        engines=get_engine_files,
-        manifests=get_model_manifests,
-        emulation=get_emulation_tables,
-        mechanism=get_mechanism_report,
-        sweep=get_sweep_report,
-        kernels=get_kernel_table,
-        replay=[f"results/{RESULTS_KEY}/replay.json"] if REPLAY else [],  # what it checked
+        facts=PLAN.device_facts,
+        engines=PLAN.engine_files,
+        manifests=PLAN.model_manifests,
+        emulation=PLAN.emulation_tables,
+        mechanism=PLAN.mechanism_report,
+        sweep=PLAN.sweep_report,
+        kernels=PLAN.kernel_table,
+        replay=[f"results/{PLAN.results_key}/replay.json"] if PLAN.replay else [],  # what it checked
     output:
         markdown=report(
             "results/{experiment}/summary.md",
@@ -26,8 +26,8 @@ rule write_summary_report:
     conda:
         "../../envs/analysis.yaml"
     params:
-        top=config["attribution"]["top"],
-        code=ANALYSIS_CODE,
+        top=PLAN.settings.attribution["top"],
+        code=PLAN.analysis_code,
     message:
         "Writing results/{wildcards.experiment}/summary.md"
     script:

@@ -11,12 +11,15 @@ from pathlib import Path
 
 from snakemake.io import expand
 
-from mnnrepro.config import canonical, judged_pairs, run_variants
+from mnnrepro.config import canonical, judged_pairs, prompt_images, run_variants, vision_images
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.registry import kind_of_spec
 from mnnrepro.files import code_digest, where_run
 from mnnrepro.models.formats import FORMATS
+from mnnrepro.plan.engine_inputs import EngineInputs
 from mnnrepro.plan.experiment import Experiment, resolve
+from mnnrepro.plan.messages import JobMessages
+from mnnrepro.plan.settings import Settings
 from mnnrepro.plan.sources import SourceTrees
 from mnnrepro.sweep_plan import point_bench, point_variants, sweep_points, thread_nums
 from mnnrepro.toolchain.llamacpp import quantizer_dir
@@ -28,11 +31,12 @@ MNN_MODEL_DIR = FORMATS["mnn"].folder()
 GGUF_MODEL_DIR = FORMATS["gguf"].folder()
 
 
-class Plan:
+class Plan(EngineInputs):
     """What one invocation plans; `config` is the resolved config (defaults filled)."""
 
     def __init__(self, config: dict, experiment: Experiment, scripts: Path):
         self.config = config
+        self.settings = Settings.of(config)  # what the rules hand their jobs
         self.experiment = experiment
         self.replay = experiment.replay
         self.name = experiment.name
@@ -101,6 +105,21 @@ class Plan:
             set(self.exported_models) | set(self.models_from("checkpoint"))
         )
         self.convertible_models = sorted(set(self.synthetic_models) | set(self.checkpoint_models))
+        # configured image -> its file (a replay re-derives from the archive: no images
+        # needed): the gate's image prompts, the vision phase's image set
+        root = scripts.parents[1]
+        self.prompt_images = {} if self.replay else prompt_images(config, root)
+        self.vision_images = {} if self.replay else vision_images(config, root)
+        self.llamacpp_source_receipt = self.sources.section_receipts["llamacpp"]
+        self.messages = JobMessages(self)  # what job messages say of pins, checks, intervals
+
+    # where each model format's files lie
+    mnn_model_dir, gguf_model_dir = MNN_MODEL_DIR, GGUF_MODEL_DIR
+
+    @staticmethod
+    def alternatives(names) -> str:
+        """A wildcard constraint matching exactly these names ((?!) matches nothing)."""
+        return "|".join(names) or "(?!)"
 
     def _engine_key(self, name: str, spec: dict) -> str:
         kind = kind_of_spec(spec)
@@ -132,13 +151,13 @@ class Plan:
     def reference_greedy(self, wildcards):
         """The emulation reference device's greedy answers, which every other device is fed
         (teacher forcing across devices); none outside an emulated experiment."""
-        reference = self.config.get("emulation", {}).get("reference", "")
+        reference = self.settings.emulation_reference
         if not reference or wildcards.device == reference:
             return []
         return f"results/{wildcards.experiment}/greedy/{reference}/{wildcards.model}.json"
 
     def emulation_tables(self, wildcards=None) -> list[str]:
-        if not self.config.get("emulation", {}).get("reference"):
+        if not self.settings.emulation_reference:
             return []
         return expand(
             "results/{experiment}/emulation/{model}.csv",
@@ -229,57 +248,6 @@ class Plan:
     def model_dirs(self, wildcards) -> list[str]:
         return [FORMATS[fmt].folder(wildcards.model) for fmt in self.model_formats]
 
-    def engine_record(self, engine: str) -> str:
-        """What an engine's rules write: a built engine's build.json, a prebuilt one's
-        engine.json."""
-        name = self.engine_kinds[engine].record_name
-        return f"{self.engines_dir}/{self.engine_keys[engine]}/{name}"
-
-    def keyed_engine_record(self, wildcards) -> str:
-        """The record of the engine whose key is {engine}."""
-        return self.engine_record(self.engine_of_key[wildcards.engine])
-
-    def engine_files(self, wildcards=None) -> list[str]:
-        return sorted({self.engine_record(e) for e in self.used_engines})
-
-    def _per_built_engine(self, name: str) -> list[str]:
-        return [f"results/engines/{self.engine_keys[e]}/{name}" for e in self.built_engines]
-
-    def built_engine_dirs(self, wildcards=None) -> list[str]:
-        return self._per_built_engine("bin")
-
-    def gate_tool_dirs(self, wildcards=None) -> list[str]:
-        return self._per_built_engine("gate-tool")
-
-    def gate_tool_records(self, wildcards=None) -> list[str]:
-        return self._per_built_engine("gate-tool.json")
-
-    def build_spec(self, wildcards) -> dict:
-        """What the engine's kind builds from (`engines.<name>.build` or `.llamacpp`)."""
-        spec = self.config["engines"][self.engine_of_key[wildcards.engine]]
-        return canonical(spec[kind_of_spec(spec).config_key])
-
-    def source_receipt(self, wildcards) -> str:
-        """The source tree an engine is built from: its kind's section (MNN's, llama.cpp's),
-        or its own source."""
-        return self.sources.engine_receipts[self.engine_of_key[wildcards.engine]]
-
-    def source_tree(self, wildcards) -> dict:
-        """What fetch_source provides for {tree}/{source}: its source, KleidiAI pin and
-        patches."""
-        return canonical(self.sources.tree(wildcards.tree, wildcards.source))
-
-    def source_patches(self, wildcards) -> list[str]:
-        """The patch files of {tree}/{source} (an input: an edited patch fails its sha256 at
-        once)."""
-        tree = self.sources.tree(wildcards.tree, wildcards.source)
-        return [p["path"] for p in tree.get("patches", [])]
-
-    def ndk_receipt(self, wildcards) -> list[str]:
-        if self.build_spec(wildcards)["platform"] != "android-arm64":
-            return []
-        return [f"resources/ndk/{self.config['toolchains']['ndk']['version']}.json"]
-
     def run_indexes(self, wildcards=None) -> list[str]:
         return self.per_device_and_model("runs/{device}/{model}.json")
 
@@ -315,25 +283,6 @@ class Plan:
             "sweep": self.sweep_indexes(),
             "profiles": self.profile_indexes(),
         }
-
-    def probed_engines(self, wildcards) -> list[str]:
-        """Engines whose bandwidth probe runs on this device (none on an emulated one: its
-        memory is the host's, seen through QEMU)."""
-        if not self.measures_bandwidth or self.device_kinds[wildcards.device].emulated:
-            return []
-        return self.used_engines
-
-    def probe_records(self, wildcards) -> list[str]:
-        return [
-            f"results/engines/{self.engine_keys[e]}/bandwidth-probe.json"
-            for e in self.probed_engines(wildcards)
-        ]
-
-    def probe_dirs(self, wildcards) -> list[str]:
-        return [
-            f"results/engines/{self.engine_keys[e]}/bandwidth-probe"
-            for e in self.probed_engines(wildcards)
-        ]
 
     def bandwidth(self, wildcards) -> list[str]:
         """The device's bandwidth record, measured before its benchmark (if asked for)."""

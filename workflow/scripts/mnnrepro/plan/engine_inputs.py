@@ -1,0 +1,80 @@
+"""The engines' side of the plan: the paths and specs of their records, builds, sources, gate
+tools and bandwidth probes, as the rules' input functions ask them (mixed into Plan, whose
+names, kinds, keys and source trees they read)."""
+
+from __future__ import annotations
+
+from mnnrepro.config import canonical
+from mnnrepro.engines.registry import kind_of_spec
+
+
+class EngineInputs:
+    def engine_record(self, engine: str) -> str:
+        """What an engine's rules write: a built engine's build.json, a prebuilt one's
+        engine.json."""
+        name = self.engine_kinds[engine].record_name
+        return f"{self.engines_dir}/{self.engine_keys[engine]}/{name}"
+
+    def keyed_engine_record(self, wildcards) -> str:
+        """The record of the engine whose key is {engine}."""
+        return self.engine_record(self.engine_of_key[wildcards.engine])
+
+    def engine_files(self, wildcards=None) -> list[str]:
+        return sorted({self.engine_record(e) for e in self.used_engines})
+
+    def _per_built_engine(self, name: str) -> list[str]:
+        return [f"results/engines/{self.engine_keys[e]}/{name}" for e in self.built_engines]
+
+    def built_engine_dirs(self, wildcards=None) -> list[str]:
+        return self._per_built_engine("bin")
+
+    def gate_tool_dirs(self, wildcards=None) -> list[str]:
+        return self._per_built_engine("gate-tool")
+
+    def gate_tool_records(self, wildcards=None) -> list[str]:
+        return self._per_built_engine("gate-tool.json")
+
+    def build_spec(self, wildcards) -> dict:
+        """What the engine's kind builds from (`engines.<name>.build` or `.llamacpp`)."""
+        spec = self.config["engines"][self.engine_of_key[wildcards.engine]]
+        return canonical(spec[kind_of_spec(spec).config_key])
+
+    def source_receipt(self, wildcards) -> str:
+        """The source tree an engine is built from: its kind's section (MNN's, llama.cpp's),
+        or its own source."""
+        return self.sources.engine_receipts[self.engine_of_key[wildcards.engine]]
+
+    def source_tree(self, wildcards) -> dict:
+        """What fetch_source provides for {tree}/{source}: its source, KleidiAI pin and
+        patches."""
+        return canonical(self.sources.tree(wildcards.tree, wildcards.source))
+
+    def source_patches(self, wildcards) -> list[str]:
+        """The patch files of {tree}/{source} (an input: an edited patch fails its sha256 at
+        once)."""
+        tree = self.sources.tree(wildcards.tree, wildcards.source)
+        return [p["path"] for p in tree.get("patches", [])]
+
+    def ndk_receipt(self, wildcards) -> list[str]:
+        if self.build_spec(wildcards)["platform"] != "android-arm64":
+            return []
+        return [f"resources/ndk/{self.config['toolchains']['ndk']['version']}.json"]
+
+    def probed_engines(self, wildcards) -> list[str]:
+        """Engines whose bandwidth probe runs on this device (none on an emulated one: its
+        memory is the host's, seen through QEMU)."""
+        if not self.measures_bandwidth or self.device_kinds[wildcards.device].emulated:
+            return []
+        return self.used_engines
+
+    def probe_records(self, wildcards) -> list[str]:
+        return [
+            f"results/engines/{self.engine_keys[e]}/bandwidth-probe.json"
+            for e in self.probed_engines(wildcards)
+        ]
+
+    def probe_dirs(self, wildcards) -> list[str]:
+        return [
+            f"results/engines/{self.engine_keys[e]}/bandwidth-probe"
+            for e in self.probed_engines(wildcards)
+        ]
