@@ -44,19 +44,22 @@ class Server:
 
     def __init__(self):
         self.files, self.truncate, self.requests = {}, set(), []
+        self.faults = {}  # path -> the next requests' faults, in order: an HTTP code or "cut"
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
                 outer.requests.append(self.path)
                 body = outer.files.get(self.path)
-                if body is None:
-                    self.send_error(404)
+                fault = (outer.faults.get(self.path) or [None]).pop(0)
+                if body is None or isinstance(fault, int):
+                    self.send_error(fault or 404)
                     return
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body[: len(body) // 2] if self.path in outer.truncate else body)
+                cut = self.path in outer.truncate or fault == "cut"
+                self.wfile.write(body[: len(body) // 2] if cut else body)
 
             def log_message(self, *args):
                 pass
@@ -117,6 +120,33 @@ def test_truncated_download_is_an_error(server, tmp_path):
     with pytest.raises(FetchError):
         download(pin["url"], tmp_path / "ndk.zip", pin["sha256"], pin["size"])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_transient_fault_is_tried_again_and_a_lasting_one_is_reported_as_such(
+    server, tmp_path, monkeypatch
+):
+    """A 503 and a transfer cut short pass on the third attempt at the same address; a 503
+    that lasts ends with a message that says to retry, not to re-pin; a 403 is not retried."""
+    import mnnrepro.fetch as fetch
+
+    monkeypatch.setattr(fetch, "RETRY_WAIT_S", 0.01)
+    body = ndk_zip()
+    pin = pin_for(server, body)
+    server.faults["/ndk.zip"] = [503, "cut"]
+    got = download(pin["url"], tmp_path / "ndk.zip", pin["sha256"], pin["size"])
+    assert got.read_bytes() == body and server.requests == ["/ndk.zip"] * 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ndk.zip"]  # no .part left
+    server.requests.clear()
+    server.faults["/ndk.zip"] = [503] * 3
+    with pytest.raises(FetchError, match="run it again later") as err:
+        download(pin["url"], tmp_path / "again.zip", pin["sha256"])
+    assert "HTTP 503" in str(err.value) and "Update the pin" not in str(err.value)
+    assert len(server.requests) == fetch.ATTEMPTS
+    server.requests.clear()
+    server.faults["/ndk.zip"] = [403]
+    with pytest.raises(FetchError, match="403"):
+        download(pin["url"], tmp_path / "denied.zip", pin["sha256"])
+    assert server.requests == ["/ndk.zip"]
 
 
 @pytest.mark.parametrize("member", ["../evil.txt", "/abs/evil.txt", "a/../../evil.txt"])

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.client
 import logging
 import os
 import shutil
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -53,14 +55,33 @@ def download(
     ):
         log.info("%s already present and verified", dest)
         return dest
-    missing = []
+    missing, transient = [], []
     for address in urls:
-        try:
-            return _download_one(address, dest, sha256, size, sha1, timeout, md5)
-        except MirrorMissing as err:
-            log.warning("%s: %s; trying the next mirror", address, err)
-            missing.append(f"{address} ({err})")
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                return _download_one(address, dest, sha256, size, sha1, timeout, md5)
+            except Transient as err:
+                if attempt < ATTEMPTS:
+                    wait = RETRY_WAIT_S * attempt
+                    log.warning(
+                        "%s: %s; again in %g s (%d of %d)", address, err, wait, attempt, ATTEMPTS
+                    )
+                    time.sleep(wait)
+                    continue
+                log.warning("%s: %s, %d times; trying the next mirror", address, err, ATTEMPTS)
+                transient.append(f"{address} ({err}, {ATTEMPTS} attempts)")
+            except MirrorMissing as err:
+                log.warning("%s: %s; trying the next mirror", address, err)
+                missing.append(f"{address} ({err})")
+            break
     pin = f"sha256 {sha256}" if sha256 else f"md5 {md5}"
+    if transient and not missing:
+        raise FetchError(
+            f"{dest.name}: every address failed as a network or server fault may, "
+            f"{ATTEMPTS} times each: {'; '.join(transient)}. Nothing was kept; run it again "
+            "later (or add a mirror to the pin's `mirrors`)"
+        )
+    missing += transient
     raise FetchError(
         f"{dest.name}: no mirror has the pinned file ({pin}): {'; '.join(missing)}. Update the "
         "pin: find the same file's current or permanent address (for a Debian package "
@@ -74,6 +95,16 @@ class MirrorMissing(FetchError):
     mirror is tried (download() never lets it escape)."""
 
 
+class Transient(MirrorMissing):
+    """A failure that may pass (HTTP 408, 429 or 5xx, a transfer dropped, cut short or timed
+    out): the same address is tried again, ATTEMPTS times in all, then the next mirror."""
+
+
+ATTEMPTS = 3  # per address, for a transient failure
+RETRY_WAIT_S = 1.0  # before the second attempt; twice that before the third
+TRANSIENT_HTTP = {408, 429, 500, 502, 503, 504}
+
+
 def _download_one(url, dest: Path, sha256, size, sha1, timeout, md5) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
@@ -85,8 +116,12 @@ def _download_one(url, dest: Path, sha256, size, sha1, timeout, md5) -> Path:
             except urllib.error.HTTPError as err:
                 if err.code in (404, 410):
                     raise MirrorMissing(f"HTTP {err.code} {err.reason}") from None
+                if err.code in TRANSIENT_HTTP:
+                    raise Transient(f"HTTP {err.code} {err.reason}") from None
                 raise
             except urllib.error.URLError as err:
+                if isinstance(err.reason, TimeoutError):
+                    raise Transient(f"timed out: {err.reason}") from None
                 raise MirrorMissing(f"unreachable: {err.reason}") from None
             with resp:
                 expected = resp.headers.get("Content-Length")
@@ -106,7 +141,7 @@ def _download_one(url, dest: Path, sha256, size, sha1, timeout, md5) -> Path:
                         )
                         last_report = total
         if expected is not None and total != int(expected):
-            raise FetchError(f"{url}: truncated download, {total} of {expected} bytes")
+            raise Transient(f"truncated download, {total} of {expected} bytes")
         if size is not None and total != size:
             raise FetchError(f"{url}: {total} bytes, the pin says {size}")
         got = hashes["sha256"].hexdigest()
@@ -125,6 +160,8 @@ def _download_one(url, dest: Path, sha256, size, sha1, timeout, md5) -> Path:
         tmp.unlink(missing_ok=True)
         if isinstance(err, FetchError):  # MirrorMissing included: the caller moves on
             raise
+        if isinstance(err, (TimeoutError, ConnectionError, http.client.IncompleteRead)):
+            raise Transient(f"{type(err).__name__}: {err}") from err  # mid-transfer
         raise FetchError(f"{url}: download failed: {err}") from err
     return dest
 
@@ -135,11 +172,8 @@ def pin_urls(pin: dict) -> list[str]:
 
 
 def _digest(path: Path, algorithm: str) -> str:
-    h = hashlib.new(algorithm)
     with open(path, "rb") as fh:
-        while chunk := fh.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, algorithm).hexdigest()
 
 
 @contextlib.contextmanager

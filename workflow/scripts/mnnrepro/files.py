@@ -10,15 +10,10 @@ from pathlib import Path
 
 from mnnrepro.errors import DataError
 
-CHUNK = 1 << 20
-
 
 def sha256_file(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        while chunk := fh.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def where_run(path: str | os.PathLike) -> str:
