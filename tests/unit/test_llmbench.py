@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mnnrepro.engines import llmbench
+from mnnrepro.engines.base import GreedyAsk
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llm_bench"
 PAIRS = sorted(p.name.removesuffix(".stdout.txt") for p in DATA.glob("llm_bench_*.stdout.txt"))
@@ -180,7 +181,7 @@ def test_the_gate_the_benchmark_and_the_vision_tool_of_a_built_engine_get_identi
     engine = BuiltEngine({"engine": "e", "kind": "build"}, receipt)
     device = LocalDevice("host")
     try:
-        engine.greedy(device, receipt, runtime, ["hi"], 1, 60, prompt_tokens=512)
+        engine.greedy(device, receipt, GreedyAsk(runtime, ["hi"], 1, 60, prompt_tokens=512))
         argv, _ = engine.bench_command(
             device,
             receipt["model_config"],

@@ -17,12 +17,29 @@ import json
 import logging
 import re
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mnnrepro.errors import ReproError
 from mnnrepro.toolchain.kernels import can_have_sme2
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GreedyAsk:
+    """What the correctness gate asks of an engine on a device: greedy answers to `prompts`
+    with the variant's runtime and environment, each at most max_new_tokens, the engine set up
+    as its benchmark of a P = prompt_tokens prompt; forced: per prompt, the tokens to feed
+    instead of its own choices (teacher forcing)."""
+
+    runtime: dict
+    prompts: list[str]
+    max_new_tokens: int
+    timeout: float
+    env: dict = field(default_factory=dict)
+    prompt_tokens: int = 512
+    forced: list[list[int]] | None = None
 
 
 class EngineKind:
@@ -173,21 +190,9 @@ class EngineKind:
     def read_bench(self, device, result, out: str) -> dict:
         raise NotImplementedError
 
-    def greedy(
-        self,
-        device,
-        receipt: dict,
-        runtime: dict,
-        prompts: list[str],
-        max_new_tokens: int,
-        timeout: float,
-        env: dict | None = None,
-        prompt_tokens: int = 512,
-        forced: list[list[int]] | None = None,
-    ) -> dict:
+    def greedy(self, device, receipt: dict, ask: GreedyAsk) -> dict:
         """Greedy answers per prompt (token ids, top-k logits per step) with the runtime its
-        benchmark applies for a P = prompt_tokens prompt; forced: per prompt, the tokens to
-        feed instead of its own choices (teacher forcing)."""
+        benchmark applies for a P = ask.prompt_tokens prompt (GreedyAsk)."""
         raise NotImplementedError
 
 

@@ -19,7 +19,14 @@ import json
 import posixpath
 
 from mnnrepro.config import with_runtime_defaults
-from mnnrepro.engines.base import GATE_TOP_K, BenchError, BuiltFromSource, files_of, tool_answers
+from mnnrepro.engines.base import (
+    GATE_TOP_K,
+    BenchError,
+    BuiltFromSource,
+    GreedyAsk,
+    files_of,
+    tool_answers,
+)
 from mnnrepro.toolchain import llamacpp, tools
 
 MODEL_FILE = "model.gguf"  # in results/models/<model>/gguf/
@@ -224,35 +231,26 @@ class LlamaCppEngine(BuiltFromSource):
             "llama_bench_tests": parsed["tests"],
         }
 
-    def greedy(
-        self,
-        device,
-        receipt: dict,
-        runtime: dict,
-        prompts: list[str],
-        max_new_tokens: int,
-        timeout: float,
-        env: dict | None = None,
-        prompt_tokens: int = 512,
-        forced: list[list[int]] | None = None,
-    ) -> dict:
+    def greedy(self, device, receipt: dict, ask: GreedyAsk) -> dict:
         """llama_greedy (against this engine's libllama) per prompt, with llama-bench's
         context settings and the variant's threads: token ids, top-k logits per step."""
         tool = posixpath.join(receipt["gate_tools"][self.record["engine"]], "llama_greedy")
-        threads = with_runtime_defaults(runtime)["thread_num"]
+        threads = with_runtime_defaults(ask.runtime)["thread_num"]
 
         def argv_of(prompt_path: str, out: str, forced_path: str | None) -> list[str]:
-            argv = [tool, self.model_path(receipt), prompt_path, str(max_new_tokens), out]
+            argv = [tool, self.model_path(receipt), prompt_path, str(ask.max_new_tokens), out]
             return argv + [str(threads), str(GATE_TOP_K)] + ([forced_path] if forced_path else [])
 
-        run_env = {**(env or {}), **self.library_env()}
-        answers, first = tool_answers(device, prompts, forced, argv_of, run_env, timeout)
+        run_env = {**(ask.env or {}), **self.library_env()}
+        answers, first = tool_answers(
+            device, ask.prompts, ask.forced, argv_of, run_env, ask.timeout
+        )
         lines = feature_lines(first.stderr) if first else []
         return {
             "kind": "greedy",
             "unit": "token ids",
-            "runtime": runtime,
-            "env": env or {},
+            "runtime": ask.runtime,
+            "env": ask.env or {},
             "answers": answers,
             "engine": {
                 "device_supports": "; ".join(lines),

@@ -13,7 +13,14 @@ import posixpath
 
 from mnnrepro.config import with_runtime_defaults
 from mnnrepro.engines import llmbench
-from mnnrepro.engines.base import GATE_TOP_K, BuiltFromSource, fetch_text, files_of, tool_answers
+from mnnrepro.engines.base import (
+    GATE_TOP_K,
+    BuiltFromSource,
+    GreedyAsk,
+    fetch_text,
+    files_of,
+    tool_answers,
+)
 from mnnrepro.toolchain import cmake, source, tools
 
 LEVELS = {"normal": 0, "high": 1, "low": 2}  # llm_bench's -c, --memory and --power codes
@@ -120,39 +127,35 @@ class BuiltEngine(BuiltFromSource):
         argv += ["-a", runtime["backend_type"]]
         return argv, self.library_env()
 
-    def greedy(
-        self,
-        device,
-        receipt: dict,
-        runtime: dict,
-        prompts: list[str],
-        max_new_tokens: int,
-        timeout: float,
-        env: dict | None = None,
-        prompt_tokens: int = 512,
-        forced: list[list[int]] | None = None,
-    ) -> dict:
+    def greedy(self, device, receipt: dict, ask: GreedyAsk) -> dict:
         """mnn_greedy (built against this engine's own libraries) per prompt, with a greedy
         config written on the device (base_dir -> the model) that holds every setting
-        llm_bench applies for the benchmark of P = prompt_tokens: token ids, top-k logits.
-        forced: per prompt, the tokens to feed (teacher forcing, see mnn_greedy.cpp)."""
+        llm_bench applies for the benchmark of P = ask.prompt_tokens: token ids, top-k logits
+        (ask.forced: see mnn_greedy.cpp)."""
         tool = posixpath.join(receipt["gate_tools"][self.record["engine"]], "mnn_greedy")
         config_path = self.engine_config(
-            device, receipt, runtime, prompt_tokens, "config.greedy.json", max_new_tokens
+            device,
+            receipt,
+            ask.runtime,
+            ask.prompt_tokens,
+            "config.greedy.json",
+            ask.max_new_tokens,
         )
 
         def argv_of(prompt_path: str, out: str, forced_path: str | None) -> list[str]:
-            argv = [tool, config_path, prompt_path, str(max_new_tokens), out]
+            argv = [tool, config_path, prompt_path, str(ask.max_new_tokens), out]
             return argv + ([str(GATE_TOP_K), forced_path] if forced_path else [])
 
-        run_env = {**(env or {}), **self.library_env()}
-        answers, first = tool_answers(device, prompts, forced, argv_of, run_env, timeout)
+        run_env = {**(ask.env or {}), **self.library_env()}
+        answers, first = tool_answers(
+            device, ask.prompts, ask.forced, argv_of, run_env, ask.timeout
+        )
         printed = first.stdout if first else ""
         return {
             "kind": "greedy",
             "unit": "token ids",
-            "runtime": runtime,
-            "env": env or {},
+            "runtime": ask.runtime,
+            "env": ask.env or {},
             "answers": answers,
             "engine": {**engine_lines(printed, device), "tool": "mnn_greedy"},
         }

@@ -10,6 +10,7 @@ from pathlib import Path
 from mnnrepro.config import with_runtime_defaults
 from mnnrepro.engines.base import (
     EngineKind,
+    GreedyAsk,
     command_record,
     crashed_answer,
     fetch_text,
@@ -75,25 +76,13 @@ class PrebuiltEngine(EngineKind):
     def read_bench(self, device, result, out: str) -> dict:
         return json.loads(fetch_text(device, out))
 
-    def greedy(
-        self,
-        device,
-        receipt: dict,
-        runtime: dict,
-        prompts: list[str],
-        max_new_tokens: int,
-        timeout: float,
-        env: dict | None = None,
-        prompt_tokens: int = 512,
-        forced: list[list[int]] | None = None,
-    ) -> dict:
+    def greedy(self, device, receipt: dict, ask: GreedyAsk) -> dict:
         """The runner's greedy mode, one process per prompt, with the runtime its benchmark
-        mode applies (llm.set_config(runtime) in both). forced: per prompt, the tokens to feed
-        (teacher forcing, see the runner)."""
-        runtime = with_runtime_defaults(runtime)
+        mode applies (llm.set_config(runtime) in both); ask.forced: see the runner."""
+        runtime = with_runtime_defaults(ask.runtime)
         out = device.scratch("greedy.json")
         payload, answers = None, []
-        for i, prompt in enumerate(prompts):  # one process per prompt: a crash is its prompt's
+        for i, prompt in enumerate(ask.prompts):  # one process per prompt: a crash is its prompt's
             argv = [
                 device.python(),
                 self.runner,
@@ -107,16 +96,16 @@ class PrebuiltEngine(EngineKind):
                 "--prompts",
                 json.dumps([prompt], ensure_ascii=False),
                 "--max-new-tokens",
-                str(max_new_tokens),
+                str(ask.max_new_tokens),
             ]
-            if forced is not None:
-                argv += ["--forced", json.dumps([forced[i]])]
-            result = device.run(argv, timeout=timeout, env=env or None)
-            command = command_record(argv, env, result)
+            if ask.forced is not None:
+                argv += ["--forced", json.dumps([ask.forced[i]])]
+            result = device.run(argv, timeout=ask.timeout, env=ask.env or None)
+            command = command_record(argv, ask.env, result)
             if result.ok:
                 payload = json.loads(fetch_text(device, out))
                 answers += [{**a, "command": command} for a in payload["answers"]]
             else:
                 answers.append({**crashed_answer(device, prompt, argv, result), "command": command})
         payload = payload or {"kind": "greedy", "runtime": runtime, "engine": {}}
-        return {**payload, "env": env or {}, "answers": answers}
+        return {**payload, "env": ask.env or {}, "answers": answers}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mnnrepro.devices.base import Device
+from mnnrepro.engines.base import GreedyAsk
 from mnnrepro.engines.registry import engine_for
 from mnnrepro.runs.staging import check_receipt, engine_files
 
@@ -28,9 +29,7 @@ def run_greedy(
         base = receipt["gate_tools"][record["engine"]]
         expected.update({f"{base}/{f['path']}": f["sha256"] for f in tool["files"]})
     device.verify(expected)
-    return engine_for(record, receipt).greedy(
-        device,
-        receipt,
+    ask = GreedyAsk(
         variant.get("runtime", {}),
         prompts,
         max_new_tokens,
@@ -39,3 +38,4 @@ def run_greedy(
         prompt_tokens,
         forced,
     )
+    return engine_for(record, receipt).greedy(device, receipt, ask)
