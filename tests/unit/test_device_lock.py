@@ -5,6 +5,7 @@ non-blocking attempt fails), a free one is entered while the other is held."""
 from __future__ import annotations
 
 import fcntl
+from pathlib import Path
 
 import pytest
 from conftest import SHORT_BENCH, two_variant_specs
@@ -28,19 +29,43 @@ def is_locked(key: str) -> bool:
         return False
 
 
+HOLD = (
+    "import sys\n"
+    "from mnnrepro.runs.device_lock import holding\n"
+    "with holding(sys.argv[1], 'another job'):\n"
+    "    print('held', flush=True)\n"
+    "    sys.stdin.readline()\n"
+)
+
+
 def test_two_phones_run_in_parallel_and_one_phone_runs_one_job(two_phones, tiny_model, tmp_path):
+    """Another process (another Snakemake job) holds phone-a; a whole benchmark on phone-b
+    runs meanwhile, in a thread given a deadline: had phone-b's job waited for phone-a's lock,
+    the thread would still be waiting when the deadline passes, and the test fails."""
+    import os
+    import subprocess
+    import sys
+    import threading
+
     (_, spec1), (_, spec2) = two_phones
     first, second = AdbDevice("phone-a", spec1), AdbDevice("phone-b", spec2)
     same_as_first = AdbDevice("another-name-for-phone-a", spec1)
     assert first.lock_key != second.lock_key
     assert same_as_first.lock_key == first.lock_key  # the phone, not what the config calls it
     receipt = push_receipt(second, {"mnn": str(tiny_model)}, "tiny")
-    with holding(first.lock_key, first.name):
-        assert is_locked(first.lock_key)  # a second job on phone-a would wait here
-        # ... while a whole benchmark runs on phone-b meanwhile (it would block if it waited
-        # for phone-a's lock), holding phone-b's lock
+    scripts = str(Path(__file__).resolve().parents[2] / "workflow" / "scripts")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, first.lock_key],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": scripts},
+    )
+    done = {}
+
+    def bench_on_second():
         with holding(second.lock_key, second.name):
-            index, _ = run_schedule(
+            done["index"], _ = run_schedule(
                 second,
                 interleaved(["a", "b"], 1),
                 two_variant_specs(),
@@ -48,8 +73,19 @@ def test_two_phones_run_in_parallel_and_one_phone_runs_one_job(two_phones, tiny_
                 SHORT_BENCH,
                 tmp_path / "raw",
             )
-            assert is_locked(second.lock_key)
-    assert len(index) == 2
+            done["second_locked"] = is_locked(second.lock_key)
+
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert is_locked(first.lock_key)  # a second job on phone-a would wait here
+        worker = threading.Thread(target=bench_on_second, daemon=True)
+        worker.start()
+        worker.join(timeout=300)
+        assert not worker.is_alive(), "phone-b's benchmark waited for phone-a's lock"
+        assert len(done["index"]) == 2 and done["second_locked"]
+        assert is_locked(first.lock_key)  # still held by the other process
+    finally:
+        holder.communicate("release\n", timeout=60)
     assert not is_locked(first.lock_key) and not is_locked(second.lock_key)
     for device in (first, second, same_as_first):
         device.close()

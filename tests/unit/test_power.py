@@ -41,8 +41,9 @@ def test_rapl_counter_gives_power_between_reads_and_survives_a_wrap(tmp_path):
 def test_samples_keep_the_device_clock_a_reader_gives():
     readings = iter([(1.0, 500.0), 2.0, (3.0, 502.0)])
     reader = PowerReader("test", lambda: next(readings, None))
+    deadline = time.monotonic() + 30  # a sampler that stops sampling fails, never hangs
     with PowerSampler(reader, 0.01) as sampler:
-        while len(sampler.samples) < 3:
+        while len(sampler.samples) < 3 and time.monotonic() < deadline:
             time.sleep(0.01)
     samples = sampler.record()["samples"]
     assert [s[1:] for s in samples[:3]] == [[1.0, 500.0], [2.0], [3.0, 502.0]]
