@@ -46,10 +46,42 @@ def test_code_digest_follows_names_and_contents(tmp_path):
 
 
 def test_analysis_reruns_on_package_changes_and_device_runs_on_runner_changes(root):
+    """Each analysis rule's `code` is the digest of its own script's closure; the device runs
+    take the runner instead, and no code digest (a code edit never re-measures)."""
+    import re
+
     bodies = rule_bodies(root)
     for name in ANALYSIS:
-        assert "code=PLAN.analysis_code" in bodies[name], name
+        script = re.search(r'script:\s+"\.\./scripts/(\w+\.py)"', bodies[name]).group(1)
+        assert f'code=PLAN.code_of("{script}")' in bodies[name], name
     for name in DEVICE_RUNS:
         assert "runner=PLAN.engine_runner" in bodies[name], name
     for name in DEVICE_RUNS | {"export_mnn_model", "build_engine", "measure_bandwidth"}:
-        assert "PLAN.analysis_code" not in bodies[name], f"{name} would re-measure on any code edit"
+        assert "code_of" not in bodies[name], f"{name} would re-measure on a code edit"
+
+
+def test_an_edit_reruns_the_analysis_jobs_that_reach_it_and_no_other(root, tmp_path):
+    """On a copy of the scripts: editing the statistics changes the summary's and the
+    mechanism's code digests; editing the adb device changes neither (it reran every analysis
+    job when the whole package was hashed)."""
+    import shutil
+
+    from mnnrepro.plan.code import closure, code_of, imported_files
+
+    scripts = tmp_path / "scripts"
+    shutil.copytree(root / "workflow" / "scripts", scripts)
+    jobs = ("compute_summary.py", "explain_gain.py", "plot.py")
+    before = {job: code_of(scripts / job, scripts) for job in jobs}
+    reached = closure(scripts / "compute_summary.py", scripts)
+    assert scripts / "mnnrepro/stats.py" in reached
+    assert scripts / "mnnrepro/devices/adb.py" not in reached
+    code_of.cache_clear(), imported_files.cache_clear()  # a new Snakemake process
+    with open(scripts / "mnnrepro/devices/adb.py", "a") as fh:
+        fh.write("\n# an edit\n")
+    assert {job: code_of(scripts / job, scripts) for job in jobs} == before
+    code_of.cache_clear(), imported_files.cache_clear()  # a new Snakemake process
+    with open(scripts / "mnnrepro/stats.py", "a") as fh:
+        fh.write("\n# an edit\n")
+    after = {job: code_of(scripts / job, scripts) for job in jobs}
+    assert after["compute_summary.py"] != before["compute_summary.py"]
+    assert after["explain_gain.py"] != before["explain_gain.py"]

@@ -8,7 +8,6 @@ STATISTICS_PARAMS = dict(
     comparison=PLAN.settings.comparison,
     stats=PLAN.settings.stats,
     bench=PLAN.settings.bench,
-    code=PLAN.analysis_code,
 )
 
 
@@ -31,7 +30,7 @@ rule check_validity:
         correctness=PLAN.settings.correctness,
         variants=PLAN.variant_specs,
         attribution=PLAN.settings.attribution,
-        code=PLAN.analysis_code,
+        code=PLAN.code_of("check_validity.py"),
     message:
         "Validity checks for device {wildcards.device}, model {wildcards.model}"
     script:
@@ -55,7 +54,7 @@ rule collect_kernel_table:
     conda:
         "../../envs/analysis.yaml"
     params:
-        code=PLAN.analysis_code,
+        code=PLAN.code_of("collect_kernel_table.py"),
     message:
         "Collecting the profiled invocations into kernels.csv"
     script:
@@ -80,7 +79,7 @@ rule collect_bench_table:
     params:
         raw_roots=PLAN.raw_roots,
         max_other_load=PLAN.settings.max_other_load,
-        code=PLAN.analysis_code,
+        code=PLAN.code_of("collect_bench_table.py"),
     message:
         "Collecting every repetition into bench.csv"
     script:
@@ -110,6 +109,7 @@ rule compute_summary:
         "../../envs/analysis.yaml"
     params:
         **STATISTICS_PARAMS,
+        code=PLAN.code_of("compute_summary.py"),
         variants=PLAN.settings.variants,
         interval=PLAN.messages.interval,
     message:
@@ -133,7 +133,7 @@ rule collect_sweep_table:
     params:
         raw_roots=PLAN.raw_roots,
         max_other_load=PLAN.settings.max_other_load,
-        code=PLAN.analysis_code,
+        code=PLAN.code_of("collect_sweep_table.py"),
     message:
         "Collecting the sweep's repetitions into sweep/bench.csv"
     script:
@@ -161,6 +161,7 @@ rule compute_sweep_summary:
         "../../envs/analysis.yaml"
     params:
         **STATISTICS_PARAMS,
+        code=PLAN.code_of("compute_sweep_summary.py"),
     message:
         "Gains at every sweep point (sweep/summary.csv)"
     script:
@@ -194,7 +195,7 @@ rule explain_gain:
         stats=PLAN.settings.stats,
         bench=PLAN.settings.repetitions,
         engine_formats=PLAN.engine_formats,
-        code=PLAN.analysis_code,
+        code=PLAN.code_of("explain_gain.py"),
     message:
         "Decode ceiling, prefill arithmetic and energy per token (mechanism.csv)"
     script:
@@ -233,7 +234,7 @@ rule check_emulation:
     params:
         reference=PLAN.settings.emulation_reference,
         correctness=PLAN.settings.correctness,
-        code=PLAN.analysis_code,
+        code=PLAN.code_of("check_emulation.py"),
     message:
         "Comparing greedy tokens of every device with {params.reference}"
     script:

@@ -155,7 +155,7 @@ rule describe_model_layout:
     conda:
         "../../envs/analysis.yaml"
     params:
-        code=PLAN.analysis_code,
+        code=PLAN.code_of("describe_model_layout.py"),
     message:
         "Bytes per decode token and operations per prefill token of model {wildcards.model}"
     script:

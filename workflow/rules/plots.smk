@@ -45,7 +45,7 @@ rule plot:
         "../../envs/analysis.yaml"
     params:
         charts=PLAN.charts,
-        code=PLAN.analysis_code,
+        code=PLAN.code_of("plot.py"),
     message:
         "Plotting {params.charts} (results/{wildcards.experiment}/plots/)"
     script:

@@ -49,7 +49,7 @@ rule check_replay:
     params:
         experiment=PLAN.name,
         tables=PLAN.replay_tables(),
-        code=PLAN.analysis_code,
+        code=PLAN.code_of("check_replay.py"),
     message:
         "Comparing the replayed tables with the archive's own ({params.tables})"
     script:

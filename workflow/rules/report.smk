@@ -27,7 +27,7 @@ rule write_summary_report:
         "../../envs/analysis.yaml"
     params:
         top=PLAN.settings.attribution["top"],
-        code=PLAN.analysis_code,
+        code=PLAN.code_of("write_summary_report.py"),
     message:
         "Writing results/{wildcards.experiment}/summary.md"
     script:

@@ -16,6 +16,7 @@ from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.registry import kind_of_spec
 from mnnrepro.files import code_digest, where_run
 from mnnrepro.models.formats import FORMATS
+from mnnrepro.plan.code import code_of
 from mnnrepro.plan.engine_inputs import EngineInputs
 from mnnrepro.plan.experiment import Experiment, resolve
 from mnnrepro.plan.messages import JobMessages
@@ -50,9 +51,7 @@ class Plan(EngineInputs):
         self.raw_roots = experiment.raw_roots
         # the prebuilt engine's device-side runner holds the timing loop: an input of every run
         self.engine_runner = where_run(scripts / "mnnrepro/runs/prebuilt_runner.py")
-        # analysis rules rerun when the package's code changes (Snakemake tracks only the
-        # script files themselves); measurements rerun only when what they measure changes
-        self.analysis_code = code_digest(scripts / "mnnrepro")
+        self.scripts = scripts
         # the gate tools' and the bandwidth probe's sources: an edit rebuilds them, not MNN
         build = scripts / "mnnrepro/toolchain"
         self.gate_tool_code = "".join(
@@ -115,6 +114,12 @@ class Plan(EngineInputs):
 
     # where each model format's files lie
     mnn_model_dir, gguf_model_dir = MNN_MODEL_DIR, GGUF_MODEL_DIR
+
+    def code_of(self, script: str) -> str:
+        """The digest of what an analysis job runs of this workflow's code (plan/code.py): its
+        `code` param, so an edit reruns the jobs it reaches. Measurements take none: they rerun
+        only when what they measure changes."""
+        return code_of(self.scripts / script, self.scripts)
 
     @staticmethod
     def alternatives(names) -> str:

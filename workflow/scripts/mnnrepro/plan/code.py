@@ -1,0 +1,52 @@
+"""What an analysis job's output depends on in this workflow's own code: its script and every
+module of the package the script imports, followed through the package (imports inside
+functions included), hashed by name and content. An edit reruns the jobs whose scripts reach
+the edited module, and no other (Snakemake itself tracks only the script file)."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from functools import cache
+from pathlib import Path
+
+PACKAGE = "mnnrepro"
+
+
+@cache
+def imported_files(path: Path, scripts: Path) -> frozenset[Path]:
+    """The package's files that importing what `path` imports runs (each module, and the
+    __init__ of every package on its way)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == PACKAGE:
+            names |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+        elif isinstance(node, ast.Import):
+            names |= {a.name for a in node.names if a.name.split(".")[0] == PACKAGE}
+    files = set()
+    for name in names:
+        parts = name.split(".")
+        for depth in range(1, len(parts) + 1):
+            base = scripts.joinpath(*parts[:depth])
+            files |= {f for f in (base.with_suffix(".py"), base / "__init__.py") if f.is_file()}
+    return frozenset(files)
+
+
+def closure(script: Path, scripts: Path) -> list[Path]:
+    """The script and every package file it reaches, in a stable order."""
+    seen, todo = set(), [script]
+    while todo:
+        path = todo.pop()
+        if path not in seen:
+            seen.add(path)
+            todo.extend(imported_files(path, scripts) - seen)
+    return sorted(seen)
+
+
+@cache
+def code_of(script: Path, scripts: Path) -> str:
+    """sha256 over the names (relative to `scripts`) and contents of the script's closure."""
+    digest = hashlib.sha256()
+    for path in closure(script, scripts):
+        digest.update(path.relative_to(scripts).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
