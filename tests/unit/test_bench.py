@@ -85,7 +85,7 @@ def test_changed_settings_are_measured_again(tiny_model, tmp_path):
 def test_a_changed_runner_measures_again():
     """The prebuilt runner holds the timing loop: its hash is part of what was measured."""
     from mnnrepro.files import sha256_file
-    from mnnrepro.runs.benchmark import plan_key
+    from mnnrepro.runs.raw_files import plan_key
     from mnnrepro.runs.staging import RUNNER
 
     spec = specs()["a"]

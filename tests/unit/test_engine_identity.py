@@ -19,7 +19,8 @@ from mnnrepro.config import ConfigError
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.files import read_json, write_json
 from mnnrepro.plan.checks import check_references
-from mnnrepro.runs.benchmark import done_record, engine_identity, measurement_key, run_schedule
+from mnnrepro.runs.benchmark import run_schedule
+from mnnrepro.runs.raw_files import done_record, engine_identity, measurement_key
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.runs.staging import push_receipt
 from mnnrepro.toolchain.cmake import build_engine, run_logged

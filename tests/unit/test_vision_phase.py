@@ -18,7 +18,8 @@ from conftest import SHORT_BENCH
 
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.files import file_table, read_json, sha256_file
-from mnnrepro.runs.benchmark import measurement_key, run_schedule, variant_specs
+from mnnrepro.runs.benchmark import run_schedule, variant_specs
+from mnnrepro.runs.raw_files import measurement_key
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.runs.staging import push_receipt
 from mnnrepro.runs.vision import measured_vision, with_vision_set

@@ -8,9 +8,7 @@ runs only what is missing."""
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,12 +18,19 @@ from mnnrepro.devices.base import Device
 from mnnrepro.devices.power import PowerReader
 from mnnrepro.engines.base import BenchError, command_record
 from mnnrepro.engines.registry import engine_for, kind_of_record
-from mnnrepro.files import read_json, sha256_file, sha256_text, write_json
+from mnnrepro.files import read_json, sha256_file, write_json
 from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.gates import quiet_gate, thermal_gate
 from mnnrepro.runs.power import PowerSampler, unavailable
 from mnnrepro.runs.prebuilt_runner import vision_results
 from mnnrepro.runs.precision import stopping_decision, verdict_thresholds
+from mnnrepro.runs.raw_files import (
+    done_record,
+    index_entry,
+    measurement_key,
+    raw_path,
+    supersede,
+)
 from mnnrepro.runs.schedule import Invocation
 from mnnrepro.runs.staging import RUNNER, check_receipt, engine_files
 from mnnrepro.runs.vision import measured_vision, with_vision_set
@@ -33,106 +38,9 @@ from mnnrepro.stats import VISION_PHASES, block_range, stops_on_verdict
 
 log = logging.getLogger(__name__)
 
-
-def plan_key(spec: dict) -> str:
-    """Identity of one variant's measurement: changes whenever what it measures changes."""
-    return sha256_text(json.dumps(spec, sort_keys=True))
-
-
-def engine_identity(record: dict) -> dict:
-    """What of an engine a measurement depends on: its kind, its pin or its build definition
-    (platform, flags, source commit), and the content of every file it runs. Not where it
-    was built, when, or how long it took: a rebuild of the same inputs keeps every
-    measurement, a changed artifact measures again."""
-    return kind_of_record(record).identity(record)
-
-
-def measurement_key(spec: dict, measured: dict) -> str:
-    """The raw-record key: engine identity, runtime, env, model, runner, bench settings."""
-    return plan_key(
-        {
-            **{k: v for k, v in spec.items() if k != "engine"},
-            "engine": engine_identity(spec["engine"]),
-            "bench": measured,
-        }
-    )
-
-
-def raw_path(raw_dir: Path, inv: Invocation) -> Path:
-    return Path(raw_dir) / inv.variant / f"rep-{inv.block:03d}.json"
-
-
-def set_aside(path: Path) -> Path | None:
-    """Keep a raw file that is about to be measured again (settings changed, damaged, or a
-    re-measure) beside it as `rep-NNN.json.superseded-<UTC time>`: nothing measured is lost."""
-    if not path.exists():
-        return None
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    kept = path.with_name(f"{path.name}.superseded-{stamp}")
-    n = 1
-    while kept.exists():  # two set asides within a second
-        n += 1
-        kept = path.with_name(f"{path.name}.superseded-{stamp}-{n}")
-    os.replace(path, kept)
-    log.info("set aside %s (measured again)", kept)
-    return kept
-
-
-def supersede_reason(path: Path, key: str, remeasure: str) -> str:
-    """Why the raw record at path (about to be set aside) is measured again."""
-    try:
-        old = read_json(path)
-    except (OSError, ValueError):
-        return "unreadable or damaged"
-    if not isinstance(old, dict):
-        return "unreadable or damaged"
-    if remeasure and old.get("remeasure") != remeasure:
-        return f"re-measured under label {remeasure!r}"
-    if old.get("plan_key") != key:
-        return "settings, engine or model changed"
-    return f"earlier invocation ended with status {old.get('status')!r}"
-
-
-def superseded_files(path: Path) -> list[dict]:
-    """Every earlier measurement of this invocation set aside beside its raw file, oldest
-    first, with its sha256 and why it was measured again (from the record that replaced it)."""
-    siblings = sorted(path.parent.glob(f"{path.name}.superseded-*"))
-    reasons = {}
-    for record_path in [*siblings, path]:
-        try:
-            record = read_json(record_path)
-        except (OSError, ValueError):
-            continue
-        replaced = record.get("supersedes") if isinstance(record, dict) else None
-        if isinstance(replaced, dict) and "raw" in replaced:
-            reasons[Path(replaced["raw"]).name] = replaced.get("reason", "")
-    return [
-        {
-            "raw": str(sibling),
-            "sha256": sha256_file(sibling),
-            "superseded_at": sibling.name.split(".superseded-", 1)[1],
-            "reason": reasons.get(sibling.name, "not recorded (set aside by an older version)"),
-        }
-        for sibling in siblings
-    ]
-
-
-def done_record(path: Path, key: str, remeasure: str = "") -> dict | None:
-    """The raw record at path if it measured what key identifies, else None (run it).
-
-    remeasure: a label (`--config remeasure=<label>`): a record not measured under that same
-    label is measured again, so a re-measurement that was interrupted resumes with its label."""
-    try:
-        record = read_json(path)
-    except (OSError, ValueError):
-        return None
-    if remeasure and record.get("remeasure") != remeasure:
-        return None
-    # a deterministic crash of an emulated device is a result too: not run again
-    done = record.get("status") == "ok" or (
-        record.get("status") == "failed" and record.get("emulated")
-    )
-    return record if record.get("plan_key") == key and done else None
+# what a record keeps of the thermal gate's decision (its temperatures are thermal_before_c)
+THERMAL_GATE_KEPT = ("waited_s", "cool", "thermal_status", "gated_on", "hottest_gated_c")
+THERMAL_GATE_KEPT += ("ignored", "rule")
 
 
 def run_one(
@@ -201,6 +109,90 @@ def sampling(reader, bench: dict):
         yield sampler
 
 
+def run_engine(device: Device, spec, receipt, bench, device_out, power_reader, clock) -> dict:
+    """The engine's run (power sampled) and the vision step: the record's payload. clock gets
+    a mark when the engine starts and when it ends. On an emulated device a failed run is kept
+    as `failed` (emulated timings are never compared); on a real one it stops the job."""
+    engine = engine_for(spec["engine"], receipt)
+    argv, env = engine.bench_command(
+        device, engine.model_path(receipt), spec["runtime"], bench, device_out
+    )
+    env = {**spec.get("env", {}), **env}  # the variant's env; the engine's own wins
+    clock.append(time.monotonic())
+    sampler = None
+    try:
+        with sampling(power_reader, bench) as sampler:
+            payload = run_one(device, engine, argv, env, device_out, bench)
+        payload["power"] = sampler.record() if sampler else unavailable(power_reader)
+        clock.append(time.monotonic())
+        step = vision_step(device, engine, receipt, spec["runtime"], env, bench, power_reader)
+        payload.update(with_vision_step(payload["results"], step))
+    except BenchError as err:
+        if not device.emulated:
+            raise
+        payload = {"status": "failed", "error": str(err)[-2000:], "results": []}
+        payload["power"] = sampler.record() if sampler else unavailable(power_reader)
+    return payload
+
+
+def measure(
+    device: Device,
+    inv: Invocation,
+    spec: dict,
+    receipt: dict,
+    bench: dict,
+    where: dict,
+    key: str,
+    remeasure: str,
+    path: Path,
+) -> dict:
+    """One invocation, measured now: gates first, then the engine (with power sampled) and the
+    vision step; its record, with where its device time went. where: the device's output file
+    (`out`), its power reader and the settings it measures under (`measured`)."""
+    device_out, power_reader, measured = where["out"], where["power_reader"], where["measured"]
+    clock = [time.monotonic()]  # where the device's time goes, step by step
+    if bench["cooldown_s"]:
+        time.sleep(bench["cooldown_s"])
+    clock.append(time.monotonic())
+    gate = thermal_gate(device, bench)
+    clock.append(time.monotonic())
+    quiet = quiet_gate(device, bench)
+    clock.append(time.monotonic())
+    screen = device.screen_state()
+    device.verify(engine_files(spec["engine"], receipt))
+    cpufreq_before = device.cpufreq()
+    started = time.time()
+    payload = run_engine(device, spec, receipt, bench, device_out, power_reader, clock)
+    record = {
+        "status": "ok",
+        "emulated": device.emulated,
+        # a phone on USB power: its battery current is the charger's balance
+        "battery_after": device.battery(),
+        "build_fingerprint": device.build_fingerprint(),
+        "screen_before": screen,
+        "plan_key": key,
+        "invocation": inv.to_dict(),
+        "variant": inv.variant,
+        "device": device.name,
+        "started_unix": started,
+        "thermal_before_c": gate["temps_c"],
+        "thermal_gate": {k: gate[k] for k in THERMAL_GATE_KEPT},
+        "thermal_after_c": device.thermal(),
+        "quiet_gate": quiet,
+        "cpufreq_before": cpufreq_before,
+        "cpufreq_after": device.cpufreq(),
+        "bench": measured,
+        "spec": spec,
+        **payload,
+    }
+    record["device_time_s"] = device_time(clock, time.monotonic())
+    if remeasure:
+        record["remeasure"] = remeasure
+    if path.exists():  # measured again: the earlier file is set aside, never lost
+        record["supersedes"] = supersede(path, key, remeasure)
+    return record
+
+
 def run_schedule(
     device: Device,
     plan: list[Invocation],
@@ -239,89 +231,17 @@ def run_schedule(
             print(f"{progress}: kept (measured earlier)", flush=True)
             done += 1
         else:
-            clock = [time.monotonic()]  # where the device's time goes, step by step
-            if bench["cooldown_s"]:
-                time.sleep(bench["cooldown_s"])
-            clock.append(time.monotonic())
-            gate = thermal_gate(device, bench)
-            clock.append(time.monotonic())
-            quiet = quiet_gate(device, bench)
-            clock.append(time.monotonic())
-            screen = device.screen_state()
-            device.verify(engine_files(spec["engine"], receipt))
-            cpufreq_before = device.cpufreq()
-            started = time.time()
-            engine = engine_for(spec["engine"], receipt)
-            argv, env = engine.bench_command(
-                device, engine.model_path(receipt), spec["runtime"], bench, device_out
-            )
-            env = {**spec.get("env", {}), **env}  # the variant's env; the engine's own wins
-            clock.append(time.monotonic())
-            try:
-                with sampling(power_reader, bench) as sampler:
-                    payload = run_one(device, engine, argv, env, device_out, bench)
-                payload["power"] = sampler.record() if sampler else unavailable(power_reader)
-                clock.append(time.monotonic())
-                step = vision_step(
-                    device, engine, receipt, spec["runtime"], env, bench, power_reader
-                )
-                payload.update(with_vision_step(payload["results"], step))
-            except BenchError as err:
-                if not device.emulated:
-                    raise
-                payload = {"status": "failed", "error": str(err)[-2000:], "results": []}
-                payload["power"] = sampler.record() if sampler else unavailable(power_reader)
-            record = {
-                "status": "ok",
-                "emulated": device.emulated,
-                # a phone on USB power: its battery current is the charger's balance
-                "battery_after": device.battery(),
-                "build_fingerprint": device.build_fingerprint(),
-                "screen_before": screen,
-                "plan_key": key,
-                "invocation": inv.to_dict(),
-                "variant": inv.variant,
-                "device": device.name,
-                "started_unix": started,
-                "thermal_before_c": gate["temps_c"],
-                "thermal_gate": {
-                    k: gate[k]
-                    for k in (
-                        *("waited_s", "cool", "thermal_status", "gated_on", "hottest_gated_c"),
-                        *("ignored", "rule"),
-                    )
-                },
-                "thermal_after_c": device.thermal(),
-                "quiet_gate": quiet,
-                "cpufreq_before": cpufreq_before,
-                "cpufreq_after": device.cpufreq(),
-                "bench": measured,
-                "spec": spec,
-                **payload,
-            }
-            record["device_time_s"] = device_time(clock, time.monotonic())
-            if remeasure:
-                record["remeasure"] = remeasure
-            if path.exists():
-                reason = supersede_reason(path, key, remeasure)
-                kept = set_aside(path)
-                record["supersedes"] = {"raw": str(kept), "reason": reason}
+            where = {"out": device_out, "power_reader": power_reader, "measured": measured}
+            record = measure(device, inv, spec, receipt, bench, where, key, remeasure, path)
             write_json(path, record)
             print(f"{progress}: measured", flush=True)
             log.info(
                 "ran    %s: %s",
                 path,
-                ", ".join(f"{r['phase']} {r['tps']:.2f} tok/s" for r in payload["results"]),
+                ", ".join(f"{r['phase']} {r['tps']:.2f} tok/s" for r in record["results"]),
             )
         records.append(record)
-        index.append(
-            {
-                "invocation": inv.to_dict(),
-                "raw": str(path),
-                "sha256": sha256_file(path),
-                "superseded": superseded_files(path),
-            }
-        )
+        index.append(index_entry(inv, path))
         if stop is not None and inv.position == per_block - 1:
             stopped = stop(records, inv.block + 1)
             if stopped is not None:

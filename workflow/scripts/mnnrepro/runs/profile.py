@@ -18,8 +18,9 @@ from mnnrepro.devices.profilers import ProfilerError
 from mnnrepro.engines.base import command_record
 from mnnrepro.engines.registry import engine_for, kind_of_record
 from mnnrepro.files import read_json, sha256_file, write_json
-from mnnrepro.runs.benchmark import measurement_key, variant_specs
+from mnnrepro.runs.benchmark import variant_specs
 from mnnrepro.runs.device_lock import holding
+from mnnrepro.runs.raw_files import measurement_key
 from mnnrepro.runs.staging import check_receipt, engine_files
 from mnnrepro.runs.vision import measured_vision, with_vision_set
 from mnnrepro.stats import PHASES, VISION_PHASES
