@@ -142,3 +142,10 @@ def test_the_rules_read_the_plan_not_the_config():
         elif isinstance(node, ast.FunctionDef):
             names.add(node.name)
     assert "PLAN" in names and len(names) <= 10, sorted(names)
+
+
+def test_the_readme_is_a_first_screen_and_pointers():
+    """README: what it is, the quickstart, three ways in and where everything else lives (at
+    most 10 KB); each measured figure has one home, in docs/ or a results file."""
+    readme = PACKAGE.parents[2] / "README.md"
+    assert len(readme.read_bytes()) <= 10 * 1024
