@@ -298,7 +298,8 @@ def test_a_value_beyond_its_bound_is_refused_saying_why(key, spec):
     config = quickstart()
     parent = key.rsplit(".", 1)[0]
     if parent.endswith(".repetitions"):  # a key of precision on demand: the rest valid
-        set_key(config, parent, {"min": 5, "max": 10, "target_half_width": 0.02})
+        rule = {"min": 5, "max": 10, "target_half_width": 0.02, "until": "verdict"}
+        set_key(config, parent, rule)
     if spec.get("type") == "array":  # a list longer than its bound
         set_key(config, key, list(range(1, spec["maxItems"] + 2)))
     elif key.endswith(".0"):  # a list's value beyond its bound
