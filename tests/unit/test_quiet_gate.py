@@ -89,3 +89,15 @@ def test_the_report_separates_quiet_from_loaded_blocks():
     row = pd.Series({"blocks_under_load": 1, "n_pairs": 2})
     assert conditions(row) == "**under load** (1/2 blocks)"
     assert conditions(pd.Series({"blocks_under_load": 0, "n_pairs": 2})) == "quiet"
+
+
+def test_a_gate_setting_not_given_is_the_schemas_default():
+    """One default per setting, the schema's: a gate given a partial `bench` waits as a run
+    with the schema's defaults would (a reader's own fallback once said 0 s for 600)."""
+    from mnnrepro.config import load_schema
+    from mnnrepro.runs.gates import setting
+
+    schema = load_schema()["properties"]["bench"]["properties"]
+    for key in ("thermal_timeout_s", "quiet_timeout_s", "quiet_window_s", "max_other_load"):
+        assert setting({}, key) == schema[key]["default"], key
+        assert setting({key: 7}, key) == 7

@@ -11,18 +11,28 @@ from mnnrepro.devices.base import Device
 log = logging.getLogger(__name__)
 
 
+def setting(bench: dict, key: str):
+    """A gate's setting as the run's `bench` has it, else the schema's default: one default,
+    declared once (a reader's own fallback once said 0 s where the schema says 600)."""
+    if key in bench:
+        return bench[key]
+    from mnnrepro.config import load_schema
+
+    return load_schema()["properties"]["bench"]["properties"][key].get("default")
+
+
 def thermal_gate(device: Device, bench: dict) -> dict:
     """Wait until the device is cool (status NONE, the hottest gated temperature <=
     max_temp_c), bounded by thermal_timeout_s. Which temperatures are gated on, and which are
     ignored and why: runs/thermal.py."""
     from mnnrepro.runs.thermal import gate_temperatures, named_temperatures
 
-    limit = bench.get("max_temp_c")
+    limit = setting(bench, "max_temp_c")
     start = time.monotonic()
-    deadline = start + bench.get("thermal_timeout_s", 0)
+    deadline = start + setting(bench, "thermal_timeout_s")
     while True:
         temps, (status, hal) = device.thermal(), device.thermal_service()
-        gated, ignored, rule = gate_temperatures(temps, hal, bench.get("thermal_zones"))
+        gated, ignored, rule = gate_temperatures(temps, hal, setting(bench, "thermal_zones"))
         hottest = max(gated.values()) if gated else None
         cool = status in (None, 0) and (limit is None or hottest is None or hottest <= limit)
         if cool or time.monotonic() >= deadline:
@@ -51,11 +61,11 @@ def quiet_gate(device: Device, bench: dict) -> dict:
     `quiet_timeout_s`; the load is sampled over `quiet_window_s` while nothing of ours runs
     (a phone's from its own /proc/stat over adb). Devices that cannot measure it pass with
     quiet None."""
-    limit = bench.get("max_other_load")
+    limit = setting(bench, "max_other_load")
     start = time.monotonic()
-    deadline = start + bench.get("quiet_timeout_s", 0)
+    deadline = start + setting(bench, "quiet_timeout_s")
     while True:
-        load = None if limit is None else device.other_load_now(bench.get("quiet_window_s", 0.5))
+        load = None if limit is None else device.other_load_now(setting(bench, "quiet_window_s"))
         quiet = None if load is None else load <= limit
         if quiet is not False or time.monotonic() >= deadline:
             return {"waited_s": round(time.monotonic() - start, 1), "quiet": quiet, "load": load}
