@@ -103,6 +103,7 @@ rule run_bench:
         ci_level=PLAN.settings.ci_level,
         # `--config remeasure=<label>`: measure again what was not measured under that label
         remeasure=PLAN.settings.remeasure,
+        point="",  # the main benchmark, not a sweep point
         vision_phase=(
             f"; the vision phase asks {', '.join(PLAN.vision_images)} if the model has a vision encoder"
             if PLAN.vision_images
@@ -152,6 +153,7 @@ rule run_sweep:
     input:
         **BENCH_INPUTS,
         main="results/{experiment}/runs/{device}/{model}.json",
+        images=[],  # a sweep point asks no image questions
     output:
         runs="results/{experiment}/sweep/runs/{device}/{model}/{point}.json",
     log:
@@ -166,9 +168,12 @@ rule run_sweep:
         variants=PLAN.point_variants,
         bench=PLAN.point_bench,
         comparison=PLAN.settings.comparison,
+        image_names=[],
+        model_formats=PLAN.model_formats,
         pairs=PLAN.judged_pairs,
         ci_level=PLAN.settings.ci_level,
         remeasure=PLAN.settings.remeasure,
+        point=lambda wildcards: wildcards.point,
     message:
         "Sweep point {wildcards.point} on device {wildcards.device}, model {wildcards.model}"
     script:

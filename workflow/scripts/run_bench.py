@@ -4,15 +4,11 @@ from mnnrepro.runs.benchmark import run_plan_for_rule
 from mnnrepro.runs.vision import vision_images
 
 log_to(snakemake.log[0])
-images = (  # the vision phase: the main benchmark of a model that takes images (no sweep)
-    vision_images(
-        snakemake.params.image_names,
-        snakemake.input.images,
-        snakemake.params.model_formats,
-        snakemake.input.model,
-    )
-    if hasattr(snakemake.params, "image_names")
-    else []
+images = vision_images(  # the vision phase: the main benchmark of a model that takes images
+    snakemake.params.image_names,
+    snakemake.input.images,
+    snakemake.params.model_formats,
+    snakemake.input.model,
 )
 index = run_plan_for_rule(
     device_name=snakemake.wildcards.device,
@@ -32,6 +28,6 @@ index = run_plan_for_rule(
     facts=snakemake.input.facts,
 )
 index.update(experiment=snakemake.wildcards.experiment, model=snakemake.wildcards.model)
-if hasattr(snakemake.wildcards, "point"):  # a sweep point (rule run_sweep)
-    index.update(point=snakemake.wildcards.point, bench=snakemake.params.bench)
+if snakemake.params.point:  # a sweep point (rule run_sweep)
+    index.update(point=snakemake.params.point, bench=snakemake.params.bench)
 write_json(snakemake.output.runs, index)
