@@ -12,7 +12,7 @@ from conftest import greedy_answers, run_snakemake
 from PIL import Image, ImageOps
 
 from mnnrepro.analysis.correctness import gate_prompts, label_answers
-from mnnrepro.config import ConfigError, prompt_images
+from mnnrepro.config import ConfigError, prompt_image_files
 from mnnrepro.models.export import export_model
 from mnnrepro.models.mnn_files import is_vision_model, missing_files
 
@@ -98,12 +98,12 @@ def test_relative_images_are_found_in_the_working_then_the_workflow_directory(
     root, tmp_path, monkeypatch
 ):
     monkeypatch.chdir(tmp_path)
-    found = prompt_images({"correctness": GATE}, root)
+    found = prompt_image_files({"correctness": GATE}, root)
     card = root / "config/images/test-card.png"
     assert found == {"config/images/test-card.png": str(card)}
     (tmp_path / "config/images").mkdir(parents=True)
     (tmp_path / "config/images/test-card.png").write_bytes(card.read_bytes())
-    found = prompt_images({"correctness": GATE}, root)
+    found = prompt_image_files({"correctness": GATE}, root)
     # inside the working directory: named relative to it (a moved checkout plans the same)
     assert found["config/images/test-card.png"] == "config/images/test-card.png"
 
@@ -112,7 +112,7 @@ def test_missing_image_names_the_key(root, tmp_path):
     cfg = yaml.safe_load((root / "tests/workflow/config-tiny.yaml").read_text())
     cfg["correctness"]["image_prompts"] = [{"image": "no/such.png", "text": "x"}]
     with pytest.raises(ConfigError, match=r"`correctness.image_prompts.0.image`: no file"):
-        prompt_images(cfg, root)
+        prompt_image_files(cfg, root)
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(cfg))
     proc = run_snakemake(

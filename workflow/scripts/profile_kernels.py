@@ -1,7 +1,7 @@
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
 from mnnrepro.runs.profile import profile_for_rule
-from mnnrepro.runs.vision import vision_images
+from mnnrepro.runs.vision import vision_phase_images
 
 log_to(snakemake.log[0])
 index = profile_for_rule(
@@ -14,7 +14,7 @@ index = profile_for_rule(
     bench=snakemake.params.bench,
     attribution=snakemake.params.attribution,
     out_dir=snakemake.params.out_dir,
-    images=vision_images(
+    images=vision_phase_images(
         snakemake.params.image_names,
         snakemake.input.images,
         snakemake.params.model_formats,

@@ -1,10 +1,10 @@
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
 from mnnrepro.runs.benchmark import run_plan_for_rule
-from mnnrepro.runs.vision import vision_images
+from mnnrepro.runs.vision import vision_phase_images
 
 log_to(snakemake.log[0])
-images = vision_images(  # the vision phase: the main benchmark of a model that takes images
+images = vision_phase_images(  # the vision phase: the main benchmark of a model that takes images
     snakemake.params.image_names,
     snakemake.input.images,
     snakemake.params.model_formats,

@@ -284,7 +284,7 @@ def run_variants(config: dict) -> dict:
     return variants
 
 
-def prompt_images(config: dict, workflow_dir: str | Path) -> dict[str, str]:
+def prompt_image_files(config: dict, workflow_dir: str | Path) -> dict[str, str]:
     """Each `correctness.image_prompts[].image` as configured -> the file it names."""
     prompts = config.get("correctness", {}).get("image_prompts", [])
     return find_images(
@@ -293,7 +293,7 @@ def prompt_images(config: dict, workflow_dir: str | Path) -> dict[str, str]:
     )
 
 
-def vision_images(config: dict, workflow_dir: str | Path) -> dict[str, str]:
+def vision_image_files(config: dict, workflow_dir: str | Path) -> dict[str, str]:
     """Each `bench.vision.images[]` (the vision phase's image set) -> the file it names."""
     images = config.get("bench", {}).get("vision", {}).get("images", [])
     return find_images(

@@ -11,7 +11,13 @@ from pathlib import Path
 
 from snakemake.io import expand
 
-from mnnrepro.config import canonical, judged_pairs, prompt_images, run_variants, vision_images
+from mnnrepro.config import (
+    canonical,
+    judged_pairs,
+    prompt_image_files,
+    run_variants,
+    vision_image_files,
+)
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.registry import kind_of_spec
 from mnnrepro.files import code_digest, where_run
@@ -107,8 +113,8 @@ class Plan(EngineInputs):
         # configured image -> its file (a replay re-derives from the archive: no images
         # needed): the gate's image prompts, the vision phase's image set
         root = scripts.parents[1]
-        self.prompt_images = {} if self.replay else prompt_images(config, root)
-        self.vision_images = {} if self.replay else vision_images(config, root)
+        self.prompt_images = {} if self.replay else prompt_image_files(config, root)
+        self.vision_images = {} if self.replay else vision_image_files(config, root)
         self.llamacpp_source_receipt = self.sources.section_receipts["llamacpp"]
         self.messages = JobMessages(self)  # what job messages say of pins, checks, intervals
 

@@ -13,7 +13,7 @@ from mnnrepro.models.mnn_files import reads_images
 from mnnrepro.runs.staging import stage_images
 
 
-def vision_images(
+def vision_phase_images(
     image_names: list[str], image_files: list[str], model_formats: list[str], model_dirs: list[str]
 ) -> list[tuple[str, str]]:
     """(name as configured, local file) of bench.vision.images where the model takes images
