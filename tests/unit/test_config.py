@@ -311,3 +311,25 @@ def test_a_bad_config_file_is_one_line_naming_the_file_the_key_and_what_to_do(ro
     expected = f"error: {bad}: config key `bench.repetiton`: unknown key; did you mean"
     assert lines[-1] == f"{expected} `bench.repetitions`?", lines
     assert not any("WorkflowError" in x or x.lstrip().startswith("File ") for x in lines), lines
+
+
+def test_a_patch_that_is_not_its_pin_is_named_when_the_config_is_read(root, tmp_path, monkeypatch):
+    """config/mnn-vector-length.yaml pins its patch by sha256: the dry run checks it (the
+    engine's own key, not mnn.patches), a changed file and a missing one alike."""
+    import shutil
+
+    from mnnrepro.plan.checks import patch_pin_problems
+
+    config = yaml.safe_load((root / "config" / "mnn-vector-length.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "patches").mkdir()
+    patch = tmp_path / "patches" / "mnn-sme2-vector-length.patch"
+    shutil.copy(root / "patches" / patch.name, patch)
+    assert patch_pin_problems(config) == []
+    with open(patch, "a") as fh:
+        fh.write("\n")
+    (problem,) = patch_pin_problems(config)
+    assert problem.startswith("config key `engines.mnn-361-patched.build.patches.0.sha256`:")
+    patch.unlink()
+    (problem,) = patch_pin_problems(config)
+    assert problem.startswith("config key `engines.mnn-361-patched.build.patches.0.path`:")

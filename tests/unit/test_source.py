@@ -136,13 +136,13 @@ def test_a_patch_that_does_not_apply_or_changed_fails_naming_it(repo, tmp_path):
     path, _ = repo
     stale = patch_file(tmp_path, PATCH.replace("project(y)", "project(z)"), "stale.patch")
     with pytest.raises(
-        SourceError, match=r"`mnn\.patches\.0\.path`: .*stale\.patch does not apply"
+        SourceError, match=r"patch 0 of this source, .*stale\.patch, does not apply"
     ):
         provide_source({"path": str(path)}, {}, tmp_path / "cache", [stale])
     assert not (tmp_path / "cache" / "patched").exists()  # nothing half-written
     edited = patch_file(tmp_path)
     (tmp_path / "fix.patch").write_text(PATCH + "+# more\n")
-    with pytest.raises(SourceError, match=r"`mnn\.patches\.0\.sha256`: .*fix\.patch has another"):
+    with pytest.raises(SourceError, match=r"patch 0 of this source: .*fix\.patch has another"):
         provide_source({"path": str(path)}, {}, tmp_path / "cache", [edited])
 
 

@@ -19,6 +19,7 @@ from mnnrepro.config import (
 )
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.registry import KINDS, kind_of_spec
+from mnnrepro.files import sha256_file
 from mnnrepro.sweep_plan import sweep_problems
 
 
@@ -28,7 +29,7 @@ def check(config: dict, local_paths: bool = True, fill_defaults: bool = False) -
     the schema's defaults filled in place by the same pass."""
     check_schema(config, fill_defaults=fill_defaults)
     check_references(config)
-    missing = missing_local_paths(config) if local_paths else []
+    missing = missing_local_paths(config) + patch_pin_problems(config) if local_paths else []
     if missing:
         refuse(missing)
 
@@ -140,6 +141,32 @@ def missing_local_paths(config: dict) -> list[str]:
         for key, path in named
         if not Path(path).expanduser().is_dir()
     ]
+
+
+def patch_pin_problems(config: dict) -> list[str]:
+    """Every patch the config pins (a source section's, an engine's own), checked against its
+    sha256 when the config is read: a dry run names an edited or missing patch by its key,
+    before any fetch or build (fetch_source checks it again where it applies it)."""
+    pinned = []
+    for section in sorted({kind.source_section for kind in KINDS if kind.from_source}):
+        pinned += [(f"{section}.patches", config.get(section, {}).get("patches", []))]
+    for name, spec in sorted(config.get("engines", {}).items()):
+        kind = kind_of_spec(spec)
+        if kind.from_source:
+            own = spec.get(kind.config_key, {}).get("patches", [])
+            pinned.append((f"engines.{name}.{kind.config_key}.patches", own))
+    problems = []
+    for key, patches in pinned:
+        for i, patch in enumerate(patches or []):
+            path = Path(patch["path"]).expanduser()
+            if not path.is_file():
+                problems.append(f"config key `{key}.{i}.path`: no file {patch['path']!r}")
+            elif (found := sha256_file(path)) != patch["sha256"]:
+                problems.append(
+                    f"config key `{key}.{i}.sha256`: {patch['path']} has sha256 {found}, not "
+                    "the pinned one; pin the patch you mean to measure"
+                )
+    return problems
 
 
 def reserved_name_clashes(config: dict) -> list[str]:

@@ -120,11 +120,11 @@ def apply_patches(tree: str | os.PathLike, patches: list[dict], dest: str | os.P
     tree, applied = Path(tree), []
     for i, patch in enumerate(patches):
         path = Path(patch["path"])
-        if not path.is_file():
-            raise SourceError(f"config key `mnn.patches.{i}.path`: no file {patch['path']!r}")
+        if not path.is_file():  # the config's check names its key (plan.checks)
+            raise SourceError(f"patch {i} of this source: no file {patch['path']!r}")
         if sha256_file(path) != patch["sha256"]:
             raise SourceError(
-                f"config key `mnn.patches.{i}.sha256`: {patch['path']} has another sha256 "
+                f"patch {i} of this source: {patch['path']} has another sha256 "
                 f"({sha256_file(path)}); pin the patch you mean to measure"
             )
     with publish_dir(dest) as staging:
@@ -150,8 +150,8 @@ def apply_patches(tree: str | os.PathLike, patches: list[dict], dest: str | os.P
                 )
                 if proc.returncode != 0:
                     raise SourceError(
-                        f"config key `mnn.patches.{i}.path`: {patch['path']} does not apply to "
-                        f"the source tree: {proc.stderr.strip().splitlines()[0]}"
+                        f"patch {i} of this source, {patch['path']}, does not apply to the "
+                        f"source tree: {proc.stderr.strip().splitlines()[0]}"
                     )
             applied.append({"path": patch["path"], "sha256": patch["sha256"]})
     return applied
