@@ -215,6 +215,26 @@ class BuiltFromSource(EngineKind):
         raise NotImplementedError
 
     @classmethod
+    def identity(cls, record: dict) -> dict:
+        """What a kept measurement of this build stays valid for: what went into it (kind,
+        platform, flags, commit, a dirty tree) and the files it made, not when it was built."""
+        source = record.get("source", {})
+        return {
+            "kind": cls.kind,
+            "platform": record["platform"],
+            "flags": record.get("flags", {}),
+            "commit": source.get("commit"),
+            "dirty": source.get("dirty", False),
+            "files": files_of(record),
+            **cls.source_identity(source),
+        }
+
+    @classmethod
+    def source_identity(cls, source: dict) -> dict:
+        """What else of its source tree a kind's builds are measured against."""
+        return {}
+
+    @classmethod
     def device_files(cls, record: dict, receipt: dict) -> dict[str, str]:
         base = receipt["engines"][record["engine"]]
         return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}

@@ -24,7 +24,6 @@ from mnnrepro.engines.base import (
     BenchError,
     BuiltFromSource,
     GreedyAsk,
-    files_of,
     tool_answers,
 )
 from mnnrepro.toolchain import llamacpp, tools
@@ -167,17 +166,8 @@ class LlamaCppEngine(BuiltFromSource):
         return tools.build_llama_gate_tool(record, source, engine_dir, build_dir, out_dir, log_file)
 
     @classmethod
-    def identity(cls, record: dict) -> dict:
-        source = record.get("source", {})
-        return {
-            "kind": cls.kind,
-            "platform": record["platform"],
-            "flags": record.get("flags", {}),
-            "commit": source.get("commit"),
-            "kleidiai": source.get("kleidiai", {}).get("version"),
-            "dirty": source.get("dirty", False),
-            "files": files_of(record),
-        }
+    def source_identity(cls, source: dict) -> dict:
+        return {"kleidiai": source.get("kleidiai", {}).get("version")}
 
     @classmethod
     def sme2_kernel_names(cls, record: dict) -> list[str]:

@@ -18,7 +18,6 @@ from mnnrepro.engines.base import (
     BuiltFromSource,
     GreedyAsk,
     fetch_text,
-    files_of,
     tool_answers,
 )
 from mnnrepro.toolchain import cmake, source, tools
@@ -80,18 +79,6 @@ class BuiltEngine(BuiltFromSource):
     @classmethod
     def build_gate_tool(cls, record, source, engine_dir, build_dir, out_dir, log_file) -> dict:
         return tools.build_gate_tool(record, source, engine_dir, build_dir, out_dir, log_file)
-
-    @classmethod
-    def identity(cls, record: dict) -> dict:
-        source = record.get("source", {})
-        return {
-            "kind": "build",
-            "platform": record["platform"],
-            "flags": record.get("flags", {}),
-            "commit": source.get("commit"),
-            "dirty": source.get("dirty", False),
-            "files": files_of(record),
-        }
 
     @classmethod
     def carries_sme2_kernels(cls, record: dict) -> bool:
