@@ -21,16 +21,19 @@ from mnnrepro.stats import (
 log = logging.getLogger(__name__)
 
 
-SUMMARY_COLUMNS = [
-    "experiment",
-    "device",
-    "model",
+# what names one compared pair's phase and its medians, in the summary and the sweep's alike
+WHERE_COLUMNS = ["experiment", "device", "model"]
+PAIR_COLUMNS = [
     "phase",
     "baseline",
     "treatment",
     "n_pairs",
     "median_baseline_tps",
     "median_treatment_tps",
+]
+SUMMARY_COLUMNS = [
+    *WHERE_COLUMNS,
+    *PAIR_COLUMNS,
     "cv_baseline",
     "cv_treatment",
     "ratio",

@@ -7,6 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from mnnrepro.analysis.summary import (
+    PAIR_COLUMNS,
+    WHERE_COLUMNS,
+    blocks_under_load,
+    run_problems,
+)
 from mnnrepro.analysis.tables import bench_table
 from mnnrepro.config import comparison_pairs
 from mnnrepro.records import read_record
@@ -16,16 +22,9 @@ from mnnrepro.sweep_plan import sweep_repetitions
 MAIN = "main"
 POINT_COLUMNS = ["point", "prompt_tokens", "generate_tokens", "thread_num"]
 SWEEP_SUMMARY_COLUMNS = [
-    "experiment",
-    "device",
-    "model",
+    *WHERE_COLUMNS,
     *POINT_COLUMNS,
-    "phase",
-    "baseline",
-    "treatment",
-    "n_pairs",
-    "median_baseline_tps",
-    "median_treatment_tps",
+    *PAIR_COLUMNS,
     "gain",
     "gain_ci_low",
     "gain_ci_high",
@@ -79,7 +78,6 @@ def sweep_summary(
     the main comparison's validity checks (`checks`, from main_checks) and the point's own
     problems (settings that ran differ from the config, implausible timings) and load: a point
     whose `checks_passed` is false is not evidence, whatever its gain."""
-    from mnnrepro.analysis.summary import blocks_under_load, run_problems
 
     stats_cfg, comparison = config["stats"], config["comparison"]
     rng = np.random.default_rng(stats_cfg["seed"])

@@ -252,6 +252,22 @@ class BuiltFromSource(EngineKind):
             if ".so" in Path(f["path"]).name
         }
 
+    def tool_greedy(self, device, ask: GreedyAsk, argv_of, engine_of) -> dict:
+        """The gate tool's answers (tool_answers) with this engine's libraries: argv_of gives
+        its command line, engine_of(first successful run) what it says of the engine."""
+        run_env = {**(ask.env or {}), **self.library_env()}
+        answers, first = tool_answers(
+            device, ask.prompts, ask.forced, argv_of, run_env, ask.timeout
+        )
+        return {
+            "kind": "greedy",
+            "unit": "token ids",
+            "runtime": ask.runtime,
+            "env": ask.env or {},
+            "answers": answers,
+            "engine": engine_of(first),
+        }
+
     def library_env(self) -> dict:
         return {"LD_LIBRARY_PATH": self.dir}
 

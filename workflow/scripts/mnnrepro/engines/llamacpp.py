@@ -24,7 +24,6 @@ from mnnrepro.engines.base import (
     BenchError,
     BuiltFromSource,
     GreedyAsk,
-    tool_answers,
 )
 from mnnrepro.toolchain import llamacpp, tools
 
@@ -231,20 +230,12 @@ class LlamaCppEngine(BuiltFromSource):
             argv = [tool, self.model_path(receipt), prompt_path, str(ask.max_new_tokens), out]
             return argv + [str(threads), str(GATE_TOP_K)] + ([forced_path] if forced_path else [])
 
-        run_env = {**(ask.env or {}), **self.library_env()}
-        answers, first = tool_answers(
-            device, ask.prompts, ask.forced, argv_of, run_env, ask.timeout
-        )
-        lines = feature_lines(first.stderr) if first else []
-        return {
-            "kind": "greedy",
-            "unit": "token ids",
-            "runtime": ask.runtime,
-            "env": ask.env or {},
-            "answers": answers,
-            "engine": {
+        def engine_of(first) -> dict:
+            lines = feature_lines(first.stderr) if first else []
+            return {
                 "device_supports": "; ".join(lines),
                 "kleidiai_sme": sme_selected(lines),
                 "tool": "llama_greedy",
-            },
-        }
+            }
+
+        return self.tool_greedy(device, ask, argv_of, engine_of)

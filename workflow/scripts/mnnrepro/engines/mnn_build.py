@@ -18,7 +18,6 @@ from mnnrepro.engines.base import (
     BuiltFromSource,
     GreedyAsk,
     fetch_text,
-    tool_answers,
 )
 from mnnrepro.toolchain import cmake, source, tools
 
@@ -133,19 +132,11 @@ class BuiltEngine(BuiltFromSource):
             argv = [tool, config_path, prompt_path, str(ask.max_new_tokens), out]
             return argv + ([str(GATE_TOP_K), forced_path] if forced_path else [])
 
-        run_env = {**(ask.env or {}), **self.library_env()}
-        answers, first = tool_answers(
-            device, ask.prompts, ask.forced, argv_of, run_env, ask.timeout
-        )
-        printed = first.stdout if first else ""
-        return {
-            "kind": "greedy",
-            "unit": "token ids",
-            "runtime": ask.runtime,
-            "env": ask.env or {},
-            "answers": answers,
-            "engine": {**engine_lines(printed, device), "tool": "mnn_greedy"},
-        }
+        def engine_of(first) -> dict:
+            printed = first.stdout if first else ""
+            return {**engine_lines(printed, device), "tool": "mnn_greedy"}
+
+        return self.tool_greedy(device, ask, argv_of, engine_of)
 
     def engine_config(
         self, device, receipt: dict, runtime: dict, prompt_tokens: int, name: str, max_new=1

@@ -21,6 +21,7 @@ from mnnrepro.engines.registry import engine_for, kind_of_record
 from mnnrepro.files import read_json, sha256_file, write_json
 from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.gates import quiet_gate, thermal_gate
+from mnnrepro.runs.job import DeviceJob
 from mnnrepro.runs.power import PowerSampler, unavailable
 from mnnrepro.runs.prebuilt_runner import vision_results
 from mnnrepro.runs.precision import stopping_decision, verdict_thresholds
@@ -286,32 +287,22 @@ def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str
 
 
 def run_plan_for_rule(
-    device_name: str,
-    device_spec: dict,
-    receipt: str,
-    manifest: str,
-    engine_records: list[str],
-    variants: dict,
-    bench: dict,
+    job: DeviceJob,
     raw_dir: str,
     pairs: list[tuple[str, str]] = (),
     ci_level: float = 0.95,
     remeasure: str = "",
-    images: list[tuple[str, str]] = (),
-    gate_tools: list[str] = (),
     comparison: dict | None = None,
     facts: str = "",
 ) -> dict:
-    """images: (name as configured, local file) of the vision phase's image set, for a vision
-    model (none: no vision phase); the question asked is bench["vision"]["text"]. gate_tools:
-    the engines' gate-tool records (the tool a kind asks the images with is among them).
-    comparison, facts (the device's facts record): what a run that stops on its verdict
-    judges after each block (precision.verdict_thresholds)."""
+    """The job's benchmark, resumable, in its interleaved schedule. comparison, facts (the
+    device's facts record): what a run that stops on its verdict judges after each block
+    (precision.verdict_thresholds); pairs, ci_level: what precision on demand judges."""
     from mnnrepro.devices.factory import make_device
     from mnnrepro.runs.schedule import interleaved
 
-    engines = {e["engine"]: e for e in map(read_json, engine_records)}
-    specs = variant_specs(variants, engines, sha256_file(manifest))
+    engines, bench, variants = job.engines(), job.bench, job.variants
+    specs = variant_specs(variants, engines, job.manifest_sha256())
     repetitions = bench["repetitions"]
     plan = interleaved(sorted(variants), block_range(repetitions)[1])
     rows = (
@@ -324,14 +315,18 @@ def run_plan_for_rule(
         cooldown = bench.get("cooldown_s", 0.0)
         return stopping_decision(records, blocks, repetitions, pairs, ci_level, rows, cooldown)
 
-    tools = [read_json(path) for path in gate_tools]
-    device = make_device(device_name, device_spec)
+    device = make_device(job.device_name, job.device_spec)
     try:
         with holding(device.lock_key, device.name):  # one job per device at a time
-            asked = with_vision_set(device, bench, images, tools)
+            asked = with_vision_set(device, bench, job.images, job.tools())
             runs, stopping = run_schedule(
-                device, plan, specs, read_json(receipt), asked, raw_dir, stop, remeasure
+                device, plan, specs, read_json(job.receipt), asked, raw_dir, stop, remeasure
             )
     finally:
         device.close()
-    return {"device": device_name, "emulated": device.emulated, "runs": runs, "stopping": stopping}
+    return {
+        "device": job.device_name,
+        "emulated": device.emulated,
+        "runs": runs,
+        "stopping": stopping,
+    }

@@ -17,9 +17,10 @@ from pathlib import Path
 from mnnrepro.devices.profilers import ProfilerError
 from mnnrepro.engines.base import command_record
 from mnnrepro.engines.registry import engine_for, kind_of_record
-from mnnrepro.files import read_json, sha256_file, write_json
+from mnnrepro.files import read_json, write_json
 from mnnrepro.runs.benchmark import variant_specs
 from mnnrepro.runs.device_lock import holding
+from mnnrepro.runs.job import DeviceJob
 from mnnrepro.runs.raw_files import measurement_key
 from mnnrepro.runs.staging import check_receipt, engine_files
 from mnnrepro.runs.vision import measured_vision, with_vision_set
@@ -49,32 +50,15 @@ def profiled_phases(bench: dict, engine_record: dict) -> tuple[str, ...]:
     return PHASES + ((VISION,) if measured_vision(bench, engine_record) else ())
 
 
-def profile_for_rule(
-    device_name: str,
-    device_spec: dict,
-    receipt: str,
-    manifest: str,
-    engine_records: list[str],
-    variants: dict,
-    bench: dict,
-    attribution: dict,
-    out_dir: str,
-    images: list[tuple[str, str]] = (),
-    gate_tools: list[str] = (),
-) -> dict:
-    """Profile every variant in every phase on one device (resumable); the index of files.
-    images: the vision phase's image set (runs/vision.py), for a vision model; gate_tools:
-    the engines' gate-tool records (runs/benchmark.py run_plan_for_rule)."""
+def profile_for_rule(job: DeviceJob, attribution: dict, out_dir: str) -> dict:
+    """Profile every variant in every phase on the job's device (resumable); the index of
+    files."""
     from mnnrepro.devices.factory import make_device
 
-    engines, built_dirs = {}, {}
-    for path in engine_records:
-        record = read_json(path)
-        engines[record["engine"]] = record
-        built_dirs[record["engine"]] = str(Path(path).parent / "bin")
-    specs = variant_specs(variants, engines, sha256_file(manifest))
-    staged = read_json(receipt)
-    device = make_device(device_name, device_spec)
+    engines, built_dirs, variants = job.engines(), job.built_dirs(), job.variants
+    specs = variant_specs(variants, engines, job.manifest_sha256())
+    staged = read_json(job.receipt)
+    device = make_device(job.device_name, job.device_spec)
 
     def profile(variant: str, phase: str) -> dict:
         spec = specs[variant]
@@ -86,7 +70,7 @@ def profile_for_rule(
     try:
         with holding(device.lock_key, device.name):
             check_receipt(device, staged)
-            bench = with_vision_set(device, bench, images, map(read_json, gate_tools))
+            bench = with_vision_set(device, job.bench, job.images, job.tools())
             index = [
                 profile(v, p)
                 for v in sorted(variants)
@@ -94,7 +78,7 @@ def profile_for_rule(
             ]
     finally:
         device.close()
-    return {"device": device_name, "emulated": device.emulated, "profiles": index}
+    return {"device": job.device_name, "emulated": device.emulated, "profiles": index}
 
 
 def profile_one(device, variant, phase, spec, receipt, bench, attribution, path, built_dir):

@@ -1,0 +1,60 @@
+"""What every job that runs on a device is handed, in one value: which device, what was pushed
+to it, the model's manifest, the engines' records, the variants, the bench settings as this job
+measures them, the vision phase's images and the engines' gate tools (the benchmark, a sweep
+point and the kernel profile alike). A script loads it from its Snakemake job (DeviceJob.of)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mnnrepro.files import read_json, sha256_file
+from mnnrepro.runs.vision import vision_phase_images
+
+
+@dataclass(frozen=True)
+class DeviceJob:
+    device_name: str
+    device_spec: dict
+    receipt: str  # the push's receipt (runs/staging.push_receipt)
+    manifest: str  # the model's manifest: its sha256 enters every measurement's key
+    engine_records: list[str]
+    variants: dict
+    bench: dict
+    # (name as configured, local file) of the vision phase's images, for a vision model
+    images: list[tuple[str, str]] = field(default_factory=list)
+    gate_tools: list[str] = field(default_factory=list)  # the tool a kind asks images with
+
+    @classmethod
+    def of(cls, job) -> DeviceJob:
+        """From a Snakemake job of rule run_bench, run_sweep or profile_kernels."""
+        return cls(
+            device_name=job.wildcards.device,
+            device_spec=job.params.device,
+            receipt=job.input.receipt,
+            manifest=job.input.manifest,
+            engine_records=list(job.input.engines),
+            variants=job.params.variants,
+            bench=job.params.bench,
+            images=vision_phase_images(
+                job.params.image_names, job.input.images, job.params.model_formats, job.input.model
+            ),
+            gate_tools=list(job.input.gate_tools),
+        )
+
+    def engines(self) -> dict[str, dict]:
+        """Engine name -> its record."""
+        return {e["engine"]: e for e in map(read_json, self.engine_records)}
+
+    def built_dirs(self) -> dict[str, str]:
+        """Engine name -> the directory of its built files (beside its record)."""
+        return {
+            read_json(path)["engine"]: str(Path(path).parent / "bin")
+            for path in self.engine_records
+        }
+
+    def manifest_sha256(self) -> str:
+        return sha256_file(self.manifest)
+
+    def tools(self) -> list[dict]:
+        return [read_json(path) for path in self.gate_tools]
