@@ -10,6 +10,8 @@ import hashlib
 from functools import cache
 from pathlib import Path
 
+from mnnrepro.files import code_digest
+
 PACKAGE = "mnnrepro"
 
 
@@ -50,3 +52,13 @@ def code_of(script: Path, scripts: Path) -> str:
     for path in closure(script, scripts):
         digest.update(path.relative_to(scripts).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
+
+
+def tool_digests(toolchain: Path) -> tuple[str, str]:
+    """The sources of the gate tools and of the bandwidth probe, each hashed: an edit of one
+    rebuilds it, not the engines."""
+    gate_tools = "".join(
+        code_digest(toolchain / tool, ("*.cpp", "*.hpp", "*.txt"))
+        for tool in ("greedy_tool", "llama_gate_tool", "gate_common")
+    )
+    return gate_tools, code_digest(toolchain / "bandwidth_probe", ("*.c", "*.txt"))

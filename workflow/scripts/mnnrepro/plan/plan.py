@@ -20,9 +20,9 @@ from mnnrepro.config import (
 )
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.registry import kind_of_spec
-from mnnrepro.files import code_digest, where_run
+from mnnrepro.files import where_run
 from mnnrepro.models.formats import FORMATS
-from mnnrepro.plan.code import code_of
+from mnnrepro.plan.code import code_of, tool_digests
 from mnnrepro.plan.engine_inputs import EngineInputs
 from mnnrepro.plan.experiment import Experiment, resolve
 from mnnrepro.plan.messages import JobMessages
@@ -55,21 +55,28 @@ class Plan(EngineInputs):
         self.measures_bandwidth = experiment.measures_bandwidth
         self.explains = experiment.explains
         self.raw_roots = experiment.raw_roots
+        self.scripts = scripts
         # the prebuilt engine's device-side runner holds the timing loop: an input of every run
         self.engine_runner = where_run(scripts / "mnnrepro/runs/prebuilt_runner.py")
-        self.scripts = scripts
         # the gate tools' and the bandwidth probe's sources: an edit rebuilds them, not MNN
-        build = scripts / "mnnrepro/toolchain"
-        self.gate_tool_code = "".join(
-            code_digest(build / tool, ("*.cpp", "*.hpp", "*.txt"))
-            for tool in ("greedy_tool", "llama_gate_tool", "gate_common")
-        )
-        self.probe_code = code_digest(build / "bandwidth_probe", ("*.c", "*.txt"))
-        self.engines = sorted(config["engines"])
+        self.gate_tool_code, self.probe_code = tool_digests(scripts / "mnnrepro/toolchain")
         self.models = sorted(config["models"])
         self.devices = sorted(config["devices"])
         self.device_kinds = {n: device_kind(n, s) for n, s in config["devices"].items()}
         self.variants = sorted(config["variants"])
+        self.judged_pairs = judged_pairs(config)
+        self._plan_engines(config)
+        self._plan_measurement(config)
+        self._plan_models()
+        # configured image -> its file (a replay re-derives from the archive: no images
+        # needed): the gate's image prompts, the vision phase's image set
+        root = scripts.parents[1]
+        self.prompt_images = {} if self.replay else prompt_image_files(config, root)
+        self.vision_images = {} if self.replay else vision_image_files(config, root)
+        self.messages = JobMessages(self)  # what job messages say of pins, checks, intervals
+
+    def _plan_engines(self, config: dict) -> None:
+        self.engines = sorted(config["engines"])
         self.engine_kinds = {n: kind_of_spec(s) for n, s in config["engines"].items()}
         # the engines the variants run (an engine no variant names is neither built nor run)
         self.used_engines = sorted({config["variants"][v]["engine"] for v in self.variants})
@@ -80,7 +87,12 @@ class Plan(EngineInputs):
         self.engine_of_key = {key: name for name, key in self.engine_keys.items()}
         self.sources = SourceTrees(config, self.engine_kinds, self.built_engines)
         self.source_trees = self.sources.sections
+        self.llamacpp_source_receipt = self.sources.section_receipts["llamacpp"]
         self.quantizer_dir = quantizer_dir(config)  # llama-quantize for this host
+        self.engine_formats = {n: k.model_format for n, k in self.engine_kinds.items()}
+        self.model_formats = sorted(set(self.engine_formats.values()))
+
+    def _plan_measurement(self, config: dict) -> None:
         self.sweep = sweep_points(config)
         self.variant_threads = sorted(set(thread_nums(config["variants"]).values()))
         self.main_bench = canonical({k: v for k, v in config["bench"].items() if k != "sweep"})
@@ -98,9 +110,8 @@ class Plan(EngineInputs):
             *(["sweep"] if self.sweep and self.explains else []),
             *(["kernels"] if self.attribution else []),
         ]
-        self.engine_formats = {n: k.model_format for n, k in self.engine_kinds.items()}
-        self.model_formats = sorted(set(self.engine_formats.values()))
-        self.judged_pairs = judged_pairs(config)
+
+    def _plan_models(self) -> None:
         self.synthetic_models = self.models_from("synthetic")
         self.downloaded_models = self.models_from("modelscope")
         self.exported_models = self.models_from("export")
@@ -110,13 +121,6 @@ class Plan(EngineInputs):
             set(self.exported_models) | set(self.models_from("checkpoint"))
         )
         self.convertible_models = sorted(set(self.synthetic_models) | set(self.checkpoint_models))
-        # configured image -> its file (a replay re-derives from the archive: no images
-        # needed): the gate's image prompts, the vision phase's image set
-        root = scripts.parents[1]
-        self.prompt_images = {} if self.replay else prompt_image_files(config, root)
-        self.vision_images = {} if self.replay else vision_image_files(config, root)
-        self.llamacpp_source_receipt = self.sources.section_receipts["llamacpp"]
-        self.messages = JobMessages(self)  # what job messages say of pins, checks, intervals
 
     # where each model format's files lie
     mnn_model_dir, gguf_model_dir = MNN_MODEL_DIR, GGUF_MODEL_DIR
