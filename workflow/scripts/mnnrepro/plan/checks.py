@@ -36,16 +36,35 @@ def check(config: dict, local_paths: bool = True, fill_defaults: bool = False) -
 
 def check_references(config: dict) -> None:
     """Cross-references between sections, which JSON Schema cannot express."""
-    problems = []
-    engines = config["engines"]
+    problems = [
+        *variant_problems(config),
+        *toolchain_problems(config),
+        *device_reference_problems(config),
+        *repetition_problems(config),
+        *sweep_problems(config),
+        *reserved_name_clashes(config),
+        *kind_problems(config),
+    ]
+    if problems:
+        refuse(problems)
+
+
+def variant_problems(config: dict) -> list[str]:
+    """Variants name engines, pairs name variants, the workflow's own env is its own; each
+    engine kind's own checks; a model's checkpoint only beside a download."""
+    problems, engines = [], config["engines"]
     for name, variant in config["variants"].items():
         if variant["engine"] not in engines:
             problems.append(
                 f"config key `variants.{name}.engine`: {variant['engine']!r} is not an engine; "
                 f"defined engines: {sorted(engines)}"
             )
-    comparison = config["comparison"]
-    for key, pair in comparison_keys(comparison):
+        for var in sorted(set(variant.get("env", {})) & RESERVED_ENV):
+            problems.append(
+                f"config key `variants.{name}.env.{var}`: set by the workflow itself "
+                f"(reserved: {sorted(RESERVED_ENV)})"
+            )
+    for key, pair in comparison_keys(config["comparison"]):
         for role in ("baseline", "treatment"):
             if pair[role] not in config["variants"]:
                 problems.append(
@@ -54,12 +73,6 @@ def check_references(config: dict) -> None:
                 )
         if pair["baseline"] == pair["treatment"]:
             problems.append(f"config key `{key}`: baseline and treatment must differ")
-    for name, variant in config["variants"].items():
-        for var in sorted(set(variant.get("env", {})) & RESERVED_ENV):
-            problems.append(
-                f"config key `variants.{name}.env.{var}`: set by the workflow itself "
-                f"(reserved: {sorted(RESERVED_ENV)})"
-            )
     by_kind: dict = {}
     for name, spec in sorted(engines.items()):
         by_kind.setdefault(kind_of_spec(spec), {})[name] = spec
@@ -71,47 +84,58 @@ def check_references(config: dict) -> None:
                 f"config key `models.{m}.checkpoint`: only for a `modelscope` model (the others "
                 "are converted from their own checkpoint)"
             )
+    return problems
+
+
+def toolchain_problems(config: dict) -> list[str]:
+    """An Android build needs the pinned NDK; an emulated device the pinned QEMU."""
+    problems, toolchains = [], config.get("toolchains", {})
     android = sorted(
-        n for n, e in engines.items() if kind_of_spec(e).platform(e) == "android-arm64"
+        n for n, e in config["engines"].items() if kind_of_spec(e).platform(e) == "android-arm64"
     )
-    if android and "ndk" not in config.get("toolchains", {}):
+    if android and "ndk" not in toolchains:
         problems.append(
             f"config key `toolchains.ndk`: engines {android} build for "
             "android-arm64 and need the pinned NDK"
         )
     emulated = sorted(n for n, d in config["devices"].items() if device_kind(n, d).needs_userland)
-    if emulated and "emulation" not in config.get("toolchains", {}):
+    if emulated and "emulation" not in toolchains:
         problems.append(
             f"config key `toolchains.emulation`: devices {emulated} are emulated "
             "and need the pinned QEMU and arm64 userland"
         )
+    return problems
+
+
+def device_reference_problems(config: dict) -> list[str]:
+    """The emulation reference and the profiled devices are devices."""
+    problems, devices = [], config["devices"]
     reference = config.get("emulation", {}).get("reference")
-    if reference and reference not in config["devices"]:
+    if reference and reference not in devices:
         problems.append(
             f"config key `emulation.reference`: {reference!r} is not a device; "
-            f"defined devices: {sorted(config['devices'])}"
+            f"defined devices: {sorted(devices)}"
         )
-    unknown = sorted(set(config.get("attribution", {}).get("devices", [])) - set(config["devices"]))
+    unknown = sorted(set(config.get("attribution", {}).get("devices", [])) - set(devices))
     if unknown:
         problems.append(
             f"config key `attribution.devices`: {unknown} are not devices; "
-            f"defined devices: {sorted(config['devices'])}"
+            f"defined devices: {sorted(devices)}"
         )
+    return problems
+
+
+def repetition_problems(config: dict) -> list[str]:
     bench = config.get("bench", {})
-    for key, repetitions in (
-        ("bench.repetitions", bench.get("repetitions")),
-        ("bench.sweep.repetitions", (bench.get("sweep") or {}).get("repetitions")),
-    ):
-        if isinstance(repetitions, dict) and repetitions["min"] > repetitions["max"]:
-            problems.append(
-                f"config key `{key}.min`: {repetitions['min']} is more than "
-                f"`{key}.max` {repetitions['max']}"
-            )
-    problems += sweep_problems(config)
-    problems += reserved_name_clashes(config)
-    problems += kind_problems(config)
-    if problems:
-        refuse(problems)
+    return [
+        f"config key `{key}.min`: {repetitions['min']} is more than "
+        f"`{key}.max` {repetitions['max']}"
+        for key, repetitions in (
+            ("bench.repetitions", bench.get("repetitions")),
+            ("bench.sweep.repetitions", (bench.get("sweep") or {}).get("repetitions")),
+        )
+        if isinstance(repetitions, dict) and repetitions["min"] > repetitions["max"]
+    ]
 
 
 # results/<name>/ the workflow itself uses; an experiment of that name would mix with them
