@@ -100,26 +100,15 @@ def sweep_summary(
                 point_cfg, point_df = main_stats if point == MAIN else point_stats
                 r = compare_phase(part, *pair, point_cfg, rng, point_df)
                 claim = comparison.get("claims", {}).get(phase) if point == MAIN else None
+                where = {"experiment": config["experiment"], "device": device, "model": model}
                 rows.append(
                     {
-                        "experiment": config["experiment"],
-                        "device": device,
-                        "model": model,
-                        "point": point,
-                        "prompt_tokens": int(part["prompt_tokens"].iloc[0]),
-                        "generate_tokens": int(part["generate_tokens"].iloc[0]),
-                        "thread_num": int(threads[0]) if len(threads) == 1 else None,
+                        **where,
+                        **point_settings(point, part, threads),
                         "phase": phase,
                         "baseline": pair[0],
                         "treatment": pair[1],
-                        **{k: r[k] for k in ("n_pairs", "p_wilcoxon", "half_width_rel")},
-                        "median_baseline_tps": r["median_baseline_tps"],
-                        "median_treatment_tps": r["median_treatment_tps"],
-                        "gain": r["ratio"] - 1,
-                        "gain_ci_low": r["ci_low"] - 1,
-                        "gain_ci_high": r["ci_high"] - 1,
-                        "claim_gain": claim,
-                        "tolerance": comparison["tolerance"] if claim is not None else None,
+                        **gain_of(r, claim, comparison["tolerance"]),
                         "blocks_under_load": blocks_under_load(part, pair),
                         "checks_passed": bool(main_passed) and not problems,
                         "problems": "; ".join(
@@ -129,3 +118,28 @@ def sweep_summary(
                     }
                 )
     return pd.DataFrame(rows, columns=SWEEP_SUMMARY_COLUMNS)
+
+
+def point_settings(point: str, part: pd.DataFrame, threads) -> dict:
+    """What a sweep point varies, as its invocations ran it (POINT_COLUMNS)."""
+    return {
+        "point": point,
+        "prompt_tokens": int(part["prompt_tokens"].iloc[0]),
+        "generate_tokens": int(part["generate_tokens"].iloc[0]),
+        "thread_num": int(threads[0]) if len(threads) == 1 else None,
+    }
+
+
+def gain_of(result: dict, claim, tolerance) -> dict:
+    """A point's gain with its interval and statistics (compare_phase's result), and the claim
+    it is held to (the main point's only)."""
+    return {
+        **{k: result[k] for k in ("n_pairs", "p_wilcoxon", "half_width_rel")},
+        "median_baseline_tps": result["median_baseline_tps"],
+        "median_treatment_tps": result["median_treatment_tps"],
+        "gain": result["ratio"] - 1,
+        "gain_ci_low": result["ci_low"] - 1,
+        "gain_ci_high": result["ci_high"] - 1,
+        "claim_gain": claim,
+        "tolerance": tolerance if claim is not None else None,
+    }
