@@ -61,6 +61,17 @@ def mechanism_section(mechanism: dict, sweep: pd.DataFrame | None) -> list[str]:
             f"| {c['device']} | {c['model']} | {c['treatment']} vs {c['baseline']} | "
             f"{c['check']} | **{c['status']}** | {c['evidence']} |"
         )
+    out += ceiling_section(mechanism["variants"])
+    out += vision_arithmetic(mechanism["variants"])
+    out += energy_section(mechanism)
+    if sweep is not None and len(sweep):
+        out += sweep_section(sweep)
+    return out
+
+
+def ceiling_section(variants: list[dict]) -> list[str]:
+    """Each variant against its decode ceiling, and its prefill arithmetic."""
+    out: list[str] = []
     out += [
         "",
         "### Decode ceiling and prefill arithmetic",
@@ -76,7 +87,7 @@ def mechanism_section(mechanism: dict, sweep: pd.DataFrame | None) -> list[str]:
         "tok/s | share | prefill tok/s | prefill GOPS | J / prefill token | J / decode token |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in mechanism["variants"]:
+    for r in variants:
         mb = None if r["decode_bytes_per_token"] is None else r["decode_bytes_per_token"] / 1e6
         bandwidth = num(r["bandwidth_gb_per_s"], ".1f")
         if r["bandwidth_samples"]:
@@ -88,7 +99,12 @@ def mechanism_section(mechanism: dict, sweep: pd.DataFrame | None) -> list[str]:
             f"{num(r['prefill_gops'], '.1f')} | {num(r['prefill_joules_per_token'], '.3g')} "
             f"| {num(r['decode_joules_per_token'], '.3g')} |"
         )
-    out += vision_arithmetic(mechanism["variants"])
+    return out
+
+
+def energy_section(mechanism: dict) -> list[str]:
+    """Tokens per joule, treatment over baseline, where power was read."""
+    out: list[str] = []
     sources = sorted({r["power_source"] for r in mechanism["variants"] if r["power_source"]})
     out += ["", "### Energy per token", ""]
     if mechanism["energy"]:
@@ -113,25 +129,30 @@ def mechanism_section(mechanism: dict, sweep: pd.DataFrame | None) -> list[str]:
         out.append(
             "Not available: " + ("; ".join(sources) or "no power readings were recorded") + "."
         )
-    if sweep is not None and len(sweep):
-        out += [
-            "",
-            "### Sweep",
-            "",
-            "Every point is its own interleaved comparison (`sweep/summary.csv`, plot "
-            "`plots/sweep.png`); `main` is the judged point.",
-            "",
-            "| device | model | point | P | N | threads | phase | gain | CI | measured | checks |",
-            "|---|---|---|---:|---:|---:|---|---:|---|---|---|",
-        ]
-        for r in sweep.to_dict("records"):
-            threads = "-" if pd.isna(r["thread_num"]) else int(r["thread_num"])
-            out.append(
-                f"| {r['device']} | {r['model']} | {r['point']} | {r['prompt_tokens']} | "
-                f"{r['generate_tokens']} | {threads} | {r['phase']} | {pct(r['gain'])} | "
-                f"[{pct(r['gain_ci_low'])}, {pct(r['gain_ci_high'])}] | "
-                f"{conditions(pd.Series(r))} | {sweep_checks_text(r)} |"
-            )
+    return out
+
+
+def sweep_section(sweep: pd.DataFrame) -> list[str]:
+    """Every sweep point's gain (the main one judged)."""
+    out: list[str] = []
+    out += [
+        "",
+        "### Sweep",
+        "",
+        "Every point is its own interleaved comparison (`sweep/summary.csv`, plot "
+        "`plots/sweep.png`); `main` is the judged point.",
+        "",
+        "| device | model | point | P | N | threads | phase | gain | CI | measured | checks |",
+        "|---|---|---|---:|---:|---:|---|---:|---|---|---|",
+    ]
+    for r in sweep.to_dict("records"):
+        threads = "-" if pd.isna(r["thread_num"]) else int(r["thread_num"])
+        out.append(
+            f"| {r['device']} | {r['model']} | {r['point']} | {r['prompt_tokens']} | "
+            f"{r['generate_tokens']} | {threads} | {r['phase']} | {pct(r['gain'])} | "
+            f"[{pct(r['gain_ci_low'])}, {pct(r['gain_ci_high'])}] | "
+            f"{conditions(pd.Series(r))} | {sweep_checks_text(r)} |"
+        )
     return out
 
 
