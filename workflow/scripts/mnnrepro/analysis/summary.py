@@ -8,6 +8,13 @@ import numpy as np
 import pandas as pd
 
 from mnnrepro.analysis import verdict as vd
+from mnnrepro.analysis.conditions import (
+    blocks_under_load,
+    order_counts,
+    remeasurements,
+    run_problems,
+    thermal_counts,
+)
 from mnnrepro.config import comparison_pairs
 from mnnrepro.stats import (
     ALL_PHASES,
@@ -147,68 +154,6 @@ def aa_problems(aa: dict, margin: float) -> list[str]:
     return problems
 
 
-def hot_starts(rows: pd.DataFrame) -> int | None:
-    """Invocations that started while the device was above bench.max_temp_c (the thermal
-    gate timed out hot); None where the records predate the column."""
-    if "thermal_cool" not in rows or rows["thermal_cool"].isna().all():
-        return None
-    hot = rows[rows["thermal_cool"].astype(str) == "False"]
-    return hot[["variant", "block"]].drop_duplicates().shape[0]
-
-
-def ungated(rows: pd.DataFrame) -> int | None:
-    """Invocations before which the device had no temperature the thermal gate could wait
-    on (bench.csv `thermal_gated_zones` 0); None where the records predate the column."""
-    if "thermal_gated_zones" not in rows or rows["thermal_gated_zones"].isna().all():
-        return None
-    return int((rows["thermal_gated_zones"].fillna(1) == 0).sum())
-
-
-def thermal_counts(rows: pd.DataFrame) -> dict:
-    """summary.csv's thermal columns of one pair's invocations of one phase."""
-    return {"hot_starts": hot_starts(rows), "thermal_ungated": ungated(rows)}
-
-
-def run_problems(
-    group: pd.DataFrame, pair: tuple[str, str], hot_start: str = "invalid"
-) -> list[str]:
-    """What the invocations themselves say is wrong: settings that ran differ from the
-    config, an engine-reported time the invocation's wall time cannot hold, or (with
-    `bench.hot_start: invalid`) an invocation that started on a hot device."""
-    rows = group[group["variant"].isin(pair)]
-    problems = []
-    hot = hot_starts(rows)
-    if hot and hot_start == "invalid":
-        problems.append(
-            f"{hot} invocations started above bench.max_temp_c (the thermal gate timed out "
-            "hot): speeds of a throttling device (bench.hot_start: invalid)"
-        )
-    if "settings_mismatch" in rows:
-        wrong = rows[rows["settings_mismatch"].fillna("").astype(str) != ""]
-        for variant, part in wrong.groupby("variant"):
-            problems.append(
-                f"settings that ran differ from the config ({variant}, "
-                f"{part['block'].nunique()} invocations): {part['settings_mismatch'].iloc[0]}"
-            )
-    if "build_fingerprint" in rows:
-        prints = sorted(set(rows["build_fingerprint"].dropna().astype(str)))
-        if len(prints) > 1:
-            problems.append(
-                f"the device's system software changed during the experiment ({len(prints)} "
-                f"build fingerprints: {', '.join(prints)}): runs on different firmware are "
-                "not one comparison"
-            )
-    if "timing_plausible" in rows:
-        bad = rows[rows["timing_plausible"].astype(str) == "False"]
-        if len(bad):
-            problems.append(
-                f"engine-reported time exceeds the invocation's wall time in "
-                f"{bad[['variant', 'block']].drop_duplicates().shape[0]} invocations "
-                f"({', '.join(sorted(set(bad['variant'])))}): speeds not explained by the run"
-            )
-    return problems
-
-
 def stop_reason(stop: dict, result: dict, stats_cfg: dict, row: str = "") -> str:
     """Why the run has this many blocks, and for a fixed number whether the target CI
     half-width (`stats.target_half_width`) was reached or how many blocks it would take; after
@@ -228,54 +173,6 @@ def stop_reason(stop: dict, result: dict, stats_cfg: dict, row: str = "") -> str
     return f"fixed {result['n_pairs']} repetitions; target half-width {target:.1%} " + (
         "reached" if reached else f"not reached (~{reps_text(result['reps_for_target'])} needed)"
     )
-
-
-def blocks_under_load(part: pd.DataFrame, pair: tuple[str, str]) -> int:
-    """Blocks of this pair in which either variant's invocation was measured under load."""
-    if "under_load" not in part:
-        return 0
-    rows = part[part["variant"].isin(pair)]
-    return int(rows.loc[rows["under_load"].astype(bool), "block"].nunique())
-
-
-def order_counts(part: pd.DataFrame, pair: tuple[str, str]) -> dict:
-    """How often the baseline and the treatment each ran first in the blocks holding both, as
-    recorded (`position`): the schedule balances every pair, a resumed or re-measured run may
-    not."""
-    from mnnrepro.runs.schedule import order_balance
-
-    positions: dict[int, dict[str, int]] = {}
-    if "position" in part:
-        for block, variant, position in part[["block", "variant", "position"]].itertuples(
-            index=False
-        ):
-            positions.setdefault(int(block), {})[variant] = int(position)
-    balance = order_balance(positions, *pair)
-    return {
-        "baseline_first_blocks": balance["first_before"],
-        "treatment_first_blocks": balance["second_before"],
-    }
-
-
-def remeasurements(part: pd.DataFrame, pair: tuple[str, str]) -> dict:
-    """How many of the pair's invocations (of one phase) replaced an earlier measurement, and
-    when and why (bench.csv's `superseded`, `superseded_reasons`, `remeasure`): a run measured
-    again until the verdict suited would show here. None where the records predate the trace."""
-    rows = part[part["variant"].isin(pair)]
-    if "superseded" not in rows or rows["superseded"].isna().all():
-        return {"remeasured_invocations": None, "remeasurements": ""}
-    again = rows[rows["superseded"].fillna(0).astype(int) > 0]
-    labels = sorted({str(x) for x in again.get("remeasure", []) if isinstance(x, str) and x})
-    reasons = sorted(
-        {
-            why
-            for text in again["superseded_reasons"].dropna().astype(str)
-            for why in text.split("; ")
-            if why
-        }
-    )
-    text = "; ".join([*(f"label {label}" for label in labels), *reasons])
-    return {"remeasured_invocations": len(again), "remeasurements": text}
 
 
 def summarize(
@@ -316,17 +213,10 @@ def summarize(
                 part = group[group["phase"] == phase]
                 result = compare_phase(part, *pair, stats_cfg, rng, df)
                 claim = claims.get(phase) if mode == "claim" else None
-                speed = speed_verdict(
-                    mode,
-                    result["ci_low"] - 1,
-                    result["ci_high"] - 1,
-                    claim,
-                    comparison["tolerance"],
-                )
-                verdict, reason = vd.final_verdict(speed, failed)
                 loaded = blocks_under_load(part, pair)
-                if loaded and not failed:
-                    reason = f"measured under load in {loaded} of {result['n_pairs']} blocks"
+                verdict, reason = phase_verdict(
+                    mode, result, claim, comparison["tolerance"], failed, loaded
+                )
                 rows.append(
                     {
                         "experiment": config["experiment"],
@@ -335,24 +225,11 @@ def summarize(
                         "phase": phase,
                         "baseline": pair[0],
                         "treatment": pair[1],
-                        **result,
-                        "gain": result["ratio"] - 1,
-                        "gain_ci_low": result["ci_low"] - 1,
-                        "gain_ci_high": result["ci_high"] - 1,
-                        "ci_level": stats_cfg["ci_level"],
-                        "n_boot": stats_cfg["n_boot"],
-                        "seed": stats_cfg["seed"],
-                        "interval": interval_name(stats_cfg, df),
+                        **interval_fields(result, stats_cfg, df),
                         "blocks_stop_reason": stop_reason(
                             stop, result, stats_cfg, f"{pair[0]}/{pair[1]} {phase}"
                         ),
-                        "max_other_load": (
-                            part["other_load"].max() if "other_load" in part else None
-                        ),
-                        "blocks_under_load": loaded,
-                        **thermal_counts(part[part["variant"].isin(pair)]),
-                        **order_counts(part, pair),
-                        **remeasurements(part, pair),
+                        **condition_fields(part, pair, loaded),
                         "claim_gain": claim,
                         "reference_gain": references.get(phase) if mode == "claim" else None,
                         "tolerance": comparison["tolerance"],
@@ -366,6 +243,42 @@ def summarize(
                     }
                 )
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+def phase_verdict(mode, result, claim, tolerance, failed, loaded) -> tuple[str, str]:
+    """The verdict of one phase of a pair and why: its speed's (speed_verdict), unless a
+    validity check failed; a run measured under load says so."""
+    speed = speed_verdict(mode, result["ci_low"] - 1, result["ci_high"] - 1, claim, tolerance)
+    verdict, reason = vd.final_verdict(speed, failed)
+    if loaded and not failed:
+        reason = f"measured under load in {loaded} of {result['n_pairs']} blocks"
+    return verdict, reason
+
+
+def interval_fields(result: dict, stats_cfg: dict, df) -> dict:
+    """compare_phase's result as summary columns: the speedup, the gain and its interval, and
+    how the interval was computed."""
+    return {
+        **result,
+        "gain": result["ratio"] - 1,
+        "gain_ci_low": result["ci_low"] - 1,
+        "gain_ci_high": result["ci_high"] - 1,
+        "ci_level": stats_cfg["ci_level"],
+        "n_boot": stats_cfg["n_boot"],
+        "seed": stats_cfg["seed"],
+        "interval": interval_name(stats_cfg, df),
+    }
+
+
+def condition_fields(part: pd.DataFrame, pair: tuple[str, str], loaded) -> dict:
+    """Under what a pair's phase was measured: other load, temperatures, order, re-measures."""
+    return {
+        "max_other_load": part["other_load"].max() if "other_load" in part else None,
+        "blocks_under_load": loaded,
+        **thermal_counts(part[part["variant"].isin(pair)]),
+        **order_counts(part, pair),
+        **remeasurements(part, pair),
+    }
 
 
 SPEEDUP_METHOD = (

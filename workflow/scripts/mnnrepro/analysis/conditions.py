@@ -1,0 +1,117 @@
+"""Under what each compared pair was measured, per phase: other load, temperatures and the
+thermal gate, the order of the variants in the blocks, re-measurements, and the problems of
+a run that make it no evidence (settings that ran differ, implausible timings, hot starts)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+
+def hot_starts(rows: pd.DataFrame) -> int | None:
+    """Invocations that started while the device was above bench.max_temp_c (the thermal
+    gate timed out hot); None where the records predate the column."""
+    if "thermal_cool" not in rows or rows["thermal_cool"].isna().all():
+        return None
+    hot = rows[rows["thermal_cool"].astype(str) == "False"]
+    return hot[["variant", "block"]].drop_duplicates().shape[0]
+
+
+def ungated(rows: pd.DataFrame) -> int | None:
+    """Invocations before which the device had no temperature the thermal gate could wait
+    on (bench.csv `thermal_gated_zones` 0); None where the records predate the column."""
+    if "thermal_gated_zones" not in rows or rows["thermal_gated_zones"].isna().all():
+        return None
+    return int((rows["thermal_gated_zones"].fillna(1) == 0).sum())
+
+
+def thermal_counts(rows: pd.DataFrame) -> dict:
+    """summary.csv's thermal columns of one pair's invocations of one phase."""
+    return {"hot_starts": hot_starts(rows), "thermal_ungated": ungated(rows)}
+
+
+def run_problems(
+    group: pd.DataFrame, pair: tuple[str, str], hot_start: str = "invalid"
+) -> list[str]:
+    """What the invocations themselves say is wrong: settings that ran differ from the
+    config, an engine-reported time the invocation's wall time cannot hold, or (with
+    `bench.hot_start: invalid`) an invocation that started on a hot device."""
+    rows = group[group["variant"].isin(pair)]
+    problems = []
+    hot = hot_starts(rows)
+    if hot and hot_start == "invalid":
+        problems.append(
+            f"{hot} invocations started above bench.max_temp_c (the thermal gate timed out "
+            "hot): speeds of a throttling device (bench.hot_start: invalid)"
+        )
+    if "settings_mismatch" in rows:
+        wrong = rows[rows["settings_mismatch"].fillna("").astype(str) != ""]
+        for variant, part in wrong.groupby("variant"):
+            problems.append(
+                f"settings that ran differ from the config ({variant}, "
+                f"{part['block'].nunique()} invocations): {part['settings_mismatch'].iloc[0]}"
+            )
+    if "build_fingerprint" in rows:
+        prints = sorted(set(rows["build_fingerprint"].dropna().astype(str)))
+        if len(prints) > 1:
+            problems.append(
+                f"the device's system software changed during the experiment ({len(prints)} "
+                f"build fingerprints: {', '.join(prints)}): runs on different firmware are "
+                "not one comparison"
+            )
+    if "timing_plausible" in rows:
+        bad = rows[rows["timing_plausible"].astype(str) == "False"]
+        if len(bad):
+            problems.append(
+                f"engine-reported time exceeds the invocation's wall time in "
+                f"{bad[['variant', 'block']].drop_duplicates().shape[0]} invocations "
+                f"({', '.join(sorted(set(bad['variant'])))}): speeds not explained by the run"
+            )
+    return problems
+
+
+def blocks_under_load(part: pd.DataFrame, pair: tuple[str, str]) -> int:
+    """Blocks of this pair in which either variant's invocation was measured under load."""
+    if "under_load" not in part:
+        return 0
+    rows = part[part["variant"].isin(pair)]
+    return int(rows.loc[rows["under_load"].astype(bool), "block"].nunique())
+
+
+def order_counts(part: pd.DataFrame, pair: tuple[str, str]) -> dict:
+    """How often the baseline and the treatment each ran first in the blocks holding both, as
+    recorded (`position`): the schedule balances every pair, a resumed or re-measured run may
+    not."""
+    from mnnrepro.runs.schedule import order_balance
+
+    positions: dict[int, dict[str, int]] = {}
+    if "position" in part:
+        for block, variant, position in part[["block", "variant", "position"]].itertuples(
+            index=False
+        ):
+            positions.setdefault(int(block), {})[variant] = int(position)
+    balance = order_balance(positions, *pair)
+    return {
+        "baseline_first_blocks": balance["first_before"],
+        "treatment_first_blocks": balance["second_before"],
+    }
+
+
+def remeasurements(part: pd.DataFrame, pair: tuple[str, str]) -> dict:
+    """How many of the pair's invocations (of one phase) replaced an earlier measurement, and
+    when and why (bench.csv's `superseded`, `superseded_reasons`, `remeasure`): a run measured
+    again until the verdict suited would show here. None where the records predate the trace."""
+    rows = part[part["variant"].isin(pair)]
+    if "superseded" not in rows or rows["superseded"].isna().all():
+        return {"remeasured_invocations": None, "remeasurements": ""}
+    again = rows[rows["superseded"].fillna(0).astype(int) > 0]
+    labels = sorted({str(x) for x in again.get("remeasure", []) if isinstance(x, str) and x})
+    reasons = sorted(
+        {
+            why
+            for text in again["superseded_reasons"].dropna().astype(str)
+            for why in text.split("; ")
+            if why
+        }
+    )
+    text = "; ".join([*(f"label {label}" for label in labels), *reasons])
+    return {"remeasured_invocations": len(again), "remeasurements": text}
