@@ -176,11 +176,7 @@ def rows_from_record(
         "prompt_tokens": record["bench"]["prompt_tokens"],
         "generate_tokens": record["bench"]["generate_tokens"],
         "warmup": record["bench"]["warmup"],
-        "ran_settings": ";".join(
-            f"{k}={v}" for k, v in sorted((record.get("ran") or {}).items()) if k != "warmup"
-        ),
-        "ran_warmup": (record.get("ran") or {}).get("warmup", record.get("warmup")),
-        "settings_mismatch": settings_mismatch(spec["runtime"], record.get("ran") or {}),
+        **ran_columns(record),
         "wall_s": record.get("wall_s"),
         # the invocation's whole device time (cool-down, gates, run, vision, teardown)
         "device_s": (record.get("device_time_s") or {}).get("total"),
@@ -198,23 +194,12 @@ def rows_from_record(
         "load_before": (record.get("quiet_gate") or {}).get("load"),
         "quiet_wait_s": (record.get("quiet_gate") or {}).get("waited_s"),
         "under_load": under_load(record, max_other_load),
-        "remeasure": record.get("remeasure", ""),
-        "superseded": len(superseded) if superseded is not None else None,
-        "superseded_reasons": "; ".join(
-            f"{s['superseded_at']}: {s['reason']}" for s in superseded or []
-        ),
+        **remeasure_columns(record, superseded),
         "raw_file": raw_file,
         "raw_sha256": raw_sha256,
+        **phone_columns(record),
     }
-    power = record.get("power") or {}
     energy = stretch_joules(record)
-    base["power_source"] = power.get("source") or power.get("unavailable")
-    base["charging"] = (record.get("battery_after") or {}).get("charging")
-    base["build_fingerprint"] = record.get("build_fingerprint")
-    screen = record.get("screen_before") or {}
-    base["screen"] = (
-        "/".join(str(screen.get(k)) for k in ("wakefulness", "display")) if screen else None
-    )
     return [
         {
             **base,
@@ -231,6 +216,43 @@ def rows_from_record(
         }
         for r in record["results"]
     ]
+
+
+def ran_columns(record: dict) -> dict:
+    """The settings the engine says it ran with, its warm-up, and where they differ from the
+    variant's (settings_mismatch)."""
+    ran = record.get("ran") or {}
+    return {
+        "ran_settings": ";".join(f"{k}={v}" for k, v in sorted(ran.items()) if k != "warmup"),
+        "ran_warmup": ran.get("warmup", record.get("warmup")),
+        "settings_mismatch": settings_mismatch(record["spec"]["runtime"], ran),
+    }
+
+
+def remeasure_columns(record: dict, superseded: list[dict] | None) -> dict:
+    """The label it was measured again under, and every earlier measurement it superseded."""
+    return {
+        "remeasure": record.get("remeasure", ""),
+        "superseded": len(superseded) if superseded is not None else None,
+        "superseded_reasons": "; ".join(
+            f"{s['superseded_at']}: {s['reason']}" for s in superseded or []
+        ),
+    }
+
+
+def phone_columns(record: dict) -> dict:
+    """The power source, the battery's charging state, the build and the screen: what a
+    phone's measurement depends on beyond its CPUs."""
+    power = record.get("power") or {}
+    screen = record.get("screen_before") or {}
+    return {
+        "power_source": power.get("source") or power.get("unavailable"),
+        "charging": (record.get("battery_after") or {}).get("charging"),
+        "build_fingerprint": record.get("build_fingerprint"),
+        "screen": (
+            "/".join(str(screen.get(k)) for k in ("wakefulness", "display")) if screen else None
+        ),
+    }
 
 
 def stretch_joules(record: dict) -> dict[str, dict]:
