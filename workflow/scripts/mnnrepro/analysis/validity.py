@@ -89,6 +89,30 @@ def kernel_checks(
         return switch_checks(greedy, pair, base, treat, variants, facts)
     if not any(kind_of_record(r).carries_sme2_kernels(r) for r in (base, treat)):
         return []  # e.g. prebuilt engines: the comparison is not about kernels of their own
+    checks, final = static_kernel_checks(greedy, pair, base, treat, variants)
+    if final:  # SME2 cannot exist for these builds: nothing can run either
+        return checks
+    engine = greedy[treat_variant]["engine"]
+    line, masked = engine.get("device_supports", ""), engine.get("cpu_target", "")
+    if facts.get("sme2"):
+        checks.append(
+            {
+                "name": f"SME2 available to {treat_variant} at run time",
+                "pair": list(pair),
+                "passed": supported_features(line).get("sme2") is True and "sme2=0" not in masked,
+                "evidence": f"{treat_variant} printed {line or 'no feature line'!r}"
+                + (f" and {masked!r}" if masked else ""),
+                "details": {"line": line, "cpu_target": masked},
+            }
+        )
+    return checks
+
+
+def static_kernel_checks(greedy, pair, base: dict, treat: dict, variants: dict):
+    """What the builds hold: the baseline masked at run time (one binary), no SME2 on either
+    (an architecture without it: the checks end there, True), or SME2 kernels in the treatment
+    only. Returns (checks, whether they are all there is to check)."""
+    base_variant, treat_variant = pair
     count = {"treatment": _sme2_count(treat), "baseline": _sme2_count(base)}
     checks = []
     if base["engine"] == treat["engine"]:
@@ -120,7 +144,7 @@ def kernel_checks(
                 "details": {**count, "differing_files": differ},
             }
         )
-        return checks
+        return checks, True
     else:
         checks.append(
             {
@@ -133,20 +157,7 @@ def kernel_checks(
                 "details": count,
             }
         )
-    engine = greedy[treat_variant]["engine"]
-    line, masked = engine.get("device_supports", ""), engine.get("cpu_target", "")
-    if facts.get("sme2"):
-        checks.append(
-            {
-                "name": f"SME2 available to {treat_variant} at run time",
-                "pair": list(pair),
-                "passed": supported_features(line).get("sme2") is True and "sme2=0" not in masked,
-                "evidence": f"{treat_variant} printed {line or 'no feature line'!r}"
-                + (f" and {masked!r}" if masked else ""),
-                "details": {"line": line, "cpu_target": masked},
-            }
-        )
-    return checks
+    return checks, False
 
 
 def switch_checks(
