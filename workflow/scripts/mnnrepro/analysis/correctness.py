@@ -255,33 +255,10 @@ def compare_forced(
         "reference_margin": None,
         "other_margin": None,
     }
-    if reference is None or reference.get("crashed"):
-        why = (reference or {}).get("crashed", "no answer")
-        return {**row, "kind": CRASHED, "reason": f"the reference crashed: {why}"}
-    if not ref_tokens:
-        return {**row, "kind": NO_OUTPUT, "reason": "the reference produced no output"}
-    if forced is None:
-        return {**row, "kind": NO_OUTPUT, "reason": "no teacher-forced answer was recorded"}
-    if forced.get("crashed"):
-        return {
-            **row,
-            "kind": CRASHED,
-            "reason": f"crashed when fed the reference: {forced['crashed']}",
-        }
-    if forced.get("forced_tokens") is not None and list(forced["forced_tokens"]) != list(
-        ref_tokens[: len(forced["forced_tokens"])]
-    ):
-        return {**row, "kind": WRONG, "reason": "was fed other tokens than the reference's"}
+    unusable = forced_unusable(reference, forced, ref_tokens)
+    if unusable is not None:
+        return {**row, **unusable}
     ref_steps, steps = reference.get("steps") or [], forced.get("steps") or []
-    if len(steps) < len(ref_tokens):
-        return {
-            **row,
-            "steps_compared": len(steps),
-            "kind": NO_OUTPUT,
-            "reason": f"stopped early: {len(steps)} of {len(ref_tokens)} steps",
-        }
-    if len(ref_steps) < len(ref_tokens):
-        return {**row, "kind": UNJUDGED, "reason": "no logits recorded"}
     diffs, wrong_at = [], None
     for i in range(len(ref_tokens)):
         diffs += _logit_diffs_sd(ref_steps[i], steps[i])
@@ -326,6 +303,33 @@ def compare_forced(
             f"(first at step {first}); logits within {drift:.3g} SDs",
         }
     return {**row, "kind": IDENTICAL, "reason": ""}
+
+
+def forced_unusable(reference: dict | None, forced: dict | None, ref_tokens: list) -> dict | None:
+    """Why a teacher-forced answer cannot be compared step by step (a crash, no output, other
+    tokens fed, too few steps, no logits), as the row's kind and reason; None where it can."""
+    if reference is None or reference.get("crashed"):
+        why = (reference or {}).get("crashed", "no answer")
+        return {"kind": CRASHED, "reason": f"the reference crashed: {why}"}
+    if not ref_tokens:
+        return {"kind": NO_OUTPUT, "reason": "the reference produced no output"}
+    if forced is None:
+        return {"kind": NO_OUTPUT, "reason": "no teacher-forced answer was recorded"}
+    if forced.get("crashed"):
+        return {"kind": CRASHED, "reason": f"crashed when fed the reference: {forced['crashed']}"}
+    fed = forced.get("forced_tokens")
+    if fed is not None and list(fed) != list(ref_tokens[: len(fed)]):
+        return {"kind": WRONG, "reason": "was fed other tokens than the reference's"}
+    ref_steps, steps = reference.get("steps") or [], forced.get("steps") or []
+    if len(steps) < len(ref_tokens):
+        return {
+            "steps_compared": len(steps),
+            "kind": NO_OUTPUT,
+            "reason": f"stopped early: {len(steps)} of {len(ref_tokens)} steps",
+        }
+    if len(ref_steps) < len(ref_tokens):
+        return {"kind": UNJUDGED, "reason": "no logits recorded"}
+    return None
 
 
 def compare_answers(
