@@ -127,7 +127,6 @@ def execution_checks(
     base_variant, treat_variant = pair
     treat = engines[variants[treat_variant]["engine"]]
     kind = kind_of_record(treat)
-    checks = []
     missing = [f"{v} {p}" for v in pair for p in PHASES if (v, p) not in profiles]
     if missing:
         return [
@@ -139,31 +138,47 @@ def execution_checks(
                 "details": {"missing": missing},
             }
         ]
+    checks = [resolution_check(profiles, pair, attribution)]
+    if not (kind.carries_sme2_kernels(treat) or kind.sme_switch):
+        return checks  # e.g. the prebuilt wheel's thread pairs: not about SME2 kernels
+    checks.append(sme2_run_check(profiles, pair, treat, facts, attribution))
+    return checks
+
+
+def resolution_check(profiles: dict, pair: tuple[str, str], attribution: dict) -> dict:
+    """Every engine library's samples of both variants fall in named functions (and every
+    profiled invocation produced rows)."""
+    base_variant, treat_variant = pair
     failed = [f"{v} {p}" for (v, p), prof in profiles.items() if v in pair and not prof.get("rows")]
     unresolved = {
         f"{v} {p}": bad
         for (v, p), prof in sorted(profiles.items())
         if v in pair and (bad := unresolved_libraries(prof, attribution["max_unresolved_share"]))
     }
-    checks.append(
-        {
-            "name": f"kernel profiles resolve to functions ({treat_variant}, {base_variant})",
-            "pair": list(pair),
-            "passed": not unresolved and not failed,
-            "evidence": (
-                "; ".join(
-                    f"{where}: {lib} has {share:.0%} of its samples outside any symbol"
-                    for where, bad in unresolved.items()
-                    for lib, share in bad.items()
-                )
-                or "every engine library's samples fall in named functions"
+    return {
+        "name": f"kernel profiles resolve to functions ({treat_variant}, {base_variant})",
+        "pair": list(pair),
+        "passed": not unresolved and not failed,
+        "evidence": (
+            "; ".join(
+                f"{where}: {lib} has {share:.0%} of its samples outside any symbol"
+                for where, bad in unresolved.items()
+                for lib, share in bad.items()
             )
-            + (f"; no profile rows (the invocation failed): {', '.join(failed)}" if failed else ""),
-            "details": {"unresolved": unresolved, "failed": failed},
-        }
-    )
-    if not (kind.carries_sme2_kernels(treat) or kind.sme_switch):
-        return checks  # e.g. the prebuilt wheel's thread pairs: not about SME2 kernels
+            or "every engine library's samples fall in named functions"
+        )
+        + (f"; no profile rows (the invocation failed): {', '.join(failed)}" if failed else ""),
+        "details": {"unresolved": unresolved, "failed": failed},
+    }
+
+
+def sme2_run_check(
+    profiles: dict, pair: tuple[str, str], treat: dict, facts: dict, attribution: dict
+) -> dict:
+    """The treatment's SME2 kernels carried its prefill (where the device has SME2 and the
+    treatment needs it) and the baseline ran none, in every phase profiled for both."""
+    base_variant, treat_variant = pair
+    kind = kind_of_record(treat)
     # every phase profiled for both variants: the image questions' too, where they were asked
     both = set.intersection(*({p for (v, p) in profiles if v == variant} for variant in pair))
     phases = PHASES + tuple(sorted(both - set(PHASES)))
@@ -186,24 +201,21 @@ def execution_checks(
     else:
         passed = not any(count for count, _ in shares.values())
         expectation = "no SME2 kernel runs in either (no SME2 on this device or architecture)"
-    checks.append(
-        {
-            "name": f"SME2 kernels ran in {treat_variant}, not in {base_variant} (profiled)",
-            "pair": list(pair),
-            "passed": passed,
-            "evidence": "; ".join(
-                f"{v} {p}: {count} {unit} in SME2 kernels"
-                + (f" ({share:.1%})" if share is not None else "")
-                for (v, p), (count, share) in shares.items()
-            )
-            + f"; expectation: {expectation}",
-            "details": {
-                f"{v} {p}": {"count": count, "share": share}
-                for (v, p), (count, share) in shares.items()
-            },
-        }
-    )
-    return checks
+    return {
+        "name": f"SME2 kernels ran in {treat_variant}, not in {base_variant} (profiled)",
+        "pair": list(pair),
+        "passed": passed,
+        "evidence": "; ".join(
+            f"{v} {p}: {count} {unit} in SME2 kernels"
+            + (f" ({share:.1%})" if share is not None else "")
+            for (v, p), (count, share) in shares.items()
+        )
+        + f"; expectation: {expectation}",
+        "details": {
+            f"{v} {p}": {"count": count, "share": share}
+            for (v, p), (count, share) in shares.items()
+        },
+    }
 
 
 def engine_functions(rows: pd.DataFrame) -> pd.Series:
