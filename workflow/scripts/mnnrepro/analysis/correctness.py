@@ -241,20 +241,24 @@ TEACHER_FORCED_RULE = (
 )
 
 
+# a teacher-forced comparison's columns before any step is compared
+FORCED_ROW = {
+    "steps_compared": 0,
+    "max_logit_diff_sd": None,
+    "first_top1_difference": None,
+    "differing_steps": 0,
+    "reference_margin": None,
+    "other_margin": None,
+}
+
+
 def compare_forced(
     reference: dict | None, forced: dict | None, rule: GateRule = DEFAULT_RULE
 ) -> dict:
     """One prompt, teacher-forced (TEACHER_FORCED_RULE): `forced` is the other engine's
     answer when fed the reference's tokens; every step is compared."""
     ref_tokens = (reference or {}).get("tokens") or []
-    row = {
-        "steps_compared": 0,
-        "max_logit_diff_sd": None,
-        "first_top1_difference": None,
-        "differing_steps": 0,
-        "reference_margin": None,
-        "other_margin": None,
-    }
+    row = dict(FORCED_ROW)
     unusable = forced_unusable(reference, forced, ref_tokens)
     if unusable is not None:
         return {**row, **unusable}

@@ -203,11 +203,8 @@ def summarize(
         drift = aa_problems(aa, margin)
         stop = (stopping or {}).get((device, model)) or {}
         for pair in comparison_pairs(comparison):
-            failed = (
-                failed_checks(validity[(device, model)], pair)
-                + drift
-                + run_problems(group, pair, hot_start)
-            )
+            failed = [*failed_checks(validity[(device, model)], pair), *drift]
+            failed += run_problems(group, pair, hot_start)
             mode = (modes or {}).get((pair, device), "claim")
             for phase in measured_phases(group, pair):
                 part = group[group["phase"] == phase]
@@ -217,11 +214,10 @@ def summarize(
                 verdict, reason = phase_verdict(
                     mode, result, claim, comparison["tolerance"], failed, loaded
                 )
+                where = {"experiment": config["experiment"], "device": device, "model": model}
                 rows.append(
                     {
-                        "experiment": config["experiment"],
-                        "device": device,
-                        "model": model,
+                        **where,
                         "phase": phase,
                         "baseline": pair[0],
                         "treatment": pair[1],
@@ -233,9 +229,7 @@ def summarize(
                         "claim_gain": claim,
                         "reference_gain": references.get(phase) if mode == "claim" else None,
                         "tolerance": comparison["tolerance"],
-                        "aa_ci_low": aa.get(phase, {}).get("ci_low"),
-                        "aa_ci_high": aa.get(phase, {}).get("ci_high"),
-                        "aa_margin": margin if aa else None,
+                        **aa_fields(aa, phase, margin),
                         "expectation": EXPECTATIONS[mode],
                         "checks_passed": not failed,
                         "verdict": verdict,
@@ -243,6 +237,15 @@ def summarize(
                     }
                 )
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+def aa_fields(aa: dict, phase: str, margin: float) -> dict:
+    """The A/A control's interval in this phase, and the margin it is held to."""
+    return {
+        "aa_ci_low": aa.get(phase, {}).get("ci_low"),
+        "aa_ci_high": aa.get(phase, {}).get("ci_high"),
+        "aa_margin": margin if aa else None,
+    }
 
 
 def phase_verdict(mode, result, claim, tolerance, failed, loaded) -> tuple[str, str]:

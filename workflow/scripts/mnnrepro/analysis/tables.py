@@ -186,14 +186,7 @@ def rows_from_record(
         "emulated": emulated,
         "load_s": record.get("load_s"),
         "attempts": record.get("attempts", 1),
-        # the hottest temperature the gate waited on (every zone's value is in the raw record)
-        "max_temp_before_c": gated_max(record, temps),
-        # the thermal gate's outcome: False = it timed out with the device still hot
-        **thermal_outcome(record),
-        "other_load": record.get("other_load"),
-        "load_before": (record.get("quiet_gate") or {}).get("load"),
-        "quiet_wait_s": (record.get("quiet_gate") or {}).get("waited_s"),
-        "under_load": under_load(record, max_other_load),
+        **gate_columns(record, temps, max_other_load),
         **remeasure_columns(record, superseded),
         "raw_file": raw_file,
         "raw_sha256": raw_sha256,
@@ -216,6 +209,21 @@ def rows_from_record(
         }
         for r in record["results"]
     ]
+
+
+def gate_columns(record: dict, temps: dict, max_other_load) -> dict:
+    """What the thermal and quiet gates saw before the invocation, and the load during it."""
+    quiet = record.get("quiet_gate") or {}
+    return {
+        # the hottest temperature the gate waited on (every zone's value is in the raw record)
+        "max_temp_before_c": gated_max(record, temps),
+        # the thermal gate's outcome: False = it timed out with the device still hot
+        **thermal_outcome(record),
+        "other_load": record.get("other_load"),
+        "load_before": quiet.get("load"),
+        "quiet_wait_s": quiet.get("waited_s"),
+        "under_load": under_load(record, max_other_load),
+    }
 
 
 def ran_columns(record: dict) -> dict:

@@ -63,6 +63,30 @@ class ElfSymbols:
         return None
 
 
+def function_symbols(data: bytes, sections: list[tuple], table: tuple) -> dict[int, tuple]:
+    """Start address -> (size, name) of every function in one symbol table (the largest where
+    two share a start; labels and mapping symbols left out)."""
+    _name, _type, _flags, _addr, offset, size, link, _info, _align, entsize = table
+    str_off = sections[link][4]
+    functions: dict[int, tuple[int, str]] = {}
+    for j in range(size // entsize):
+        st_name, st_info, _other, shndx, value, st_size = struct.unpack_from(
+            "<IBBHQQ", data, offset + j * entsize
+        )
+        kind = st_info & 0xF
+        if shndx == 0 or value == 0 or kind not in (STT_FUNC, STT_NOTYPE):
+            continue
+        if kind == STT_NOTYPE and st_size == 0:
+            continue  # labels such as $x mapping symbols
+        end = data.index(b"\0", str_off + st_name)
+        name = data[str_off + st_name : end].decode("utf-8", "replace")
+        if name.startswith("$"):
+            continue
+        if value not in functions or st_size > functions[value][0]:
+            functions[value] = (st_size, name)
+    return functions
+
+
 def read_symbols(path: str | Path) -> ElfSymbols:
     """Functions and load segments of one ELF file; DataError naming it if it is not ELF64 LE."""
     data = Path(path).read_bytes()
@@ -96,26 +120,7 @@ def read_symbols(path: str | Path) -> ElfSymbols:
         key=lambda sec: sec.start,
     )
     table = tables.get(SHT_SYMTAB) or tables.get(SHT_DYNSYM)
-    functions: dict[int, tuple[int, str]] = {}
-    if table is not None:
-        _name, _type, _flags, _addr, offset, size, link, _info, _align, entsize = table
-        strtab = sections[link]
-        str_off = strtab[4]
-        for j in range(size // entsize):
-            st_name, st_info, _other, shndx, value, st_size = struct.unpack_from(
-                "<IBBHQQ", data, offset + j * entsize
-            )
-            kind = st_info & 0xF
-            if shndx == 0 or value == 0 or kind not in (STT_FUNC, STT_NOTYPE):
-                continue
-            if kind == STT_NOTYPE and st_size == 0:
-                continue  # labels such as $x mapping symbols
-            end = data.index(b"\0", str_off + st_name)
-            name = data[str_off + st_name : end].decode("utf-8", "replace")
-            if name.startswith("$"):
-                continue
-            if value not in functions or st_size > functions[value][0]:
-                functions[value] = (st_size, name)
+    functions = function_symbols(data, sections, table) if table is not None else {}
     starts = sorted(functions)
     ends = []
     for i, start in enumerate(starts):
