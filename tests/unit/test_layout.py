@@ -149,3 +149,20 @@ def test_the_readme_is_a_first_screen_and_pointers():
     most 10 KB); each measured figure has one home, in docs/ or a results file."""
     readme = PACKAGE.parents[2] / "README.md"
     assert len(readme.read_bytes()) <= 10 * 1024
+
+
+def test_functions_and_modules_stay_short():
+    """No function over 60 lines and no module over 400 in workflow/scripts: a longer one is
+    split by what it does, not trimmed to fit."""
+    long_functions, long_modules = [], []
+    for path in sorted(PACKAGE.parent.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > 400:
+            long_modules.append(path.name)
+        long_functions += [
+            f"{path.name}:{node.name}"
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > 60
+        ]
+    assert long_functions == [] and long_modules == []

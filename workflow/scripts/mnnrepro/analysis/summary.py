@@ -185,15 +185,13 @@ def summarize(
     """stopping: (device, model) -> why its benchmark stopped (from the run index)."""
     from mnnrepro.stats import run_intervals
 
-    repetitions = config.get("bench", {}).get("repetitions", 0)
-    # a run that stopped on its verdict is judged on anytime-valid intervals only
-    stats_cfg, df = run_intervals(config["stats"], repetitions)
+    # a run that stopped on its verdict is judged on intervals its stopping rule keeps
+    stats_cfg, df = run_intervals(config["stats"], config.get("bench", {}).get("repetitions", 0))
     comparison = config["comparison"]
     rng = np.random.default_rng(stats_cfg["seed"])
     margin = comparison.get("aa_margin", 0.05)
     hot_start = config.get("bench", {}).get("hot_start", "invalid")
-    claims = comparison.get("claims", {})
-    references = comparison.get("reference_gains", {})
+    claims, references = comparison.get("claims", {}), comparison.get("reference_gains", {})
     rows = []
     for (device, model), group in bench.groupby(["device", "model"], sort=True):
         if group["emulated"].any():  # recorded in bench.csv, never in a speedup or a verdict
