@@ -50,6 +50,7 @@ BENCH = {
     "timeout_s": 600,
     "retries": 0,
     "cooldown_s": 0,
+    "max_other_load": None,  # as measured for quickstart_pair.md: no quiet gate
 }
 
 
