@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mnnrepro.engines.modes import runs_sme2
 from mnnrepro.engines.registry import kind_of_record
 from mnnrepro.files import read_json
 from mnnrepro.stats import PHASES
@@ -178,12 +179,11 @@ def sme2_run_check(
     """The treatment's SME2 kernels carried its prefill (where the device has SME2 and the
     treatment needs it) and the baseline ran none, in every phase profiled for both."""
     base_variant, treat_variant = pair
-    kind = kind_of_record(treat)
     # every phase profiled for both variants: the image questions' too, where they were asked
     both = set.intersection(*({p for (v, p) in profiles if v == variant} for variant in pair))
     phases = PHASES + tuple(sorted(both - set(PHASES)))
     shares = {(v, p): sme2_share(profiles[(v, p)]) for v in pair for p in phases}
-    expect_sme2 = bool(facts.get("sme2")) and kind.needs_sme2(treat)
+    expect_sme2 = runs_sme2(treat, facts)
     unit = profiles[(treat_variant, "prefill")].get("unit", "samples")
     treat_count, treat_share = shares[(treat_variant, "prefill")]
     base_counts = {p: shares[(base_variant, p)][0] for p in phases}

@@ -12,6 +12,12 @@ def needs_sme2(engine_record: dict) -> bool:
     return kind_of_record(engine_record).needs_sme2(engine_record)
 
 
+def runs_sme2(treatment: dict, facts: dict) -> bool:
+    """Whether the treatment's SME2 kernels should run on this device: it needs SME2 and the
+    device has it (what the profile's check of what ran expects)."""
+    return bool(facts.get("sme2")) and needs_sme2(treatment)
+
+
 def pair_mode(treatment: dict, facts: dict, policy: str) -> str:
     """'claim', 'fallback' or 'equal' for this device; raises early where the comparison
     cannot hold."""
