@@ -369,13 +369,20 @@ def region(low, high, thresholds) -> str:
     return f"above {sum(x <= low for x in thresholds)} of {len(thresholds)} thresholds"
 
 
+def configs_of(experiment: str):
+    """(path, config) of each config in config/ that runs this experiment."""
+    for path in sorted((ROOT / "config").glob("*.yaml")):
+        config = yaml.safe_load(path.read_text()) or {}
+        if config.get("experiment") == experiment:
+            yield path, config
+
+
 def replay_rule(experiment: str) -> tuple[dict, str]:
     """The rule a replay applies: that of the config in config/ that runs the same experiment
     where it stops on the verdict, else config/paper.yaml's."""
-    for path in sorted((ROOT / "config").glob("*.yaml")):
-        config = yaml.safe_load(path.read_text()) or {}
+    for path, config in configs_of(experiment):
         repetitions = (config.get("bench") or {}).get("repetitions")
-        if config.get("experiment") == experiment and stats.stops_on_verdict(repetitions):
+        if stats.stops_on_verdict(repetitions):
             return repetitions, str(path.relative_to(ROOT))
     return paper()["bench"]["repetitions"], "config/paper.yaml"
 
@@ -451,11 +458,7 @@ def replay_bench_table(path: Path) -> dict:
 
     table = pd.read_csv(path)  # the kept invocations (`superseded` counts what each replaced)
     (experiment,) = table["experiment"].unique()
-    config = next(
-        c
-        for c in (yaml.safe_load(f.read_text()) for f in sorted((ROOT / "config").glob("*.yaml")))
-        if c and c.get("experiment") == experiment
-    )
+    _, config = next(configs_of(experiment))
     records = precision.records_of_table(table)
     (device,) = table["device"].unique()
     engines = {e: {"engine": e, "kind": "prebuilt"} for e in config["engines"]}

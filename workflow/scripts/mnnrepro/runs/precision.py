@@ -18,29 +18,16 @@ from mnnrepro.stats import PHASES, block_range, ci_df, stops_on_verdict, t_inter
 
 def half_widths(records: list[dict], pairs, ci_level: float, df: int | None) -> dict[str, float]:
     """'baseline/treatment phase' -> relative CI half-width over the blocks measured so far."""
-    tps = {}
-    for record in records:
-        if record.get("status") != "ok":
-            continue
-        for r in record["results"]:
-            tps[(record["variant"], r["phase"], record["invocation"]["block"])] = r["tps"]
     out = {}
     for baseline, treatment in pairs:
         for phase in PHASES:
-            blocks = sorted(
-                b
-                for (v, p, b) in tps
-                if v == baseline and p == phase and (treatment, phase, b) in tps
-            )
-            if len(blocks) < 2:
-                out[f"{baseline}/{treatment} {phase}"] = float("inf")
+            row = f"{baseline}/{treatment} {phase}"
+            log_ratio = block_log_ratios(records, row)
+            if log_ratio.size < 2:
+                out[row] = float("inf")
                 continue
-            log_ratio = np.log(
-                [tps[(treatment, phase, b)] / tps[(baseline, phase, b)] for b in blocks]
-            )
             low, high = t_interval(log_ratio, ci_level, df)
-            ratio = float(np.exp(log_ratio.mean()))
-            out[f"{baseline}/{treatment} {phase}"] = float((high - low) / 2 / ratio)
+            out[row] = float((high - low) / 2 / np.exp(log_ratio.mean()))
     return out
 
 
