@@ -6,6 +6,7 @@ point and the kernel profile alike). A script loads it from its Snakemake job (D
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from mnnrepro.files import read_json, sha256_file
@@ -42,16 +43,18 @@ class DeviceJob:
             gate_tools=list(job.input.gate_tools),
         )
 
+    @cached_property
+    def records(self) -> dict[str, dict]:
+        """Record path -> the engine record it holds, read once."""
+        return {path: read_json(path) for path in self.engine_records}
+
     def engines(self) -> dict[str, dict]:
         """Engine name -> its record."""
-        return {e["engine"]: e for e in map(read_json, self.engine_records)}
+        return {record["engine"]: record for record in self.records.values()}
 
     def built_dirs(self) -> dict[str, str]:
         """Engine name -> the directory of its built files (beside its record)."""
-        return {
-            read_json(path)["engine"]: str(Path(path).parent / "bin")
-            for path in self.engine_records
-        }
+        return {r["engine"]: str(Path(path).parent / "bin") for path, r in self.records.items()}
 
     def manifest_sha256(self) -> str:
         return sha256_file(self.manifest)
