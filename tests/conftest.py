@@ -553,3 +553,11 @@ def without_replay_section(replayed: Path) -> str:
     section = "\n" + "\n".join(replay_section(check))
     assert section in text, "the replay's summary.md does not say what it checked"
     return text.replace(section, "", 1)
+
+
+def pair_mode(treatment: dict, facts: dict, policy: str = "fail") -> str:
+    """The mode of a pair whose treatment runs the engine record `treatment` on a device."""
+    from mnnrepro.pairs import Pair
+
+    pair = Pair("comparison", "off", "on", treatment["engine"], policy)
+    return pair.mode_on({treatment["engine"]: treatment}, facts)

@@ -20,6 +20,7 @@ from mnnrepro.analysis.attribution import (
 from mnnrepro.devices import profilers
 from mnnrepro.devices.elf import read_symbols
 from mnnrepro.devices.local import LocalDevice
+from mnnrepro.pairs import compared_pairs
 
 QEMU_DATA = Path(__file__).resolve().parents[1] / "data" / "qemu"
 needs_perf = pytest.mark.skipif(
@@ -131,10 +132,11 @@ def profiles_of(program: Path, runs: dict[str, tuple[str, ...]]) -> dict:
 ATTRIBUTION = {"min_sme2_share": 0.01, "max_unresolved_share": 0.2}
 VARIANTS = {"off": {"engine": "off"}, "on": {"engine": "on"}}
 ENGINES = {"off": build_record("off"), "on": build_record("on")}
+PAIR = compared_pairs({"baseline": "off", "treatment": "on"}, VARIANTS)[0]
 
 
 def sme2_check(profiles: dict, facts: dict) -> dict:
-    checks = execution_checks(profiles, ("off", "on"), ENGINES, VARIANTS, facts, ATTRIBUTION)
+    checks = execution_checks(profiles, PAIR, ENGINES, facts, ATTRIBUTION)
     return {c["name"].split(" (")[0]: c for c in checks}
 
 
@@ -332,7 +334,7 @@ COUNTED = {**ATTRIBUTION, "min_sme2_blocks": 1}  # QEMU's profiles: executed blo
 
 def kernels_ran(profiles: dict, facts: dict) -> dict:
     """The pair (off, on)'s check "SME2 kernels ran ...", judged on executed blocks."""
-    checks = execution_checks(profiles, ("off", "on"), ENGINES, VARIANTS, facts, COUNTED)
+    checks = execution_checks(profiles, PAIR, ENGINES, facts, COUNTED)
     return next(c for c in checks if c["name"].startswith("SME2 kernels ran"))
 
 

@@ -333,3 +333,32 @@ def test_a_patch_that_is_not_its_pin_is_named_when_the_config_is_read(root, tmp_
     patch.unlink()
     (problem,) = patch_pin_problems(config)
     assert problem.startswith("config key `engines.mnn-361-patched.build.patches.0.path`:")
+
+
+def test_a_claim_the_experiment_can_never_measure_is_named_when_the_config_is_read(root):
+    """A claim on an image phase needs an image set and a model that takes images; the tiny
+    experiment (a vision shape, the default image set) has both, so its claim passes."""
+    cfg = copy.deepcopy(load(root, "tests/workflow/config-tiny.yaml"))
+    cfg["comparison"]["claims"] = {"vision": 0.2}
+    check(copy.deepcopy(cfg))
+    no_images = copy.deepcopy(cfg)
+    no_images.setdefault("bench", {})["vision"] = {"images": []}
+    with pytest.raises(ConfigError, match=r"`comparison\.claims\.vision`: no image set"):
+        check(no_images)
+    text_only = copy.deepcopy(cfg)
+    text_only["models"] = {"synth-tiny": {"synthetic": {"shape": "tiny", "seed": 0}}}
+    with pytest.raises(ConfigError, match=r"`comparison\.claims\.vision`: no model .* images"):
+        check(text_only)
+
+
+def test_an_image_path_that_leaves_its_directory_is_refused(root, tmp_path, monkeypatch):
+    from mnnrepro.config import vision_image_files
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "card.png").write_bytes(b"png")
+    config = {"bench": {"vision": {"images": ["../card.png"]}}}
+    monkeypatch.chdir(tmp_path / "in")
+    with pytest.raises(ConfigError, match=r"`bench\.vision\.images\.0`: '\.\./card\.png' leaves"):
+        vision_image_files(config, root)
+    assert vision_image_files({"bench": {"vision": {"images": [str(tmp_path / "card.png")]}}}, root)

@@ -9,6 +9,7 @@ import json
 
 import pytest
 import yaml
+from conftest import pair_mode
 
 from mnnrepro.analysis.validity import switch_checks
 from mnnrepro.config import ConfigError
@@ -220,16 +221,15 @@ def test_on_x86_the_switch_pair_expects_no_kernels_and_no_run_time_choice():
 
 
 def test_on_a_device_without_sme2_the_control_is_a_fallback_check_like_mnns_pair():
-    from mnnrepro.analysis.verdict import check_device_for
 
     no_sme2 = {"device": "old-phone", "sme2": False, "cpu_features": ["asimd", "i8mm"]}
     with pytest.raises(ValueError, match="treatment engine llama is built with SME2 kernels"):
-        check_device_for(record(), no_sme2, "fail")
-    assert check_device_for(record(), no_sme2, "fallback-check") == "fallback"
-    assert check_device_for(record(), {**no_sme2, "sme2": True}, "fail") == "claim"
-    assert check_device_for(record(arch="x86_64", count=0), no_sme2, "fail") == "equal"
+        pair_mode(record(), no_sme2, "fail")
+    assert pair_mode(record(), no_sme2, "fallback-check") == "fallback"
+    assert pair_mode(record(), {**no_sme2, "sme2": True}, "fail") == "claim"
+    assert pair_mode(record(arch="x86_64", count=0), no_sme2, "fail") == "equal"
     # an arm64 build without KleidiAI's SME kernels has nothing SME2 to compare
-    assert check_device_for(record(count=0), no_sme2, "fail") == "claim"
+    assert pair_mode(record(count=0), no_sme2, "fail") == "claim"
 
 
 def sdist(tmp_path, version="0.3.36", commit="0c1e57098"):

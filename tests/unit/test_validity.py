@@ -7,11 +7,12 @@ import io
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import greedy_answers
+from conftest import greedy_answers, pair_mode
 
 from mnnrepro.analysis import verdict as vd
-from mnnrepro.analysis.summary import device_modes, summarize
+from mnnrepro.analysis.summary import summarize
 from mnnrepro.analysis.validity import check, kernel_checks
+from mnnrepro.pairs import compared_pairs, device_modes
 
 ON = {"engine": "sme2-on", "kind": "build", "sme2": {"sme2_kernel_count": 14}}
 OFF = {"engine": "sme2-off", "kind": "build", "sme2": {"sme2_kernel_count": 0}}
@@ -36,10 +37,10 @@ def greedy(line_on, tokens_on=(1, 2, 3)):
 
 def test_sme2_treatment_on_a_device_without_sme2_fails_early_unless_fallback():
     with pytest.raises(ValueError, match=r"`comparison\.on_non_sme2_device: fallback-check`"):
-        vd.check_device_for(ON, OLD_PHONE, "fail")
-    assert vd.check_device_for(ON, OLD_PHONE, "fallback-check") == "fallback"
-    assert vd.check_device_for(ON, SME2_PHONE, "fail") == "claim"
-    assert vd.check_device_for({"engine": "p", "kind": "prebuilt"}, OLD_PHONE, "fail") == "claim"
+        pair_mode(ON, OLD_PHONE, "fail")
+    assert pair_mode(ON, OLD_PHONE, "fallback-check") == "fallback"
+    assert pair_mode(ON, SME2_PHONE, "fail") == "claim"
+    assert pair_mode({"engine": "p", "kind": "prebuilt"}, OLD_PHONE, "fail") == "claim"
 
 
 @pytest.mark.parametrize(
@@ -112,7 +113,8 @@ CONFIG = {
 def test_device_matrix_judges_a_non_sme2_device_by_no_regression():
     facts = {"x300": SME2_PHONE, "d9400": OLD_PHONE}
     config = {**CONFIG, "comparison": {**COMPARISON, "on_non_sme2_device": "fallback-check"}}
-    modes = device_modes(facts, {"sme2-on": ON, "sme2-off": OFF}, config)
+    pairs = compared_pairs(config["comparison"], VARIANTS)
+    modes = device_modes(pairs, {"sme2-on": ON, "sme2-off": OFF}, facts)
     assert modes == {(("off", "on"), "x300"): "claim", (("off", "on"), "d9400"): "fallback"}
     bench = pd.concat(
         [table({"prefill": 0.8, "decode": 0.1}), table({"prefill": 0.0, "decode": 0.0}, "d9400")]
@@ -137,7 +139,10 @@ def test_broken_variant_is_invalid_with_the_reason(tiny_model, tmp_path):
     answers = {}
     for name, model in (("off", tiny_model), ("on", other)):
         answers[name] = greedy_answers(model, ["你好"], tmp_path / f"{name}.json")
-    validity = check(answers, {"device": "host"}, "m", COMPARISON, {"min_agreement": 1.0})
+    engines = {"sme2-on": ON, "sme2-off": OFF}
+    validity = check(
+        answers, {"device": "host"}, "m", COMPARISON, {"min_agreement": 1.0}, engines, VARIANTS
+    )
     assert not validity["checks"][0]["passed"]
     summary = summarize(
         table({"prefill": 0.8, "decode": 0.1}, "host"), {("host", "m"): validity}, CONFIG
@@ -187,17 +192,21 @@ X86_HOST = {"device": "host", "sme2": False, "cpu_features": ["avx2"]}
 
 def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
     engines = {"sme2-on": HOST_ON, "sme2-off": HOST_OFF}
-    assert vd.check_device_for(HOST_ON, X86_HOST, "fail") == "equal"  # never raises
+    assert pair_mode(HOST_ON, X86_HOST, "fail") == "equal"  # never raises
     checks = kernel_checks(
         greedy("The device supports: sme2: 0"), ("off", "on"), engines, VARIANTS, X86_HOST
     )
     assert [c["passed"] for c in checks] == [True]
     assert "SME2 absent on x86_64" in checks[0]["name"]
     assert "artifacts are byte-identical" in checks[0]["evidence"]
-    modes = device_modes({"host": X86_HOST}, engines, CONFIG)
+    modes = device_modes(compared_pairs(COMPARISON, VARIANTS), engines, {"host": X86_HOST})
     same = summarize(
         table({"prefill": 0.0, "decode": 0.01}, "host"),
-        {("host", "m"): check(greedy("x"), X86_HOST, "m", COMPARISON, {"min_agreement": 1.0})},
+        {
+            ("host", "m"): check(
+                greedy("x"), X86_HOST, "m", COMPARISON, {"min_agreement": 1.0}, engines, VARIANTS
+            )
+        },
         CONFIG,
         modes,
     )

@@ -1,8 +1,9 @@
-from mnnrepro.analysis.summary import device_modes, summarize, summary_document
+from mnnrepro.analysis.summary import summarize, summary_document
 from mnnrepro.analysis.tables import BENCH_COLUMNS, bench_table_from
 from mnnrepro.archive.replay import raw_path_mapper
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
+from mnnrepro.pairs import compared_pairs, device_modes
 from mnnrepro.records import chain, check_same_table, read_record, read_table
 
 log_to(snakemake.log[0])
@@ -27,7 +28,13 @@ facts = {f["device"]: f for f in (read_record(p, "device_facts") for p in snakem
 engines = {e["engine"]: e for e in (read_record(p, "engine") for p in snakemake.input.engines)}
 indexes = [read_record(p, "run_index") for p in snakemake.input.runs]
 stopping = {(i["device"], i["model"]): i.get("stopping") for i in indexes}
-summary = summarize(table, validity, config, device_modes(facts, engines, config), stopping)
+summary = summarize(
+    table,
+    validity,
+    config,
+    device_modes(compared_pairs(config["comparison"], config["variants"]), engines, facts),
+    stopping,
+)
 summary.to_csv(snakemake.output.table, index=False)
 document = summary_document(summary, validity, config)
 document["chain"] = chain(

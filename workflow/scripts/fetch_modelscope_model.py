@@ -2,7 +2,7 @@ from pathlib import Path
 
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
-from mnnrepro.models.mnn_files import missing_files
+from mnnrepro.models.mnn_files import is_vision_model, missing_files
 from mnnrepro.models.modelscope import fetch_model
 
 log_to(snakemake.log[0])
@@ -19,4 +19,5 @@ if snakemake.params.route == "model":  # it must be loadable
             f"models.{snakemake.wildcards.model}.modelscope: {repo['id']}@{repo['revision']} "
             f"is not an MNN LLM directory: {missing} missing"
         )
+    manifest["takes_images"] = is_vision_model(snakemake.output[0])
 write_json(snakemake.output.manifest, manifest)

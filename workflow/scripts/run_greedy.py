@@ -1,10 +1,9 @@
 from mnnrepro.analysis.correctness import forced_plan, gate_prompts, label_answers
-from mnnrepro.analysis.verdict import check_device_for
-from mnnrepro.config import comparison_pairs
 from mnnrepro.devices.factory import make_device
 from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
 from mnnrepro.models.mnn_files import reads_images
+from mnnrepro.pairs import compared_pairs
 from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.greedy import run_greedy
 from mnnrepro.runs.staging import stage_images
@@ -14,15 +13,11 @@ gate = snakemake.params.correctness
 receipt = read_json(snakemake.input.receipt)
 records = {r["engine"]: r for r in map(read_json, snakemake.input.engines)}
 tools = {t["engine"]: t for t in map(read_json, snakemake.input.gate_tools)}
-comparison = snakemake.params.comparison
-for _, treatment_variant in comparison_pairs(comparison):  # before any run
-    check_device_for(
-        records[snakemake.params.variants[treatment_variant]["engine"]],
-        read_json(snakemake.input.facts),
-        comparison.get("on_non_sme2_device", "fail"),
-    )
-model_dirs = dict(zip(snakemake.params.model_formats, snakemake.input.model, strict=True))
-vision = reads_images(model_dirs)  # image prompts only where the model takes images
+pairs = compared_pairs(snakemake.params.comparison, snakemake.params.variants)
+for pair in pairs:  # before any run: raises where the comparison cannot hold on this device
+    pair.mode_on(records, read_json(snakemake.input.facts))
+# image prompts only where the model takes images
+vision = reads_images(snakemake.input.manifest, snakemake.params.model_formats)
 
 
 def gate_answers(device) -> dict:
@@ -57,7 +52,7 @@ def gate_answers(device) -> dict:
 
     free = {name: answers_of(name, prompts) for name in sorted(variants)}
     # teacher forcing: each treatment fed its baseline's greedy answer, every step compared
-    for base, treat in comparison_pairs(comparison):
+    for base, treat in (pair.names for pair in pairs):
         free[treat].setdefault("teacher_forced", {})[base] = fed(treat, free[base])
     # across devices (emulation): each variant fed the reference device's answer of the same
     # variant, so the emulated CPUs are compared step by step in the reference's context

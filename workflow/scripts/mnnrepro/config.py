@@ -12,6 +12,7 @@ import functools
 import os
 import re
 from pathlib import Path
+from posixpath import normpath
 
 import jsonschema
 import yaml
@@ -309,6 +310,12 @@ def find_images(named: list[tuple[str, str]], workflow_dir: str | Path) -> dict[
     """
     found, problems = {}, []
     for key, name in named:
+        if not Path(name).is_absolute() and normpath(name).startswith(".."):
+            problems.append(
+                f"config key `{key}`: {name!r} leaves the directory it is read from (the "
+                "working directory, then the workflow's); give an absolute path"
+            )
+            continue
         candidates = (
             [Path(name)] if Path(name).is_absolute() else [Path(name), Path(workflow_dir, name)]
         )

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from mnnrepro.engines.modes import runs_sme2
 from mnnrepro.engines.registry import kind_of_record
 from mnnrepro.files import read_json
+from mnnrepro.pairs import Pair
 from mnnrepro.stats import PHASES
 from mnnrepro.toolchain.kernels import SME2_SYMBOL
 
@@ -115,9 +115,8 @@ def sme2_share(profile: dict) -> tuple[int, float | None]:
 
 def execution_checks(
     profiles: dict[tuple[str, str], dict],
-    pair: tuple[str, str],
+    pair: Pair,
     engines: dict[str, dict],
-    variants: dict,
     facts: dict,
     attribution: dict,
 ) -> list[dict]:
@@ -125,24 +124,24 @@ def execution_checks(
     (where the device has SME2 and the pair is about SME2 kernels), none in any of the
     baseline's profiled phases (the image questions' included), and every engine library's
     symbols resolved. profiles: (variant, phase) -> profile."""
-    base_variant, treat_variant = pair
-    treat = engines[variants[treat_variant]["engine"]]
+    treat = engines[pair.treatment_engine]
     kind = kind_of_record(treat)
-    missing = [f"{v} {p}" for v in pair for p in PHASES if (v, p) not in profiles]
+    base_variant, treat_variant = names = pair.names
+    missing = [f"{v} {p}" for v in names for p in PHASES if (v, p) not in profiles]
     if missing:
         return [
             {
                 "name": f"kernel attribution of {treat_variant} vs {base_variant}",
-                "pair": list(pair),
+                "pair": list(names),
                 "passed": False,
                 "evidence": f"no profile of {', '.join(missing)}",
                 "details": {"missing": missing},
             }
         ]
-    checks = [resolution_check(profiles, pair, attribution)]
+    checks = [resolution_check(profiles, names, attribution)]
     if not (kind.carries_sme2_kernels(treat) or kind.sme_switch):
         return checks  # e.g. the prebuilt wheel's thread pairs: not about SME2 kernels
-    checks.append(sme2_run_check(profiles, pair, treat, facts, attribution))
+    checks.append(sme2_run_check(profiles, names, pair.runs_sme2_on(engines, facts), attribution))
     return checks
 
 
@@ -174,16 +173,16 @@ def resolution_check(profiles: dict, pair: tuple[str, str], attribution: dict) -
 
 
 def sme2_run_check(
-    profiles: dict, pair: tuple[str, str], treat: dict, facts: dict, attribution: dict
+    profiles: dict, pair: tuple[str, str], expect_sme2: bool, attribution: dict
 ) -> dict:
-    """The treatment's SME2 kernels carried its prefill (where the device has SME2 and the
-    treatment needs it) and the baseline ran none, in every phase profiled for both."""
+    """The treatment's SME2 kernels carried its prefill (expect_sme2: the device has SME2 and
+    the treatment needs it, pairs.Pair.runs_sme2_on) and the baseline ran none, in every phase
+    profiled for both."""
     base_variant, treat_variant = pair
     # every phase profiled for both variants: the image questions' too, where they were asked
     both = set.intersection(*({p for (v, p) in profiles if v == variant} for variant in pair))
     phases = PHASES + tuple(sorted(both - set(PHASES)))
     shares = {(v, p): sme2_share(profiles[(v, p)]) for v in pair for p in phases}
-    expect_sme2 = runs_sme2(treat, facts)
     unit = profiles[(treat_variant, "prefill")].get("unit", "samples")
     treat_count, treat_share = shares[(treat_variant, "prefill")]
     base_counts = {p: shares[(base_variant, p)][0] for p in phases}

@@ -87,18 +87,6 @@ def failed_checks(validity: dict, pair: tuple[str, str] | None = None) -> list[s
     ]
 
 
-def device_modes(facts: dict[str, dict], engines: dict[str, dict], config: dict) -> dict:
-    """Per (pair, device): judged against the claim, as a fallback check (SME2 treatment, no
-    sme2 on the device), or as an equality check (SME2 cannot exist for the builds' CPU)."""
-    policy = config["comparison"].get("on_non_sme2_device", "fail")
-    modes = {}
-    for pair in comparison_pairs(config["comparison"]):
-        treatment = engines[config["variants"][pair[1]]["engine"]]
-        for name, f in facts.items():
-            modes[(pair, name)] = vd.check_device_for(treatment, f, policy)
-    return modes
-
-
 def measured_phases(group: pd.DataFrame, pair: tuple[str, str]) -> list[str]:
     """The phases both variants of the pair measured, in order: prefill and decode always;
     the vision phases where the model takes images and both engines took them."""

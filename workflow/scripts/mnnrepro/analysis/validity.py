@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from mnnrepro.analysis.attribution import execution_checks
 from mnnrepro.analysis.correctness import TEACHER_FORCED_RULE, GateRule, compare_answers
-from mnnrepro.config import comparison_pairs
 from mnnrepro.engines.base import supported_features
 from mnnrepro.engines.registry import kind_of_record
+from mnnrepro.pairs import compared_pairs
 
 
 def correctness_check(greedy: dict, pair: tuple[str, str], correctness: dict) -> dict:
@@ -256,8 +256,8 @@ def check(
     model: str,
     comparison: dict,
     correctness: dict,
-    engines: dict[str, dict] | None = None,
-    variants: dict | None = None,
+    engines: dict[str, dict],
+    variants: dict,
     profiles: list[dict] | None = None,
     attribution: dict | None = None,
 ) -> dict:
@@ -265,16 +265,15 @@ def check(
     ran, analysis/attribution.py) also the kernels each pair executed."""
     by_phase = {(p["variant"], p["phase"]): p for p in profiles or []}
     checks = []
-    for pair in comparison_pairs(comparison):
+    for pair in compared_pairs(comparison, variants):
+        names = pair.names
+        line = greedy[pair.treatment]["engine"].get("device_supports", "")
         checks += [
-            correctness_check(greedy, pair, correctness),
-            runtime_features_check(greedy, pair),
+            correctness_check(greedy, names, correctness),
+            runtime_features_check(greedy, names),
+            *kernel_checks(greedy, names, engines, variants, facts),
+            *vector_length_check(names, engines[pair.treatment_engine], facts, line),
         ]
-        if engines and variants:
-            checks += kernel_checks(greedy, pair, engines, variants, facts)
-            line = greedy[pair[1]]["engine"].get("device_supports", "")
-            treat = engines[variants[pair[1]]["engine"]]
-            checks += vector_length_check(pair, treat, facts, line)
-        if profiles is not None and engines and variants:
-            checks += execution_checks(by_phase, pair, engines, variants, facts, attribution)
+        if profiles is not None:
+            checks += execution_checks(by_phase, pair, engines, facts, attribution)
     return {"device": facts["device"], "model": model, "checks": checks}

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from mnnrepro.engines.modes import needs_sme2
-from mnnrepro.engines.modes import pair_mode as check_device_for
-
-__all__ = ["check_device_for", "needs_sme2"]  # the pair's mode, judged here
-
 REPRODUCED = "reproduced"
 
 

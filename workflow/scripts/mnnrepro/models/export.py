@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 
 from mnnrepro.files import file_table, sha256_file
-from mnnrepro.models.mnn_files import missing_files
+from mnnrepro.models.mnn_files import is_vision_model, missing_files
 
 RUNNER = Path(__file__).with_name("llmexport_main.py")
 
@@ -148,6 +148,7 @@ def export_model(
             "arguments": llmexport_args("<src>", "<dst>", quant_bit, quant_block, extra),
         },
         "files": file_table(dst),
+        "takes_images": is_vision_model(dst),
     }
 
 

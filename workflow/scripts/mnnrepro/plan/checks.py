@@ -44,9 +44,46 @@ def check_references(config: dict) -> None:
         *sweep_problems(config),
         *reserved_name_clashes(config),
         *kind_problems(config),
+        *unmeasurable_claims(config),
     ]
     if problems:
         refuse(problems)
+
+
+# the phases only a model that takes images has, asked by engines that take images
+IMAGE_PHASES = ("vision", "image_prefill", "first_token")
+
+
+def unmeasurable_claims(config: dict) -> list[str]:
+    """A claim on an image phase that this experiment can never measure, so never judge: no
+    image set, a pair whose engine takes no images, or only text models (a synthetic shape
+    that is not a vision one; a downloaded model is known only once it is here)."""
+    from mnnrepro.models.synthetic import VISION_SHAPES
+
+    claimed = [p for p in IMAGE_PHASES if p in config["comparison"].get("claims", {})]
+    models = config["models"].values()
+    text_only = all(
+        m.get("synthetic", {}).get("shape", "tiny-vl") not in VISION_SHAPES for m in models
+    )
+    problems = []
+    for phase in claimed:
+        key = f"config key `comparison.claims.{phase}`"
+        if config["bench"].get("vision", {}).get("images") == []:  # absent: the default set
+            problems.append(f"{key}: no image set measures it (`bench.vision.images` is [])")
+        if text_only:
+            problems.append(
+                f"{key}: no model of this experiment takes images ({sorted(config['models'])})"
+            )
+        for pair_key, pair in comparison_keys(config["comparison"]):
+            for role in ("baseline", "treatment"):
+                variant = config["variants"].get(pair[role], {})
+                spec = config["engines"].get(variant.get("engine"))
+                if spec is not None and not kind_of_spec(spec).takes_images:
+                    problems.append(
+                        f"{key}: `{pair_key}.{role}` {pair[role]} runs engine "
+                        f"{variant['engine']}, which takes no images"
+                    )
+    return problems
 
 
 def variant_problems(config: dict) -> list[str]:

@@ -38,7 +38,10 @@ class DeviceJob:
             variants=job.params.variants,
             bench=job.params.bench,
             images=vision_phase_images(
-                job.params.image_names, job.input.images, job.params.model_formats, job.input.model
+                job.params.image_names,
+                job.input.images,
+                job.input.manifest,
+                job.params.model_formats,
             ),
             gate_tools=list(job.input.gate_tools),
         )

@@ -71,19 +71,18 @@ def stopping_decision(
 
 def verdict_thresholds(comparison: dict, variants: dict, engines: dict, facts: dict) -> dict:
     """Row name -> the speedups (ratios) at which its verdict changes; None: no claim, settled
-    by precision. The pair's mode on this device is engines.modes.pair_mode's."""
-    from mnnrepro.config import aa_variant, comparison_pairs
-    from mnnrepro.engines.modes import pair_mode
+    by precision. The pair's mode on this device is the pair's own (pairs.Pair.mode_on)."""
+    from mnnrepro.config import aa_variant
+    from mnnrepro.pairs import compared_pairs
 
     tol, claims = comparison["tolerance"], comparison.get("claims", {})
-    policy = comparison.get("on_non_sme2_device", "fail")
     rows = {}
-    pairs = comparison_pairs(comparison)
-    for baseline, treatment in pairs:
-        mode = pair_mode(engines[variants[treatment]["engine"]], facts, policy)
+    pairs = compared_pairs(comparison, variants)
+    for pair in pairs:
+        mode = pair.mode_on(engines, facts)
         for phase in PHASES:
             claim = claims.get(phase)
-            rows[f"{baseline}/{treatment} {phase}"] = {
+            rows[f"{pair.baseline}/{pair.treatment} {phase}"] = {
                 "claim": None if claim is None else [1 + claim - tol, 1 + claim + tol],
                 "fallback": [1 - tol],
                 "equal": [1 - tol, 1 + tol],
@@ -93,8 +92,7 @@ def verdict_thresholds(comparison: dict, variants: dict, engines: dict, facts: d
         margin = comparison.get("aa_margin", 0.05)
         for phase in PHASES:
             rows[f"{comparison['baseline']}/{again} {phase}"] = [1 / (1 + margin), 1 + margin]
-    baseline, treatment = pairs[0]
-    rows[f"{baseline}/{treatment} prefill>decode"] = [1.0]
+    rows[f"{pairs[0].baseline}/{pairs[0].treatment} prefill>decode"] = [1.0]
     return rows
 
 

@@ -14,11 +14,11 @@ from mnnrepro.runs.staging import stage_images
 
 
 def vision_phase_images(
-    image_names: list[str], image_files: list[str], model_formats: list[str], model_dirs: list[str]
+    image_names: list[str], image_files: list[str], manifest: str, model_formats: list[str]
 ) -> list[tuple[str, str]]:
     """(name as configured, local file) of bench.vision.images where the model takes images
-    (its MNN export holds a vision encoder); [] otherwise: no vision phase."""
-    if not reads_images(dict(zip(model_formats, model_dirs, strict=True))):
+    (its manifest says so, models.mnn_files.reads_images); [] otherwise: no vision phase."""
+    if not reads_images(manifest, model_formats):
         return []
     return list(zip(image_names, image_files, strict=True))
 

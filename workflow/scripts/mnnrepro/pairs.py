@@ -1,0 +1,69 @@
+"""The compared pairs of an experiment, as one type: each pair's baseline and treatment
+variants, the engine its treatment runs, and how it is judged on a device, decided here once
+from the treatment engine's record and the device's facts: against its claim, as a fallback
+check (an SME2 treatment on a device without SME2) or as an equality check (SME2 cannot exist
+for the builds' CPU). The gate (before any run), the benchmark's stopping rule (runs/precision),
+the profile's check of what ran and the verdicts (analysis) all ask the pair."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mnnrepro.config import comparison_keys
+from mnnrepro.engines.registry import kind_of_record
+
+CLAIM, FALLBACK, EQUAL = "claim", "fallback", "equal"
+
+
+def needs_sme2(engine_record: dict) -> bool:
+    return kind_of_record(engine_record).needs_sme2(engine_record)
+
+
+@dataclass(frozen=True)
+class Pair:
+    key: str  # its config key: `comparison` or `comparison.also.<i>`
+    baseline: str  # variant names
+    treatment: str
+    treatment_engine: str  # the engine the treatment variant runs
+    on_non_sme2_device: str  # config key `comparison.on_non_sme2_device`
+
+    @property
+    def names(self) -> tuple[str, str]:
+        return (self.baseline, self.treatment)
+
+    def runs_sme2_on(self, engines: dict[str, dict], facts: dict) -> bool:
+        """Whether the treatment's SME2 kernels should run on this device: it needs SME2 and
+        the device has it (what the profile's check of what ran expects)."""
+        return bool(facts.get("sme2")) and needs_sme2(engines[self.treatment_engine])
+
+    def mode_on(self, engines: dict[str, dict], facts: dict) -> str:
+        """CLAIM, FALLBACK or EQUAL on this device; raises early where the comparison cannot
+        hold (engines: the engine records by name; facts: the device's)."""
+        treatment = engines[self.treatment_engine]
+        if kind_of_record(treatment).sme2_impossible(treatment):
+            return EQUAL
+        if not needs_sme2(treatment) or facts.get("sme2"):
+            return CLAIM
+        if self.on_non_sme2_device == "fallback-check":
+            return FALLBACK
+        features = " ".join(facts.get("cpu_features", []))[:200]
+        raise ValueError(
+            f"device {facts['device']} has no sme2 (CPU features: {features} ...) but "
+            f"treatment engine {treatment['engine']} is built with SME2 kernels; set config "
+            "key `comparison.on_non_sme2_device: fallback-check` to run it as a fallback check "
+            "(expectation: no regression)"
+        )
+
+
+def compared_pairs(comparison: dict, variants: dict) -> list[Pair]:
+    """Every compared pair (the main one, then `comparison.also`), in config order."""
+    policy = comparison.get("on_non_sme2_device", "fail")
+    return [
+        Pair(key, p["baseline"], p["treatment"], variants[p["treatment"]]["engine"], policy)
+        for key, p in comparison_keys(comparison)
+    ]
+
+
+def device_modes(pairs: list[Pair], engines: dict[str, dict], facts: dict[str, dict]) -> dict:
+    """(pair's variant names, device) -> its mode, for every pair on every device."""
+    return {(p.names, name): p.mode_on(engines, f) for p in pairs for name, f in facts.items()}
