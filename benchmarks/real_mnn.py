@@ -383,7 +383,7 @@ def markdown(result: dict) -> str:
         "Greedy answers (16 tokens, 3 prompts) of each variant on each QEMU CPU vs the same "
         "variant on `qemu-no-sme`, teacher-forced: every device fed `qemu-no-sme`'s tokens and "
         "every step judged, the top-1 and the logits (identical / equivalent within rounding / "
-        "wrong / crashed; docs/method.md):",
+        "wrong / crashed; docs/correctness.md):",
         "",
     ]
     kinds = ["identical", "equivalent within rounding", "wrong", "crashed"]

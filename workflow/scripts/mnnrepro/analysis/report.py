@@ -122,6 +122,8 @@ def side_by_side_section(summary: pd.DataFrame) -> list[str]:
         "Gain (treatment over baseline) with its CI and verdict, per pair; a pair of another "
         "engine is a control: the same device, model and phase with that engine's SME2 kernels.",
         "",
+        # tables by hand, not DataFrame.to_markdown: its padding would change summary.md,
+        # which every shipped archive replays to byte for byte (archive/replay_check)
         "| device | model | phase | " + " | ".join(pairs) + " |",
         "|---|---|---|" + "---|" * len(pairs),
     ]

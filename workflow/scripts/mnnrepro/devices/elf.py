@@ -3,7 +3,9 @@
 What the QEMU attribution needs to turn an executed guest address into a function: a shared
 library's functions (`.symtab` where the file keeps it, else `.dynsym`) with their address
 ranges, and its PT_LOAD segments (file offset -> address). ELF64 little-endian only: every
-engine this project builds or runs (x86-64, arm64) is that.
+engine this project builds or runs (x86-64, arm64) is that. Kept rather than pyelftools: it
+reads two tables, and the attribution job's environment (envs/bench.yaml, pushed to devices'
+userlands too) would otherwise carry a dependency for them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The vision phase on a device (docs/method.md "The vision phase"): which images a benchmark
+"""The vision phase on a device (docs/vision.md): which images a benchmark
 asks about, staged like everything else, and what of them a measurement's key holds.
 
 The image set is asked by the engines that take images (EngineKind.takes_images: the prebuilt

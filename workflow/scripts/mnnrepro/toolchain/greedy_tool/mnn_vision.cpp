@@ -1,4 +1,4 @@
-// mnn_vision: the vision phase of a built MNN engine (docs/method.md "The vision phase").
+// mnn_vision: the vision phase of a built MNN engine (docs/vision.md).
 //
 // Built beside mnn_greedy, against the same engine's headers and libraries. It asks each image
 // question exactly as the prebuilt runner's `time_vision` does through the Python bindings
