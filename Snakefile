@@ -33,6 +33,7 @@ else:
     include: "workflow/rules/devices.smk"
     include: "workflow/rules/emulation.smk"
     include: "workflow/rules/bench.smk"
+    include: "workflow/rules/engine_tests.smk"
     include: "workflow/rules/archive.smk"
 
 

@@ -567,7 +567,7 @@ def without_replay_section(replayed: Path) -> str:
 
 def pair_mode(treatment: dict, facts: dict, policy: str = "fail") -> str:
     """The mode of a pair whose treatment runs the engine record `treatment` on a device."""
-    from mnnrepro.pairs import Pair
+    from mnnrepro.engines.pairs import Pair
 
-    pair = Pair("comparison", "off", "on", treatment["engine"], policy)
+    pair = Pair("comparison", "off", "on", "baseline-engine", treatment["engine"], policy)
     return pair.mode_on({treatment["engine"]: treatment}, facts)

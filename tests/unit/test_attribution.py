@@ -20,7 +20,7 @@ from mnnrepro.analysis.attribution import (
 from mnnrepro.devices import profilers
 from mnnrepro.devices.elf import read_symbols
 from mnnrepro.devices.local import LocalDevice
-from mnnrepro.pairs import compared_pairs
+from mnnrepro.engines.pairs import compared_pairs
 
 QEMU_DATA = Path(__file__).resolve().parents[1] / "data" / "qemu"
 needs_perf = pytest.mark.skipif(

@@ -281,10 +281,12 @@ def test_a_replay_does_not_need_the_archived_runs_local_directories(root, tmp_pa
 
 
 def test_bench_csv_has_one_column_per_runtime_setting_of_the_schema():
-    from mnnrepro.analysis.tables import BENCH_COLUMNS, RUNTIME_COLUMNS
-    from mnnrepro.config import runtime_defaults
+    from mnnrepro.analysis.tables import BENCH_COLUMNS, OPTIONAL_RUNTIME_COLUMNS, RUNTIME_COLUMNS
+    from mnnrepro.config import load_schema, runtime_defaults
 
     assert set(RUNTIME_COLUMNS) == set(runtime_defaults())
+    every = set(load_schema()["$defs"]["runtime"]["properties"])
+    assert every == set(RUNTIME_COLUMNS) | set(OPTIONAL_RUNTIME_COLUMNS)
     assert set(RUNTIME_COLUMNS) <= set(BENCH_COLUMNS) and "runtime" not in BENCH_COLUMNS
 
 
@@ -362,3 +364,42 @@ def test_an_image_path_that_leaves_its_directory_is_refused(root, tmp_path, monk
     with pytest.raises(ConfigError, match=r"`bench\.vision\.images\.0`: '\.\./card\.png' leaves"):
         vision_image_files(config, root)
     assert vision_image_files({"bench": {"vision": {"images": [str(tmp_path / "card.png")]}}}, root)
+
+
+def test_mnns_sme2_settings_are_refused_where_no_engine_reads_them(root):
+    """On an engine kind without them (llama.cpp), as a ratio MNN cannot read (x or y of
+    8*x + y zero), and, before any run, on an engine whose libraries hold no such setting
+    (the record's `reads_settings`, read from the engine's own binaries)."""
+    from mnnrepro.engines.registry import unread_settings
+
+    cfg = copy.deepcopy(load(root, "tests/workflow/config-control.yaml"))
+    check(copy.deepcopy(cfg))
+    cfg["variants"]["one-thread"]["runtime"]["cpu_sme2_neon_division_ratio"] = 41
+    check(copy.deepcopy(cfg))  # 5:1 in prefill, 1:1 in decode
+    llama = copy.deepcopy(cfg)
+    llama["variants"]["llama-sme-off"]["runtime"]["cpu_sme_core_num"] = 1
+    no_such = (
+        r"`variants\.llama-sme-off\.runtime\.cpu_sme_core_num`: engine llama \(llamacpp\) has no"
+    )
+    with pytest.raises(ConfigError, match=no_such):
+        check(llama)
+    cfg["variants"]["one-thread"]["runtime"]["cpu_sme2_neon_division_ratio"] = 40
+    with pytest.raises(
+        ConfigError,
+        match=r"`variants\.one-thread\.runtime\.cpu_sme2_neon_division_ratio`: 40 is 8\*5 \+ 0",
+    ):
+        check(cfg)
+    variants = {"one": {"engine": "old", "runtime": {"cpu_sme_core_num": 1}}}
+    old = {"engine": "old", "version": "3.2.5", "reads_settings": ["cpu_sme2_neon_division_ratio"]}
+    (problem,) = unread_settings(variants, {"old": old})
+    assert problem.startswith("config key `variants.one.runtime.cpu_sme_core_num`: engine old")
+    assert unread_settings(variants, {"old": {**old, "reads_settings": ["cpu_sme_core_num"]}}) == []
+
+
+def test_the_wheel_reads_mnns_sme2_settings_in_its_own_library():
+    """describe_prebuilt reads them from the installed wheel's native libraries (the strings
+    of MNN's config keys; an MNN without a setting has no such string)."""
+    from mnnrepro.toolchain.records import describe_prebuilt
+
+    record = describe_prebuilt("mnn-pypi", "mnn==3.6.1")
+    assert record["reads_settings"] == ["cpu_sme2_neon_division_ratio", "cpu_sme_core_num"]

@@ -216,3 +216,22 @@ def test_the_gate_the_benchmark_and_the_vision_tool_of_a_built_engine_get_identi
     # and everything else llm_bench forces on the engine for P = 512
     assert {k: gate[k] for k in llm_bench_config(runtime, 512)} == llm_bench_config(runtime, 512)
     assert gate["sampler_type"] == "greedy" and gate["base_dir"] == f"{model}/"
+
+
+def test_mnns_sme2_settings_reach_llm_bench_and_the_gate_alike():
+    """A variant's cpu_sme_core_num and division ratio: llm_bench's -scn and -mr, and the
+    gate's config.json the same values; absent, llm_bench keeps its defaults (2, 41), which
+    the gate's config spells out."""
+    from mnnrepro.engines.mnn_build import BuiltEngine, llm_bench_config
+
+    engine = BuiltEngine({"engine": "on", "kind": "build"}, {"engines": {"on": "/e"}})
+    bench = {"prompt_tokens": 64, "generate_tokens": 8}
+    runtime = {"thread_num": 4, "cpu_sme_core_num": 1, "cpu_sme2_neon_division_ratio": 49}
+    argv, _ = engine.bench_command(None, "/m/config.json", runtime, bench, "/s/out.json")
+    assert argv[argv.index("-scn") + 1] == "1" and argv[argv.index("-mr") + 1] == "49"
+    gate = llm_bench_config(runtime, 64)
+    assert (gate["cpu_sme_core_num"], gate["cpu_sme2_neon_division_ratio"]) == (1, 49)
+    argv, _ = engine.bench_command(None, "/m/config.json", {"thread_num": 4}, bench, "/s/o.json")
+    assert "-scn" not in argv and "-mr" not in argv
+    gate = llm_bench_config({"thread_num": 4}, 64)
+    assert (gate["cpu_sme_core_num"], gate["cpu_sme2_neon_division_ratio"]) == (2, 41)

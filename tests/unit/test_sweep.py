@@ -43,7 +43,12 @@ def test_each_dimension_is_varied_around_the_main_point(same_threads):
         "prompt_tokens": main_p,
         "generate_tokens": n,
         "thread_num": 1,
+        "cpu_sme_core_num": None,  # each variant's own (the engine's, unless it sets one)
     }
+    sme = sweep_points(config_with(same_threads, cpu_sme_core_num=[1, 2]))
+    assert sorted(sme) == [f"p{main_p}-n{n}-t--scn1", f"p{main_p}-n{n}-t--scn2"]
+    variants = point_variants(same_threads["variants"], sme[f"p{main_p}-n{n}-t--scn1"])
+    assert {v["runtime"]["cpu_sme_core_num"] for v in variants.values()} == {1}
 
 
 def test_a_point_sets_its_lengths_and_every_variants_threads(same_threads):

@@ -12,7 +12,7 @@ from conftest import greedy_answers, pair_mode
 from mnnrepro.analysis import verdict as vd
 from mnnrepro.analysis.summary import summarize
 from mnnrepro.analysis.validity import check, kernel_checks
-from mnnrepro.pairs import compared_pairs, device_modes
+from mnnrepro.engines.pairs import compared_pairs, device_modes
 
 ON = {"engine": "sme2-on", "kind": "build", "sme2": {"sme2_kernel_count": 14}}
 OFF = {"engine": "sme2-off", "kind": "build", "sme2": {"sme2_kernel_count": 0}}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -40,10 +41,25 @@ def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, seed_models, tmp_
     _, spec = loopback_phone
     config_path = tmp_path / "adb.yaml"
     cfg = adb_config(root, spec)
+    # how the gain changes with MNN's SME2 thread count: one more point, every variant at 1
+    cfg["bench"]["sweep"] = {"cpu_sme_core_num": [1], "repetitions": 2}
     config_path.write_text(yaml.safe_dump(cfg))
     seed_models(tmp_path, cfg["models"])
     run(root, tmp_path, config_path)
     out = tmp_path / "results" / "tiny-adb"
+    sweep = pd.read_csv(out / "sweep" / "summary.csv")
+    point = sweep[sweep["point"] != "main"]
+    assert set(point["point"]) == {"p32-n8-t--scn1"} and set(point["cpu_sme_core_num"]) == {1}
+    assert sweep[sweep["point"] == "main"]["cpu_sme_core_num"].isna().all()  # the engine's own
+    swept = pd.read_csv(out / "sweep" / "bench.csv")
+    assert set(swept["cpu_sme_core_num"]) == {1} and set(swept["device"]) == {"phone"}
+    index = json.loads((out / "sweep/runs/phone/synth-tiny-vl/p32-n8-t--scn1.json").read_text())
+    raw = json.loads((tmp_path / index["runs"][0]["raw"]).read_text())
+    assert raw["spec"]["runtime"]["cpu_sme_core_num"] == 1  # what the runner was given
+    tests = pd.read_csv(out / "engine_tests.csv")  # the wheel has no suite: its row says so
+    assert tests[["device", "engine", "outcome"]].values.tolist() == [
+        ["phone", "mnn-pypi", "no test suite"]
+    ]
     bench = pd.read_csv(out / "bench.csv")
     assert set(bench["device"]) == {"phone"}
     # the same shape of table as on `local`: prefill, decode and the image question's phases

@@ -17,6 +17,7 @@ rule check_validity:
         facts="results/{experiment}/devices/{device}.json",
         engines=PLAN.engine_files,
         profiles=PLAN.profile_index,
+        engine_tests=PLAN.device_engine_tests,
     output:
         validity="results/{experiment}/validity/{device}/{model}.json",
     log:
@@ -59,6 +60,26 @@ rule collect_kernel_table:
         "Collecting the profiled invocations into kernels.csv"
     script:
         "../scripts/collect_kernel_table.py"
+
+
+# The engines' own tests (`engine_tests`): every device's and engine's outcomes in one table.
+rule collect_engine_tests:
+    input:
+        tests=PLAN.engine_test_files,
+    output:
+        table="results/{experiment}/engine_tests.csv",
+    log:
+        "logs/collect_engine_tests/{experiment}.log",
+    benchmark:
+        "logs/collect_engine_tests/{experiment}.benchmark.tsv"
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        code=PLAN.code_of("collect_engine_tests.py"),
+    message:
+        "Collecting the engines' own tests into engine_tests.csv"
+    script:
+        "../scripts/collect_engine_tests.py"
 
 
 rule collect_bench_table:

@@ -12,6 +12,7 @@ rule write_summary_report:
         mechanism=PLAN.mechanism_report,
         sweep=PLAN.sweep_report,
         kernels=PLAN.kernel_table,
+        engine_tests=PLAN.engine_tests_table,
         replay=[f"results/{PLAN.results_key}/replay.json"] if PLAN.replay else [],  # what it checked
     output:
         markdown=report(

@@ -1,6 +1,6 @@
 from mnnrepro.analysis.attribution import read_profiles
 from mnnrepro.analysis.validity import check
-from mnnrepro.files import write_json
+from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
 from mnnrepro.records import read_record
 
@@ -16,5 +16,6 @@ result = check(
     snakemake.params.variants,
     read_profiles(snakemake.input.profiles) if snakemake.input.profiles else None,
     snakemake.params.attribution,
+    {r["engine"]: r for r in map(read_json, snakemake.input.engine_tests)},
 )
 write_json(snakemake.output.validity, result)

@@ -1,9 +1,9 @@
 from mnnrepro.analysis.summary import summarize, summary_document
 from mnnrepro.analysis.tables import BENCH_COLUMNS, bench_table_from
 from mnnrepro.archive.replay import raw_path_mapper
+from mnnrepro.engines.pairs import compared_pairs, device_modes
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
-from mnnrepro.pairs import compared_pairs, device_modes
 from mnnrepro.records import chain, check_same_table, read_record, read_table
 
 log_to(snakemake.log[0])

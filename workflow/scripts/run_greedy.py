@@ -1,12 +1,14 @@
 from mnnrepro.analysis.correctness import forced_plan, gate_prompts, label_answers
+from mnnrepro.config import refuse
 from mnnrepro.devices.factory import make_device
+from mnnrepro.engines.pairs import compared_pairs
+from mnnrepro.engines.registry import unread_settings
 from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
-from mnnrepro.models.mnn_files import reads_images
-from mnnrepro.pairs import compared_pairs
 from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.greedy import run_greedy
 from mnnrepro.runs.staging import stage_images
+from mnnrepro.runs.vision import reads_images
 
 log = log_to(snakemake.log[0])
 gate = snakemake.params.correctness
@@ -16,6 +18,9 @@ tools = {t["engine"]: t for t in map(read_json, snakemake.input.gate_tools)}
 pairs = compared_pairs(snakemake.params.comparison, snakemake.params.variants)
 for pair in pairs:  # before any run: raises where the comparison cannot hold on this device
     pair.mode_on(records, read_json(snakemake.input.facts))
+unread = unread_settings(snakemake.params.variants, records)  # a setting the engine ignores
+if unread:
+    refuse(unread)
 # image prompts only where the model takes images
 vision = reads_images(snakemake.input.manifest, snakemake.params.model_formats)
 

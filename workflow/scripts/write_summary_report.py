@@ -35,6 +35,11 @@ text = markdown(
     if snakemake.input.kernels
     else None,
     snakemake.params.top,
+    (
+        pd.read_csv(snakemake.input.engine_tests[0], keep_default_na=False)
+        if snakemake.input.engine_tests
+        else None
+    ),
     replay_section(read_json(snakemake.input.replay[0])) if snakemake.input.replay else [],
 )
 Path(snakemake.output.markdown).write_text(text, encoding="utf-8")

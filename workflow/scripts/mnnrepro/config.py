@@ -241,7 +241,12 @@ def canonical(value):
 def runtime_defaults(schema: dict | None = None) -> dict:
     """The schema's default of every runtime key (llm_bench's own defaults)."""
     props = (schema or load_schema())["$defs"]["runtime"]["properties"]
-    return {key: spec["default"] for key, spec in props.items()}
+    return {key: spec["default"] for key, spec in props.items() if "default" in spec}
+
+
+# runtime keys without a default: absent, the engine keeps its own value (and reads them only
+# where its libraries do: EngineKind.sme2_settings, the engine record's `reads_settings`)
+SME2_SETTINGS = ("cpu_sme_core_num", "cpu_sme2_neon_division_ratio")
 
 
 def with_runtime_defaults(runtime: dict) -> dict:

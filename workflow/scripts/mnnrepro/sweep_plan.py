@@ -5,33 +5,39 @@ from __future__ import annotations
 
 from mnnrepro.config import comparison_keys, with_runtime_defaults
 
-SWEEP_KEYS = ("prompt_tokens", "generate_tokens", "thread_num")
+SWEEP_KEYS = ("prompt_tokens", "generate_tokens", "thread_num", "cpu_sme_core_num")
+# the swept dimensions that are runtime settings, set in every variant (label suffix)
+RUNTIME_SWEEPS = {"thread_num": "t", "cpu_sme_core_num": "scn"}
 
 
 def thread_nums(variants: dict) -> dict[str, int]:
     """Variant -> the thread count it runs with (llm_bench's default where it sets none)."""
+    return runtime_values(variants, "thread_num")
+
+
+def runtime_values(variants: dict, key: str) -> dict:
+    """Variant -> its value of a runtime setting (the schema's default; None: the engine's)."""
     return {
-        name: with_runtime_defaults(v.get("runtime", {}))["thread_num"]
-        for name, v in variants.items()
+        name: with_runtime_defaults(v.get("runtime", {})).get(key) for name, v in variants.items()
     }
 
 
 def sweep_problems(config: dict) -> list[str]:
-    """A thread sweep sets every variant's thread_num: it cannot sweep a pair that differs in
-    it (both sides would become the same)."""
-    threads = config.get("bench", {}).get("sweep", {}).get("thread_num")
-    if not threads:
-        return []
+    """A runtime sweep sets the setting in every variant: it cannot sweep a pair that differs
+    in it (both sides would become the same)."""
     problems = []
-    threads_of = thread_nums(config["variants"])
-    for key, pair in comparison_keys(config["comparison"]):
-        values = {name: threads_of.get(name) for name in (pair["baseline"], pair["treatment"])}
-        if len(set(values.values())) > 1:
-            problems.append(
-                f"config key `bench.sweep.thread_num`: the pair `{key}` differs in thread_num "
-                f"({values}); a thread sweep sets both to the same value - drop it, or compare "
-                "variants that differ in something else"
-            )
+    for setting in RUNTIME_SWEEPS:
+        if not config.get("bench", {}).get("sweep", {}).get(setting):
+            continue
+        of = runtime_values(config["variants"], setting)
+        for key, pair in comparison_keys(config["comparison"]):
+            values = {name: of.get(name) for name in (pair["baseline"], pair["treatment"])}
+            if len(set(values.values())) > 1:
+                problems.append(
+                    f"config key `bench.sweep.{setting}`: the pair `{key}` differs in {setting} "
+                    f"({values}); the sweep sets both to the same value - drop it, or compare "
+                    "variants that differ in something else"
+                )
     return problems
 
 
@@ -45,13 +51,13 @@ def sweep_points(config: dict) -> dict[str, dict]:
     main = {
         "prompt_tokens": bench["prompt_tokens"],
         "generate_tokens": bench["generate_tokens"],
-        "thread_num": None,
+        **dict.fromkeys(RUNTIME_SWEEPS),
     }
-    common_threads = set(thread_nums(config["variants"]).values())
+    common = {k: set(runtime_values(config["variants"], k).values()) for k in RUNTIME_SWEEPS}
     points = {}
     for key in SWEEP_KEYS:
         for value in sweep.get(key) or []:
-            if value == main[key] or (key == "thread_num" and {value} == common_threads):
+            if value == main[key] or {value} == common.get(key):
                 continue
             point = {**main, key: value}
             points[point_label(point)] = point
@@ -59,11 +65,12 @@ def sweep_points(config: dict) -> dict[str, dict]:
 
 
 def point_label(point: dict) -> str:
-    """`p256-n32-t2` (t-: each variant's own thread_num)."""
-    threads = point["thread_num"]
+    """`p256-n32-t2` (t-: each variant's own thread_num), `...-scn1` where the point sets
+    cpu_sme_core_num."""
+    threads, sme = point["thread_num"], point.get("cpu_sme_core_num")
     return (
         f"p{point['prompt_tokens']}-n{point['generate_tokens']}-t"
-        f"{'-' if threads is None else threads}"
+        f"{'-' if threads is None else threads}" + ("" if sme is None else f"-scn{sme}")
     )
 
 
@@ -84,10 +91,10 @@ def sweep_repetitions(bench: dict):
 
 
 def point_variants(variants: dict, point: dict) -> dict:
-    """Every variant of one sweep point (thread_num set where the point sets it)."""
-    if point["thread_num"] is None:
+    """Every variant of one sweep point (its runtime settings set where the point sets them)."""
+    settings = {k: point[k] for k in RUNTIME_SWEEPS if point.get(k) is not None}
+    if not settings:
         return variants
     return {
-        name: {**v, "runtime": {**v.get("runtime", {}), "thread_num": point["thread_num"]}}
-        for name, v in variants.items()
+        name: {**v, "runtime": {**v.get("runtime", {}), **settings}} for name, v in variants.items()
     }

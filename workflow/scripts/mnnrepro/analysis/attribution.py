@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import kind_of_record
 from mnnrepro.files import read_json
-from mnnrepro.pairs import Pair
 from mnnrepro.stats import PHASES
 from mnnrepro.toolchain.kernels import SME2_SYMBOL
 
@@ -175,9 +175,9 @@ def resolution_check(profiles: dict, pair: tuple[str, str], attribution: dict) -
 def sme2_run_check(
     profiles: dict, pair: tuple[str, str], expect_sme2: bool, attribution: dict
 ) -> dict:
-    """The treatment's SME2 kernels carried its prefill (expect_sme2: the device has SME2 and
-    the treatment needs it, pairs.Pair.runs_sme2_on) and the baseline ran none, in every phase
-    profiled for both."""
+    """The treatment's SME2 kernels carried its prefill (expect_sme2: the device has SME2
+    and the treatment needs it, engines.pairs.Pair.runs_sme2_on) and the baseline ran none,
+    in every phase profiled for both."""
     base_variant, treat_variant = pair
     # every phase profiled for both variants: the image questions' too, where they were asked
     both = set.intersection(*({p for (v, p) in profiles if v == variant} for variant in pair))

@@ -266,9 +266,15 @@ def sweep_chart(summary: pd.DataFrame) -> alt.Chart:
     # each chart holds the points that vary its own value around the main point
     if not (data["point"] == "main").any():
         return note_chart("the sweep's main point has no gain", "Gain across the sweep")
+    # each variant's own SME2 thread count ("-") unless the point sets one
+    data["sme_cores"] = pd.to_numeric(data.get("cpu_sme_core_num", pd.Series(index=data.index)))
+    own = data["sme_cores"].isna()
     main = data[data["point"] == "main"].iloc[0]
     same = {k: data[k] == main[k] for k in ("prompt_tokens", "generate_tokens", "thread_num")}
     charts = []
+    by_sme = data[same["prompt_tokens"] & same["generate_tokens"] & same["thread_num"] & ~own]
+    data = data[own]  # the other charts: points that leave the SME2 threads as they are
+    same = {k: v[own] for k, v in same.items()}
     by_prompt = data[same["generate_tokens"] & same["thread_num"]]
     if by_prompt["prompt_tokens"].nunique() > 1:
         charts.append(_gain_vs(by_prompt, "prompt_tokens", "prompt tokens P", "thread_num", True))
@@ -279,6 +285,8 @@ def sweep_chart(summary: pd.DataFrame) -> alt.Chart:
     by_decode = data[same["prompt_tokens"] & same["thread_num"]]
     if by_decode["generate_tokens"].nunique() > 1:
         charts.append(_gain_vs(by_decode, "generate_tokens", "decode tokens N", "thread_num", True))
+    if by_sme["sme_cores"].nunique() > 0:
+        charts.append(_gain_vs(by_sme, "sme_cores", "SME2 threads", "prompt_tokens", False))
     if not charts:
         return note_chart("the sweep has no point beside the main one", "Gain across the sweep")
     return (

@@ -7,6 +7,7 @@ import pandas as pd
 from mnnrepro.analysis import verdict as vd
 from mnnrepro.analysis.attribution import where_time_goes
 from mnnrepro.analysis.emulation import emulation_section
+from mnnrepro.analysis.engine_tests import engine_tests_section
 from mnnrepro.analysis.explaining import mechanism_section
 from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct
 from mnnrepro.analysis.vision import vision_section
@@ -258,6 +259,7 @@ def markdown(
     sweep: pd.DataFrame | None = None,
     kernels: pd.DataFrame | None = None,
     top: int = 6,
+    engine_tests: pd.DataFrame | None = None,
     preface: list[str] = (),
 ) -> str:
     """summary.md: one function per section; `preface` right after the title (a replay's
@@ -273,6 +275,7 @@ def markdown(
             *vision_section(summary, document),
             *validity_section(document),
             *(emulation_section(list(emulation)) if len(emulation) else []),
+            *(engine_tests_section(engine_tests) if engine_tests is not None else []),
             *statistics_section(summary, document, facts),
             *(mechanism_section(mechanism, sweep) if mechanism else []),
             *(

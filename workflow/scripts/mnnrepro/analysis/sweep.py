@@ -117,16 +117,25 @@ def sweep_summary(
                         ),
                     }
                 )
-    return pd.DataFrame(rows, columns=SWEEP_SUMMARY_COLUMNS)
+    columns = list(SWEEP_SUMMARY_COLUMNS)
+    if any(SME_CORES in row for row in rows):  # a column only where the sweep sets it
+        columns.insert(columns.index("thread_num") + 1, SME_CORES)
+    return pd.DataFrame(rows, columns=columns)
+
+
+SME_CORES = "cpu_sme_core_num"  # a swept runtime setting without a default (sweep_plan)
 
 
 def point_settings(point: str, part: pd.DataFrame, threads) -> dict:
-    """What a sweep point varies, as its invocations ran it (POINT_COLUMNS)."""
+    """What a sweep point varies, as its invocations ran it (POINT_COLUMNS, and the SME2
+    thread count where the point sets it)."""
+    sme = part[SME_CORES].dropna().unique() if SME_CORES in part else []
     return {
         "point": point,
         "prompt_tokens": int(part["prompt_tokens"].iloc[0]),
         "generate_tokens": int(part["generate_tokens"].iloc[0]),
         "thread_num": int(threads[0]) if len(threads) == 1 else None,
+        **({SME_CORES: int(sme[0])} if len(sme) == 1 else {}),
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from mnnrepro.config import SME2_SETTINGS
 from mnnrepro.errors import DataError
 from mnnrepro.records import HINTS, check_sha256, read_record
 from mnnrepro.runs.power import phase_joules
@@ -13,8 +14,11 @@ from mnnrepro.stats import SPANNING_PHASES, VISION_PHASES
 KEY_COLUMNS = ["experiment", "device", "model", "variant", "phase"]
 
 
-# the variant's runtime settings, one column each (the schema's `runtime` keys)
+# the variant's runtime settings, one column each (the schema's `runtime` keys with a default)
 RUNTIME_COLUMNS = ("backend_type", "thread_num", "precision", "memory", "power")
+# ... and those without one (MNN's SME2 settings): a column only where a variant sets one, so a
+# run that sets none has the table it always had (and an archive replays to it, byte for byte)
+OPTIONAL_RUNTIME_COLUMNS = SME2_SETTINGS
 BENCH_COLUMNS = [
     *KEY_COLUMNS,
     "block",
@@ -172,7 +176,7 @@ def rows_from_record(
         "run_order": inv["run_order"],
         "engine": spec["engine"]["engine"],
         "engine_version": spec["engine"]["version"],
-        **{key: spec["runtime"].get(key) for key in RUNTIME_COLUMNS},
+        **runtime_columns(spec["runtime"]),
         "prompt_tokens": record["bench"]["prompt_tokens"],
         "generate_tokens": record["bench"]["generate_tokens"],
         "warmup": record["bench"]["warmup"],
@@ -314,8 +318,16 @@ def bench_table(
                     superseded,
                 )
             )
-    table = pd.DataFrame(rows, columns=BENCH_COLUMNS)
+    optional = [c for c in OPTIONAL_RUNTIME_COLUMNS if any(c in row for row in rows)]
+    at = BENCH_COLUMNS.index(RUNTIME_COLUMNS[-1]) + 1
+    table = pd.DataFrame(rows, columns=[*BENCH_COLUMNS[:at], *optional, *BENCH_COLUMNS[at:]])
     return table.sort_values(["device", "model", "run_order", "phase"]).reset_index(drop=True)
+
+
+def runtime_columns(runtime: dict) -> dict:
+    """A record's runtime settings as bench.csv's columns (the optional ones where set)."""
+    optional = {key: runtime[key] for key in OPTIONAL_RUNTIME_COLUMNS if key in runtime}
+    return {**{key: runtime.get(key) for key in RUNTIME_COLUMNS}, **optional}
 
 
 def bench_table_from(

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from mnnrepro.analysis.attribution import execution_checks
 from mnnrepro.analysis.correctness import TEACHER_FORCED_RULE, GateRule, compare_answers
+from mnnrepro.analysis.engine_tests import engine_tests_check
 from mnnrepro.engines.base import supported_features
+from mnnrepro.engines.pairs import compared_pairs
 from mnnrepro.engines.registry import kind_of_record
-from mnnrepro.pairs import compared_pairs
 
 
 def correctness_check(greedy: dict, pair: tuple[str, str], correctness: dict) -> dict:
@@ -260,9 +261,11 @@ def check(
     variants: dict,
     profiles: list[dict] | None = None,
     attribution: dict | None = None,
+    engine_tests: dict[str, dict] | None = None,
 ) -> dict:
     """Every check of every compared pair (each check names its pair); with profiles (what
-    ran, analysis/attribution.py) also the kernels each pair executed."""
+    ran, analysis/attribution.py) also the kernels each pair executed; with engine_tests
+    (engine -> its own tests' record on this device) that the treatment passes them."""
     by_phase = {(p["variant"], p["phase"]): p for p in profiles or []}
     checks = []
     for pair in compared_pairs(comparison, variants):
@@ -276,4 +279,5 @@ def check(
         ]
         if profiles is not None:
             checks += execution_checks(by_phase, pair, engines, facts, attribution)
+        checks += engine_tests_check(pair, engine_tests or {})
     return {"device": facts["device"], "model": model, "checks": checks}

@@ -27,7 +27,7 @@ MANIFEST_NAME = "MANIFEST.sha256"
 # results/<experiment>/<kind>/... (the sweep's run indexes and raw records included)
 RECORDS = (
     *("runs", "greedy", "validity", "devices", "raw", "bandwidth", "sweep/runs", "sweep/raw"),
-    "profiles",
+    *("profiles", "engine_tests"),
 )
 RAW_DIRS = {"runs": "raw", "sweep/runs": "sweep/raw"}  # where each kind of index's raw files are
 ENGINE_RECORDS = ("build.json", "engine.json")

@@ -67,6 +67,16 @@ class EngineKind:
     integer_env: tuple[str, ...] = ()
     # a from-source kind: what its `<source_section>` must give (for the message)
     source_forms = ""
+    # takes MNN's SME2 settings (config.SME2_SETTINGS) in a variant's runtime, where its
+    # binaries read them (the engine record's `reads_settings`)
+    sme2_settings = False
+    # why an engine of this kind has no test suite of its own to run (test_suite)
+    no_test_suite = "this kind of engine has no test suite"
+
+    @classmethod
+    def test_suite(cls, record: dict) -> tuple[str | None, str]:
+        """(the engine's own test suite, relative to its directory; None: none, and why)."""
+        return None, cls.no_test_suite
 
     @classmethod
     def config_problems(cls, engines: dict[str, dict], config: dict) -> list[str]:

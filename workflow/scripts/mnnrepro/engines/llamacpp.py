@@ -121,6 +121,14 @@ class LlamaCppEngine(BuiltFromSource):
     sme_switch = SME_SWITCH
     integer_env = (SME_SWITCH,)
     source_forms = "sdist or path, with `llamacpp.kleidiai` where it builds KleidiAI"
+    # llama.cpp's own tests do not reach the kernels compared here: test-backend-ops checks
+    # other backends against the CPU backend, which it skips (ggml-org/llama.cpp #6028), and
+    # test-quantize-fns checks ggml's own quantize and dot-product functions, not KleidiAI's
+    # matrix multiplication, which the CPU backend reaches through its extra buffer type
+    no_test_suite = (
+        "none of llama.cpp's own tests runs KleidiAI's SME2 micro-kernels (test-backend-ops "
+        "takes the CPU backend as its reference; test-quantize-fns checks ggml's own functions)"
+    )
 
     @classmethod
     def config_problems(cls, engines: dict[str, dict], config: dict) -> list[str]:

@@ -36,8 +36,9 @@ def llm_bench_config(runtime: dict, prompt_tokens: int) -> dict:
         "attention_mode": 8,  # -fa 1 (flash attention), -qatten 0
         "use_mmap": False,
         "tmp_path": "tmp",
-        "cpu_sme2_neon_division_ratio": 41,  # -mr 41
-        "cpu_sme_core_num": 2,  # -scn 2
+        # -mr and -scn: the variant's, else llm_bench's defaults (it always sets both)
+        "cpu_sme2_neon_division_ratio": runtime.get("cpu_sme2_neon_division_ratio", 41),
+        "cpu_sme_core_num": runtime.get("cpu_sme_core_num", 2),
     }
 
 
@@ -54,6 +55,13 @@ class BuiltEngine(BuiltFromSource):
     integer_env = ("MNN_CPU_TARGET",)
     source_section = "mnn"
     source_forms = "git + commit, path, or archive + sha256"
+    no_test_suite = "built without MNN_BUILD_TEST"
+    sme2_settings = True
+
+    @classmethod
+    def test_suite(cls, record: dict) -> tuple[str | None, str]:
+        """run_test.out, where the build has it (toolchain/cmake.TEST_SUITE)."""
+        return (record["test_suite"], "") if record.get("test_suite") else (None, cls.no_test_suite)
 
     @classmethod
     def provide_source(cls, tree: dict, cache) -> dict:
@@ -111,6 +119,8 @@ class BuiltEngine(BuiltFromSource):
             str(LEVELS[runtime["power"]]),
         ]
         argv += ["-a", runtime["backend_type"]]
+        for key, flag in (("cpu_sme2_neon_division_ratio", "-mr"), ("cpu_sme_core_num", "-scn")):
+            argv += [flag, str(runtime[key])] if key in runtime else []
         return argv, self.library_env()
 
     def greedy(self, device, receipt: dict, ask: GreedyAsk) -> dict:

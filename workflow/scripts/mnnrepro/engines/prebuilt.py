@@ -25,6 +25,8 @@ class PrebuiltEngine(EngineKind):
     record_name = "engine.json"
     runs_through_runner = True
     takes_images = True  # the runner's image questions (runs/prebuilt_runner.py)
+    no_test_suite = "the PyPI wheel ships no test suite"
+    sme2_settings = True
     sme2_vector_lengths_bits = (512,)  # the wheel's SME2 kernels are MNN's (mnn_build.py)
 
     def __init__(self, record: dict, receipt: dict):

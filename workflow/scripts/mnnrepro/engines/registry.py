@@ -37,3 +37,23 @@ def kind_of_tree(tree: str) -> type[EngineKind]:
         if kind.from_source and kind.source_section == tree:
             return kind
     raise ValueError(f"no engine kind is built from a source tree named {tree!r}")
+
+
+def unread_settings(variants: dict, engines: dict[str, dict]) -> list[str]:
+    """A variant's SME2 setting (config.SME2_SETTINGS) that its engine's binaries do not read
+    (the record's `reads_settings`: an MNN version without the setting would run as if it
+    were not given), one line each, naming the key; checked before any run."""
+    from mnnrepro.config import SME2_SETTINGS
+
+    problems = []
+    for name, variant in sorted(variants.items()):
+        record = engines[variant["engine"]]
+        reads = record.get("reads_settings", [])
+        for key in SME2_SETTINGS:
+            if key in variant.get("runtime", {}) and key not in reads:
+                problems.append(
+                    f"config key `variants.{name}.runtime.{key}`: engine {record['engine']} "
+                    f"({record.get('version', 'unknown version')}) does not read it (its "
+                    f"libraries hold no `{key}`)"
+                )
+    return problems

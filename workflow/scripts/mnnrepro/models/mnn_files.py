@@ -20,22 +20,6 @@ def is_vision_model(model_dir: str | os.PathLike) -> bool:
     return llm_config.is_file() and bool(read_json(llm_config).get("is_visual"))
 
 
-def reads_images(manifest_path: str | os.PathLike, model_formats: list[str]) -> bool:
-    """Whether the experiment asks a model images (image prompts in the gate, the vision
-    phase): its manifest says it takes them (its MNN directory holds a vision encoder, decided
-    once where the model is made) and one of the formats it runs in carries that encoder."""
-    from mnnrepro.errors import DataError
-    from mnnrepro.models.formats import FORMATS
-    from mnnrepro.records import HINTS, read_record
-
-    manifest = read_record(manifest_path, "model_manifest")
-    if "takes_images" not in manifest:
-        raise DataError(
-            manifest_path, "says not whether the model takes images", HINTS["model_manifest"]
-        )
-    return manifest["takes_images"] and any(FORMATS[f].reads_images for f in model_formats)
-
-
 def missing_files(model_dir: Path) -> list[str]:
     required = REQUIRED_FILES + (VISION_FILES if is_vision_model(model_dir) else ())
     return [f for f in required if not (model_dir / f).is_file()]

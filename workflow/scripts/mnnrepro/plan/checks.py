@@ -12,6 +12,7 @@ from posixpath import normpath
 
 from mnnrepro.config import (
     RESERVED_ENV,
+    SME2_SETTINGS,
     aa_variant,
     check_schema,
     comparison_keys,
@@ -45,9 +46,33 @@ def check_references(config: dict) -> None:
         *reserved_name_clashes(config),
         *kind_problems(config),
         *unmeasurable_claims(config),
+        *sme2_setting_problems(config),
     ]
     if problems:
         refuse(problems)
+
+
+def sme2_setting_problems(config: dict) -> list[str]:
+    """MNN's SME2 settings (config.SME2_SETTINGS) on an engine kind that has none, and a
+    division ratio MNN cannot read as 8*x + y with x and y in 1..7."""
+    problems = []
+    for name, variant in sorted(config["variants"].items()):
+        spec = config["engines"].get(variant["engine"])
+        runtime = variant.get("runtime", {})
+        for key in SME2_SETTINGS:
+            if key in runtime and spec is not None and not kind_of_spec(spec).sme2_settings:
+                problems.append(
+                    f"config key `variants.{name}.runtime.{key}`: engine {variant['engine']} "
+                    f"({kind_of_spec(spec).kind}) has no such setting"
+                )
+        ratio = runtime.get("cpu_sme2_neon_division_ratio")
+        if ratio is not None and ratio % 8 == 0:
+            problems.append(
+                f"config key `variants.{name}.runtime.cpu_sme2_neon_division_ratio`: {ratio} is "
+                f"8*{ratio // 8} + 0; MNN reads it as 8*x + y with x and y in 1..7 (41: 5:1 "
+                "in prefill, 1:1 in decode)"
+            )
+    return problems
 
 
 # the phases only a model that takes images has, asked by engines that take images
@@ -58,9 +83,11 @@ def unmeasurable_claims(config: dict) -> list[str]:
     """A claim on an image phase that this experiment can never measure, so never judge: no
     image set, a pair whose engine takes no images, or only text models (a synthetic shape
     that is not a vision one; a downloaded model is known only once it is here)."""
-    from mnnrepro.models.synthetic import VISION_SHAPES
+    from mnnrepro.models.shapes import VISION_SHAPES
 
     claimed = [p for p in IMAGE_PHASES if p in config["comparison"].get("claims", {})]
+    if not claimed:
+        return []
     models = config["models"].values()
     text_only = all(
         m.get("synthetic", {}).get("shape", "tiny-vl") not in VISION_SHAPES for m in models

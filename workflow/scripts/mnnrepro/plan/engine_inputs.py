@@ -78,3 +78,32 @@ class EngineInputs:
             f"results/engines/{self.engine_keys[e]}/bandwidth-probe"
             for e in self.probed_engines(wildcards)
         ]
+
+    # ---- the engine's own tests (config `engine_tests`; runs/engine_tests.py) ---------------
+
+    def engine_test_files(self, wildcards=None) -> list[str]:
+        """Every engine's test record on every device (none where the tests are off, or a
+        replayed archive holds none)."""
+        if not self.runs_engine_tests:
+            return []
+        return [
+            f"results/{self.results_key}/engine_tests/{device}/{engine}.json"
+            for device in self.devices
+            for engine in self.used_engines
+        ]
+
+    def device_engine_tests(self, wildcards) -> list[str]:
+        """The engines' test records on the job's device (the validity check's)."""
+        return [p for p in self.engine_test_files() if f"/engine_tests/{wildcards.device}/" in p]
+
+    def engine_tests_table(self, wildcards=None) -> list[str]:
+        return [f"results/{self.results_key}/engine_tests.csv"] if self.runs_engine_tests else []
+
+    def tested_engine_record(self, wildcards) -> str:
+        return self.engine_record(wildcards.engine)
+
+    def tested_engine_dir(self, wildcards) -> list[str]:
+        """The engine's built files, where it is built here (a prebuilt one has none)."""
+        if wildcards.engine not in self.built_engines:
+            return []
+        return [f"results/engines/{self.engine_keys[wildcards.engine]}/bin"]

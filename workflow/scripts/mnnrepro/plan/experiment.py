@@ -26,6 +26,7 @@ class Experiment:
     models_dir: str  # model manifests and layouts (likewise)
     measures_bandwidth: bool  # bandwidth records exist (measured, or in the archive)
     explains: bool  # the mechanism analysis runs (its inputs exist)
+    runs_engine_tests: bool  # the engines' own tests run (or the archive holds their records)
 
     @property
     def raw_roots(self) -> tuple[str, str]:
@@ -72,6 +73,7 @@ def resolve(config: dict, configfiles, default_config: Path) -> Experiment:
             models_dir="results/models",
             measures_bandwidth=config["bandwidth"]["enabled"],
             explains=True,
+            runs_engine_tests=config["engine_tests"]["enabled"],
         )
     try:  # the archived resolved config replaces this one, checked as a live one is
         archived = archived_config(replay)
@@ -91,4 +93,5 @@ def resolve(config: dict, configfiles, default_config: Path) -> Experiment:
         # what explains the gain is re-derived where the archive holds its records
         measures_bandwidth=any(n.startswith(f"results/{name}/bandwidth/") for n in names),
         explains=all(f"results/models/{m}/layout.json" in names for m in config["models"]),
+        runs_engine_tests=any(n.startswith(f"results/{name}/engine_tests/") for n in names),
     )

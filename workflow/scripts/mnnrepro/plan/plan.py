@@ -54,6 +54,7 @@ class Plan(EngineInputs):
         self.models_dir = experiment.models_dir
         self.measures_bandwidth = experiment.measures_bandwidth
         self.explains = experiment.explains
+        self.runs_engine_tests = experiment.runs_engine_tests
         self.raw_roots = experiment.raw_roots
         self.scripts = scripts
         # the prebuilt engine's device-side runner holds the timing loop: an input of every run
@@ -210,6 +211,7 @@ class Plan(EngineInputs):
             *self.emulation_tables(),
             *self.mechanism_tables(),
             *self.kernel_table(),
+            *self.engine_tests_table(),
             *([f"results/{self.results_key}/replay.json"] if self.replay else []),
         ]
 
@@ -297,6 +299,7 @@ class Plan(EngineInputs):
             "bandwidth": self.bandwidth_files(),
             "sweep": self.sweep_indexes(),
             "profiles": self.profile_indexes(),
+            "engine_tests": self.engine_test_files(),
         }
 
     def bandwidth(self, wildcards) -> list[str]:

@@ -17,6 +17,7 @@ class Settings:
     correctness: dict  # the gate's prompts and thresholds
     attribution: dict  # profiling: enabled, devices, rates, thresholds
     bandwidth: dict  # the bandwidth probe's settings
+    engine_tests: dict  # the engines' own tests: which, how long, at which precision
     variants: dict  # every variant's engine and runtime
     ndk_pin: dict  # toolchains.ndk: the NDK's URL and checksum
     emulation_pins: dict  # toolchains.emulation: QEMU's packages and their hashes
@@ -34,6 +35,7 @@ class Settings:
             correctness=canonical(config["correctness"]),
             attribution=canonical(config["attribution"]),
             bandwidth=canonical(config.get("bandwidth", {})),
+            engine_tests=canonical(config.get("engine_tests", {})),
             variants=canonical(config["variants"]),
             ndk_pin=canonical(toolchains.get("ndk", {})),
             emulation_pins=canonical(toolchains.get("emulation", {})),

@@ -71,9 +71,9 @@ def stopping_decision(
 
 def verdict_thresholds(comparison: dict, variants: dict, engines: dict, facts: dict) -> dict:
     """Row name -> the speedups (ratios) at which its verdict changes; None: no claim, settled
-    by precision. The pair's mode on this device is the pair's own (pairs.Pair.mode_on)."""
+    by precision. The pair's mode on this device is its own (engines.pairs.Pair.mode_on)."""
     from mnnrepro.config import aa_variant
-    from mnnrepro.pairs import compared_pairs
+    from mnnrepro.engines.pairs import compared_pairs
 
     tol, claims = comparison["tolerance"], comparison.get("claims", {})
     rows = {}

@@ -31,8 +31,7 @@ def stage_inputs(
 
     def staged(dirs: dict[str, str] | None, suffix: str) -> dict[str, str]:
         return {
-            name: device.stage(path, f"engines/{Path(path).parent.name}{suffix}")
-            for name, path in sorted((dirs or {}).items())
+            name: stage_engine(device, path, suffix) for name, path in sorted((dirs or {}).items())
         }
 
     models = {
@@ -49,6 +48,12 @@ def stage_inputs(
         if FORMATS[fmt].config_file:
             where["model_config"] = f"{path}/{FORMATS[fmt].config_file}"
     return where
+
+
+def stage_engine(device: Device, engine_dir: str, suffix: str = "") -> str:
+    """A built engine's directory (results/engines/<key>/bin, or its gate tool's with
+    suffix) on the device, under its key; a second stage of unchanged files moves nothing."""
+    return device.stage(engine_dir, f"engines/{Path(engine_dir).parent.name}{suffix}")
 
 
 def push_receipt(

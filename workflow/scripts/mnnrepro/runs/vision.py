@@ -8,16 +8,32 @@ and their keys do not change with the image set."""
 
 from __future__ import annotations
 
+import os
+
 from mnnrepro.engines.registry import kind_of_record
-from mnnrepro.models.mnn_files import reads_images
+from mnnrepro.errors import DataError
+from mnnrepro.models.formats import FORMATS
+from mnnrepro.records import HINTS, read_record
 from mnnrepro.runs.staging import stage_images
+
+
+def reads_images(manifest_path: str | os.PathLike, model_formats: list[str]) -> bool:
+    """Whether the experiment asks a model images (image prompts in the gate, the vision
+    phase): its manifest says it takes them (its MNN directory holds a vision encoder, decided
+    once where the model is made) and one of the formats it runs in carries that encoder."""
+    manifest = read_record(manifest_path, "model_manifest")
+    if "takes_images" not in manifest:
+        raise DataError(
+            manifest_path, "says not whether the model takes images", HINTS["model_manifest"]
+        )
+    return manifest["takes_images"] and any(FORMATS[f].reads_images for f in model_formats)
 
 
 def vision_phase_images(
     image_names: list[str], image_files: list[str], manifest: str, model_formats: list[str]
 ) -> list[tuple[str, str]]:
     """(name as configured, local file) of bench.vision.images where the model takes images
-    (its manifest says so, models.mnn_files.reads_images); [] otherwise: no vision phase."""
+    (its manifest says so: reads_images); [] otherwise: no vision phase."""
     if not reads_images(manifest, model_formats):
         return []
     return list(zip(image_names, image_files, strict=True))

@@ -23,7 +23,7 @@ from pathlib import Path
 from mnnrepro.files import file_table
 from mnnrepro.toolchain import BuildError
 from mnnrepro.toolchain.kernels import check_expectation, disassembly_tools, sme2_kernels
-from mnnrepro.toolchain.records import flag_text
+from mnnrepro.toolchain.records import flag_text, settings_read_by
 
 UNUSED_MARKER = "Manually-specified variables were not used by the project:"
 
@@ -32,6 +32,9 @@ KLEIDIAI_FALLBACK = "Building without KleidiAI"
 
 
 ENGINE_BINARIES = ("llm_bench", "llm_demo")
+# MNN's own test suite (MNN_BUILD_TEST=ON), kept below the engine's directory so that the
+# SME2 kernel check reads the engine's libraries and tools only; pushed with them
+TEST_SUITE = "tests/run_test.out"
 
 
 def platform_args(platform: str, ndk: str | None = None, api_level: int = 21) -> list[str]:
@@ -201,17 +204,23 @@ def compiler(build_dir: str | os.PathLike, language: str = "CXX") -> dict:
     return {"path": path, "version": version, "launcher": launcher}
 
 
-def collect(build_dir: str | os.PathLike, engine_dir: str | os.PathLike) -> list[str]:
-    """Copy llm_bench, llm_demo and every shared library of the build into engine_dir."""
+def collect(
+    build_dir: str | os.PathLike, engine_dir: str | os.PathLike, with_tests: bool = False
+) -> list[str]:
+    """Copy llm_bench, llm_demo, every shared library of the build and (with_tests) MNN's
+    test suite into engine_dir."""
     build_dir, engine_dir = Path(build_dir), Path(engine_dir)
     engine_dir.mkdir(parents=True, exist_ok=True)
     picked = []
-    for name in ENGINE_BINARIES:
+    wanted = [(name, name) for name in ENGINE_BINARIES]
+    wanted += [(Path(TEST_SUITE).name, TEST_SUITE)] if with_tests else []
+    for name, dest in wanted:
         found = sorted(p for p in build_dir.rglob(name) if p.is_file() and os.access(p, os.X_OK))
         if not found:
             raise BuildError(f"the build produced no {name}")
-        shutil.copy2(found[0], engine_dir / name)
-        picked.append(name)
+        (engine_dir / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(found[0], engine_dir / dest)
+        picked.append(dest)
     for lib in sorted(p for p in build_dir.rglob("*.so") if p.is_file()):
         if not (engine_dir / lib.name).exists():
             shutil.copy2(lib, engine_dir / lib.name)
@@ -276,16 +285,16 @@ def build_engine(
             "MNN's configure could not get KleidiAI and would build without it; "
             "provide KLEIDIAI_SRC_DIR from the pinned fetch"
         )
-    targets = spec.get("targets", list(ENGINE_BINARIES))
+    with_tests = flag_text(flags.get("MNN_BUILD_TEST", False)) == "ON"
+    targets = spec.get("targets", list(ENGINE_BINARIES)) + (["run_test.out"] * with_tests)
     run_logged(
         ["cmake", "--build", str(build_dir), "-j", str(jobs), "--target", *targets],
         log_file,
         progress=f"build {engine}",
     )
-    Path(engine_dir).mkdir(parents=True, exist_ok=True)
-    for old in Path(engine_dir).iterdir():
-        old.unlink()
-    collect(build_dir, engine_dir)
+    if Path(engine_dir).exists():
+        shutil.rmtree(engine_dir)
+    collect(build_dir, engine_dir, with_tests)
     kernels = sme2_kernels(engine_dir, **disassembly_tools(spec, ndk))
     check_expectation(engine, kernels, spec.get("expect", {}))
     return {
@@ -294,5 +303,7 @@ def build_engine(
         "flags": {k: flag_text(v) for k, v in sorted(flags.items())},
         "sme2": kernels,
         "files": file_table(engine_dir),
+        "test_suite": TEST_SUITE if with_tests else None,
+        "reads_settings": settings_read_by(p for p in Path(engine_dir).iterdir() if p.is_file()),
         "build_wall_s": round(time.monotonic() - start, 1),
     }

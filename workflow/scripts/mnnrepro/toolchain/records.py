@@ -18,6 +18,20 @@ class EngineError(ReproError, RuntimeError):
     pass
 
 
+def settings_read_by(paths) -> list[str]:
+    """The MNN settings of SME2 (config.SME2_SETTINGS) an engine's binaries read: those whose
+    config.json key is among their bytes (an MNN without the setting has no such key). A
+    compiler may build a longer literal from 16-byte immediates (the PyPI wheel's x86-64
+    library holds `cpu_sme2_neon_di` apart from the rest), so the first 16 bytes are sought."""
+    from mnnrepro.config import SME2_SETTINGS
+
+    found = set()
+    for path in paths:
+        data = Path(path).read_bytes()
+        found |= {key for key in SME2_SETTINGS if key.encode()[:16] in data}
+    return sorted(found)
+
+
 def describe_prebuilt(name: str, pin: str) -> dict:
     """Check that the installed `mnn` wheel is the pinned one and hash its native libraries.
 
@@ -43,6 +57,7 @@ def describe_prebuilt(name: str, pin: str) -> dict:
         "kind": "prebuilt",
         "pin": pin,
         "version": installed,
+        "reads_settings": settings_read_by(Path(dist.locate_file(rel)) for rel in natives),
         "files": [
             {"path": rel, "sha256": sha256_file(Path(dist.locate_file(rel)))} for rel in natives
         ],

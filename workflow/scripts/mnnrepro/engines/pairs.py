@@ -24,7 +24,8 @@ class Pair:
     key: str  # its config key: `comparison` or `comparison.also.<i>`
     baseline: str  # variant names
     treatment: str
-    treatment_engine: str  # the engine the treatment variant runs
+    baseline_engine: str  # the engines the two variants run
+    treatment_engine: str
     on_non_sme2_device: str  # config key `comparison.on_non_sme2_device`
 
     @property
@@ -59,7 +60,14 @@ def compared_pairs(comparison: dict, variants: dict) -> list[Pair]:
     """Every compared pair (the main one, then `comparison.also`), in config order."""
     policy = comparison.get("on_non_sme2_device", "fail")
     return [
-        Pair(key, p["baseline"], p["treatment"], variants[p["treatment"]]["engine"], policy)
+        Pair(
+            key,
+            p["baseline"],
+            p["treatment"],
+            variants[p["baseline"]]["engine"],
+            variants[p["treatment"]]["engine"],
+            policy,
+        )
         for key, p in comparison_keys(comparison)
     ]
 

@@ -1,0 +1,134 @@
+"""MNN's own tests against the correctness gate, on every emulated CPU.
+
+Usage:
+    python benchmarks/engine_tests.py --source mnn=/src/MNN-3.6.1 \
+        --kleidiai v1.16.0=file:///src/kleidiai-v1.16.0.tar.gz --workdir DIR [--cores 2]
+
+It runs config/emulated-paper.yaml's two MNN 3.6.1 builds (SME2 OFF and ON, cross-built for
+linux-arm64, with MNN_BUILD_TEST) and the ON build once more with
+patches/mnn-sme2-vector-length.patch, through the workflow, on QEMU 11 without SME and with
+SME2 at 128 ... 2048 bits: the engines' own tests (rule run_engine_tests, `engine_tests`) and
+the correctness gate (teacher-forced against each build's own answers on the CPU without SME,
+the emulation check), both for every build and CPU. No benchmark runs: emulated timings are
+never judged. `--source` gives a local checkout for the tree (this network cannot reach
+GitHub), `--kleidiai` a mirror of the pinned tag's archive (its md5 is still checked).
+
+It writes benchmarks/results/engine_tests.{json,md}: per build and CPU, every named test's
+outcome beside the gate's verdict on the same CPU, and where they disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from mnn_vector_length import key_value  # noqa: E402
+from provenance import measured_record, write_results  # noqa: E402
+from real_mnn import snakemake  # noqa: E402
+
+EXPERIMENT = "engine-tests"
+MODEL = "synth-tiny"
+PATCH = {
+    "path": str(ROOT / "patches/mnn-sme2-vector-length.patch"),
+    "sha256": "ea961bfe59aac9a0ea4e277587bd578c6d155f45eba9f0f59d8cc48438d76513",
+}
+
+
+def derived_config(mnn: str, mirrors: dict[str, str]) -> dict:
+    """config/emulated-paper.yaml: its two MNN builds with their test suite and the patched ON
+    build, without the control engine (its tests do not reach KleidiAI's kernels) and without
+    kernel attribution (what ran is mnn_vector_length.md's)."""
+    config = yaml.safe_load((ROOT / "config/emulated-paper.yaml").read_text())
+    config["experiment"] = EXPERIMENT
+    config["mnn"]["source"] = {"path": str(Path(mnn).resolve())}
+    pin = config["mnn"]["kleidiai"]
+    pin["url"] = mirrors.get(pin["version"], pin["url"])
+    for name in ("sme2-off", "sme2-on"):
+        config["engines"][name]["build"]["flags"]["MNN_BUILD_TEST"] = True
+    patched = copy.deepcopy(config["engines"]["sme2-on"])
+    patched["build"]["patches"] = [PATCH]
+    config["engines"] = {
+        "sme2-off": config["engines"]["sme2-off"],
+        "sme2-on": config["engines"]["sme2-on"],
+        "sme2-on-patched": patched,
+    }
+    runtime = {"thread_num": 1, "precision": "low"}
+    config["variants"] = {name: {"engine": name, "runtime": runtime} for name in config["engines"]}
+    config["comparison"]["also"] = [{"baseline": "sme2-off", "treatment": "sme2-on-patched"}]
+    config["attribution"] = {"enabled": False}
+    return config
+
+
+def targets(config: dict) -> list[str]:
+    """The engines' tests, the gate's emulation table and every device's validity checks."""
+    out = f"results/{EXPERIMENT}"
+    return [
+        f"{out}/engine_tests.csv",
+        f"{out}/emulation/{MODEL}.csv",
+        *(f"{out}/validity/{device}/{MODEL}.json" for device in config["devices"]),
+    ]
+
+
+def side_by_side(workdir: Path) -> pd.DataFrame:
+    """Per build and CPU: each test's outcome and the gate's verdict there (the emulation
+    check's agreement with the build's own NEON answers)."""
+    tests = pd.read_csv(workdir / f"results/{EXPERIMENT}/engine_tests.csv", keep_default_na=False)
+    gate = pd.read_csv(workdir / f"results/{EXPERIMENT}/emulation/{MODEL}.csv")
+    return tests, gate
+
+
+def markdown(result: dict) -> list[str]:
+    measured = result["measured"]
+    lines = [
+        "# MNN's own tests and the correctness gate on emulated SME2 CPUs "
+        "(benchmarks/engine_tests.py)",
+        "",
+        f"Measured {measured['date']} on {measured['machine']}, commit {measured['commit']}.",
+        "",
+        f"Command: `{measured['command']}`; the workflow: "
+        f"{result['workflow_s_this_invocation']:.0f} s.",
+        "",
+        "## The engines' own tests",
+        "",
+        pd.DataFrame(result["tests"]).to_markdown(index=False),
+        "",
+        "## The gate on the same CPUs",
+        "",
+        pd.DataFrame(result["gate"]).to_markdown(index=False),
+    ]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--source", type=key_value, action="append", default=[])
+    parser.add_argument("--kleidiai", type=key_value, action="append", default=[])
+    parser.add_argument("--workdir", type=Path, required=True)
+    parser.add_argument("--cores", type=int, default=2)
+    args = parser.parse_args(argv)
+    workdir = args.workdir.resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = derived_config(dict(args.source)["mnn"], dict(args.kleidiai))
+    config_path = workdir / f"{EXPERIMENT}.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    run = snakemake(workdir, str(config_path), None, args.cores, *targets(config))
+    tests, gate = side_by_side(workdir)
+    result = {
+        "workflow_s_this_invocation": run["seconds"],
+        "tests": tests.drop(columns=["command_line"]).to_dict(orient="records"),
+        "gate": gate.to_dict(orient="records"),
+    }
+    write_results("engine_tests", result, markdown({**result, "measured": measured_record()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

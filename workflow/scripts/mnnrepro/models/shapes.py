@@ -1,0 +1,71 @@
+"""The named shapes of the synthetic models (models/synthetic.py makes them): plain data, read
+where a config is checked without what makes a model."""
+
+from __future__ import annotations
+
+# Named shapes. qwen3-0.6b is Qwen/Qwen3-0.6B's config.json (vocab 151936, 28 layers).
+SHAPES: dict[str, dict] = {
+    "tiny": {
+        "vocab_size": 1024,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "max_position_embeddings": 4096,
+        "rope_theta": 1000000.0,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": True,
+        # larger than the usual 0.02 so that greedy outputs of a 2-layer model vary
+        "initializer_range": 0.5,
+    },
+    "qwen3-0.6b": {
+        "vocab_size": 151936,
+        "hidden_size": 1024,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "max_position_embeddings": 40960,
+        "rope_theta": 1000000.0,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": True,
+        "initializer_range": 0.02,
+    },
+}
+
+
+# Qwen3-VL shapes: text decoder + vision encoder (Qwen/Qwen3-VL-*'s config.json layout).
+VISION_SHAPES: dict[str, dict] = {
+    "tiny-vl": {
+        "text": {
+            **{
+                k: v
+                for k, v in SHAPES["tiny"].items()
+                if k not in ("rope_theta", "tie_word_embeddings")
+            },
+            # Qwen3-VL's interleaved multimodal RoPE; the sections add up to head_dim / 2
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 5000000.0,
+                "mrope_section": [2, 3, 3],
+                "mrope_interleaved": True,
+            },
+        },
+        "vision": {
+            "depth": 2,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_heads": 2,
+            "patch_size": 16,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "out_hidden_size": 64,  # = the text hidden size
+            "num_position_embeddings": 256,
+            "deepstack_visual_indexes": [0, 1],
+            "initializer_range": 0.5,
+        },
+    },
+}
