@@ -100,6 +100,8 @@ def test_build_args_one_configuration_per_invocation():
         "r.json",
         "-kv",
         "true",
+        "-fa",
+        "1",
     ]
 
 

@@ -346,3 +346,19 @@ def test_an_invocation_started_on_a_hot_device_is_counted_and_judged_as_configur
     assert (summary["verdict"] == vd.INVALID).all() == invalid
     if invalid:
         assert summary["verdict_reason"].str.contains("started above bench.max_temp_c").all()
+
+
+def test_two_sides_that_measured_decode_differently_make_the_pair_invalid(root):
+    """A real quickstart table (benchmarks/results/ci_halfwidth-bench.csv: decode after the
+    256-token prompt on both sides) passes; the same with one side's decode from an empty
+    context, as llm_bench without -kv true measures it, is two measurements under one name."""
+    from mnnrepro.analysis.summary import run_problems
+
+    bench = pd.read_csv(root / "benchmarks/results/ci_halfwidth-bench.csv")
+    pair = tuple(sorted(set(bench["variant"])))
+    assert set(bench[bench["phase"] == "decode"]["context_start"]) == {256}
+    assert not [p for p in run_problems(bench, pair) if "decode" in p]
+    empty = (bench["variant"] == pair[1]) & (bench["phase"] == "decode")
+    bench.loc[empty, "context_start"] = 0
+    (problem,) = [p for p in run_problems(bench, pair) if "decode" in p]
+    assert problem.startswith("the two sides measured decode differently") and "256" in problem

@@ -44,7 +44,7 @@ def run_problems(
             "hot): speeds of a throttling device (bench.hot_start: invalid)"
         )
     if "settings_mismatch" in rows:
-        wrong = rows[rows["settings_mismatch"].fillna("").astype(str) != ""]
+        wrong = rows[rows["settings_mismatch"].astype("string").fillna("") != ""]
         for variant, part in wrong.groupby("variant"):
             problems.append(
                 f"settings that ran differ from the config ({variant}, "
@@ -58,6 +58,7 @@ def run_problems(
                 f"build fingerprints: {', '.join(prints)}): runs on different firmware are "
                 "not one comparison"
             )
+    problems += decode_definition_problems(rows, pair)
     if "timing_plausible" in rows:
         bad = rows[rows["timing_plausible"].astype(str) == "False"]
         if len(bad):
@@ -67,6 +68,26 @@ def run_problems(
                 f"({', '.join(sorted(set(bad['variant'])))}): speeds not explained by the run"
             )
     return problems
+
+
+def decode_definition_problems(rows: pd.DataFrame, pair: tuple[str, str]) -> list[str]:
+    """Both sides must measure decode the same way: N tokens generated in the context the
+    P-token prompt left (`context_start` P: llm_bench -kv true at 3.6.1, -pg after it, the
+    runner's own loop, llama-bench -d) or both from an empty one. Two engine versions that
+    spell it differently measure different things under one name."""
+    if "context_start" not in rows:
+        return []
+    decode = rows[rows["phase"] == "decode"]
+    starts = {
+        v: sorted(set(decode[decode["variant"] == v]["context_start"].dropna())) for v in pair
+    }
+    if len({tuple(s) for s in starts.values()}) <= 1:
+        return []
+    said = ", ".join(f"{v}: {', '.join(f'{int(c)}' for c in s) or '-'}" for v, s in starts.items())
+    return [
+        f"the two sides measured decode differently (tokens of context before the first decoded "
+        f"one, {said}): not one measurement"
+    ]
 
 
 def blocks_under_load(part: pd.DataFrame, pair: tuple[str, str]) -> int:

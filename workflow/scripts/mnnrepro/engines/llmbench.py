@@ -64,7 +64,8 @@ def build_args(
     ]
     if kv:
         args += ["-kv", "true"]
-    return args
+    # flash attention stated, not left to the version's default (the gate's attention_mode 8)
+    return [*args, "-fa", "1"]
 
 
 def supports_line(text: str) -> str:
