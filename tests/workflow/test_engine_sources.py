@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -123,7 +124,8 @@ def test_engines_of_several_sources_and_a_patch_build_side_by_side(root, tmp_pat
     """One experiment, three builds of the stand-in MNN through the workflow's rules: the
     tree's own source (the last commit: the SME2 kernels gone), an engine at another commit
     (its own `source`: before the change) and one with its own `patches` (the fix, measured
-    before it exists upstream). Each is keyed by what it was built from."""
+    before it exists upstream). Each is keyed by what it was built from, and each runs its own
+    test suite (MNN_BUILD_TEST) through rule run_engine_tests."""
     from mnnrepro.plan.plan import plan_of
 
     repo, commits = history
@@ -131,8 +133,10 @@ def test_engines_of_several_sources_and_a_patch_build_side_by_side(root, tmp_pat
     fix = tmp_path / "restore-sme2.patch"
     fix.write_text(git(repo, "diff", commits[4], f"{commits[4]}~1") + "\n")
     flags = yaml.safe_load(yaml.safe_dump(CONFIG["engines"]["fake"]["build"]["flags"]))
+    flags["MNN_BUILD_TEST"] = True
     config = {
         **CONFIG,
+        "engine_tests": {"tests": ["op/matmul", "op/lowMemory"]},  # the stand-in's suite
         "mnn": {"source": {"git": str(repo), "commit": commits[-1]}},
         "engines": {
             "after": {"build": {"platform": "host", "flags": flags}},
@@ -167,6 +171,7 @@ def test_engines_of_several_sources_and_a_patch_build_side_by_side(root, tmp_pat
     keys = plan.engine_keys
     assert len(set(plan.sources.engine_receipts.values())) == 3  # three trees, three fetches
     targets = [f"results/engines/{keys[e]}/build.json" for e in ("after", "before", "patched")]
+    targets.append("results/bisect/engine_tests.csv")
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(root / "Snakefile"),
          "--cores", "2", "--configfile", str(path)],
@@ -184,6 +189,10 @@ def test_engines_of_several_sources_and_a_patch_build_side_by_side(root, tmp_pat
 
     assert not has_kernel(builds["after"])
     assert has_kernel(builds["before"]) and has_kernel(builds["patched"])
+    tests = pd.read_csv(work / "results/bisect/engine_tests.csv")
+    assert sorted(set(tests["engine"])) == ["after", "before", "patched"]
+    assert set(tests["device"]) == {"host"} and set(tests["outcome"]) == {"pass"}
+    assert set(tests["test"]) == {"op/matmul", "op/lowMemory"}
 
 
 def sha256(path):
