@@ -18,6 +18,7 @@ from mnnrepro.analysis.engine_tests import (
 from mnnrepro.devices.base import CommandResult
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.engines.pairs import compared_pairs
+from mnnrepro.engines.registry import kind_of_record
 from mnnrepro.runs.engine_tests import (
     CRASH,
     FAIL,
@@ -81,18 +82,19 @@ def test_the_stand_in_suite_is_built_pushed_with_the_engine_and_run(root, tmp_pa
     assert "tests/run_test.out" in {f["path"] for f in record["files"]}
     device = LocalDevice("host")
     settings = {**SETTINGS, "tests": ["op/matmul", "op/lowMemory"]}
-    result = run_engine_tests(device, record, str(engine_dir), settings)
+    suite = record["test_suite"]
+    result = run_engine_tests(device, record, suite, str(engine_dir), settings)
     assert [(t["test"], t["outcome"]) for t in result["tests"]] == [
         ("op/matmul", PASS),
         ("op/lowMemory", PASS),
     ]
     assert result["tests"][1]["tests_run"] == ["op/lowMemory/gemm"]
     with pytest.raises(NoSuchTest, match=r"`engine_tests\.tests`: 'op/nothing' runs no test"):
-        run_engine_tests(device, record, str(engine_dir), {**SETTINGS, "tests": ["op/nothing"]})
+        run_engine_tests(
+            device, record, suite, str(engine_dir), {**SETTINGS, "tests": ["op/nothing"]}
+        )
     without = {**record, "test_suite": None}
-    assert run_engine_tests(device, without, str(engine_dir), SETTINGS)["no_suite"] == (
-        "built without MNN_BUILD_TEST"
-    )
+    assert kind_of_record(without).test_suite(without) == (None, "built without MNN_BUILD_TEST")
 
 
 def record_of(root, device: str, cpu: str, engine: str) -> dict:

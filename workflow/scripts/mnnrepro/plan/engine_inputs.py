@@ -94,7 +94,10 @@ class EngineInputs:
 
     def device_engine_tests(self, wildcards) -> list[str]:
         """The engines' test records on the job's device (the validity check's)."""
-        return [p for p in self.engine_test_files() if f"/engine_tests/{wildcards.device}/" in p]
+        if not self.runs_engine_tests:
+            return []
+        where = f"results/{self.results_key}/engine_tests/{wildcards.device}"
+        return [f"{where}/{engine}.json" for engine in self.used_engines]
 
     def engine_tests_table(self, wildcards=None) -> list[str]:
         return [f"results/{self.results_key}/engine_tests.csv"] if self.runs_engine_tests else []

@@ -4,7 +4,9 @@ time limit, so a crash or a hang is that test's and the others still run. Its ou
 from what the suite prints (test/MNNTestSuite.cpp at 3.6.1): "\\trunning NAME." before each
 test, then, once all have run, "Error: NAME" per failed one and a TEST_CASE_AMOUNT_UNIT line;
 its exit code is the number of failed tests. A process that ends without that summary died
-(a signal, an abort): `crash`, in the test it was running."""
+(a signal, an abort): `crash`, in the last test it said it was running, where its output
+reached us (the suite prints with printf, which a pipe buffers: a killed process may leave
+none)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,10 @@ import posixpath
 import re
 
 from mnnrepro.devices.base import CommandResult
-from mnnrepro.engines.registry import kind_of_record
+from mnnrepro.engines.mnn_build import LEVELS  # run_test.out's precision codes are llm_bench's
 from mnnrepro.errors import ReproError
 
 PASS, FAIL, CRASH, TIMEOUT, NO_SUITE = "pass", "fail", "crash", "timeout", "no test suite"
-LEVELS = {"normal": 0, "high": 1, "low": 2}  # run_test.out's precision argument
 RUNNING = re.compile(r"^\trunning (\S+)\.$", re.M)
 ERROR = re.compile(r"^Error: (\S+)$", re.M)
 SUMMARY = re.compile(r"^TEST_CASE_AMOUNT_UNIT\S*: (\{.*\})\s*$", re.M)
@@ -68,17 +69,19 @@ def suite_command(engine_dir: str, suite: str, name: str, settings: dict) -> lis
     ]
 
 
-def run_engine_tests(device, record: dict, engine_dir: str | None, settings: dict) -> dict:
-    """Every configured test of one engine on one device (engine_dir: where the engine is on
-    the device); an engine without a suite gets one row saying why, and the device is not
-    asked anything."""
-    suite, reason = kind_of_record(record).test_suite(record)
-    head = {"device": device.name, "engine": record["engine"], "suite": suite}
-    if suite is None:
-        return {**head, "tests": [], "no_suite": reason}
+def without_suite(device_name: str, record: dict, reason: str) -> dict:
+    """The record of an engine that has no suite to run: why, and no device asked."""
+    return {"device": device_name, "engine": record["engine"], "suite": None, "tests": [],
+            "no_suite": reason}  # fmt: skip
+
+
+def run_engine_tests(device, record: dict, suite: str, engine_dir: str, settings: dict) -> dict:
+    """Every configured test of one engine's suite (its path below the engine's directory)
+    on one device (engine_dir: where the engine is on the device)."""
     env = {"LD_LIBRARY_PATH": engine_dir}
     tests = []
     for name in settings["tests"]:
         argv = suite_command(engine_dir, suite, name, settings)
         tests.append(outcome_of(name, device.run(argv, settings["timeout_s"], env)))
-    return {**head, "tests": tests, "no_suite": None}
+    return {"device": device.name, "engine": record["engine"], "suite": suite, "tests": tests,
+            "no_suite": None}  # fmt: skip
