@@ -7,7 +7,10 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow" / "scripts" / "mnnrepro"
-STAGES = {"toolchain", "models", "devices", "engines", "runs", "analysis", "archive", "plan"}
+STAGES = {
+    *("toolchain", "models", "devices", "engines", "runs", "analysis", "archive", "store"),
+    "plan",
+}
 
 
 def module_name(path: Path) -> str:
@@ -74,6 +77,7 @@ LAYERS = [
     {"runs"},
     {"analysis"},
     {"archive"},
+    {"store"},
     {"plan"},
 ]
 
