@@ -35,6 +35,7 @@ else:
     include: "workflow/rules/bench.smk"
     include: "workflow/rules/engine_tests.smk"
     include: "workflow/rules/archive.smk"
+    include: "workflow/rules/store.smk"
 
 
 include: "workflow/rules/analysis.smk"

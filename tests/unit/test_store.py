@@ -8,7 +8,9 @@ from __future__ import annotations
 import io
 import json
 import math
+import shutil
 import sqlite3
+import subprocess
 import tarfile
 
 import numpy as np
@@ -131,3 +133,29 @@ def test_foreign_results_are_imported_as_reported_and_never_judged(root, shipped
     db.close()
     with pytest.raises(ValueError, match="foreign:llm_bench: imported as reported, never judged"):
         compare_runs(store, [mnn_run])
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(not CHROMIUM, reason="no Chromium (.ci/run installs Debian's chromium)")
+def test_the_dashboard_renders_in_headless_chromium_without_console_errors(root, shipped, tmp_path):
+    """The page built from a store with the shipped run and a foreign file, loaded from disk
+    (no server, no network) by a real headless Chromium: one drawn point per judged summary
+    row, each run's section, and not one console error."""
+    store = str(tmp_path / "runs.sqlite")
+    llama = root / "tests/data/llama_bench/host-x86-p64-n16-d0-64.json"
+    assert main(["register", store, shipped, str(llama)]) == 0
+    page = tmp_path / "dashboard.html"
+    assert main(["dashboard", store, str(page)]) == 0
+    proc = subprocess.run(
+        [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+         "--v=0", "--virtual-time-budget=10000", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
+    assert not [line for line in console if "Uncaught" in line or "ERROR" in line], console
+    rows = sqlite3.connect(store).execute("SELECT count(*) FROM summary_rows").fetchone()[0]
+    assert proc.stdout.count('aria-roledescription="point"') == rows == 2
+    assert proc.stdout.count('<h2 id="run-') == 2  # the judged run and the foreign file

@@ -188,6 +188,39 @@ def test_every_documented_command_runs_as_written_after_the_quickstart(quickstar
         repo / "benchmarks" / "results" / "host-sme2-archive.tar.gz",
         repo / "results" / "replay" / "host-sme2-archive",
     )
+    assert_the_store_holds_both_runs(repo, results)
+
+
+def assert_the_store_holds_both_runs(repo: Path, results: Path) -> None:
+    """README's `snakemake --cores 1 store`: the quickstart's archive and the shipped one in a
+    new store, compared; registering either again adds nothing."""
+    import sqlite3
+
+    from mnnrepro.store.__main__ import main
+
+    store = results / "store" / "runs.sqlite"
+    compare = (results / "store" / "compare.md").read_text()
+    assert "| quickstart |" in compare and "| host-sme2 |" in compare
+    assert (results / "store" / "dashboard.html").stat().st_size > 0
+    db = sqlite3.connect(store)
+    before = (
+        db.execute("SELECT count(*) FROM runs").fetchone()[0],
+        db.execute("SELECT count(*) FROM invocations").fetchone()[0],
+    )
+    db.close()
+    assert before[0] == 2
+    archives = [
+        results / "quickstart-archive.tar.gz",
+        repo / "benchmarks/results/host-sme2-archive.tar.gz",
+    ]
+    assert main(["register", str(store), *map(str, archives)]) == 0
+    db = sqlite3.connect(store)
+    after = (
+        db.execute("SELECT count(*) FROM runs").fetchone()[0],
+        db.execute("SELECT count(*) FROM invocations").fetchone()[0],
+    )
+    db.close()
+    assert after == before
 
 
 def assert_a_moved_copy_reruns_nothing(repo: Path, env: dict) -> None:

@@ -13,6 +13,7 @@ from snakemake.io import expand
 
 from mnnrepro.config import (
     canonical,
+    find_images,
     judged_pairs,
     prompt_image_files,
     run_variants,
@@ -340,6 +341,15 @@ class Plan(EngineInputs):
             model=self.models,
             point=sorted(self.sweep),
         )
+
+    def store_archives(self, wildcards=None) -> list[str]:
+        """`snakemake store`: this experiment's archive, then `store.archives` (found as the
+        config's images are: the working directory, then the workflow's)."""
+        others = self.config.get("store", {}).get("archives", [])
+        named = [(f"store.archives.{i}", a) for i, a in enumerate(others)]
+        found = find_images(named, self.scripts.parents[1])
+        own = f"results/{self.results_key}/{self.name}-archive.tar.gz"
+        return [own, *(found[a] for a in others)]
 
     def mechanism_report(self, wildcards) -> list[str]:
         return [f"results/{wildcards.experiment}/mechanism.json"] if self.explains else []

@@ -1,5 +1,6 @@
-"""`python -m mnnrepro.store register STORE ARCHIVE...` and `... compare STORE RUN... [--csv F]`
-(docs/store.md). One line on a bad archive or store; the store is then unchanged."""
+"""`python -m mnnrepro.store register STORE FILE...`, `... compare STORE RUN... [--csv F]` and
+`... dashboard STORE OUT.html` (docs/store.md). One line on a bad archive or store; the store
+is then unchanged."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 
 from mnnrepro.errors import ReproError
 from mnnrepro.store.compare import compare_runs, markdown
+from mnnrepro.store.dashboard import write_dashboard
 from mnnrepro.store.foreign import register_foreign
 from mnnrepro.store.register import register_archive
 
@@ -24,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     cmp.add_argument("store")
     cmp.add_argument("runs", nargs="+")
     cmp.add_argument("--csv", help="also write the table as CSV here")
+    page = sub.add_parser("dashboard", help="one self-contained HTML page of the store")
+    page.add_argument("store")
+    page.add_argument("out")
     args = parser.parse_args(argv)
     try:
         if args.command == "register":
@@ -31,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
                 register = register_archive if archive.endswith(".tar.gz") else register_foreign
                 run_id, added = register(args.store, archive)
                 print(f"{'registered' if added else 'already registered'} {run_id} ({archive})")
+            return 0
+        if args.command == "dashboard":
+            write_dashboard(args.store, args.out)
+            print(f"wrote {args.out}")
             return 0
         table = compare_runs(args.store, args.runs)
         if args.csv:

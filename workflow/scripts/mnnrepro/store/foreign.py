@@ -70,7 +70,7 @@ def register_foreign(store: str, path: str) -> tuple[str, bool]:
         now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         with db:
             db.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, 0, ?, ?, '{}')",
+                "INSERT INTO runs VALUES (?, ?, ?, 0, ?, ?, '{}', '')",
                 (run_id, Path(path).name, origin, str(path), now),
             )
             slots = ", ".join("?" * 12)

@@ -106,6 +106,7 @@ def read_run(archive: str) -> dict:
         "config": config,
         "invocations": archived_table(archive, f"{root}/bench.csv", INVOCATION_COLUMNS),
         "summary": archived_table(archive, f"{root}/summary.csv", SUMMARY_COLUMNS),
+        "summary_md": (archived_member(archive, f"{root}/summary.md") or b"").decode("utf-8"),
         "validity": archived_records(archive, names, f"{root}/validity/"),
         "devices": archived_records(archive, names, f"{root}/devices/"),
         "engines": archived_records(archive, names, "results/engines/"),
@@ -115,8 +116,15 @@ def read_run(archive: str) -> dict:
 def write_run(db: sqlite3.Connection, run_id: str, archive: str, run: dict) -> None:
     now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     db.execute(
-        "INSERT INTO runs VALUES (?, ?, 'archive', 1, ?, ?, ?)",
-        (run_id, run["experiment"], str(archive), now, json.dumps(run["config"], sort_keys=True)),
+        "INSERT INTO runs VALUES (?, ?, 'archive', 1, ?, ?, ?, ?)",
+        (
+            run_id,
+            run["experiment"],
+            str(archive),
+            now,
+            json.dumps(run["config"], sort_keys=True),
+            run["summary_md"],
+        ),
     )
     slots = ", ".join("?" * (len(INVOCATION_COLUMNS) + 1))
     db.executemany(

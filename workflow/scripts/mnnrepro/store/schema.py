@@ -22,7 +22,8 @@ CREATE TABLE runs (
     judged INTEGER NOT NULL,      -- 0: foreign numbers, without gate, schedule or verdict
     source TEXT NOT NULL,         -- the file it was registered from, as given
     registered_at TEXT NOT NULL,  -- UTC, ISO 8601
-    config TEXT NOT NULL          -- the resolved config, JSON ({} for a foreign file)
+    config TEXT NOT NULL,         -- the resolved config, JSON ({} for a foreign file)
+    summary_md TEXT NOT NULL      -- the run's summary.md ('' for a foreign file)
 );
 CREATE TABLE foreign_results (    -- what another tool reported, as it reported it
     run_id TEXT NOT NULL REFERENCES runs, engine TEXT, engine_version TEXT, model TEXT,
