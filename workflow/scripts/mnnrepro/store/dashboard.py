@@ -6,6 +6,7 @@ to its run's summary, which the page holds below the chart."""
 from __future__ import annotations
 
 import html
+import json
 
 import altair as alt
 import pandas as pd
@@ -24,12 +25,24 @@ def dashboard_data(store: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     try:
         rows = pd.read_sql_query(QUERY, db)
         runs = pd.read_sql_query(
-            "SELECT run_id, experiment, origin, registered_at, summary_md FROM runs "
+            "SELECT run_id, experiment, origin, registered_at, config, summary_md FROM runs "
             "ORDER BY registered_at, run_id", db,
         )  # fmt: skip
+        versions = {
+            (run, engine): version
+            for run, engine, version in db.execute("SELECT run_id, engine, version FROM engines")
+        }
     finally:
         db.close()
-    rows["run"] = rows["experiment"] + " " + rows["run_id"].str[:8]
+    variants = {r.run_id: json.loads(r.config).get("variants", {}) for r in runs.itertuples()}
+    rows["treatment_engine"] = [
+        str(versions.get((r.run_id, variants[r.run_id].get(r.treatment, {}).get("engine")), ""))
+        for r in rows.itertuples()
+    ]
+    # a series per run, named by its experiment, id and the treatment engine's version (commit)
+    rows["run"] = (
+        rows["experiment"] + " " + rows["run_id"].str[:8] + " @" + rows["treatment_engine"].str[:10]
+    )
     rows["pair"] = rows["treatment"] + " vs " + rows["baseline"]
     rows["link"] = "#run-" + rows["run_id"]
     rows["checks"] = rows["checks_passed"].map({1: "passed", 0: "failed"})
