@@ -77,34 +77,94 @@ def targets(config: dict) -> list[str]:
     ]
 
 
-def side_by_side(workdir: Path) -> pd.DataFrame:
-    """Per build and CPU: each test's outcome and the gate's verdict there (the emulation
-    check's agreement with the build's own NEON answers)."""
-    tests = pd.read_csv(workdir / f"results/{EXPERIMENT}/engine_tests.csv", keep_default_na=False)
-    gate = pd.read_csv(workdir / f"results/{EXPERIMENT}/emulation/{MODEL}.csv")
+def tables(workdir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """engine_tests.csv and the gate's emulation table, as the workflow wrote them."""
+    out = workdir / f"results/{EXPERIMENT}"
+    tests = pd.read_csv(out / "engine_tests.csv", keep_default_na=False)
+    gate = pd.read_csv(out / f"emulation/{MODEL}.csv")
     return tests, gate
+
+
+# the emulated CPUs, in the order of their vector length
+CPUS = [f"qemu-{c}" for c in ("no-sme", *(f"sme2-vl{b}" for b in (128, 256, 512, 1024, 2048)))]
+CORRECT = {"identical", "equivalent within rounding"}
+
+
+def test_grid(tests: pd.DataFrame) -> pd.DataFrame:
+    """build x test -> each CPU's outcome."""
+    grid = tests.pivot_table(
+        index=["engine", "test"], columns="device", values="outcome", aggfunc="first"
+    )
+    return grid.reindex(columns=[c for c in CPUS if c in grid.columns])
+
+
+def gate_grid(gate: pd.DataFrame) -> pd.DataFrame:
+    """build -> each CPU's gate verdicts over its prompts (`3 identical`, ...)."""
+    judged = gate.assign(judged=gate["judged"].fillna("-"))
+    counted = judged.groupby(["variant", "device"])["judged"].agg(
+        lambda s: ", ".join(f"{n} {what}" for what, n in s.value_counts().items())
+    )
+    grid = counted.unstack()
+    return grid.reindex(columns=[c for c in CPUS if c in grid.columns])
+
+
+def verdicts(tests: pd.DataFrame, gate: pd.DataFrame) -> pd.DataFrame:
+    """Per build and CPU: do the engine's tests pass, is the gate's answer correct, and do
+    they agree (the variants are named as their engines)."""
+    rows = []
+    for (engine, device), part in tests.groupby(["engine", "device"]):
+        answers = gate[(gate["variant"] == engine) & (gate["device"] == device)]["judged"]
+        failed = sorted(part[part["outcome"] != "pass"]["test"])
+        gate_ok = bool(len(answers)) and answers.isin(CORRECT).all()
+        rows.append(
+            {
+                "build": engine,
+                "cpu": device,
+                "tests": "pass" if not failed else "fail: " + ", ".join(failed),
+                "gate": "correct" if gate_ok else ", ".join(sorted(set(answers.fillna("-")))),
+                "agree": (not failed) == gate_ok,
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def markdown(result: dict) -> list[str]:
     measured = result["measured"]
-    lines = [
+    tests, gate = pd.DataFrame(result["tests"]), pd.DataFrame(result["gate"])
+    both = verdicts(tests, gate)
+    disagree = both[~both["agree"]]
+    return [
         "# MNN's own tests and the correctness gate on emulated SME2 CPUs "
         "(benchmarks/engine_tests.py)",
         "",
-        f"Measured {measured['date']} on {measured['machine']}, commit {measured['commit']}.",
-        "",
         f"Command: `{measured['command']}`; the workflow: "
-        f"{result['workflow_s_this_invocation']:.0f} s.",
+        f"{result['workflow_s_this_invocation']:.0f} s (builds, QEMU userland, tests and gate).",
         "",
-        "## The engines' own tests",
+        "Builds: MNN 3.6.1 for linux-arm64 with SME2 OFF, ON, and ON with "
+        "patches/mnn-sme2-vector-length.patch, each with its test suite (MNN_BUILD_TEST); "
+        "QEMU 11 user mode without SME and with SME2 at 128 ... 2048 bits. Each test name a "
+        "process of its own (`run_test.out NAME 0 2 1`: CPU, precision low, 1 thread).",
         "",
-        pd.DataFrame(result["tests"]).to_markdown(index=False),
+        "## The engines' own tests (outcome per CPU)",
         "",
-        "## The gate on the same CPUs",
+        test_grid(tests).to_markdown(),
         "",
-        pd.DataFrame(result["gate"]).to_markdown(index=False),
+        "## The correctness gate on the same CPUs (each build's greedy answers, teacher-forced "
+        "against its own on the CPU without SME; 3 prompts)",
+        "",
+        gate_grid(gate).to_markdown(),
+        "",
+        "## Side by side",
+        "",
+        both.to_markdown(index=False),
+        "",
+        f"They disagree on {len(disagree)} of {len(both)} build x CPU cells"
+        + (
+            ": " + "; ".join(f"{r.build} on {r.cpu}" for r in disagree.itertuples())
+            if len(disagree)
+            else "."
+        ),
     ]
-    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     config_path = workdir / f"{EXPERIMENT}.yaml"
     config_path.write_text(yaml.safe_dump(config))
     run = snakemake(workdir, str(config_path), None, args.cores, *targets(config))
-    tests, gate = side_by_side(workdir)
+    tests, gate = tables(workdir)
     result = {
         "workflow_s_this_invocation": run["seconds"],
         "tests": tests.drop(columns=["command_line"]).to_dict(orient="records"),

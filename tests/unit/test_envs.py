@@ -25,7 +25,7 @@ import closure
 # its module-scoped fixture is built once: every test of the module on one worker
 pytestmark = pytest.mark.xdist_group("env-venvs")
 
-NEEDS_NO_ENV = {"all", "archive", "build_all", "models_all", "runs_all", "analysis_all"}  # targets
+NEEDS_NO_ENV = {"all", "archive", "store", "build_all", "models_all", "runs_all", "analysis_all"}
 ENVS = sorted(closure.env_rules())
 
 
