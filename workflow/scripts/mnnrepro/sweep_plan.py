@@ -6,8 +6,8 @@ from __future__ import annotations
 from mnnrepro.config import comparison_keys, with_runtime_defaults
 
 SWEEP_KEYS = ("prompt_tokens", "generate_tokens", "thread_num", "cpu_sme_core_num")
-# the swept dimensions that are runtime settings, set in every variant (label suffix)
-RUNTIME_SWEEPS = {"thread_num": "t", "cpu_sme_core_num": "scn"}
+# the swept dimensions that are runtime settings, set in every variant
+RUNTIME_SWEEPS = ("thread_num", "cpu_sme_core_num")
 
 
 def thread_nums(variants: dict) -> dict[str, int]:

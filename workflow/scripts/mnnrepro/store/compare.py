@@ -77,18 +77,20 @@ def compare_runs(store: str, runs: list[str], ci_level: float = 0.95) -> pd.Data
                 "WHERE run_id = ?", db, params=(run_id,),
             )  # fmt: skip
             if part.empty:
-                raise ValueError(f"run {run_id} is not in {store}")
+                raise ValueError(f"run {run_id[:12]} has no summary rows in {store}")
             rows.append(part)
         table = pd.concat(rows, ignore_index=True)
         first = run_ids[0]
         changes = []
+        none = (None, None, None, None)
         for row in table.itertuples():
+            if row.run_id == first:  # the reference itself
+                changes.append(none)
+                continue
             key = tuple(getattr(row, k) for k in KEY)
             a, b = block_log_ratios(db, first, key), block_log_ratios(db, row.run_id, key)
-            if row.run_id == first or len(a) < 2 or len(b) < 2:
-                changes.append((None, None, None, None))
-            else:
-                changes.append((*welch_ratio(a, b, ci_level), METHOD))
+            both = len(a) >= 2 and len(b) >= 2
+            changes.append((*welch_ratio(a, b, ci_level), METHOD) if both else none)
     finally:
         db.close()
     change = pd.DataFrame(

@@ -69,6 +69,7 @@ def gains_chart(rows: pd.DataFrame) -> alt.Chart:
         tooltip=[
             "run",
             "pair",
+            "treatment_engine",
             "gain",
             "gain_ci_low",
             "gain_ci_high",

@@ -6,13 +6,12 @@ keyed by its sha256: importing it again adds nothing."""
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 from pathlib import Path
 
 from mnnrepro.errors import DataError
-from mnnrepro.store.schema import open_store
+from mnnrepro.store.schema import insert_once, utc_now
 
 
 def llama_bench_rows(tests: list[dict]) -> list[tuple]:
@@ -63,20 +62,15 @@ def register_foreign(store: str, path: str) -> tuple[str, bool]:
     """(run id, whether it was added)."""
     run_id = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     origin, rows = read_foreign(path)
-    db = open_store(store)
-    try:
-        if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
-            return run_id, False
-        now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        with db:
-            db.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, 0, ?, ?, '{}', '')",
-                (run_id, Path(path).name, origin, str(path), now),
-            )
-            slots = ", ".join("?" * 12)
-            db.executemany(
-                f"INSERT INTO foreign_results VALUES ({slots})", [(run_id, *r) for r in rows]
-            )
-        return run_id, True
-    finally:
-        db.close()
+
+    def write(db) -> None:
+        db.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, 0, ?, ?, '{}', '')",
+            (run_id, Path(path).name, origin, str(path), utc_now()),
+        )
+        slots = ", ".join("?" * 12)
+        db.executemany(
+            f"INSERT INTO foreign_results VALUES ({slots})", [(run_id, *r) for r in rows]
+        )
+
+    return run_id, insert_once(store, run_id, write)

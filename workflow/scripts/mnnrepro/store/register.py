@@ -1,11 +1,10 @@
-"""Registering a finished experiment's archive into the store: every member it reads is
-checked against the archive's MANIFEST.sha256 first (a damaged or edited archive is refused
+"""Registering a finished experiment's archive into the store: every member is checked
+against the archive's MANIFEST.sha256 first (a damaged or edited archive is refused
 with one line and the store is left as it was), then the run's tables and records go in
 within one transaction. The same archive registered again adds nothing."""
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import io
 import json
@@ -13,16 +12,10 @@ import sqlite3
 
 import pandas as pd
 
-from mnnrepro.archive.replay import (
-    MANIFEST_NAME,
-    archived_config,
-    archived_member,
-    archived_names,
-    manifest_entries,
-    open_archive,
-)
+from mnnrepro.archive.replay import CONFIG_NAME, MANIFEST_NAME, manifest_entries, open_archive
+from mnnrepro.config import load_yaml
 from mnnrepro.errors import DataError
-from mnnrepro.store.schema import open_store
+from mnnrepro.store.schema import insert_once, utc_now
 
 INVOCATION_COLUMNS = [
     "device", "model", "variant", "phase", "block", "engine", "engine_version", "thread_num",
@@ -35,10 +28,18 @@ SUMMARY_COLUMNS = [
 ]  # fmt: skip
 
 
-def run_id_of(archive: str) -> str:
-    """The run's key: the sha256 of its manifest (which holds every member's sha256)."""
+def verified_members(archive: str) -> tuple[str, dict[str, bytes]]:
+    """(the run's id: the sha256 of its manifest, which holds every member's sha256; every
+    member the manifest lists, each checked against it), read in one pass over the archive."""
     with open_archive(archive) as tar:
-        return hashlib.sha256(tar.extractfile(MANIFEST_NAME).read()).hexdigest()
+        manifest = tar.extractfile(MANIFEST_NAME).read()
+        members = {}
+        for name, digest in manifest_entries(manifest.decode()).items():
+            data = tar.extractfile(name).read()
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise DataError(archive, f"{name} does not match the archive's {MANIFEST_NAME}")
+            members[name] = data
+    return hashlib.sha256(manifest).hexdigest(), members
 
 
 # the columns a table of any version has; the others are None where an older table has none
@@ -46,9 +47,9 @@ def run_id_of(archive: str) -> str:
 REQUIRED = {"device", "model", "variant", "phase", "block", "tps", "baseline", "treatment"}
 
 
-def archived_table(archive: str, name: str, columns: list[str]) -> list[tuple]:
-    """A CSV member's rows (the columns asked, None where a value is missing), hash-checked."""
-    data = archived_member(archive, name)
+def archived_table(archive: str, members: dict, name: str, columns: list[str]) -> list[tuple]:
+    """A CSV member's rows (the columns asked, None where a value is missing)."""
+    data = members.get(name)
     if data is None:
         raise DataError(archive, f"{name} is not in the archive's {MANIFEST_NAME}")
     table = pd.read_csv(io.BytesIO(data))
@@ -60,68 +61,52 @@ def archived_table(archive: str, name: str, columns: list[str]) -> list[tuple]:
     return [tuple(row) for row in table.itertuples(index=False)]
 
 
-def archived_records(archive: str, names: set[str], part: str) -> list[dict]:
-    """Every JSON member under results/<experiment>/<part>/ (or results/engines/), checked."""
+def archived_records(members: dict, part: str) -> list[dict]:
+    """Every JSON member under results/<experiment>/<part>/ (or results/engines/)."""
     return [
-        json.loads(archived_member(archive, name))
-        for name in sorted(names)
+        json.loads(data)
+        for name, data in sorted(members.items())
         if part in name and name.endswith(".json")
     ]
 
 
 def register_archive(store: str, archive: str) -> tuple[str, bool]:
-    """(run id, whether it was added: False where the store holds it already)."""
-    run_id = run_id_of(archive)
-    # everything read and checked against the manifest before the store is touched, even
-    # where the run is there already: an edited copy under the same manifest is refused
-    rows = read_run(archive)
-    db = open_store(store)
-    try:
-        if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
-            return run_id, False
-        with db:  # one transaction: all of the run, or nothing
-            write_run(db, run_id, archive, rows)
-        return run_id, True
-    finally:
-        db.close()
+    """(run id, whether it was added: False where the store holds it already). Every member
+    is read and checked before the store is touched, even where the run is there already:
+    an edited copy under the same manifest is refused."""
+    run_id, members = verified_members(archive)
+    run = read_run(archive, members)
+    return run_id, insert_once(store, run_id, lambda db: write_run(db, run_id, archive, run))
 
 
-def check_every_member(archive: str) -> None:
-    """Every member the manifest lists is there with its sha256 (not only those read)."""
-    with open_archive(archive) as tar:
-        listed = manifest_entries(tar.extractfile(MANIFEST_NAME).read().decode())
-        for name, digest in listed.items():
-            if hashlib.sha256(tar.extractfile(name).read()).hexdigest() != digest:
-                raise DataError(archive, f"{name} does not match the archive's {MANIFEST_NAME}")
-
-
-def read_run(archive: str) -> dict:
-    check_every_member(archive)
-    config = archived_config(archive)
+def read_run(archive: str, members: dict[str, bytes]) -> dict:
+    if CONFIG_NAME not in members:
+        raise DataError(archive, f"{CONFIG_NAME} is not in the archive's {MANIFEST_NAME}")
+    config = load_yaml(members[CONFIG_NAME].decode("utf-8"), f"{archive}:{CONFIG_NAME}")
+    if not isinstance(config, dict) or "experiment" not in config:
+        raise DataError(archive, f"{CONFIG_NAME} is not an experiment's config")
     experiment = config["experiment"]
-    names = archived_names(archive)
     root = f"results/{experiment}"
     return {
         "experiment": experiment,
         "config": config,
-        "invocations": archived_table(archive, f"{root}/bench.csv", INVOCATION_COLUMNS),
-        "summary": archived_table(archive, f"{root}/summary.csv", SUMMARY_COLUMNS),
-        "summary_md": (archived_member(archive, f"{root}/summary.md") or b"").decode("utf-8"),
-        "validity": archived_records(archive, names, f"{root}/validity/"),
-        "devices": archived_records(archive, names, f"{root}/devices/"),
-        "engines": archived_records(archive, names, "results/engines/"),
+        "invocations": archived_table(archive, members, f"{root}/bench.csv", INVOCATION_COLUMNS),
+        "summary": archived_table(archive, members, f"{root}/summary.csv", SUMMARY_COLUMNS),
+        "summary_md": members.get(f"{root}/summary.md", b"").decode("utf-8"),
+        "validity": archived_records(members, f"{root}/validity/"),
+        "devices": archived_records(members, f"{root}/devices/"),
+        "engines": archived_records(members, "results/engines/"),
     }
 
 
 def write_run(db: sqlite3.Connection, run_id: str, archive: str, run: dict) -> None:
-    now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     db.execute(
         "INSERT INTO runs VALUES (?, ?, 'archive', 1, ?, ?, ?, ?)",
         (
             run_id,
             run["experiment"],
             str(archive),
-            now,
+            utc_now(),
             json.dumps(run["config"], sort_keys=True),
             run["summary_md"],
         ),

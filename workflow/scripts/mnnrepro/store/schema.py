@@ -71,3 +71,24 @@ def open_store(path: str | Path) -> sqlite3.Connection:
         db.close()
         raise DataError(path, f"a results store of schema {version}, not {SCHEMA_VERSION}")
     return db
+
+
+def insert_once(store: str | Path, run_id: str, write) -> bool:
+    """Add a run to the store with write(db), in one transaction (all of it, or nothing);
+    False, adding nothing, where the store holds the run already."""
+    db = open_store(store)
+    try:
+        if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+            return False
+        with db:
+            write(db)
+        return True
+    finally:
+        db.close()
+
+
+def utc_now() -> str:
+    """When a run is registered: UTC, ISO 8601, to the second."""
+    import datetime
+
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
