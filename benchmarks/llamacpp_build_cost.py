@@ -1,13 +1,14 @@
-"""What the control test's llama.cpp build costs, Release against unoptimized.
+"""What the control test's llama.cpp build costs: Release, unoptimized, unoptimized unity build.
 
 tests/workflow/config-control.yaml builds its llama.cpp engine and the host's llama-quantize
-with CMAKE_BUILD_TYPE None (no -O flags). This builds the same tree (that config's pinned
-sdist) for this host both ways with the workflow's own functions, as the rules do: the
-engine's targets (toolchain/llamacpp.py build_engine), then the quantizer in its own build
-directory (build_quantizer), each build type with a new, empty compiler cache that its two
-builds share (as in a test run on a fresh machine). Cost = CPU seconds of the build processes
-(user + system, from the children's rusage: the same work whatever else the machine does);
-wall time is reported too.
+with CMAKE_BUILD_TYPE None (no -O flags) as a unity build (CMAKE_UNITY_BUILD, with the one
+source llama.cpp cannot batch compiled alone: toolchain/llamacpp_unity.cmake). This builds
+the same tree (that config's pinned sdist) for this host each way with the workflow's own
+functions, as the rules do: the engine's targets (toolchain/llamacpp.py build_engine), then
+the quantizer in its own build directory (build_quantizer), each setting with a new, empty
+compiler cache that its two builds share (as in a test run on a fresh machine). Cost = CPU
+seconds of the build processes (user + system, from the children's rusage: the same work
+whatever else the machine does); wall time is reported too.
 
 Usage: python benchmarks/llamacpp_build_cost.py [--jobs 2] [--workdir DIR]
 Writes benchmarks/results/llamacpp_build_cost.{json,md}.
@@ -34,7 +35,11 @@ from provenance import write_results  # noqa: E402
 from mnnrepro.toolchain.llamacpp import build_engine, build_quantizer, provide_source  # noqa: E402
 
 CONTROL = ROOT / "tests" / "workflow" / "config-control.yaml"
-BUILD_TYPES = ("Release", "None")
+SETTINGS = {  # name: the -D flags of the engine's and the quantizer's build alike
+    "Release": {"CMAKE_BUILD_TYPE": "Release"},
+    "None": {"CMAKE_BUILD_TYPE": "None"},
+    "None, unity build": {"CMAKE_BUILD_TYPE": "None", "CMAKE_UNITY_BUILD": True},
+}
 
 
 def cpu_seconds() -> float:
@@ -48,14 +53,14 @@ def timed(step) -> dict:
     return {"cpu_s": round(cpu_seconds() - cpu, 1), "wall_s": round(time.perf_counter() - wall, 1)}
 
 
-def build_both(source: dict, build_type: str, work: Path, jobs: int) -> dict:
+def build_both(source: dict, name: str, flags: dict, work: Path, jobs: int) -> dict:
     """The engine's build, then the quantizer's, with a new compiler cache for the two."""
-    os.environ["CCACHE_DIR"] = str(work / f"ccache-{build_type}")
-    flags = {"CMAKE_BUILD_TYPE": build_type}
+    tag = name.replace(", ", "-").replace(" ", "-")
+    os.environ["CCACHE_DIR"] = str(work / f"ccache-{tag}")
     spec = {"platform": "host", "flags": flags}
-    engine_dirs = (str(work / f"engine-{build_type}"), str(work / f"bin-{build_type}"))
-    quantizer_dirs = (str(work / f"quantizer-{build_type}"), str(work / f"q-{build_type}"))
-    with (work / f"{build_type}.log").open("w") as log:
+    engine_dirs = (str(work / f"engine-{tag}"), str(work / f"bin-{tag}"))
+    quantizer_dirs = (str(work / f"quantizer-{tag}"), str(work / f"q-{tag}"))
+    with (work / f"{tag}.log").open("w") as log:
         engine = timed(lambda: build_engine("llama", source, spec, *engine_dirs, log, None, jobs))
         quantizer = timed(lambda: build_quantizer(source, *quantizer_dirs, log, jobs, flags))
     total = {k: round(engine[k] + quantizer[k], 1) for k in ("cpu_s", "wall_s")}
@@ -71,35 +76,37 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     pin = yaml.safe_load(CONTROL.read_text())["llamacpp"]["source"]
     source = provide_source(pin, {}, work / "cache")
-    results = {bt: build_both(source, bt, work, args.jobs) for bt in BUILD_TYPES}
-    saved = results["Release"]["total"]["cpu_s"] - results["None"]["total"]["cpu_s"]
+    results = {name: build_both(source, name, f, work, args.jobs) for name, f in SETTINGS.items()}
+    cpu = {name: r["total"]["cpu_s"] for name, r in results.items()}
     result = {
         "tree": {k: source[k] for k in ("kind", "version", "commit", "sha256")},
         "jobs": args.jobs,
-        "build_types": results,
-        "cpu_s_saved": round(saved, 1),
+        "settings": {name: {"flags": SETTINGS[name], **r} for name, r in results.items()},
     }
     lines = [
-        "# The control test's llama.cpp build: Release against unoptimized",
+        "# The control test's llama.cpp build: Release, unoptimized, unoptimized unity build",
         "",
         f"`python benchmarks/llamacpp_build_cost.py --jobs {args.jobs}`: llama.cpp "
         f"{source['commit']} (llama-cpp-python {source['version']} sdist, "
         "tests/workflow/config-control.yaml's pin) built for this host with the workflow's own "
         "functions: the engine's targets, then llama-quantize in its own build directory, each "
-        "build type with a new compiler cache its two builds share. CPU = user + system seconds "
+        "setting with a new compiler cache its two builds share. CPU = user + system seconds "
         "of the build processes.",
         "",
-        "| CMAKE_BUILD_TYPE | engine CPU s | quantizer CPU s | total CPU s | total wall s |",
+        "| setting | engine CPU s | quantizer CPU s | total CPU s | total wall s |",
         "|---|---:|---:|---:|---:|",
     ]
-    for bt, r in results.items():
+    for name, r in results.items():
         lines.append(
-            f"| {bt} | {r['engine']['cpu_s']} | {r['quantizer']['cpu_s']} | "
+            f"| {name} | {r['engine']['cpu_s']} | {r['quantizer']['cpu_s']} | "
             f"{r['total']['cpu_s']} | {r['total']['wall_s']} |"
         )
+    unity = cpu["None, unity build"]
     lines += [
         "",
-        f"Unoptimized saves **{saved:.0f} CPU-seconds** per test run on a fresh machine.",
+        f"The unoptimized unity build (the control test's) takes **{unity:.0f} CPU-seconds**, "
+        f"{unity / cpu['Release']:.0%} of Release's and {unity / cpu['None']:.0%} of the "
+        "unoptimized build's, per test run on a fresh machine.",
     ]
     write_results("llamacpp_build_cost", result, lines)
 

@@ -31,6 +31,9 @@ def test_the_control_engine_runs_beside_mnn_and_both_pairs_reach_one_report(root
     assert {"llama-bench", "libllama.so", "libggml-cpu.so"} <= {f["path"] for f in build["files"]}
     assert build["cmake_cache"]["LLAMA_BUILD_COMMIT"] == "0c1e57098"
     assert build["cmake_cache"]["CMAKE_BUILD_TYPE"] == "None"  # the config's, over Release
+    # a unity build, with the source it cannot batch compiled alone by the project include
+    assert build["cmake_cache"]["CMAKE_UNITY_BUILD"] == "ON"
+    assert build["cmake_cache"]["CMAKE_PROJECT_INCLUDE"].endswith("llamacpp_unity.cmake")
     assert build["sme"]["kleidiai_sme_function_count"] == 0  # x86: KleidiAI is arm64-only
     model = json.loads((repo / "results" / "models" / "synth-tiny" / "gguf.json").read_text())
     assert model["quant_type"] == "Q4_0" and model["pre_tokenizer_registered"]["pre"] == "gpt-2"

@@ -1,7 +1,7 @@
 from pathlib import Path
 
 from mnnrepro.logs import log_to
-from mnnrepro.store.compare import compare_runs, markdown
+from mnnrepro.store.compare import Selection, compare_runs, markdown
 from mnnrepro.store.dashboard import write_dashboard
 from mnnrepro.store.register import register_archive
 
@@ -12,7 +12,7 @@ for archive in snakemake.input.archives:
     run_id, added = register_archive(snakemake.output.store, archive)
     print(f"{'registered' if added else 'already registered'} {run_id} ({archive})", file=log)
     runs.append(run_id)
-Path(snakemake.output.compare).write_text(
-    markdown(compare_runs(snakemake.output.store, runs)) + "\n"
-)
+comparison = markdown(*compare_runs(snakemake.output.store, Selection(runs=tuple(runs))))
+Path(snakemake.output.compare).write_text(comparison + "\n")
+print(comparison)  # the comparison on the terminal too, as `python -m mnnrepro.store compare`
 write_dashboard(snakemake.output.store, snakemake.output.dashboard)

@@ -1,6 +1,7 @@
-"""`python -m mnnrepro.store register STORE FILE...`, `... compare STORE RUN... [--csv F]` and
-`... dashboard STORE OUT.html` (docs/store.md). One line on a bad archive or store; the store
-is then unchanged."""
+"""`python -m mnnrepro.store register STORE FILE...`, `... compare STORE [RUN...] [--device D]
+[--model M] [--variant V] [--engine-commit C] [--across device|model] [--csv F]
+[--checks-csv F]` and `... dashboard STORE OUT.html` (docs/store.md). One line on a bad archive
+or store; the store is then unchanged."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import argparse
 import sys
 
 from mnnrepro.errors import ReproError
-from mnnrepro.store.compare import compare_runs, markdown
+from mnnrepro.store.compare import Selection, compare_runs, markdown
 from mnnrepro.store.dashboard import write_dashboard
 from mnnrepro.store.foreign import register_foreign
 from mnnrepro.store.register import register_archive
@@ -22,10 +23,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     reg.add_argument("store")
     reg.add_argument("archives", nargs="+")
-    cmp = sub.add_parser("compare", help="compare registered runs (ids or unique prefixes)")
+    cmp = sub.add_parser("compare", help="compare registered runs (default: every judged one)")
     cmp.add_argument("store")
-    cmp.add_argument("runs", nargs="+")
-    cmp.add_argument("--csv", help="also write the table as CSV here")
+    cmp.add_argument("runs", nargs="*", help="run ids or unique prefixes, the first the reference")
+    for option, what in [
+        ("--device", "only this device's rows"),
+        ("--model", "only this model's rows"),
+        ("--variant", "only pairs with this variant"),
+        ("--engine-commit", "the runs with an engine at this commit (a prefix), in order given"),
+        ("--across", "rows may differ from the first run's in this: device or model"),
+    ]:
+        cmp.add_argument(option, action="append", default=[], help=f"{what} (repeatable)")
+    cmp.add_argument("--csv", help="also write the gains as CSV here")
+    cmp.add_argument("--checks-csv", help="also write the validity checks as CSV here")
     page = sub.add_parser("dashboard", help="one self-contained HTML page of the store")
     page.add_argument("store")
     page.add_argument("out")
@@ -41,10 +51,20 @@ def main(argv: list[str] | None = None) -> int:
             write_dashboard(args.store, args.out)
             print(f"wrote {args.out}")
             return 0
-        table = compare_runs(args.store, args.runs)
+        selection = Selection(
+            runs=tuple(args.runs),
+            devices=tuple(args.device),
+            models=tuple(args.model),
+            variants=tuple(args.variant),
+            engine_commits=tuple(args.engine_commit),
+            across=tuple(args.across),
+        )
+        gains, checks = compare_runs(args.store, selection)
         if args.csv:
-            table.to_csv(args.csv, index=False)
-        print(markdown(table))
+            gains.to_csv(args.csv, index=False)
+        if args.checks_csv:
+            checks.to_csv(args.checks_csv, index=False)
+        print(markdown(gains, checks))
         return 0
     except (ReproError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

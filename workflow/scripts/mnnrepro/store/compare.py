@@ -1,12 +1,19 @@
 """Comparing registered runs: per device x model x phase x pair, each run's gain with its own
-interval, verdict and validity, and, where both runs carry paired blocks, how the gain moved
-between them (the ratio of the runs' speedups: a Welch t interval on the difference of their
-per-block log ratios, unpaired, since two runs share no block)."""
+interval, verdict, validity (the names of the checks that failed) and the treatment engine's
+version, and, where both runs carry paired blocks, how the gain moved from the first run's
+(the ratio of the runs' speedups: a Welch t interval on the difference of their per-block log
+ratios, unpaired, since two runs share no block).
+
+Which runs and rows: a `Selection` (runs by id or prefix, or by an engine commit; rows by
+device, model and variant), and which dimensions of the key a row may differ in from the
+first run's (`across`: a phone beside another phone, one model beside another)."""
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -14,8 +21,39 @@ import pandas as pd
 from mnnrepro.stats import paired_blocks
 from mnnrepro.store.schema import open_store
 
-KEY = ["device", "model", "phase", "baseline", "treatment"]
+KEY = ("device", "model", "phase", "baseline", "treatment")
+ACROSS = ("device", "model")  # the dimensions a comparison may go across
 METHOD = "Welch t on the runs' per-block log ratios (unpaired across runs)"
+NO_CHANGE = (None, None, None, None)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to compare. Runs: the given ids or unique prefixes, in that order; else those
+    with an engine at one of `engine_commits` (prefixes; in the order given, then by time of
+    registration); else every judged run by time of registration. Rows: only these devices,
+    models, and pairs with one of these variants (empty: all)."""
+
+    runs: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
+    engine_commits: tuple[str, ...] = ()
+    across: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        wrong = sorted(set(self.across) - set(ACROSS))
+        if wrong:
+            raise ValueError(f"compare --across {wrong[0]}: one of {', '.join(ACROSS)}")
+
+    def keeps(self, row) -> bool:
+        return (
+            (not self.devices or row.device in self.devices)
+            and (not self.models or row.model in self.models)
+            and (
+                not self.variants or row.baseline in self.variants or row.treatment in self.variants
+            )
+        )
 
 
 def block_log_ratios(db: sqlite3.Connection, run_id: str, key: tuple) -> np.ndarray:
@@ -56,67 +94,203 @@ def resolve_run(db: sqlite3.Connection, given: str) -> str:
     return found[0]
 
 
-def compare_runs(store: str, runs: list[str], ci_level: float = 0.95) -> pd.DataFrame:
-    """One row per key and run (its gain, interval, verdict, checks); beside every run after
-    the first, the change of its speedup from the first run's where both have blocks."""
+def selected_runs(db: sqlite3.Connection, selection: Selection) -> list[str]:
+    """The run ids the selection names, each judged (a foreign file is refused)."""
+    if selection.runs:
+        run_ids = [resolve_run(db, given) for given in selection.runs]
+    elif selection.engine_commits:
+        run_ids = []
+        for commit in selection.engine_commits:
+            found = [
+                r
+                for (r,) in db.execute(
+                    "SELECT DISTINCT run_id FROM engines JOIN runs USING (run_id) WHERE "
+                    "version LIKE ? ORDER BY registered_at, run_id",
+                    (f"{commit}%",),
+                )
+            ]
+            if not found:
+                raise ValueError(f"compare --engine-commit {commit}: no registered engine has it")
+            run_ids += [r for r in found if r not in run_ids]
+    else:
+        run_ids = [
+            r
+            for (r,) in db.execute(
+                "SELECT run_id FROM runs WHERE judged = 1 ORDER BY registered_at, run_id"
+            )
+        ]
+    for run_id in run_ids:
+        origin, judged = db.execute(
+            "SELECT origin, judged FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        if not judged:
+            raise ValueError(f"run {run_id[:12]} is {origin}: imported as reported, never judged")
+    return run_ids
+
+
+def treatment_versions(db: sqlite3.Connection, rows: pd.DataFrame) -> list[str]:
+    """Per summary row, the version (a build's commit) of its treatment variant's engine, with
+    the sha256 prefixes of the patches a build applied on it."""
+    versions = {}
+    for run, engine, version, record in db.execute(
+        "SELECT run_id, engine, version, record FROM engines"
+    ):
+        patches = json.loads(record).get("source", {}).get("patches") or []
+        versions[run, engine] = "+".join([str(version)] + [p["sha256"][:8] for p in patches])
+    variants = {
+        run_id: json.loads(config).get("variants", {})
+        for run_id, config in db.execute("SELECT run_id, config FROM runs")
+    }
+    return [
+        versions.get((r.run_id, variants[r.run_id].get(r.treatment, {}).get("engine")), "")
+        for r in rows.itertuples()
+    ]
+
+
+def failed_checks(db: sqlite3.Connection, rows: pd.DataFrame) -> list[str]:
+    """Per summary row, the names of the failed validity checks of its device, model and pair
+    (or of the device and model as a whole), joined by '; '."""
+    failed = db.execute("SELECT run_id, device, model, name, pair FROM checks WHERE passed = 0")
+    by_key: dict[tuple, list[str]] = {}
+    for run_id, device, model, name, pair in failed:
+        by_key.setdefault((run_id, device, model, pair), []).append(name)
+    return [
+        "; ".join(
+            by_key.get((r.run_id, r.device, r.model, "null"), [])
+            + by_key.get((r.run_id, r.device, r.model, json.dumps([r.baseline, r.treatment])), [])
+        )
+        for r in rows.itertuples()
+    ]
+
+
+def summary_table(db: sqlite3.Connection, run_ids: list[str], selection: Selection) -> pd.DataFrame:
+    """The selected runs' summary rows the selection keeps, with the treatment engine's
+    version and the failed checks' names (a run of emulated CPUs alone has none: emulated
+    timings never enter a gain)."""
+    table = pd.read_sql_query(
+        f"SELECT r.experiment, s.* FROM summary_rows s JOIN runs r USING (run_id) "
+        f"WHERE run_id IN ({', '.join('?' * len(run_ids))})", db, params=run_ids,
+    )  # fmt: skip
+    table = table.iloc[sorted(range(len(table)), key=lambda i: run_ids.index(table.run_id[i]))]
+    table = table[[selection.keeps(r) for r in table.itertuples()]].reset_index(drop=True)
+    table["treatment_engine_version"] = treatment_versions(db, table)
+    table["failed_checks"] = failed_checks(db, table)
+    return table
+
+
+def checks_table(db: sqlite3.Connection, run_ids: list[str], selection: Selection) -> pd.DataFrame:
+    """Per run, device, model and pair (none: the device's own checks), how many validity
+    checks passed and the names of those that failed, in the order the run wrote them."""
+    groups: dict[tuple, list] = {}
+    for run_id in run_ids:
+        for experiment, device, model, name, pair, passed in db.execute(
+            "SELECT experiment, device, model, name, pair, passed FROM checks "
+            "JOIN runs USING (run_id) WHERE run_id = ? ORDER BY checks.rowid", (run_id,),
+        ):  # fmt: skip
+            baseline, treatment = json.loads(pair) or (None, None)
+            key = (run_id, experiment, device, model, baseline, treatment)
+            groups.setdefault(key, []).append((name, passed))
+    columns = ["run_id", "experiment", "device", "model", "baseline", "treatment"]
+    rows = [
+        (*key, sum(p for _, p in checks), len(checks), "; ".join(n for n, p in checks if not p))
+        for key, checks in groups.items()
+    ]
+    table = pd.DataFrame(rows, columns=[*columns, "checks_passed", "checks", "failed_checks"])
+    return table[[selection.keeps(r) for r in table.itertuples()]].reset_index(drop=True)
+
+
+def reference_row(table: pd.DataFrame, first: str, row, across: tuple[str, ...]):
+    """The first run's row this row is compared with: the same key but for `across`."""
+    match = [k for k in KEY if k not in across]
+    ref = table[table["run_id"] == first]
+    ref = ref[(ref[match] == pd.Series({k: getattr(row, k) for k in match})).all(axis=1)]
+    if len(ref) > 1:
+        held = ", ".join(sorted({str(v) for k in across for v in ref[k]}))
+        raise ValueError(
+            f"the first run {first[:12]} holds {len(ref)} rows a {row.device} {row.model} row is "
+            f"compared across ({held}): keep one with --device or --model"
+        )
+    return None if ref.empty else ref.iloc[0]
+
+
+def compare_runs(
+    store: str, selection: Selection, ci_level: float = 0.95
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the gains: one row per key and run, its gain, interval, verdict and failed checks,
+    and beside every run after the first the change of its speedup from the first run's where
+    both have blocks; the validity checks per run, device and pair)."""
     db = open_store(store)
     try:
-        run_ids = [resolve_run(db, given) for given in runs]
-        for run_id in run_ids:
-            origin, judged = db.execute(
-                "SELECT origin, judged FROM runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
-            if not judged:
-                raise ValueError(
-                    f"run {run_id[:12]} is {origin}: imported as reported, never judged"
-                )
-        rows = []
-        for run_id in run_ids:
-            part = pd.read_sql_query(
-                "SELECT r.experiment, s.* FROM summary_rows s JOIN runs r USING (run_id) "
-                "WHERE run_id = ?", db, params=(run_id,),
-            )  # fmt: skip
-            if part.empty:
-                raise ValueError(f"run {run_id[:12]} has no summary rows in {store}")
-            rows.append(part)
-        table = pd.concat(rows, ignore_index=True)
+        run_ids = selected_runs(db, selection)
+        table = summary_table(db, run_ids, selection)
+        checks = checks_table(db, run_ids, selection)
+        if table.empty and checks.empty:
+            raise ValueError("no summary row or validity check of the selected runs is kept")
         first = run_ids[0]
         changes = []
-        none = (None, None, None, None)
         for row in table.itertuples():
-            if row.run_id == first:  # the reference itself
-                changes.append(none)
+            ref = (
+                None if row.run_id == first else reference_row(table, first, row, selection.across)
+            )
+            if ref is None:
+                changes.append(NO_CHANGE)
                 continue
-            key = tuple(getattr(row, k) for k in KEY)
-            a, b = block_log_ratios(db, first, key), block_log_ratios(db, row.run_id, key)
+            a = block_log_ratios(db, first, tuple(ref[k] for k in KEY))
+            b = block_log_ratios(db, row.run_id, tuple(getattr(row, k) for k in KEY))
             both = len(a) >= 2 and len(b) >= 2
-            changes.append((*welch_ratio(a, b, ci_level), METHOD) if both else none)
+            changes.append((*welch_ratio(a, b, ci_level), METHOD) if both else NO_CHANGE)
     finally:
         db.close()
     change = pd.DataFrame(
         changes, columns=["change_vs_first", "change_ci_low", "change_ci_high", "change_method"]
     )
-    return pd.concat([table, change], axis=1)
+    return pd.concat([table, change], axis=1), checks
 
 
-def markdown(table: pd.DataFrame) -> str:
-    def pct(x):
-        return "-" if x is None or pd.isna(x) else f"{x:+.1%}"
+def short_version(version: str) -> str:
+    """A commit's first 10 characters, with its patches' sha256 prefixes."""
+    commit, *patches = version.split("+")
+    return "+".join([commit[:10], *patches]) or "-"
 
+
+def pct(x) -> str:
+    return "-" if x is None or pd.isna(x) else f"{x:+.1%}"
+
+
+def markdown(gains: pd.DataFrame, checks: pd.DataFrame) -> str:
+    """Both tables of a comparison, the gains first."""
     lines = [
-        "| run | experiment | device | model | phase | pair | gain [CI] | verdict | checks | "
-        "speedup vs the first run [CI] |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "## Gains",
+        "",
+        "| run | experiment | device | model | phase | pair | treatment engine | gain [CI] | "
+        "verdict | checks | speedup vs the first run [CI] |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in table.itertuples():
+    for r in gains.itertuples():
         change = (
             "-" if pd.isna(r.change_vs_first)
             else f"x{r.change_vs_first:.3f} [{r.change_ci_low:.3f}, {r.change_ci_high:.3f}]"
         )  # fmt: skip
+        verdict_checks = "pass" if r.checks_passed else f"FAIL: {r.failed_checks or '(unnamed)'}"
         lines.append(
             f"| {r.run_id[:12]} | {r.experiment} | {r.device} | {r.model} | {r.phase} | "
-            f"{r.treatment} vs {r.baseline} | {pct(r.gain)} [{pct(r.gain_ci_low)}, "
-            f"{pct(r.gain_ci_high)}] | {r.verdict} | {'pass' if r.checks_passed else 'FAIL'} | "
-            f"{change} |"
+            f"{r.treatment} vs {r.baseline} | {short_version(r.treatment_engine_version)} | "
+            f"{pct(r.gain)} [{pct(r.gain_ci_low)}, {pct(r.gain_ci_high)}] | {r.verdict} | "
+            f"{verdict_checks} | {change} |"
+        )
+    if gains.empty:
+        lines.append("| (no gain: the selected runs judged none) |||||||||||")
+    lines += [
+        "",
+        "## Validity checks",
+        "",
+        "| run | experiment | device | model | pair | passed | failed |",
+        "|---|---|---|---|---|---:|---|",
+    ]
+    for r in checks.itertuples():
+        pair = "(the device)" if pd.isna(r.treatment) else f"{r.treatment} vs {r.baseline}"
+        lines.append(
+            f"| {r.run_id[:12]} | {r.experiment} | {r.device} | {r.model} | {pair} | "
+            f"{r.checks_passed}/{r.checks} | {r.failed_checks or '-'} |"
         )
     return "\n".join(lines)

@@ -133,12 +133,25 @@ def cross_args(platform: str, ndk: str | None) -> list[str]:
     ]
 
 
+# A unity build (`CMAKE_UNITY_BUILD: true` in an engine's or the quantizer's flags) compiles
+# llama.cpp in about 40 % of the CPU time (benchmarks/results/llamacpp_build_cost.md); it needs
+# one source compiled alone, which this CMake file, included after every project(), arranges.
+UNITY_INCLUDE = Path(__file__).with_name("llamacpp_unity.cmake")
+
+
+def unity_include(flags: dict) -> dict:
+    """CMAKE_PROJECT_INCLUDE for a unity build, nothing otherwise."""
+    unity = flag_text(flags.get("CMAKE_UNITY_BUILD", False)).upper() in {"ON", "1", "TRUE"}
+    return {"CMAKE_PROJECT_INCLUDE": str(UNITY_INCLUDE)} if unity else {}
+
+
 def configure(
     flags_key: str, source: dict, spec: dict, build_dir: str, log_file, ndk: dict | None, extra=None
 ) -> list[str]:
     """Configure build_dir; a flag CMake reports unused fails, naming `flags_key`, the config
     key the flags come from."""
     flags = {**BASE_FLAGS, **spec.get("flags", {}), **source["cmake_flags"], **(extra or {})}
+    flags.update(unity_include(flags))
     cmd = configure_command(
         source["path"], build_dir, flags, cross_args(spec["platform"], ndk and ndk["path"])
     )
@@ -186,6 +199,18 @@ def kleidiai_kernels(engine_dir: str, spec: dict, ndk: dict | None) -> dict:
     }
 
 
+# the cache entries build.json records: llama.cpp's and ggml's options, KleidiAI's source, the
+# build type as CMake kept it, and a unity build with its project include
+CACHE_RECORDED = (
+    "GGML_",
+    "LLAMA_",
+    "FETCHCONTENT_SOURCE_DIR",
+    "CMAKE_BUILD_TYPE",
+    "CMAKE_UNITY_BUILD",
+    "CMAKE_PROJECT_INCLUDE",
+)
+
+
 def build_engine(
     engine: str,
     source: dict,
@@ -208,9 +233,7 @@ def build_engine(
     flags = {**BASE_FLAGS, **spec.get("flags", {})}
     return {
         **build_record(engine, "llamacpp", spec, source, ndk, build_dir, cmd),
-        "cmake_cache": cmake_cache(
-            build_dir, ("GGML_", "LLAMA_", "FETCHCONTENT_SOURCE_DIR", "CMAKE_BUILD_TYPE")
-        ),
+        "cmake_cache": cmake_cache(build_dir, CACHE_RECORDED),
         "flags": {k: flag_text(v) for k, v in sorted(flags.items())},
         "sme": kleidiai_kernels(engine_dir, {**spec, "engine": engine}, ndk),
         "files": file_table(engine_dir),
