@@ -1,14 +1,14 @@
 """What the control test's llama.cpp build costs: Release, unoptimized, unoptimized unity build.
 
-tests/workflow/config-control.yaml builds its llama.cpp engine and the host's llama-quantize
-with CMAKE_BUILD_TYPE None (no -O flags) as a unity build (CMAKE_UNITY_BUILD, with the one
-source llama.cpp cannot batch compiled alone: toolchain/llamacpp_unity.cmake). This builds
-the same tree (that config's pinned sdist) for this host each way with the workflow's own
-functions, as the rules do: the engine's targets (toolchain/llamacpp.py build_engine), then
-the quantizer in its own build directory (build_quantizer), each setting with a new, empty
-compiler cache that its two builds share (as in a test run on a fresh machine). Cost = CPU
-seconds of the build processes (user + system, from the children's rusage: the same work
-whatever else the machine does); wall time is reported too.
+tests/workflow/config-control.yaml builds its llama.cpp engine for this host with
+CMAKE_BUILD_TYPE None (no -O flags) as a unity build (CMAKE_UNITY_BUILD, with the one source
+llama.cpp cannot batch compiled alone: toolchain/llamacpp_unity.cmake), and its quantizer
+flags are the engine's, so that one build holds llama-bench and llama-quantize (the
+quantizer is not built again). This builds the same tree (that config's pinned sdist) for
+this host each way with the workflow's own function (toolchain/llamacpp.py build_engine), each
+with a new, empty compiler cache (as in a test run on a fresh machine). Cost = CPU seconds of
+the build processes (user + system, from the children's rusage: the same work whatever else
+the machine does); wall time is reported too.
 
 Usage: python benchmarks/llamacpp_build_cost.py [--jobs 2] [--workdir DIR]
 Writes benchmarks/results/llamacpp_build_cost.{json,md}.
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 from provenance import write_results  # noqa: E402
 
-from mnnrepro.toolchain.llamacpp import build_engine, build_quantizer, provide_source  # noqa: E402
+from mnnrepro.toolchain.llamacpp import build_engine, provide_source  # noqa: E402
 
 CONTROL = ROOT / "tests" / "workflow" / "config-control.yaml"
 SETTINGS = {  # name: the -D flags of the engine's and the quantizer's build alike
@@ -53,18 +53,14 @@ def timed(step) -> dict:
     return {"cpu_s": round(cpu_seconds() - cpu, 1), "wall_s": round(time.perf_counter() - wall, 1)}
 
 
-def build_both(source: dict, name: str, flags: dict, work: Path, jobs: int) -> dict:
-    """The engine's build, then the quantizer's, with a new compiler cache for the two."""
+def build(source: dict, name: str, flags: dict, work: Path, jobs: int) -> dict:
+    """The engine's build (llama-bench and llama-quantize), with a new compiler cache."""
     tag = name.replace(", ", "-").replace(" ", "-")
     os.environ["CCACHE_DIR"] = str(work / f"ccache-{tag}")
     spec = {"platform": "host", "flags": flags}
-    engine_dirs = (str(work / f"engine-{tag}"), str(work / f"bin-{tag}"))
-    quantizer_dirs = (str(work / f"quantizer-{tag}"), str(work / f"q-{tag}"))
+    dirs = (str(work / f"engine-{tag}"), str(work / f"bin-{tag}"))
     with (work / f"{tag}.log").open("w") as log:
-        engine = timed(lambda: build_engine("llama", source, spec, *engine_dirs, log, None, jobs))
-        quantizer = timed(lambda: build_quantizer(source, *quantizer_dirs, log, jobs, flags))
-    total = {k: round(engine[k] + quantizer[k], 1) for k in ("cpu_s", "wall_s")}
-    return {"engine": engine, "quantizer": quantizer, "total": total}
+        return timed(lambda: build_engine("llama", source, spec, *dirs, log, None, jobs))
 
 
 def main() -> None:
@@ -76,8 +72,8 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     pin = yaml.safe_load(CONTROL.read_text())["llamacpp"]["source"]
     source = provide_source(pin, {}, work / "cache")
-    results = {name: build_both(source, name, f, work, args.jobs) for name, f in SETTINGS.items()}
-    cpu = {name: r["total"]["cpu_s"] for name, r in results.items()}
+    results = {name: build(source, name, f, work, args.jobs) for name, f in SETTINGS.items()}
+    cpu = {name: r["cpu_s"] for name, r in results.items()}
     result = {
         "tree": {k: source[k] for k in ("kind", "version", "commit", "sha256")},
         "jobs": args.jobs,
@@ -89,18 +85,15 @@ def main() -> None:
         f"`python benchmarks/llamacpp_build_cost.py --jobs {args.jobs}`: llama.cpp "
         f"{source['commit']} (llama-cpp-python {source['version']} sdist, "
         "tests/workflow/config-control.yaml's pin) built for this host with the workflow's own "
-        "functions: the engine's targets, then llama-quantize in its own build directory, each "
-        "setting with a new compiler cache its two builds share. CPU = user + system seconds "
-        "of the build processes.",
+        "function: one engine build holding llama-bench and llama-quantize (the quantizer's "
+        "flags are the engine's), each setting with a new compiler cache. CPU = user + system "
+        "seconds of the build processes.",
         "",
-        "| setting | engine CPU s | quantizer CPU s | total CPU s | total wall s |",
-        "|---|---:|---:|---:|---:|",
+        "| setting | CPU s | wall s |",
+        "|---|---:|---:|",
     ]
     for name, r in results.items():
-        lines.append(
-            f"| {name} | {r['engine']['cpu_s']} | {r['quantizer']['cpu_s']} | "
-            f"{r['total']['cpu_s']} | {r['total']['wall_s']} |"
-        )
+        lines.append(f"| {name} | {r['cpu_s']} | {r['wall_s']} |")
     unity = cpu["None, unity build"]
     lines += [
         "",

@@ -299,6 +299,28 @@ def test_a_linux_arm64_build_without_clang_16_names_the_tool(monkeypatch):
     assert cross_args("host", None) == []  # the host build needs no cross compiler
 
 
+def test_a_host_engine_of_the_quantizers_flags_holds_the_quantizer():
+    """One build of one tree and flags: the first used host engine whose flags are
+    `llamacpp.quantizer.flags`; another platform or other flags leave the quantizer its own
+    build."""
+    from mnnrepro.toolchain.llamacpp import engine_programs, quantizer_engine
+
+    flags = {"CMAKE_BUILD_TYPE": "None"}
+    config = {
+        "llamacpp": {"quantizer": {"flags": flags}},
+        "engines": {
+            "phone": {"llamacpp": {"platform": "android-arm64", "flags": flags}},
+            "release": {"llamacpp": {"platform": "host"}},
+            "plain": {"llamacpp": {"platform": "host", "flags": flags}},
+            "mnn": {"build": {"platform": "host"}},
+        },
+    }
+    assert quantizer_engine(config, ["mnn", "phone", "release", "plain"]) == "plain"
+    assert quantizer_engine(config, ["phone", "release"]) is None
+    assert "llama-quantize" in engine_programs({"platform": "host"})
+    assert "llama-quantize" not in engine_programs({"platform": "android-arm64"})
+
+
 def test_the_quantizers_flags_give_it_its_own_directory_and_key_in_messages(tmp_path):
     """`llamacpp.quantizer.flags` (tests/workflow/config-control.yaml builds it unoptimized):
     another build of the quantizer in another directory; none, the directory it always had. A

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 import yaml
 
 from mnnrepro.config import ConfigError
 from mnnrepro.plan.checks import check
-from mnnrepro.sweep_plan import point_bench, point_variants, sweep_points
+from mnnrepro.sweep_plan import SweepPoint, sweep_points
 
 
 @pytest.fixture
@@ -39,26 +40,22 @@ def test_each_dimension_is_varied_around_the_main_point(same_threads):
     n = cfg["bench"]["generate_tokens"]
     # the main point's own values (P, and the variants' common 4 threads) are not repeated
     assert sorted(points) == sorted([f"p64-n{n}-t-", f"p{main_p}-n{n}-t1"])
-    assert points[f"p{main_p}-n{n}-t1"] == {
-        "prompt_tokens": main_p,
-        "generate_tokens": n,
-        "thread_num": 1,
-        "cpu_sme_core_num": None,  # each variant's own (the engine's, unless it sets one)
-    }
+    # cpu_sme_core_num None: each variant's own (the engine's, unless it sets one)
+    assert points[f"p{main_p}-n{n}-t1"] == SweepPoint(main_p, n, thread_num=1)
     sme = sweep_points(config_with(same_threads, cpu_sme_core_num=[1, 2]))
     assert sorted(sme) == [f"p{main_p}-n{n}-t--scn1", f"p{main_p}-n{n}-t--scn2"]
-    variants = point_variants(same_threads["variants"], sme[f"p{main_p}-n{n}-t--scn1"])
+    variants = sme[f"p{main_p}-n{n}-t--scn1"].variants(same_threads["variants"])
     assert {v["runtime"]["cpu_sme_core_num"] for v in variants.values()} == {1}
 
 
 def test_a_point_sets_its_lengths_and_every_variants_threads(same_threads):
     cfg = config_with(same_threads, thread_num=[2])
     (point,) = sweep_points(cfg).values()
-    bench = point_bench(cfg["bench"], {**point, "prompt_tokens": 64})
+    bench = replace(point, prompt_tokens=64).bench(cfg["bench"])
     assert bench["prompt_tokens"] == 64 and "sweep" not in bench
-    variants = point_variants(cfg["variants"], point)
+    variants = point.variants(cfg["variants"])
     assert {v["runtime"]["thread_num"] for v in variants.values()} == {2}
-    assert point_variants(cfg["variants"], {**point, "thread_num": None}) == cfg["variants"]
+    assert replace(point, thread_num=None).variants(cfg["variants"]) == cfg["variants"]
 
 
 def test_sweep_points_run_the_sweeps_own_repetitions_else_the_main_points(same_threads):
@@ -69,10 +66,10 @@ def test_sweep_points_run_the_sweeps_own_repetitions_else_the_main_points(same_t
     cfg["bench"]["repetitions"] = main_reps
     check(cfg)
     (point,) = sweep_points(cfg).values()
-    assert point_bench(cfg["bench"], point)["repetitions"] == 6
+    assert point.bench(cfg["bench"])["repetitions"] == 6
     assert cfg["bench"]["repetitions"] == main_reps
     del cfg["bench"]["sweep"]["repetitions"]
-    assert point_bench(cfg["bench"], point)["repetitions"] == main_reps
+    assert point.bench(cfg["bench"])["repetitions"] == main_reps
     cfg["bench"]["sweep"]["repetitions"] = {"min": 8, "max": 4, "target_half_width": 0.05}
     with pytest.raises(ConfigError, match=r"bench\.sweep\.repetitions\.min"):
         check(cfg)

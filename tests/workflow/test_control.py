@@ -35,6 +35,10 @@ def test_the_control_engine_runs_beside_mnn_and_both_pairs_reach_one_report(root
     assert build["cmake_cache"]["CMAKE_UNITY_BUILD"] == "ON"
     assert build["cmake_cache"]["CMAKE_PROJECT_INCLUDE"].endswith("llamacpp_unity.cmake")
     assert build["sme"]["kleidiai_sme_function_count"] == 0  # x86: KleidiAI is arm64-only
+    # one build of the tree: the engine's (the quantizer's flags) holds the llama-quantize
+    # that made the GGUF, and no quantizer was built alone
+    assert "llama-quantize" in {f["path"] for f in build["files"]}
+    assert not list((repo / "results" / "tools").glob("llama-quantize-*"))
     model = json.loads((repo / "results" / "models" / "synth-tiny" / "gguf.json").read_text())
     assert model["quant_type"] == "Q4_0" and model["pre_tokenizer_registered"]["pre"] == "gpt-2"
     assert "Q4_0" in model["layout"]["tensor_types"]

@@ -91,7 +91,8 @@ rule export_mnn_model:
 
 
 # The control engine's model: the same checkpoint in GGUF, Q4_0 (the type KleidiAI's kernels
-# take), with the llama.cpp tree's own converter and quantizer.
+# take), with the llama.cpp tree's own converter and quantizer: a host engine's build of the
+# quantizer's flags holds llama-quantize; else this rule builds it alone.
 rule build_llamacpp_quantizer:
     input:
         source=PLAN.llamacpp_source_receipt,
@@ -118,7 +119,7 @@ rule convert_gguf_model:
     input:
         hf=PLAN.checkpoint,
         source=PLAN.llamacpp_source_receipt,
-        quantizer=PLAN.quantizer_dir,
+        quantizer=PLAN.quantizer_bin,
     output:
         model=directory(PLAN.gguf_model_dir),
         record="results/models/{model}/gguf.json",

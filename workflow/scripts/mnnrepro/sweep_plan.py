@@ -3,6 +3,8 @@ variants, and the sweep a pair cannot take."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from mnnrepro.config import comparison_keys, with_runtime_defaults
 
 SWEEP_KEYS = ("prompt_tokens", "generate_tokens", "thread_num", "cpu_sme_core_num")
@@ -41,60 +43,66 @@ def sweep_problems(config: dict) -> list[str]:
     return problems
 
 
-def sweep_points(config: dict) -> dict[str, dict]:
-    """Point label -> its settings. Each swept dimension is varied on its own around the main
+@dataclass(frozen=True)
+class SweepPoint:
+    """One point of `bench.sweep`: its prompt and generated tokens, and the runtime settings
+    it sets in every variant (None: each variant's own)."""
+
+    prompt_tokens: int
+    generate_tokens: int
+    thread_num: int | None = None
+    cpu_sme_core_num: int | None = None
+
+    @property
+    def label(self) -> str:
+        """`p256-n32-t2` (t-: each variant's own thread_num), `...-scn1` where the point sets
+        cpu_sme_core_num."""
+        threads, sme = self.thread_num, self.cpu_sme_core_num
+        return (
+            f"p{self.prompt_tokens}-n{self.generate_tokens}-t"
+            f"{'-' if threads is None else threads}" + ("" if sme is None else f"-scn{sme}")
+        )
+
+    def bench(self, bench: dict) -> dict:
+        """The bench settings of this point (its own P and N and the sweep's repetitions; no
+        nested sweep)."""
+        return {
+            **{k: v for k, v in bench.items() if k != "sweep"},
+            "prompt_tokens": self.prompt_tokens,
+            "generate_tokens": self.generate_tokens,
+            "repetitions": sweep_repetitions(bench),
+        }
+
+    def variants(self, variants: dict) -> dict:
+        """Every variant at this point (its runtime settings set where the point sets them)."""
+        settings = {k: getattr(self, k) for k in RUNTIME_SWEEPS if getattr(self, k) is not None}
+        if not settings:
+            return variants
+        return {
+            name: {**v, "runtime": {**v.get("runtime", {}), **settings}}
+            for name, v in variants.items()
+        }
+
+
+def sweep_points(config: dict) -> dict[str, SweepPoint]:
+    """Point label -> the point. Each swept dimension is varied on its own around the main
     point (the others keep the main point's value), so the cost grows with the sum of the
     lists, not their product; a value equal to the main point's is the main point itself and
     is not measured twice. thread_num None: each variant's own."""
     bench = config["bench"]
     sweep = bench.get("sweep") or {}
-    main = {
-        "prompt_tokens": bench["prompt_tokens"],
-        "generate_tokens": bench["generate_tokens"],
-        **dict.fromkeys(RUNTIME_SWEEPS),
-    }
+    main = SweepPoint(bench["prompt_tokens"], bench["generate_tokens"])
     common = {k: set(runtime_values(config["variants"], k).values()) for k in RUNTIME_SWEEPS}
     points = {}
     for key in SWEEP_KEYS:
         for value in sweep.get(key) or []:
-            if value == main[key] or {value} == common.get(key):
+            if value == getattr(main, key) or {value} == common.get(key):
                 continue
-            point = {**main, key: value}
-            points[point_label(point)] = point
+            point = replace(main, **{key: value})
+            points[point.label] = point
     return points
-
-
-def point_label(point: dict) -> str:
-    """`p256-n32-t2` (t-: each variant's own thread_num), `...-scn1` where the point sets
-    cpu_sme_core_num."""
-    threads, sme = point["thread_num"], point.get("cpu_sme_core_num")
-    return (
-        f"p{point['prompt_tokens']}-n{point['generate_tokens']}-t"
-        f"{'-' if threads is None else threads}" + ("" if sme is None else f"-scn{sme}")
-    )
-
-
-def point_bench(bench: dict, point: dict) -> dict:
-    """The bench settings of one sweep point (its own P and N and the sweep's repetitions;
-    no nested sweep)."""
-    return {
-        **{k: v for k, v in bench.items() if k != "sweep"},
-        "prompt_tokens": point["prompt_tokens"],
-        "generate_tokens": point["generate_tokens"],
-        "repetitions": sweep_repetitions(bench),
-    }
 
 
 def sweep_repetitions(bench: dict):
     """`bench.sweep.repetitions`, else the main point's `bench.repetitions`."""
     return (bench.get("sweep") or {}).get("repetitions", bench["repetitions"])
-
-
-def point_variants(variants: dict, point: dict) -> dict:
-    """Every variant of one sweep point (its runtime settings set where the point sets them)."""
-    settings = {k: point[k] for k in RUNTIME_SWEEPS if point.get(k) is not None}
-    if not settings:
-        return variants
-    return {
-        name: {**v, "runtime": {**v.get("runtime", {}), **settings}} for name, v in variants.items()
-    }

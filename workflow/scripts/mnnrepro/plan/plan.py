@@ -29,8 +29,8 @@ from mnnrepro.plan.experiment import Experiment, resolve
 from mnnrepro.plan.messages import JobMessages
 from mnnrepro.plan.settings import Settings
 from mnnrepro.plan.sources import SourceTrees
-from mnnrepro.sweep_plan import point_bench, point_variants, sweep_points, thread_nums
-from mnnrepro.toolchain.llamacpp import quantizer_dir
+from mnnrepro.sweep_plan import sweep_points, thread_nums
+from mnnrepro.toolchain.llamacpp import quantizer_dir, quantizer_engine
 from mnnrepro.toolchain.records import engine_key
 
 # the layout file of each model format: MNN's (describe_model_layout), GGUF's (its conversion)
@@ -90,7 +90,13 @@ class Plan(EngineInputs):
         self.sources = SourceTrees(config, self.engine_kinds, self.built_engines)
         self.source_trees = self.sources.sections
         self.llamacpp_source_receipt = self.sources.section_receipts["llamacpp"]
-        self.quantizer_dir = quantizer_dir(config)  # llama-quantize for this host
+        # llama-quantize for this host: a host engine's build of the same flags holds it, else
+        # its own build (quantizer_dir)
+        self.quantizer_dir = quantizer_dir(config)
+        engine = quantizer_engine(config, self.used_engines)
+        self.quantizer_bin = (
+            f"results/engines/{self.engine_keys[engine]}/bin" if engine else (self.quantizer_dir)
+        )
         self.engine_formats = {n: k.model_format for n, k in self.engine_kinds.items()}
         self.model_formats = sorted(set(self.engine_formats.values()))
 
@@ -327,10 +333,10 @@ class Plan(EngineInputs):
         )
 
     def point_bench(self, wildcards) -> dict:
-        return canonical(point_bench(self.main_bench, self.sweep[wildcards.point]))
+        return canonical(self.sweep[wildcards.point].bench(self.main_bench))
 
     def point_variants(self, wildcards) -> dict:
-        return canonical(point_variants(run_variants(self.config), self.sweep[wildcards.point]))
+        return canonical(self.sweep[wildcards.point].variants(run_variants(self.config)))
 
     def sweep_indexes(self, wildcards=None) -> list[str]:
         """Every sweep point on every real device (emulated timings are never compared)."""

@@ -224,12 +224,13 @@ def build_engine(
     """Configure, build, collect and check one llama.cpp engine; returns build.json."""
     start = time.monotonic()
     cmd = configure(f"engines.{engine}.llamacpp.flags", source, spec, build_dir, log_file, ndk)
+    programs = engine_programs(spec)
     run_logged(
-        ["cmake", "--build", build_dir, "-j", str(jobs), "--target", *ENGINE_TARGETS, "llama"],
+        ["cmake", "--build", build_dir, "-j", str(jobs), "--target", *programs, "llama"],
         log_file,
         progress=f"build {engine}",
     )
-    collect(build_dir, engine_dir, ENGINE_TARGETS)
+    collect(build_dir, engine_dir, programs)
     flags = {**BASE_FLAGS, **spec.get("flags", {})}
     return {
         **build_record(engine, "llamacpp", spec, source, ndk, build_dir, cmd),
@@ -244,10 +245,32 @@ def build_engine(
 QUANTIZER_FLAGS = "llamacpp.quantizer.flags"  # the quantizer build's config key
 
 
+def engine_programs(spec: dict) -> tuple[str, ...]:
+    """What an engine build collects: llama-bench, and on the host llama-quantize too (a few
+    seconds more), so that the quantizer is not built again from the same tree and flags."""
+    return ENGINE_TARGETS + ((QUANTIZER,) if spec["platform"] == "host" else ())
+
+
+def quantizer_flags(config: dict) -> dict:
+    return config.get("llamacpp", {}).get("quantizer", {}).get("flags", {})
+
+
+def quantizer_engine(config: dict, engines: list[str]) -> str | None:
+    """The first of `engines` (the used ones) that is a llama.cpp build for the host with
+    `llamacpp.quantizer.flags` as its flags: its build holds llama-quantize. None: the
+    quantizer is built alone (quantizer_dir)."""
+    for name in engines:
+        spec = config["engines"][name].get("llamacpp")
+        if spec and spec["platform"] == "host" and spec.get("flags", {}) == quantizer_flags(config):
+            return name
+    return None
+
+
 def quantizer_dir(config: dict) -> str:
-    """Where llama-quantize for this host is built to: one directory per llama.cpp tree and
-    `llamacpp.quantizer.flags` (none: the key every quantizer always had)."""
-    flags = config.get("llamacpp", {}).get("quantizer", {}).get("flags", {})
+    """Where llama-quantize for this host is built to when no engine's build holds it: one
+    directory per llama.cpp tree and `llamacpp.quantizer.flags` (none: the key every
+    quantizer always had)."""
+    flags = quantizer_flags(config)
     key = source_key(config, "llamacpp") + (f"-{short_digest(flags)}" if flags else "")
     return f"results/tools/llama-quantize-{key}"
 
