@@ -196,6 +196,8 @@ def test_foreign_results_are_imported_as_reported_and_never_judged(root, shipped
     db.close()
     with pytest.raises(ValueError, match="foreign:llm_bench: imported as reported, never judged"):
         compare_runs(store, Selection(runs=(mnn_run,)))
+    with pytest.raises(ValueError, match="no judged run in the store"):
+        compare_runs(store, Selection())  # every judged run: none
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -119,6 +119,8 @@ def selected_runs(db: sqlite3.Connection, selection: Selection) -> list[str]:
                 "SELECT run_id FROM runs WHERE judged = 1 ORDER BY registered_at, run_id"
             )
         ]
+    if not run_ids:
+        raise ValueError("no judged run in the store")
     for run_id in run_ids:
         origin, judged = db.execute(
             "SELECT origin, judged FROM runs WHERE run_id = ?", (run_id,)
@@ -147,38 +149,46 @@ def treatment_versions(db: sqlite3.Connection, rows: pd.DataFrame) -> list[str]:
     ]
 
 
-def failed_checks(db: sqlite3.Connection, rows: pd.DataFrame) -> list[str]:
-    """Per summary row, the names of the failed validity checks of its device, model and pair
-    (or of the device and model as a whole), joined by '; '."""
-    failed = db.execute("SELECT run_id, device, model, name, pair FROM checks WHERE passed = 0")
-    by_key: dict[tuple, list[str]] = {}
-    for run_id, device, model, name, pair in failed:
-        by_key.setdefault((run_id, device, model, pair), []).append(name)
+def failed_names(rows: pd.DataFrame, checks: pd.DataFrame) -> list[str]:
+    """Per summary row, the names of the failed validity checks (checks_table) of its device
+    and model as a whole and of its pair, joined by '; '."""
+    failed = {
+        (c.run_id, c.device, c.model, c.baseline, c.treatment): c.failed_checks
+        for c in checks.itertuples()
+        if c.failed_checks
+    }
     return [
         "; ".join(
-            by_key.get((r.run_id, r.device, r.model, "null"), [])
-            + by_key.get((r.run_id, r.device, r.model, json.dumps([r.baseline, r.treatment])), [])
+            failed[key]
+            for key in (
+                (r.run_id, r.device, r.model, None, None),
+                (r.run_id, r.device, r.model, r.baseline, r.treatment),
+            )
+            if key in failed
         )
         for r in rows.itertuples()
     ]
 
 
-def summary_table(db: sqlite3.Connection, run_ids: list[str], selection: Selection) -> pd.DataFrame:
-    """The selected runs' summary rows the selection keeps, with the treatment engine's
-    version and the failed checks' names (a run of emulated CPUs alone has none: emulated
-    timings never enter a gain)."""
+def summary_table(
+    db: sqlite3.Connection, run_ids: list[str], selection: Selection, checks: pd.DataFrame
+) -> pd.DataFrame:
+    """The selected runs' summary rows the selection keeps, in the runs' order, with the
+    treatment engine's version and the failed checks' names (a run of emulated CPUs alone has
+    none: emulated timings never enter a gain)."""
     table = pd.read_sql_query(
         f"SELECT r.experiment, s.* FROM summary_rows s JOIN runs r USING (run_id) "
         f"WHERE run_id IN ({', '.join('?' * len(run_ids))})", db, params=run_ids,
     )  # fmt: skip
-    table = table.iloc[sorted(range(len(table)), key=lambda i: run_ids.index(table.run_id[i]))]
+    order = table["run_id"].map({run_id: i for i, run_id in enumerate(run_ids)})
+    table = table.iloc[order.argsort(kind="stable")]
     table = table[[selection.keeps(r) for r in table.itertuples()]].reset_index(drop=True)
     table["treatment_engine_version"] = treatment_versions(db, table)
-    table["failed_checks"] = failed_checks(db, table)
+    table["failed_checks"] = failed_names(table, checks)
     return table
 
 
-def checks_table(db: sqlite3.Connection, run_ids: list[str], selection: Selection) -> pd.DataFrame:
+def checks_table(db: sqlite3.Connection, run_ids: list[str]) -> pd.DataFrame:
     """Per run, device, model and pair (none: the device's own checks), how many validity
     checks passed and the names of those that failed, in the order the run wrote them."""
     groups: dict[tuple, list] = {}
@@ -195,8 +205,7 @@ def checks_table(db: sqlite3.Connection, run_ids: list[str], selection: Selectio
         (*key, sum(p for _, p in checks), len(checks), "; ".join(n for n, p in checks if not p))
         for key, checks in groups.items()
     ]
-    table = pd.DataFrame(rows, columns=[*columns, "checks_passed", "checks", "failed_checks"])
-    return table[[selection.keeps(r) for r in table.itertuples()]].reset_index(drop=True)
+    return pd.DataFrame(rows, columns=[*columns, "checks_passed", "checks", "failed_checks"])
 
 
 def reference_row(table: pd.DataFrame, first: str, row, across: tuple[str, ...]):
@@ -222,8 +231,9 @@ def compare_runs(
     db = open_store(store)
     try:
         run_ids = selected_runs(db, selection)
-        table = summary_table(db, run_ids, selection)
-        checks = checks_table(db, run_ids, selection)
+        all_checks = checks_table(db, run_ids)
+        table = summary_table(db, run_ids, selection, all_checks)
+        checks = all_checks[[selection.keeps(r) for r in all_checks.itertuples()]]
         if table.empty and checks.empty:
             raise ValueError("no summary row or validity check of the selected runs is kept")
         first = run_ids[0]
@@ -244,7 +254,7 @@ def compare_runs(
     change = pd.DataFrame(
         changes, columns=["change_vs_first", "change_ci_low", "change_ci_high", "change_method"]
     )
-    return pd.concat([table, change], axis=1), checks
+    return pd.concat([table, change], axis=1), checks.reset_index(drop=True)
 
 
 def short_version(version: str) -> str:

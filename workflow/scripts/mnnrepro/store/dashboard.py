@@ -11,13 +11,7 @@ import html
 import altair as alt
 import pandas as pd
 
-from mnnrepro.store.compare import (
-    Selection,
-    checks_table,
-    failed_checks,
-    short_version,
-    treatment_versions,
-)
+from mnnrepro.store.compare import checks_table, failed_names, short_version, treatment_versions
 from mnnrepro.store.schema import open_store
 
 LABEL_LIMIT = 420  # pixels of a row's label: the run, its engine's commit and the pair
@@ -32,15 +26,14 @@ def dashboard_data(store: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame
     per run, device and pair; the runs)."""
     db = open_store(store)
     try:
-        rows = pd.read_sql_query(QUERY, db)
-        rows["treatment_engine"] = treatment_versions(db, rows)
-        rows["failed_checks"] = failed_checks(db, rows)
         runs = pd.read_sql_query(
-            "SELECT run_id, experiment, origin, registered_at, summary_md FROM runs "
+            "SELECT run_id, experiment, origin, judged, registered_at, summary_md FROM runs "
             "ORDER BY registered_at, run_id", db,
         )  # fmt: skip
-        judged = [r.run_id for r in runs.itertuples() if r.origin == "archive"]
-        checks = checks_table(db, judged, Selection()) if judged else pd.DataFrame()
+        checks = checks_table(db, list(runs.loc[runs["judged"] == 1, "run_id"]))
+        rows = pd.read_sql_query(QUERY, db)
+        rows["treatment_engine"] = treatment_versions(db, rows)
+        rows["failed_checks"] = failed_names(rows, checks)
     finally:
         db.close()
     # a series per run, named by its experiment, id and the treatment engine's version (commit)
