@@ -93,9 +93,9 @@ class Plan(EngineInputs):
         # llama-quantize for this host: a host engine's build of the same flags holds it, else
         # its own build (quantizer_dir)
         self.quantizer_dir = quantizer_dir(config)
-        engine = quantizer_engine(config, self.used_engines)
+        holder = quantizer_engine(config, self.used_engines)
         self.quantizer_bin = (
-            f"results/engines/{self.engine_keys[engine]}/bin" if engine else (self.quantizer_dir)
+            f"results/engines/{self.engine_keys[holder]}/bin" if holder else self.quantizer_dir
         )
         self.engine_formats = {n: k.model_format for n, k in self.engine_kinds.items()}
         self.model_formats = sorted(set(self.engine_formats.values()))

@@ -134,8 +134,9 @@ def cross_args(platform: str, ndk: str | None) -> list[str]:
 
 
 # A unity build (`CMAKE_UNITY_BUILD: true` in an engine's or the quantizer's flags) compiles
-# llama.cpp in about 40 % of the CPU time (benchmarks/results/llamacpp_build_cost.md); it needs
-# one source compiled alone, which this CMake file, included after every project(), arranges.
+# llama.cpp in about 70 % of the CPU time of a build one source at a time
+# (benchmarks/results/llamacpp_build_cost.md); it needs one source compiled alone, which this
+# CMake file, included after every project(), arranges.
 UNITY_INCLUDE = Path(__file__).with_name("llamacpp_unity.cmake")
 
 
