@@ -83,11 +83,8 @@ def test_the_install_figures_are_install_public_json():
         round(light["replay_s"]),
     ]
     readme = (ROOT / "README.md").read_text()
-    light_cited = re.search(
-        r"a ([\d.]+) GB environment, installed from PyPI\s+in under a minute", readme
-    )
+    light_cited = re.search(r"a ([\d.]+) GB environment from PyPI", readme)
     assert light_cited and round(light["venv_mb"] / 1000, 1) == number(light_cited.group(1))
-    assert light["install_s"] < 60
 
 
 def test_the_quickstart_reference_gains_are_quickstart_pair_md():

@@ -152,7 +152,7 @@ def test_the_readme_is_a_first_screen_and_pointers():
     """README: what it is, the quickstart, three ways in and where everything else lives (at
     most 10 KB); each measured figure has one home, in docs/ or a results file."""
     readme = PACKAGE.parents[2] / "README.md"
-    assert len(readme.read_bytes()) <= 10 * 1024
+    assert len(readme.read_bytes()) <= 10_000
 
 
 def test_functions_and_modules_stay_short():
