@@ -10,6 +10,7 @@ import pytest
 
 from mnnrepro.toolchain.cmake import BuildError, build_engine, unused_flags
 from mnnrepro.toolchain.kernels import SME_INSTRUCTIONS, SYMBOL_LABEL, scan_disassembly
+from mnnrepro.toolchain.records import BuildJob
 
 FAKE = {"kind": "path", "commit": "0" * 40, "dirty": False}
 LLM = {"MNN_BUILD_LLM": True, "MNN_LOW_MEMORY": True, "MNN_SUPPORT_TRANSFORMER_FUSE": True}
@@ -31,12 +32,14 @@ needs_cross = pytest.mark.skipif(
 def build(source, tmp_path, name, flags, expect=None, platform="host"):
     spec = {"platform": platform, "flags": flags, "expect": expect or {}}
     return build_engine(
-        name,
-        source,
-        spec,
-        str(tmp_path / f"build-{name}"),
-        str(tmp_path / "engines" / name),
-        io.StringIO(),
+        BuildJob(
+            name,
+            source,
+            spec,
+            str(tmp_path / f"build-{name}"),
+            str(tmp_path / "engines" / name),
+            io.StringIO(),
+        )
     )
 
 
@@ -210,7 +213,7 @@ def test_one_tree_built_in_two_working_directories_compiles_once(root, tmp_path,
         monkeypatch.chdir(work)  # a rule's script runs in the workflow's working directory
         source = {**FAKE, "path": str(work / "resources" / "src")}
         spec = {"platform": "host", "flags": {**LLM, "MNN_SME2": False}}
-        build_engine("e", source, spec, "resources/build/e", "engines/e", io.StringIO())
+        build_engine(BuildJob("e", source, spec, "resources/build/e", "engines/e", io.StringIO()))
         seen.append(compiles())
     (compiled_first, cached_first), (compiled, cached) = seen
     objects = compiled_first + cached_first

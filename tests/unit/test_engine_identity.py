@@ -24,7 +24,7 @@ from mnnrepro.runs.raw_files import done_record, engine_identity, measurement_ke
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.runs.staging import push_receipt
 from mnnrepro.toolchain.cmake import build_engine, run_logged
-from mnnrepro.toolchain.records import engine_key
+from mnnrepro.toolchain.records import BuildJob, engine_key
 
 FLAGS = {"MNN_BUILD_LLM": True, "MNN_LOW_MEMORY": True, "MNN_SUPPORT_TRANSFORMER_FUSE": True}
 
@@ -80,7 +80,9 @@ def test_a_rebuild_of_identical_inputs_keeps_every_measurement(checkout, tmp_pat
     spec = {"platform": "host", "flags": {**FLAGS, "MNN_SME2": True}}
     records = [
         build_engine(
-            "e", source, spec, str(tmp_path / f"b{i}"), str(tmp_path / f"e{i}"), io.StringIO()
+            BuildJob(
+                "e", source, spec, str(tmp_path / f"b{i}"), str(tmp_path / f"e{i}"), io.StringIO()
+            )
         )
         for i in (1, 2)
     ]

@@ -69,6 +69,7 @@ def test_the_stand_in_suite_is_built_pushed_with_the_engine_and_run(root, tmp_pa
     """The stand-in MNN (tests/data/fake-mnn) with MNN_BUILD_TEST: its run_test.out lands
     below the engine's directory, out of the SME2 kernel check, and runs per named test."""
     from mnnrepro.toolchain.cmake import build_engine
+    from mnnrepro.toolchain.records import BuildJob
 
     src = tmp_path / "src"
     shutil.copytree(root / "tests" / "data" / "fake-mnn", src)
@@ -76,7 +77,8 @@ def test_the_stand_in_suite_is_built_pushed_with_the_engine_and_run(root, tmp_pa
     flags = {"MNN_BUILD_LLM": True, "MNN_SME2": True, "MNN_BUILD_TEST": True}
     spec = {"platform": "host", "flags": flags, "expect": {}}
     engine_dir = tmp_path / "engines" / "fake" / "bin"
-    record = build_engine("fake", source, spec, str(tmp_path / "b"), str(engine_dir), io.StringIO())
+    job = BuildJob("fake", source, spec, str(tmp_path / "b"), str(engine_dir), io.StringIO())
+    record = build_engine(job)
     record["kind"] = "build"
     assert record["test_suite"] == "tests/run_test.out"
     assert "tests/run_test.out" in {f["path"] for f in record["files"]}

@@ -327,7 +327,7 @@ def test_the_quantizers_flags_give_it_its_own_directory_and_key_in_messages(tmp_
     flag CMake does not use fails naming the key it came from (a small CMake project here)."""
     from mnnrepro.toolchain import BuildError
     from mnnrepro.toolchain.llamacpp import build_engine, build_quantizer, quantizer_dir
-    from mnnrepro.toolchain.records import source_key
+    from mnnrepro.toolchain.records import BuildJob, source_key
 
     tree = {"llamacpp": {"source": {"path": "/src/llama.cpp"}}}
     plain = quantizer_dir(tree)
@@ -346,4 +346,5 @@ def test_the_quantizers_flags_give_it_its_own_directory_and_key_in_messages(tmp_
             build_quantizer(source, str(tmp_path / "q"), str(tmp_path / "qo"), log, 1, unused)
         spec = {"platform": "host", "flags": unused}
         with pytest.raises(BuildError, match=r"config key `engines\.llama\.llamacpp\.flags`"):
-            build_engine("llama", source, spec, str(tmp_path / "e"), str(tmp_path / "eo"), log)
+            job = BuildJob("llama", source, spec, str(tmp_path / "e"), str(tmp_path / "eo"), log)
+            build_engine(job)

@@ -1,10 +1,11 @@
 # Analysis: validity checks, the tidy table, statistics and verdicts.
 
-# The slices of the config the statistics depend on (an edit elsewhere reruns nothing).
+# The slices of the config a table of runs depends on, and the statistics (an edit elsewhere
+# reruns nothing).
+TABLE_PARAMS = dict(raw_roots=PLAN.raw_roots, max_other_load=PLAN.settings.max_other_load)
 STATISTICS_PARAMS = dict(
+    **TABLE_PARAMS,
     experiment=PLAN.name,
-    raw_roots=PLAN.raw_roots,
-    max_other_load=PLAN.settings.max_other_load,
     comparison=PLAN.settings.comparison,
     stats=PLAN.settings.stats,
     bench=PLAN.settings.bench,
@@ -98,8 +99,7 @@ rule collect_bench_table:
     conda:
         "../../envs/analysis.yaml"
     params:
-        raw_roots=PLAN.raw_roots,
-        max_other_load=PLAN.settings.max_other_load,
+        **TABLE_PARAMS,
         code=PLAN.code_of("collect_bench_table.py"),
     message:
         "Collecting every repetition into bench.csv"
@@ -152,8 +152,7 @@ rule collect_sweep_table:
     conda:
         "../../envs/analysis.yaml"
     params:
-        raw_roots=PLAN.raw_roots,
-        max_other_load=PLAN.settings.max_other_load,
+        **TABLE_PARAMS,
         code=PLAN.code_of("collect_sweep_table.py"),
     message:
         "Collecting the sweep's repetitions into sweep/bench.csv"

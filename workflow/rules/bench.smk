@@ -76,6 +76,15 @@ BENCH_INPUTS = dict(
     receipt="results/{experiment}/pushed/{device}/{model}.json",
     runner=PLAN.engine_runner,
 )
+# What it runs: the device, the variants in the main point's settings, in the model's formats.
+BENCH_PARAMS = dict(
+    device=PLAN.device_spec,
+    variants=PLAN.variant_specs,
+    bench=PLAN.main_bench,
+    comparison=PLAN.settings.comparison,  # the rows a verdict stop judges
+    image_names=list(PLAN.vision_images),
+    model_formats=PLAN.model_formats,
+)
 
 
 rule run_bench:
@@ -92,13 +101,8 @@ rule run_bench:
         "../../envs/bench.yaml"
     threads: get_bench_threads
     params:
+        **BENCH_PARAMS,
         raw_dir="results/{experiment}/raw/{device}/{model}",
-        device=PLAN.device_spec,
-        variants=PLAN.variant_specs,
-        bench=PLAN.main_bench,
-        comparison=PLAN.settings.comparison,  # the rows a verdict stop judges
-        image_names=list(PLAN.vision_images),
-        model_formats=PLAN.model_formats,
         pairs=PLAN.judged_pairs,
         ci_level=PLAN.settings.ci_level,
         # `--config remeasure=<label>`: measure again what was not measured under that label
@@ -132,13 +136,8 @@ rule profile_kernels:
         "../../envs/bench.yaml"
     threads: get_bench_threads
     params:
+        **BENCH_PARAMS,
         out_dir="results/{experiment}/profiles/{device}/{model}",
-        device=PLAN.device_spec,
-        variants=PLAN.variant_specs,
-        bench=PLAN.main_bench,
-        comparison=PLAN.settings.comparison,  # the rows a verdict stop judges
-        image_names=list(PLAN.vision_images),
-        model_formats=PLAN.model_formats,
         # what the profiler needs (the checks' thresholds are the validity rule's)
         attribution={"sample_hz": PLAN.settings.attribution["sample_hz"]},
     message:

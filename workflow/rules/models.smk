@@ -24,7 +24,8 @@ rule fetch_modelscope_model:
         "../scripts/fetch_modelscope_model.py"
 
 
-rule fetch_modelscope_checkpoint:
+# The same download, of the original weights an export converts.
+use rule fetch_modelscope_model as fetch_modelscope_checkpoint with:
     output:
         checkpoint=directory("resources/checkpoints/{model}"),
         manifest="resources/checkpoints/{model}.manifest.json",
@@ -32,19 +33,12 @@ rule fetch_modelscope_checkpoint:
         "logs/fetch_modelscope_checkpoint/{model}.log",
     wildcard_constraints:
         model=PLAN.alternatives(PLAN.checkpoint_models),
-    localrule: True  # the network is where Snakemake runs, not a compute node
-    conda:
-        "../../envs/export.yaml"
     params:
-        spec=PLAN.model_spec,
         route="checkpoint",
-        cache="resources/modelscope",
         pins=PLAN.messages.checkpoint_pins,
     message:
         "Downloading the original weights of model {wildcards.model} from ModelScope "
         "({params.pins})"
-    script:
-        "../scripts/fetch_modelscope_model.py"
 
 
 rule make_synthetic_model:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mnnrepro.errors import ReproError
 from mnnrepro.toolchain.kernels import can_have_sme2
+from mnnrepro.toolchain.records import BuildJob
 
 log = logging.getLogger(__name__)
 
@@ -115,17 +116,7 @@ class EngineKind:
         self.record = record
 
     @classmethod
-    def build(
-        cls,
-        name: str,
-        source: dict,
-        spec: dict,
-        build_dir: str,
-        out_dir: str,
-        log_file,
-        ndk: dict | None,
-        jobs: int,
-    ) -> dict:
+    def build(cls, job: BuildJob) -> dict:
         """A from-source kind: configure, build, collect and check one engine (build.json)."""
         raise NotImplementedError
 

@@ -26,6 +26,7 @@ from mnnrepro.engines.base import (
     GreedyAsk,
 )
 from mnnrepro.toolchain import llamacpp, tools
+from mnnrepro.toolchain.records import BuildJob
 
 MODEL_FILE = "model.gguf"  # in results/models/<model>/gguf/
 SME_SWITCH = "GGML_KLEIDIAI_SME"  # "0": KleidiAI's SME kernels off, the same binary
@@ -165,8 +166,8 @@ class LlamaCppEngine(BuiltFromSource):
         return llamacpp.provide_source(tree.get("source", {}), tree.get("kleidiai", {}), cache)
 
     @classmethod
-    def build(cls, name, source, spec, build_dir, out_dir, log_file, ndk, jobs) -> dict:
-        return llamacpp.build_engine(name, source, spec, build_dir, out_dir, log_file, ndk, jobs)
+    def build(cls, job: BuildJob) -> dict:
+        return llamacpp.build_engine(job)
 
     @classmethod
     def build_gate_tool(cls, record, source, engine_dir, build_dir, out_dir, log_file) -> dict:

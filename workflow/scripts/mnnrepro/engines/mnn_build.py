@@ -20,6 +20,7 @@ from mnnrepro.engines.base import (
     fetch_text,
 )
 from mnnrepro.toolchain import cmake, source, tools
+from mnnrepro.toolchain.records import BuildJob
 
 LEVELS = {"normal": 0, "high": 1, "low": 2}  # llm_bench's -c, --memory and --power codes
 
@@ -70,18 +71,8 @@ class BuiltEngine(BuiltFromSource):
         )
 
     @classmethod
-    def build(cls, name, source, spec, build_dir, out_dir, log_file, ndk, jobs) -> dict:
-        return cmake.build_engine(
-            name,
-            source,
-            spec,
-            build_dir,
-            out_dir,
-            log_file,
-            ndk=ndk,
-            jobs=jobs,
-            extra_flags=source.get("cmake_flags", {}),
-        )
+    def build(cls, job: BuildJob) -> dict:
+        return cmake.build_engine(job, extra_flags=job.source.get("cmake_flags", {}))
 
     @classmethod
     def build_gate_tool(cls, record, source, engine_dir, build_dir, out_dir, log_file) -> dict:

@@ -280,19 +280,30 @@ def reserved_name_clashes(config: dict) -> list[str]:
 INTEGER = re.compile(r"^-?\d+$")
 
 
+def variant_engines(config: dict):
+    """(name, variant, its engine's config, that engine's kind) of every variant whose engine
+    is defined (config.check_references names one that is not)."""
+    for name, variant in sorted(config["variants"].items()):
+        spec = config["engines"].get(variant["engine"])
+        if spec is not None:
+            yield name, variant, spec, kind_of_spec(spec)
+
+
+def device_kinds(config: dict):
+    """(name, config, kind) of every device."""
+    for name, spec in sorted(config["devices"].items()):
+        yield name, spec, device_kind(name, spec)
+
+
 def platform_problems(config: dict) -> list[str]:
     """A variant whose engine is built for a platform its device cannot run."""
     problems = []
-    for name, variant in sorted(config["variants"].items()):
-        spec = config["engines"].get(variant["engine"])
-        if spec is None:
-            continue  # config.check_references names it
-        kind = kind_of_spec(spec)
+    for name, variant, spec, kind in variant_engines(config):
         built_for = kind.platform(spec)
         if built_for is None:
             continue
-        for device, device_spec in sorted(config["devices"].items()):
-            runs = device_kind(device, device_spec).platforms
+        for device, _, device_type in device_kinds(config):
+            runs = device_type.platforms
             if built_for not in runs:
                 problems.append(
                     f"config key `engines.{variant['engine']}.{kind.config_key}.platform`: "
@@ -306,8 +317,7 @@ def duplicate_device_problems(config: dict) -> list[str]:
     """One physical device under two names: their runs would interleave on one device."""
     seen: dict[tuple, str] = {}
     problems = []
-    for name, spec in sorted(config["devices"].items()):
-        kind = device_kind(name, spec)
+    for name, spec, kind in device_kinds(config):
         if kind.identity is None:
             continue
         settings = spec[kind.key]
@@ -325,8 +335,7 @@ def duplicate_device_problems(config: dict) -> list[str]:
 def device_path_problems(config: dict) -> list[str]:
     """A device path with a `..` segment leaves the directory it names."""
     problems = []
-    for name, spec in sorted(config["devices"].items()):
-        kind = device_kind(name, spec)
+    for name, spec, kind in device_kinds(config):
         for key in kind.device_paths:
             path = spec[kind.key].get(key) or ""
             if ".." in path.split("/") or (path and normpath(path) != path.rstrip("/")):
@@ -341,11 +350,8 @@ def device_path_problems(config: dict) -> list[str]:
 def integer_env_problems(config: dict) -> list[str]:
     """An environment variable the engine reads as an integer, set to something else."""
     problems = []
-    for name, variant in sorted(config["variants"].items()):
-        spec = config["engines"].get(variant["engine"])
-        if spec is None:
-            continue
-        for var in kind_of_spec(spec).integer_env:
+    for name, variant, _, kind in variant_engines(config):
+        for var in kind.integer_env:
             value = variant.get("env", {}).get(var)
             if value is not None and not INTEGER.match(value):
                 problems.append(

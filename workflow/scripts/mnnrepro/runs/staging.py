@@ -17,7 +17,7 @@ RUNNER = Path(__file__).with_name("prebuilt_runner.py")
 log = logging.getLogger(__name__)
 
 
-def stage_inputs(
+def push_receipt(
     device: Device,
     model_dirs: dict[str, str],
     model: str,
@@ -25,9 +25,10 @@ def stage_inputs(
     tool_dirs: dict[str, str] | None = None,
 ) -> dict:
     """Stage the runner, built engines (each with its gate tool) and the model in every format
-    the engines read (format -> its directory); returns where each one is. A built engine is
-    staged under its key (results/engines/<key>/bin), so two definitions of one engine name
-    never share a device directory."""
+    the engines read (format -> its directory), and say where each one is and what moved: a
+    second push of unchanged files is 0 B. A built engine is staged under its key
+    (results/engines/<key>/bin), so two definitions of one engine name never share a device
+    directory."""
 
     def staged(dirs: dict[str, str] | None, suffix: str) -> dict[str, str]:
         return {
@@ -47,24 +48,6 @@ def stage_inputs(
     for fmt, path in models.items():
         if FORMATS[fmt].config_file:
             where["model_config"] = f"{path}/{FORMATS[fmt].config_file}"
-    return where
-
-
-def stage_engine(device: Device, engine_dir: str, suffix: str = "") -> str:
-    """A built engine's directory (results/engines/<key>/bin, or its gate tool's with
-    suffix) on the device, under its key; a second stage of unchanged files moves nothing."""
-    return device.stage(engine_dir, f"engines/{Path(engine_dir).parent.name}{suffix}")
-
-
-def push_receipt(
-    device: Device,
-    model_dirs: dict[str, str],
-    model: str,
-    engine_dirs: dict[str, str] | None = None,
-    tool_dirs: dict[str, str] | None = None,
-) -> dict:
-    """Stage what the runs need and say what moved: a second push of unchanged files is 0 B."""
-    where = stage_inputs(device, model_dirs, model, engine_dirs, tool_dirs)
     log.info(
         "pushed %d bytes to %s, %d files already there",
         device.bytes_pushed,
@@ -80,6 +63,12 @@ def push_receipt(
         "files_skipped": device.files_skipped,
         "files": device.receipts,
     }
+
+
+def stage_engine(device: Device, engine_dir: str, suffix: str = "") -> str:
+    """A built engine's directory (results/engines/<key>/bin, or its gate tool's with
+    suffix) on the device, under its key; a second stage of unchanged files moves nothing."""
+    return device.stage(engine_dir, f"engines/{Path(engine_dir).parent.name}{suffix}")
 
 
 def check_receipt(device: Device, receipt: dict) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from mnnrepro.files import file_table
 from mnnrepro.toolchain import BuildError
 from mnnrepro.toolchain.kernels import check_expectation, disassembly_tools, sme2_kernels
-from mnnrepro.toolchain.records import flag_text, settings_read_by
+from mnnrepro.toolchain.records import BuildJob, flag_text, settings_read_by
 
 UNUSED_MARKER = "Manually-specified variables were not used by the project:"
 
@@ -257,19 +257,11 @@ def build_record(
     }
 
 
-def build_engine(
-    engine: str,
-    source: dict,
-    spec: dict,
-    build_dir: str,
-    engine_dir: str,
-    log_file,
-    ndk: dict | None = None,
-    jobs: int = 2,
-    extra_flags: dict | None = None,
-) -> dict:
+def build_engine(job: BuildJob, extra_flags: dict | None = None) -> dict:
     """Configure, build, collect and check one engine; returns build.json's content."""
     start = time.monotonic()
+    engine, source, spec, ndk = job.engine, job.source, job.spec, job.ndk
+    build_dir, engine_dir, log_file = job.build_dir, job.engine_dir, job.log_file
     flags = {**spec.get("flags", {}), **(extra_flags or {})}
     extra = platform_args(spec["platform"], ndk["path"] if ndk else None)
     cmd = configure_command(source["path"], build_dir, flags, extra)
@@ -288,7 +280,7 @@ def build_engine(
     with_tests = flag_text(flags.get("MNN_BUILD_TEST", False)) == "ON"
     targets = spec.get("targets", list(ENGINE_BINARIES)) + (["run_test.out"] * with_tests)
     run_logged(
-        ["cmake", "--build", str(build_dir), "-j", str(jobs), "--target", *targets],
+        ["cmake", "--build", str(build_dir), "-j", str(job.jobs), "--target", *targets],
         log_file,
         progress=f"build {engine}",
     )

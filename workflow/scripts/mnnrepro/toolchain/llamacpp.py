@@ -27,7 +27,13 @@ from mnnrepro.toolchain.cmake import (
     unused_flags,
 )
 from mnnrepro.toolchain.kernels import disassembly_tools, sme2_kernels
-from mnnrepro.toolchain.records import TREE_COMPILERS, flag_text, short_digest, source_key
+from mnnrepro.toolchain.records import (
+    TREE_COMPILERS,
+    BuildJob,
+    flag_text,
+    short_digest,
+    source_key,
+)
 from mnnrepro.toolchain.source import SourceError, describe_local, provide_kleidiai
 from mnnrepro.unpack import safe_extract
 
@@ -212,22 +218,15 @@ CACHE_RECORDED = (
 )
 
 
-def build_engine(
-    engine: str,
-    source: dict,
-    spec: dict,
-    build_dir: str,
-    engine_dir: str,
-    log_file,
-    ndk: dict | None = None,
-    jobs: int = 2,
-) -> dict:
+def build_engine(job: BuildJob) -> dict:
     """Configure, build, collect and check one llama.cpp engine; returns build.json."""
     start = time.monotonic()
+    engine, source, spec, ndk = job.engine, job.source, job.spec, job.ndk
+    build_dir, engine_dir, log_file = job.build_dir, job.engine_dir, job.log_file
     cmd = configure(f"engines.{engine}.llamacpp.flags", source, spec, build_dir, log_file, ndk)
     programs = engine_programs(spec)
     run_logged(
-        ["cmake", "--build", build_dir, "-j", str(jobs), "--target", *programs, "llama"],
+        ["cmake", "--build", build_dir, "-j", str(job.jobs), "--target", *programs, "llama"],
         log_file,
         progress=f"build {engine}",
     )

@@ -7,8 +7,10 @@ import json
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from mnnrepro.errors import ReproError
 from mnnrepro.files import sha256_file
@@ -16,6 +18,20 @@ from mnnrepro.files import sha256_file
 
 class EngineError(ReproError, RuntimeError):
     pass
+
+
+@dataclass(frozen=True)
+class BuildJob:
+    """One from-source engine build, as the build rule hands it to its kind (engines/base)."""
+
+    engine: str  # its name: config key `engines.<engine>`
+    source: dict  # the fetched tree's receipt (toolchain/source)
+    spec: dict  # its kind's section of `engines.<engine>` (platform, flags, expect)
+    build_dir: str
+    engine_dir: str  # where the built programs are collected
+    log_file: Any
+    ndk: dict | None = None  # the NDK's receipt, for an Android build
+    jobs: int = 2
 
 
 def settings_read_by(paths) -> list[str]:

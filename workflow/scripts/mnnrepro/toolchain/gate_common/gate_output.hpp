@@ -86,6 +86,19 @@ inline bool readForced(const char* path, size_t prompts, std::vector<std::vector
     return true;
 }
 
+// The prompts and, where forcedPath is given, the reference's tokens for each; false (with a
+// message) when there is no prompt or the token lines do not match the prompts.
+inline bool readQuestions(const char* promptsPath, const char* forcedPath,
+                          std::vector<std::string>& prompts,
+                          std::vector<std::vector<int>>& forced) {
+    prompts = readPrompts(promptsPath);
+    if (prompts.empty()) {
+        std::fprintf(stderr, "%s: no prompt\n", promptsPath);
+        return false;
+    }
+    return forcedPath == nullptr || readForced(forcedPath, prompts.size(), forced);
+}
+
 // out.json is written as out.json.part, then renamed: never found half-written.
 class Writer {
 public:

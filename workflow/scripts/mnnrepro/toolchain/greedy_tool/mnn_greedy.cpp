@@ -66,13 +66,9 @@ int main(int argc, const char* argv[]) {
         std::fprintf(stderr, "max_new_tokens must be >= 1 and top_k >= 2\n");
         return 2;
     }
-    const std::vector<std::string> prompts = gate::readPrompts(argv[2]);
-    if (prompts.empty()) {
-        std::fprintf(stderr, "%s: no prompt\n", argv[2]);
-        return 2;
-    }
+    std::vector<std::string> prompts;
     std::vector<std::vector<int>> forced;  // empty: free-running greedy
-    if (argc > 6 && !gate::readForced(argv[6], prompts.size(), forced)) {
+    if (!gate::readQuestions(argv[2], argc > 6 ? argv[6] : nullptr, prompts, forced)) {
         return 2;
     }
     std::unique_ptr<Llm, void (*)(Llm*)> llm(Llm::createLLM(configPath), Llm::destroy);

@@ -54,13 +54,9 @@ int main(int argc, const char* argv[]) {
         std::fprintf(stderr, "max_new_tokens and threads must be >= 1, top_k >= 2\n");
         return 2;
     }
-    const std::vector<std::string> prompts = gate::readPrompts(argv[2]);
-    if (prompts.empty()) {
-        std::fprintf(stderr, "%s: no prompt\n", argv[2]);
-        return 2;
-    }
+    std::vector<std::string> prompts;
     std::vector<std::vector<int>> forced;  // empty: free-running greedy
-    if (argc > 7 && !gate::readForced(argv[7], prompts.size(), forced)) {
+    if (!gate::readQuestions(argv[2], argc > 7 ? argv[7] : nullptr, prompts, forced)) {
         return 2;
     }
     llama_backend_init();
