@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 from provenance import write_results  # noqa: E402
 
 from mnnrepro.toolchain.llamacpp import build_engine, provide_source  # noqa: E402
+from mnnrepro.toolchain.records import BuildJob  # noqa: E402
 
 CONTROL = ROOT / "tests" / "workflow" / "config-control.yaml"
 SETTINGS = {  # name: the -D flags of the engine's and the quantizer's build alike
@@ -60,7 +61,8 @@ def build(source: dict, name: str, flags: dict, work: Path, jobs: int) -> dict:
     spec = {"platform": "host", "flags": flags}
     dirs = (str(work / f"engine-{tag}"), str(work / f"bin-{tag}"))
     with (work / f"{tag}.log").open("w") as log:
-        return timed(lambda: build_engine("llama", source, spec, *dirs, log, None, jobs))
+        job = BuildJob("llama", source, spec, *dirs, log, None, jobs)
+        return timed(lambda: build_engine(job))
 
 
 def main() -> None:
