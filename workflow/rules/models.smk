@@ -24,7 +24,7 @@ rule fetch_modelscope_model:
         "../scripts/fetch_modelscope_model.py"
 
 
-# The same download, of the original weights an export converts.
+# The same download, of the original weights (what an export or a GGUF conversion reads).
 use rule fetch_modelscope_model as fetch_modelscope_checkpoint with:
     output:
         checkpoint=directory("resources/checkpoints/{model}"),

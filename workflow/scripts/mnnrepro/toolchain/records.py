@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TextIO
 
 from mnnrepro.errors import ReproError
 from mnnrepro.files import sha256_file
@@ -29,7 +29,7 @@ class BuildJob:
     spec: dict  # its kind's section of `engines.<engine>` (platform, flags, expect)
     build_dir: str
     engine_dir: str  # where the built programs are collected
-    log_file: Any
+    log_file: TextIO  # the rule's log
     ndk: dict | None = None  # the NDK's receipt, for an Android build
     jobs: int = 2
 
