@@ -82,7 +82,12 @@ def archived_member(archive: str, name: str) -> bytes | None:
 
 def archived_config(archive: str) -> dict:
     """The archive's resolved config (the workflow then validates it like a live config)."""
-    data = archived_member(archive, CONFIG_NAME)
+    return config_of(archive, archived_member(archive, CONFIG_NAME))
+
+
+def config_of(archive: str, data: bytes | None) -> dict:
+    """The resolved config from its member's bytes, already checked against the manifest
+    (None: the manifest lists no config)."""
     if data is None:
         raise DataError(archive, f"{CONFIG_NAME} is not in the archive's {MANIFEST_NAME}")
     config = load_yaml(data.decode("utf-8"), f"{archive}:{CONFIG_NAME}")

@@ -12,8 +12,13 @@ import sqlite3
 
 import pandas as pd
 
-from mnnrepro.archive.replay import CONFIG_NAME, MANIFEST_NAME, manifest_entries, open_archive
-from mnnrepro.config import load_yaml
+from mnnrepro.archive.replay import (
+    CONFIG_NAME,
+    MANIFEST_NAME,
+    config_of,
+    manifest_entries,
+    open_archive,
+)
 from mnnrepro.errors import DataError
 from mnnrepro.store.schema import insert_once, utc_now
 
@@ -80,10 +85,8 @@ def register_archive(store: str, archive: str) -> tuple[str, bool]:
 
 
 def read_run(archive: str, members: dict[str, bytes]) -> dict:
-    if CONFIG_NAME not in members:
-        raise DataError(archive, f"{CONFIG_NAME} is not in the archive's {MANIFEST_NAME}")
-    config = load_yaml(members[CONFIG_NAME].decode("utf-8"), f"{archive}:{CONFIG_NAME}")
-    if not isinstance(config, dict) or "experiment" not in config:
+    config = config_of(archive, members.get(CONFIG_NAME))
+    if "experiment" not in config:
         raise DataError(archive, f"{CONFIG_NAME} is not an experiment's config")
     experiment = config["experiment"]
     root = f"results/{experiment}"

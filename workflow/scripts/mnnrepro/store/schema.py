@@ -6,6 +6,7 @@ and to PyTorch's v3 benchmark record."""
 
 from __future__ import annotations
 
+import datetime
 import sqlite3
 from pathlib import Path
 
@@ -89,6 +90,4 @@ def insert_once(store: str | Path, run_id: str, write) -> bool:
 
 def utc_now() -> str:
     """When a run is registered: UTC, ISO 8601, to the second."""
-    import datetime
-
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
