@@ -10,7 +10,7 @@ import pytest
 
 from mnnrepro.toolchain.cmake import BuildError, build_engine, unused_flags
 from mnnrepro.toolchain.kernels import SME_INSTRUCTIONS, SYMBOL_LABEL, scan_disassembly
-from mnnrepro.toolchain.records import BuildJob
+from mnnrepro.toolchain.records import BuildJob, flag_on
 
 FAKE = {"kind": "path", "commit": "0" * 40, "dirty": False}
 LLM = {"MNN_BUILD_LLM": True, "MNN_LOW_MEMORY": True, "MNN_SUPPORT_TRANSFORMER_FUSE": True}
@@ -233,3 +233,12 @@ def test_a_build_directory_copied_with_its_working_directory_builds_again(source
     again = build(source, tmp_path / "new", "sme2-off", {**LLM, "MNN_SME2": False})
     assert again["cmake_cache"] == first["cmake_cache"]
     assert "llm_bench" in {f["path"] for f in again["files"]}
+
+
+def test_a_flag_is_on_as_cmake_reads_it():
+    """MNN_BUILD_TEST and CMAKE_UNITY_BUILD are read as CMake's if() reads them: a flag given
+    as a string is on in any case, or as a non-zero number."""
+    for value in (True, "ON", "on", "Yes", "TRUE", "y", "1", "2"):
+        assert flag_on(value), value
+    for value in (False, "OFF", "off", "no", "FALSE", "0", "0.0", "", "NOTFOUND"):
+        assert not flag_on(value), value

@@ -23,7 +23,7 @@ from pathlib import Path
 from mnnrepro.files import file_table
 from mnnrepro.toolchain import BuildError
 from mnnrepro.toolchain.kernels import check_expectation, disassembly_tools, sme2_kernels
-from mnnrepro.toolchain.records import BuildJob, flag_text, settings_read_by
+from mnnrepro.toolchain.records import BuildJob, flag_on, flag_text, settings_read_by
 
 UNUSED_MARKER = "Manually-specified variables were not used by the project:"
 
@@ -277,7 +277,7 @@ def build_engine(job: BuildJob, extra_flags: dict | None = None) -> dict:
             "MNN's configure could not get KleidiAI and would build without it; "
             "provide KLEIDIAI_SRC_DIR from the pinned fetch"
         )
-    with_tests = flag_text(flags.get("MNN_BUILD_TEST", False)) == "ON"
+    with_tests = flag_on(flags.get("MNN_BUILD_TEST", False))
     targets = spec.get("targets", list(ENGINE_BINARIES)) + (["run_test.out"] * with_tests)
     run_logged(
         ["cmake", "--build", str(build_dir), "-j", str(job.jobs), "--target", *targets],

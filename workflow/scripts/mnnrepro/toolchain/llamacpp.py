@@ -30,6 +30,7 @@ from mnnrepro.toolchain.kernels import disassembly_tools, sme2_kernels
 from mnnrepro.toolchain.records import (
     TREE_COMPILERS,
     BuildJob,
+    flag_on,
     flag_text,
     short_digest,
     source_key,
@@ -148,7 +149,7 @@ UNITY_INCLUDE = Path(__file__).with_name("llamacpp_unity.cmake")
 
 def unity_include(flags: dict) -> dict:
     """CMAKE_PROJECT_INCLUDE for a unity build, nothing otherwise."""
-    unity = flag_text(flags.get("CMAKE_UNITY_BUILD", False)).upper() in {"ON", "1", "TRUE"}
+    unity = flag_on(flags.get("CMAKE_UNITY_BUILD", False))
     return {"CMAKE_PROJECT_INCLUDE": str(UNITY_INCLUDE)} if unity else {}
 
 

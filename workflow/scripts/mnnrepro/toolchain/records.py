@@ -175,3 +175,15 @@ def flag_text(value) -> str:
     if isinstance(value, bool):
         return "ON" if value else "OFF"
     return str(value)
+
+
+def flag_on(value) -> bool:
+    """Whether CMake's if() reads a flag's value as true: ON, YES, TRUE, Y or a non-zero
+    number, in any case."""
+    text = flag_text(value).upper()
+    if text in {"ON", "YES", "TRUE", "Y"}:
+        return True
+    try:
+        return float(text) != 0
+    except ValueError:
+        return False
