@@ -85,3 +85,40 @@ def test_an_edit_reruns_the_analysis_jobs_that_reach_it_and_no_other(root, tmp_p
     after = {job: code_of(scripts / job, scripts) for job in jobs}
     assert after["compute_summary.py"] != before["compute_summary.py"]
     assert after["explain_gain.py"] != before["explain_gain.py"]
+
+
+def package_imports_parsed_whole(text: str) -> list[str]:
+    """The package's imports of a module, from its whole syntax tree (the reference)."""
+    import ast
+
+    return sorted(
+        ast.unparse(node)
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.ImportFrom | ast.Import)
+        and any(
+            name.split(".")[0] == "mnnrepro"
+            for name in [getattr(node, "module", None) or "", *(a.name for a in node.names)]
+        )
+        and not (isinstance(node, ast.ImportFrom) and node.level)
+    )
+
+
+def test_the_import_scan_finds_what_the_whole_syntax_tree_holds(root, tmp_path):
+    """code_of reads only the lines that import the package; for every script and module of
+    the workflow, and for the forms a module may use (inside a function, over several lines,
+    `as`, a look-alike line in a docstring), it finds the imports a whole parse finds."""
+    import ast
+
+    from mnnrepro.plan.code import import_statements
+
+    forms = (
+        '"""Docstring.\n\n    from mnnrepro import the rest, as prose\n"""\n'
+        "import os\nimport mnnrepro.stats as stats\n"
+        "from mnnrepro.files import (\n    code_digest,  # a comment\n    write_json,\n)\n"
+        "def f():\n    from mnnrepro.devices import adb\n    return adb\n"
+    )
+    modules = sorted((root / "workflow" / "scripts").rglob("*.py"))
+    for text in [forms, *(p.read_text() for p in modules)]:
+        scanned = sorted(ast.unparse(node) for node in import_statements(text))
+        assert scanned == package_imports_parsed_whole(text)
+    assert len(package_imports_parsed_whole(forms)) == 3
