@@ -3,9 +3,9 @@
 # - common/json.cpp specializes templates that the sources before it in a unity batch already
 #   instantiated ("specialization ... after instantiation"), so it is compiled alone;
 # - src/ keeps its 32 core sources out of its unity batches (its CMakeLists), each compiled
-#   alone at 2-8 CPU-s for the same headers; they batch without a conflict, with the model
-#   sources, 16 to a batch (llama's own size): the build takes 167 CPU-s instead of 217
-#   (benchmarks/results/llamacpp_build_cost.md).
+#   alone for the same headers, a third of the build's CPU time; they batch without a
+#   conflict, with the model sources, 16 to a batch (llama's own size). The build's cost:
+#   benchmarks/results/llamacpp_build_cost.md.
 # Once, at the end of the top directory, where the targets exist; a tree without them is left
 # as it is.
 get_property(_mnnrepro_unity_once GLOBAL PROPERTY MNNREPRO_UNITY_JSON_ALONE)
