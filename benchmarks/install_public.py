@@ -107,7 +107,7 @@ def main(argv: list[str]) -> int:
             f"| {r['case']} | {r['python']} | {r['install_s']} s (exit {r['install_rc']}) | "
             f"{r['venv_mb']} MB | {', '.join(r['indexes'])} | {replay} |"
         )
-    write_results("install_public", {"rows": rows}, lines)
+    write_results("install_public", {"rows": rows}, lines, of_a_clone=True)
     print("\n".join(lines))
     return 0 if all(r["install_rc"] == 0 and r.get("replay_rc", 0) == 0 for r in rows) else 1
 

@@ -124,7 +124,7 @@ def main(argv: list[str]) -> int:
         "",
         *[f"- `{line}`" for line in slowest],
     ]
-    write_results(name, result, md)
+    write_results(name, result, md, of_a_clone=True)  # it measured a clone of HEAD
     print("\n".join(md))
     return 0 if proc.returncode == 0 else 1
 
