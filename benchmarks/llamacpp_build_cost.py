@@ -1,9 +1,9 @@
 """What the control test's llama.cpp build costs: Release, unoptimized, unoptimized unity build.
 
 tests/workflow/config-control.yaml builds its llama.cpp engine for this host with
-CMAKE_BUILD_TYPE None (no -O flags) as a unity build (CMAKE_UNITY_BUILD, with
-toolchain/llamacpp_unity.cmake: the one source that cannot be batched compiled alone, the
-core sources llama.cpp leaves out of its batches batched), and its quantizer
+CMAKE_BUILD_TYPE None (no -O flags) as a unity build (CMAKE_UNITY_BUILD; its batches are
+adjusted by toolchain/llamacpp_unity.cmake: one source that cannot join a batch is compiled
+alone, and the core sources llama.cpp leaves out of its batches join them), and its quantizer
 flags are the engine's, so that one build holds llama-bench and llama-quantize (the
 quantizer is not built again). This builds the same tree (that config's pinned sdist) for
 this host each way with the workflow's own function (toolchain/llamacpp.py build_engine), each

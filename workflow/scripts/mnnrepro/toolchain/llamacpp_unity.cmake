@@ -8,9 +8,9 @@
 #   benchmarks/results/llamacpp_build_cost.md.
 # Once, at the end of the top directory, where the targets exist; a tree without them is left
 # as it is.
-get_property(_mnnrepro_unity_once GLOBAL PROPERTY MNNREPRO_UNITY_JSON_ALONE)
+get_property(_mnnrepro_unity_once GLOBAL PROPERTY MNNREPRO_UNITY_BATCHES)
 if(NOT _mnnrepro_unity_once)
-  set_property(GLOBAL PROPERTY MNNREPRO_UNITY_JSON_ALONE 1)
+  set_property(GLOBAL PROPERTY MNNREPRO_UNITY_BATCHES 1)
   function(_mnnrepro_unity_batches)
     if(TARGET llama-common)
       set_source_files_properties(${CMAKE_SOURCE_DIR}/common/json.cpp
