@@ -15,17 +15,19 @@ from pathlib import Path
 
 import pytest
 
+from mnnrepro.plan.code import import_statements
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted((ROOT / "benchmarks").glob("*.py"))
 MISSING = object()
 
 
-def package_names(tree: ast.Module) -> dict[str, object]:
-    """What each name a script imports from the package is bound to (a function, a class, a
-    module)."""
+def package_names(source: str) -> dict[str, object]:
+    """What each name a script imports from the package (the statements the rerun triggers'
+    scan finds) is bound to: a function, a class, a module."""
     names = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "mnnrepro":
+    for node in import_statements(source):
+        if isinstance(node, ast.ImportFrom):
             module = importlib.import_module(node.module)
             for alias in node.names:
                 value = getattr(module, alias.name, MISSING)
@@ -49,10 +51,9 @@ def callee(func: ast.expr, names: dict[str, object]) -> object | None:
 
 def unbound_calls(source: str) -> list[str]:
     """Each call of a package function or class in `source` that its signature refuses."""
-    tree = ast.parse(source)
-    names = package_names(tree)
+    names = package_names(source)
     found = []
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(source)):
         target = callee(node.func, names) if isinstance(node, ast.Call) else None
         if target is MISSING:
             found.append(f"line {node.lineno}: the package has no {ast.unparse(node.func)}")
