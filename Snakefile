@@ -21,7 +21,7 @@ include: "workflow/rules/common.smk"
 
 
 # A replay restores an archive's records; a live run produces them (build -> models -> devices).
-if PLAN.replay:
+if PLAN.experiment.replay:
 
     include: "workflow/rules/replay.smk"
 

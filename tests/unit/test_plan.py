@@ -30,11 +30,13 @@ def test_the_tiny_plan_names_every_output_once_and_its_kernels(root):
     plan = plan_of(root, "tests/workflow/config-tiny.yaml")
     final = plan.final_output()
     assert len(final) == len(set(final))
-    assert f"results/{plan.results_key}/kernels.csv" in final  # attribution is on there
-    assert f"results/{plan.results_key}/plots/kernels.png" in final
-    wildcards = SimpleNamespace(experiment=plan.results_key, device="host", model="synth-tiny")
+    assert f"results/{plan.experiment.results_key}/kernels.csv" in final  # attribution is on there
+    assert f"results/{plan.experiment.results_key}/plots/kernels.png" in final
+    wildcards = SimpleNamespace(
+        experiment=plan.experiment.results_key, device="host", model="synth-tiny"
+    )
     assert plan.profile_index(wildcards) == [
-        f"results/{plan.results_key}/profiles/host/synth-tiny.json"
+        f"results/{plan.experiment.results_key}/profiles/host/synth-tiny.json"
     ]
     assert plan.userland(wildcards) == []  # the host needs no emulated userland
 
@@ -47,9 +49,12 @@ def test_attribution_profiles_the_devices_it_names_and_only_those(root):
     )
     assert plan.profiled_devices == ["qemu-no-sme"]
     assert plan.profile_indexes() == [
-        f"results/{plan.results_key}/profiles/qemu-no-sme/{model}.json" for model in plan.models
+        f"results/{plan.experiment.results_key}/profiles/qemu-no-sme/{model}.json"
+        for model in plan.models
     ]
-    unprofiled = SimpleNamespace(experiment=plan.results_key, device="host", model=plan.models[0])
+    unprofiled = SimpleNamespace(
+        experiment=plan.experiment.results_key, device="host", model=plan.models[0]
+    )
     assert plan.profile_index(unprofiled) == []  # its validity has no execution checks
 
 
@@ -57,7 +62,9 @@ def test_emulated_devices_fetch_the_userland_and_never_enter_a_sweep(root):
     plan = plan_of(root, "config/emulated-sme2.yaml")
     emulated = [d for d in plan.devices if plan.device_kinds[d].emulated]
     assert emulated and "host" not in emulated
-    wildcards = SimpleNamespace(experiment=plan.results_key, device=emulated[0], model="m")
+    wildcards = SimpleNamespace(
+        experiment=plan.experiment.results_key, device=emulated[0], model="m"
+    )
     assert plan.userland(wildcards) == ["resources/emulation/userland.json"]
     assert plan.probed_engines(wildcards) == []  # its memory is the host's
 
@@ -68,7 +75,7 @@ def test_every_engine_has_one_key_and_record(root, rel):
     assert sorted(plan.engine_of_key.values()) == plan.engines
     for engine in plan.engines:
         record = plan.engine_record(engine)
-        assert record.startswith(f"{plan.engines_dir}/{plan.engine_keys[engine]}/")
+        assert record.startswith(f"{plan.experiment.engines_dir}/{plan.engine_keys[engine]}/")
 
 
 def test_bisection_refuses_what_it_cannot_walk_naming_the_key():

@@ -2,10 +2,12 @@
 
 # The slices of the config a table of runs depends on, and the statistics (an edit elsewhere
 # reruns nothing).
-TABLE_PARAMS = dict(raw_roots=PLAN.raw_roots, max_other_load=PLAN.settings.max_other_load)
+TABLE_PARAMS = dict(
+    raw_roots=PLAN.experiment.raw_roots, max_other_load=PLAN.settings.max_other_load
+)
 STATISTICS_PARAMS = dict(
     **TABLE_PARAMS,
-    experiment=PLAN.name,
+    experiment=PLAN.experiment.name,
     comparison=PLAN.settings.comparison,
     stats=PLAN.settings.stats,
     bench=PLAN.settings.bench,
@@ -210,7 +212,7 @@ rule explain_gain:
     conda:
         "../../envs/analysis.yaml"
     params:
-        experiment=PLAN.name,
+        experiment=PLAN.experiment.name,
         comparison=PLAN.settings.comparison,
         stats=PLAN.settings.stats,
         bench=PLAN.settings.repetitions,
@@ -227,7 +229,7 @@ rule analysis_all:
     input:
         expand(
             "results/{experiment}/{table}",
-            experiment=PLAN.results_key,
+            experiment=PLAN.experiment.results_key,
             table=["bench.csv", "summary.csv", "summary.json", "summary.md"],
         ),
     localrule: True

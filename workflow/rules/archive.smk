@@ -24,5 +24,5 @@ rule archive_results:
 
 rule archive:
     input:
-        expand("results/{experiment}/{experiment}-archive.tar.gz", experiment=PLAN.name),
+        expand("results/{experiment}/{experiment}-archive.tar.gz", experiment=PLAN.experiment.name),
     localrule: True

@@ -45,7 +45,7 @@ PLAN = plan_of_this_run()  # what the rules read, and nothing else
 
 
 wildcard_constraints:
-    experiment=re.escape(PLAN.results_key),
+    experiment=re.escape(PLAN.experiment.results_key),
     engine=PLAN.alternatives(sorted(PLAN.engine_of_key)),
     model=PLAN.alternatives(PLAN.models),
     device=PLAN.alternatives(PLAN.devices),

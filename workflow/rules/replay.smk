@@ -7,21 +7,23 @@
 
 rule restore_archive:
     input:
-        archive=PLAN.replay,
+        archive=PLAN.experiment.replay,
     output:
         **PLAN.archived_records(),
-        raw=directory(f"results/{PLAN.results_key}/raw"),
-        sweep_raw=[directory(f"results/{PLAN.results_key}/sweep/raw")] if PLAN.sweep else [],
+        raw=directory(f"results/{PLAN.experiment.results_key}/raw"),
+        sweep_raw=(
+            [directory(f"results/{PLAN.experiment.results_key}/sweep/raw")] if PLAN.sweep else []
+        ),
     log:
-        f"logs/restore_archive/{PLAN.results_key}.log",
+        f"logs/restore_archive/{PLAN.experiment.results_key}.log",
     localrule: True
     conda:
         "../../envs/analysis.yaml"
     params:
-        experiment=PLAN.name,
+        experiment=PLAN.experiment.name,
         engine_records={e: PLAN.engine_record(e) for e in PLAN.used_engines},
-        models_dir=PLAN.models_dir,
-        results=f"results/{PLAN.results_key}",
+        models_dir=PLAN.experiment.models_dir,
+        results=f"results/{PLAN.experiment.results_key}",
     message:
         "Restoring the records of {input.archive} (checked against its MANIFEST.sha256)"
     script:
@@ -36,18 +38,20 @@ ruleorder: restore_archive > check_validity
 # (archive/replay_check.py); summary.md says it first.
 rule check_replay:
     input:
-        archive=PLAN.replay,
+        archive=PLAN.experiment.replay,
         tables=expand(
-            "results/{experiment}/{table}", experiment=PLAN.results_key, table=PLAN.replay_tables()
+            "results/{experiment}/{table}",
+            experiment=PLAN.experiment.results_key,
+            table=PLAN.replay_tables(),
         ),
     output:
-        check=f"results/{PLAN.results_key}/replay.json",
+        check=f"results/{PLAN.experiment.results_key}/replay.json",
     log:
-        f"logs/check_replay/{PLAN.results_key}.log",
+        f"logs/check_replay/{PLAN.experiment.results_key}.log",
     conda:
         "../../envs/analysis.yaml"
     params:
-        experiment=PLAN.name,
+        experiment=PLAN.experiment.name,
         tables=PLAN.replay_tables(),
         code=PLAN.code_of("check_replay.py"),
     message:

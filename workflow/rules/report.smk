@@ -13,7 +13,7 @@ rule write_summary_report:
         sweep=PLAN.sweep_report,
         kernels=PLAN.kernel_table,
         engine_tests=PLAN.engine_tests_table,
-        replay=[f"results/{PLAN.results_key}/replay.json"] if PLAN.replay else [],  # what it checked
+        replay=PLAN.replay_check,  # what it checked
     output:
         markdown=report(
             "results/{experiment}/summary.md",

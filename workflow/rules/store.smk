@@ -25,5 +25,5 @@ rule build_results_store:
 
 rule store:
     input:
-        expand("results/{experiment}/store/runs.sqlite", experiment=PLAN.name),
+        expand("results/{experiment}/store/runs.sqlite", experiment=PLAN.experiment.name),
     localrule: True

@@ -120,7 +120,9 @@ def try_commit(args, config: dict, where: tuple, commit: str, repo: Path, root: 
     write_yaml(step_config, at_commit)
     plan = plan_of(at_commit, step_config, root)
     target = Path(
-        args.target.format(engine_key=plan.engine_keys[args.engine], experiment=plan.results_key)
+        args.target.format(
+            engine_key=plan.engine_keys[args.engine], experiment=plan.experiment.results_key
+        )
     )
     command = [  # the target first: --configfile takes every word after it
         sys.executable, "-m", "snakemake", str(target), "--snakefile", str(root / "Snakefile"),

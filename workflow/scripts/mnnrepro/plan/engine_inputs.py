@@ -13,7 +13,7 @@ class EngineInputs:
         """What an engine's rules write: a built engine's build.json, a prebuilt one's
         engine.json."""
         name = self.engine_kinds[engine].record_name
-        return f"{self.engines_dir}/{self.engine_keys[engine]}/{name}"
+        return f"{self.experiment.engines_dir}/{self.engine_keys[engine]}/{name}"
 
     def keyed_engine_record(self, wildcards) -> str:
         """The record of the engine whose key is {engine}."""
@@ -63,7 +63,7 @@ class EngineInputs:
     def probed_engines(self, wildcards) -> list[str]:
         """Engines whose bandwidth probe runs on this device (none on an emulated one: its
         memory is the host's, seen through QEMU)."""
-        if not self.measures_bandwidth or self.device_kinds[wildcards.device].emulated:
+        if not self.experiment.measures_bandwidth or self.device_kinds[wildcards.device].emulated:
             return []
         return self.used_engines
 
@@ -84,23 +84,27 @@ class EngineInputs:
     def engine_test_files(self, wildcards=None) -> list[str]:
         """Every engine's test record on every device (none where the tests are off, or a
         replayed archive holds none)."""
-        if not self.runs_engine_tests:
+        if not self.experiment.runs_engine_tests:
             return []
         return [
-            f"results/{self.results_key}/engine_tests/{device}/{engine}.json"
+            f"results/{self.experiment.results_key}/engine_tests/{device}/{engine}.json"
             for device in self.devices
             for engine in self.used_engines
         ]
 
     def device_engine_tests(self, wildcards) -> list[str]:
         """The engines' test records on the job's device (the validity check's)."""
-        if not self.runs_engine_tests:
+        if not self.experiment.runs_engine_tests:
             return []
-        where = f"results/{self.results_key}/engine_tests/{wildcards.device}"
+        where = f"results/{self.experiment.results_key}/engine_tests/{wildcards.device}"
         return [f"{where}/{engine}.json" for engine in self.used_engines]
 
     def engine_tests_table(self, wildcards=None) -> list[str]:
-        return [f"results/{self.results_key}/engine_tests.csv"] if self.runs_engine_tests else []
+        return (
+            [f"results/{self.experiment.results_key}/engine_tests.csv"]
+            if self.experiment.runs_engine_tests
+            else []
+        )
 
     def tested_engine_record(self, wildcards) -> str:
         return self.engine_record(wildcards.engine)

@@ -91,7 +91,7 @@ def device_time(plan, device: str) -> str:
     config, bench = plan.config, plan.config["bench"]
     kind = plan.device_kinds[device]
     earlier = earlier_invocation_s(
-        Path(f"results/{plan.results_key}/bench.csv"), device, bench["cooldown_s"]
+        Path(f"results/{plan.experiment.results_key}/bench.csv"), device, bench["cooldown_s"]
     )
     if earlier is not None:
         per, source = earlier, f"this experiment's earlier invocations there, {earlier:.0f} s each"
@@ -134,13 +134,17 @@ def overview(plan) -> list[str]:
     config = plan.config
     variants = run_variants(config)
     lines = [
-        f"Plan of experiment `{plan.name}`"
-        + (f" (a replay of {plan.replay}: no device, build or download)" if plan.replay else ""),
+        f"Plan of experiment `{plan.experiment.name}`"
+        + (
+            f" (a replay of {plan.experiment.replay}: no device, build or download)"
+            if plan.experiment.replay
+            else ""
+        ),
         f"  models: {', '.join(plan.models)}",
         "  variants: " + ", ".join(f"{v} ({variants[v]['engine']})" for v in sorted(variants)),
         "  pairs judged: " + ", ".join(f"{t} vs {b}" for b, t in plan.judged_pairs),
     ]
-    if plan.replay:
+    if plan.experiment.replay:
         return lines
     bench = config["bench"]
     per_block = len(variants) * len(plan.models)

@@ -46,17 +46,6 @@ class Plan(EngineInputs):
         self.config = config
         self.settings = Settings.of(config)  # what the rules hand their jobs
         self.experiment = experiment
-        self.replay = experiment.replay
-        self.name = experiment.name
-        # results/<experiment>/ or, for a replay, results/replay/<archive>/: the
-        # {experiment} wildcard of every rule path
-        self.results_key = experiment.results_key
-        self.engines_dir = experiment.engines_dir
-        self.models_dir = experiment.models_dir
-        self.measures_bandwidth = experiment.measures_bandwidth
-        self.explains = experiment.explains
-        self.runs_engine_tests = experiment.runs_engine_tests
-        self.raw_roots = experiment.raw_roots
         self.scripts = scripts
         # the prebuilt engine's device-side runner holds the timing loop: an input of every run
         self.engine_runner = where_run(scripts / "mnnrepro/runs/prebuilt_runner.py")
@@ -73,8 +62,8 @@ class Plan(EngineInputs):
         # configured image -> its file (a replay re-derives from the archive: no images
         # needed): the gate's image prompts, the vision phase's image set
         root = scripts.parents[1]
-        self.prompt_images = {} if self.replay else prompt_image_files(config, root)
-        self.vision_images = {} if self.replay else vision_image_files(config, root)
+        self.prompt_images = {} if self.experiment.replay else prompt_image_files(config, root)
+        self.vision_images = {} if self.experiment.replay else vision_image_files(config, root)
         self.messages = JobMessages(self)  # what job messages say of pins, checks, intervals
 
     def _plan_engines(self, config: dict) -> None:
@@ -115,7 +104,7 @@ class Plan(EngineInputs):
             "runs",
             "speedup",
             "temperature",
-            *(["sweep"] if self.sweep and self.explains else []),
+            *(["sweep"] if self.sweep and self.experiment.explains else []),
             *(["kernels"] if self.attribution else []),
         ]
 
@@ -159,7 +148,7 @@ class Plan(EngineInputs):
         device, or of `devices`)."""
         return expand(
             f"results/{{experiment}}/{pattern}",
-            experiment=[self.results_key],
+            experiment=[self.experiment.results_key],
             device=self.devices if devices is None else devices,
             model=self.models,
         )
@@ -184,7 +173,7 @@ class Plan(EngineInputs):
             return []
         return expand(
             "results/{experiment}/emulation/{model}.csv",
-            experiment=[self.results_key],
+            experiment=[self.experiment.results_key],
             model=self.models,
         )
 
@@ -198,20 +187,26 @@ class Plan(EngineInputs):
     def profile_indexes(self, wildcards=None) -> list[str]:
         return self.per_device_and_model("profiles/{device}/{model}.json", self.profiled_devices)
 
+    def replay_check(self, wildcards=None) -> list[str]:
+        """What a replay's check of its archive wrote (check_replay); none in a live run."""
+        if not self.experiment.replay:
+            return []
+        return [f"results/{self.experiment.results_key}/replay.json"]
+
     def kernel_table(self, wildcards=None) -> list[str]:
-        return [f"results/{self.results_key}/kernels.csv"] if self.attribution else []
+        return [f"results/{self.experiment.results_key}/kernels.csv"] if self.attribution else []
 
     def final_output(self, wildcards=None) -> list[str]:
         """The experiment's final outputs, live or replayed: the one list of them."""
         return [
             *expand(
                 "results/{experiment}/{table}",
-                experiment=[self.results_key],
+                experiment=[self.experiment.results_key],
                 table=["bench.csv", "summary.csv", "summary.json", "summary.md"],
             ),
             *expand(
                 "results/{experiment}/plots/{chart}.{ext}",
-                experiment=[self.results_key],
+                experiment=[self.experiment.results_key],
                 chart=self.charts,
                 ext=["html", "png"],
             ),
@@ -219,23 +214,23 @@ class Plan(EngineInputs):
             *self.mechanism_tables(),
             *self.kernel_table(),
             *self.engine_tests_table(),
-            *([f"results/{self.results_key}/replay.json"] if self.replay else []),
+            *self.replay_check(),
         ]
 
     def replay_tables(self) -> list[str]:
         """The tables check_replay compares with the archive's own (results/<experiment>/...)."""
-        prefix = f"results/{self.results_key}/"
+        prefix = f"results/{self.experiment.results_key}/"
         return [p.removeprefix(prefix) for p in self.final_output() if p.endswith(".csv")]
 
     def mechanism_tables(self) -> list[str]:
         """What explains the gain: the ceiling analysis and the sweep's tables (their charts
         are among self.charts)."""
-        if not self.explains:
+        if not self.experiment.explains:
             return []
         sweep = ["sweep/bench.csv", "sweep/summary.csv"] if self.sweep else []
         return expand(
             "results/{experiment}/{table}",
-            experiment=[self.results_key],
+            experiment=[self.experiment.results_key],
             table=["mechanism.csv", "mechanism.json", *sweep],
         )
 
@@ -276,7 +271,9 @@ class Plan(EngineInputs):
         return self.per_device_and_model("runs/{device}/{model}.json")
 
     def model_manifests(self, wildcards=None) -> list[str]:
-        return expand("{root}/{model}/manifest.json", root=[self.models_dir], model=self.models)
+        return expand(
+            "{root}/{model}/manifest.json", root=[self.experiment.models_dir], model=self.models
+        )
 
     def greedy_files(self, wildcards=None) -> list[str]:
         return self.per_device_and_model("greedy/{device}/{model}.json")
@@ -287,7 +284,7 @@ class Plan(EngineInputs):
     def device_facts(self, wildcards=None) -> list[str]:
         return expand(
             "results/{experiment}/devices/{device}.json",
-            experiment=[self.results_key],
+            experiment=[self.experiment.results_key],
             device=self.devices,
         )
 
@@ -311,24 +308,27 @@ class Plan(EngineInputs):
 
     def bandwidth(self, wildcards) -> list[str]:
         """The device's bandwidth record, measured before its benchmark (if asked for)."""
-        if not self.measures_bandwidth:
+        if not self.experiment.measures_bandwidth:
             return []
         return [f"results/{wildcards.experiment}/bandwidth/{wildcards.device}.json"]
 
     def model_layouts(self, wildcards=None) -> list[str]:
-        if not self.explains:
+        if not self.experiment.explains:
             return []
         names = [LAYOUT_FILES[fmt] for fmt in self.model_formats]
         return expand(
-            "{root}/{model}/{name}", root=[self.models_dir], model=self.models, name=names
+            "{root}/{model}/{name}",
+            root=[self.experiment.models_dir],
+            model=self.models,
+            name=names,
         )
 
     def bandwidth_files(self, wildcards=None) -> list[str]:
-        if not self.measures_bandwidth:
+        if not self.experiment.measures_bandwidth:
             return []
         return expand(
             "results/{experiment}/bandwidth/{device}.json",
-            experiment=[self.results_key],
+            experiment=[self.experiment.results_key],
             device=self.devices,
         )
 
@@ -342,7 +342,7 @@ class Plan(EngineInputs):
         """Every sweep point on every real device (emulated timings are never compared)."""
         return expand(
             "results/{experiment}/sweep/runs/{device}/{model}/{point}.json",
-            experiment=[self.results_key],
+            experiment=[self.experiment.results_key],
             device=[d for d in self.devices if not self.device_kinds[d].emulated],
             model=self.models,
             point=sorted(self.sweep),
@@ -354,14 +354,16 @@ class Plan(EngineInputs):
         others = self.config.get("store", {}).get("archives", [])
         named = [(f"store.archives.{i}", a) for i, a in enumerate(others)]
         found = find_images(named, self.scripts.parents[1])
-        own = f"results/{self.results_key}/{self.name}-archive.tar.gz"
+        own = f"results/{self.experiment.results_key}/{self.experiment.name}-archive.tar.gz"
         return [own, *(found[a] for a in others)]
 
     def mechanism_report(self, wildcards) -> list[str]:
-        return [f"results/{wildcards.experiment}/mechanism.json"] if self.explains else []
+        return (
+            [f"results/{wildcards.experiment}/mechanism.json"] if self.experiment.explains else []
+        )
 
     def sweep_report(self, wildcards) -> list[str]:
-        if not (self.sweep and self.explains):
+        if not (self.sweep and self.experiment.explains):
             return []
         return [
             f"results/{wildcards.experiment}/sweep/{f}" for f in ("summary.csv", "summary.json")
