@@ -30,7 +30,7 @@ rule fetch_source:
     log:
         "logs/fetch_source/{tree}/{source}.log",
     wildcard_constraints:
-        tree=PLAN.alternatives(PLAN.source_trees),
+        tree=PLAN.alternatives(PLAN.sources.sections),
     localrule: True  # the network is where Snakemake runs, not a compute node
     conda:
         "../../envs/analysis.yaml"

@@ -89,7 +89,7 @@ rule export_mnn_model:
 # quantizer's flags holds llama-quantize; else this rule builds it alone.
 rule build_llamacpp_quantizer:
     input:
-        source=PLAN.llamacpp_source_receipt,
+        source=PLAN.sources.section_receipts["llamacpp"],
     output:
         record=f"{PLAN.quantizer_dir}.json",
         tool=directory(PLAN.quantizer_dir),
@@ -112,7 +112,7 @@ rule build_llamacpp_quantizer:
 rule convert_gguf_model:
     input:
         hf=PLAN.checkpoint,
-        source=PLAN.llamacpp_source_receipt,
+        source=PLAN.sources.section_receipts["llamacpp"],
         quantizer=PLAN.quantizer_bin,
     output:
         model=directory(PLAN.gguf_model_dir),

@@ -77,8 +77,6 @@ class Plan(EngineInputs):
         self.engine_keys = {n: self._engine_key(n, s) for n, s in config["engines"].items()}
         self.engine_of_key = {key: name for name, key in self.engine_keys.items()}
         self.sources = SourceTrees(config, self.engine_kinds, self.built_engines)
-        self.source_trees = self.sources.sections
-        self.llamacpp_source_receipt = self.sources.section_receipts["llamacpp"]
         # llama-quantize for this host: a host engine's build of the same flags holds it, else
         # its own build (quantizer_dir)
         self.quantizer_dir = quantizer_dir(config)
