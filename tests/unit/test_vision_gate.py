@@ -11,10 +11,10 @@ import yaml
 from conftest import greedy_answers, run_snakemake
 from PIL import Image, ImageOps
 
-from mnnrepro.analysis.correctness import gate_prompts, label_answers
 from mnnrepro.config import ConfigError, prompt_image_files
 from mnnrepro.models.export import export_model
 from mnnrepro.models.mnn_files import is_vision_model, missing_files
+from mnnrepro.runs.greedy import gate_prompts, label_answers
 
 # its module-scoped fixture is built once: every test of the module on one worker
 pytestmark = pytest.mark.xdist_group("tiny-vl")

@@ -1,4 +1,3 @@
-from mnnrepro.analysis.correctness import forced_plan, gate_prompts, label_answers
 from mnnrepro.config import refuse
 from mnnrepro.devices.factory import make_device
 from mnnrepro.engines.pairs import compared_pairs
@@ -6,7 +5,7 @@ from mnnrepro.engines.registry import unread_settings
 from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
 from mnnrepro.runs.device_lock import holding
-from mnnrepro.runs.greedy import run_greedy
+from mnnrepro.runs.greedy import forced_plan, gate_prompts, label_answers, run_greedy
 from mnnrepro.runs.staging import stage_images
 from mnnrepro.runs.vision import reads_images
 
