@@ -57,36 +57,44 @@ def download(
         return dest
     missing, transient = [], []
     for address in urls:
-        for attempt in range(1, ATTEMPTS + 1):
-            try:
-                return _download_one(address, dest, sha256, size, sha1, timeout, md5)
-            except Transient as err:
-                if attempt < ATTEMPTS:
-                    wait = RETRY_WAIT_S * attempt
-                    log.warning(
-                        "%s: %s; again in %g s (%d of %d)", address, err, wait, attempt, ATTEMPTS
-                    )
-                    time.sleep(wait)
-                    continue
-                log.warning("%s: %s, %d times; trying the next mirror", address, err, ATTEMPTS)
-                transient.append(f"{address} ({err}, {ATTEMPTS} attempts)")
-            except MirrorMissing as err:
-                log.warning("%s: %s; trying the next mirror", address, err)
-                missing.append(f"{address} ({err})")
-            break
-    pin = f"sha256 {sha256}" if sha256 else f"md5 {md5}"
+        try:
+            return _download_retrying(address, dest, sha256, size, sha1, timeout, md5)
+        except Transient as err:
+            log.warning("%s: %s, %d times; trying the next mirror", address, err, ATTEMPTS)
+            transient.append(f"{address} ({err}, {ATTEMPTS} attempts)")
+        except MirrorMissing as err:
+            log.warning("%s: %s; trying the next mirror", address, err)
+            missing.append(f"{address} ({err})")
+    raise _no_mirror_error(dest, sha256, md5, missing, transient)
+
+
+def _download_retrying(address, dest, sha256, size, sha1, timeout, md5) -> Path:
+    """One address, again after a transient failure (ATTEMPTS in all, waiting longer each
+    time); the last transient failure, or a missing file, is raised to try the next."""
+    for attempt in range(1, ATTEMPTS):
+        try:
+            return _download_one(address, dest, sha256, size, sha1, timeout, md5)
+        except Transient as err:
+            wait = RETRY_WAIT_S * attempt
+            log.warning("%s: %s; again in %g s (%d of %d)", address, err, wait, attempt, ATTEMPTS)
+            time.sleep(wait)
+    return _download_one(address, dest, sha256, size, sha1, timeout, md5)
+
+
+def _no_mirror_error(dest: Path, sha256, md5, missing: list, transient: list) -> FetchError:
+    """What to do when no address gave the file: wait (only transient failures) or re-pin."""
     if transient and not missing:
-        raise FetchError(
+        return FetchError(
             f"{dest.name}: every address failed as a network or server fault may, "
             f"{ATTEMPTS} times each: {'; '.join(transient)}. Nothing was kept; run it again "
             "later (or add a mirror to the pin's `mirrors`)"
         )
-    missing += transient
-    raise FetchError(
-        f"{dest.name}: no mirror has the pinned file ({pin}): {'; '.join(missing)}. Update the "
-        "pin: find the same file's current or permanent address (for a Debian package "
-        "https://snapshot.debian.org/file/<sha1>) and add it to the pin's `mirrors`, or pin "
-        "a newer file with its own checksum"
+    pin = f"sha256 {sha256}" if sha256 else f"md5 {md5}"
+    return FetchError(
+        f"{dest.name}: no mirror has the pinned file ({pin}): {'; '.join(missing + transient)}. "
+        "Update the pin: find the same file's current or permanent address (for a Debian "
+        "package https://snapshot.debian.org/file/<sha1>) and add it to the pin's `mirrors`, "
+        "or pin a newer file with its own checksum"
     )
 
 
@@ -106,55 +114,22 @@ TRANSIENT_HTTP = {408, 429, 500, 502, 503, 504}
 
 
 def _download_one(url, dest: Path, sha256, size, sha1, timeout, md5) -> Path:
+    """One attempt: streamed to a temporary file beside dest, verified, then renamed."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "wb") as out:
-            try:
-                resp = urllib.request.urlopen(url, timeout=timeout)
-            except urllib.error.HTTPError as err:
-                if err.code in (404, 410):
-                    raise MirrorMissing(f"HTTP {err.code} {err.reason}") from None
-                if err.code in TRANSIENT_HTTP:
-                    raise Transient(f"HTTP {err.code} {err.reason}") from None
-                raise
-            except urllib.error.URLError as err:
-                if isinstance(err.reason, TimeoutError):
-                    raise Transient(f"timed out: {err.reason}") from None
-                raise MirrorMissing(f"unreachable: {err.reason}") from None
-            with resp:
-                expected = resp.headers.get("Content-Length")
-                total, last_report = 0, 0
-                hashes = {"sha256": hashlib.sha256(), "sha1": hashlib.sha1(), "md5": hashlib.md5()}
-                while chunk := resp.read(CHUNK):
-                    out.write(chunk)
-                    for h in hashes.values():
-                        h.update(chunk)
-                    total += len(chunk)
-                    if total - last_report >= 64 * CHUNK:
-                        log.info(
-                            "%s: %d MiB%s",
-                            dest.name,
-                            total >> 20,
-                            f" of {int(expected) >> 20} MiB" if expected else "",
-                        )
-                        last_report = total
+        with os.fdopen(fd, "wb") as out, _open(url, timeout) as resp:
+            expected = resp.headers.get("Content-Length")
+            total, hashes = _stream(resp, out, dest.name, expected)
         if expected is not None and total != int(expected):
             raise Transient(f"truncated download, {total} of {expected} bytes")
         if size is not None and total != size:
             raise FetchError(f"{url}: {total} bytes, the pin says {size}")
-        got = hashes["sha256"].hexdigest()
-        if sha256 and got != sha256:
-            raise FetchError(f"{url}: sha256 {got} does not match the pinned {sha256}")
-        if md5 and hashes["md5"].hexdigest() != md5:
-            raise FetchError(
-                f"{url}: md5 {hashes['md5'].hexdigest()} does not match the pinned {md5}"
-            )
-        if sha1 is not None and hashes["sha1"].hexdigest() != sha1:
-            raise FetchError(
-                f"{url}: sha1 {hashes['sha1'].hexdigest()} does not match the pinned {sha1}"
-            )
+        for name, pinned in (("sha256", sha256), ("md5", md5), ("sha1", sha1)):
+            got = hashes[name].hexdigest()
+            if pinned and got != pinned:
+                raise FetchError(f"{url}: {name} {got} does not match the pinned {pinned}")
         os.replace(tmp, dest)
     except Exception as err:
         tmp.unlink(missing_ok=True)
@@ -164,6 +139,40 @@ def _download_one(url, dest: Path, sha256, size, sha1, timeout, md5) -> Path:
             raise Transient(f"{type(err).__name__}: {err}") from err  # mid-transfer
         raise FetchError(f"{url}: download failed: {err}") from err
     return dest
+
+
+def _open(url: str, timeout: float):
+    """The response; an address without the file is MirrorMissing, one that may answer
+    later Transient."""
+    try:
+        return urllib.request.urlopen(url, timeout=timeout)
+    except urllib.error.HTTPError as err:
+        if err.code in (404, 410):
+            raise MirrorMissing(f"HTTP {err.code} {err.reason}") from None
+        if err.code in TRANSIENT_HTTP:
+            raise Transient(f"HTTP {err.code} {err.reason}") from None
+        raise
+    except urllib.error.URLError as err:
+        if isinstance(err.reason, TimeoutError):
+            raise Transient(f"timed out: {err.reason}") from None
+        raise MirrorMissing(f"unreachable: {err.reason}") from None
+
+
+def _stream(resp, out, name: str, expected: str | None) -> tuple[int, dict]:
+    """Copy the response to out, hashing as it goes (logging every 64 MiB); the bytes copied
+    and the hashes."""
+    total, last_report = 0, 0
+    hashes = {"sha256": hashlib.sha256(), "sha1": hashlib.sha1(), "md5": hashlib.md5()}
+    while chunk := resp.read(CHUNK):
+        out.write(chunk)
+        for h in hashes.values():
+            h.update(chunk)
+        total += len(chunk)
+        if total - last_report >= 64 * CHUNK:
+            of = f" of {int(expected) >> 20} MiB" if expected else ""
+            log.info("%s: %d MiB%s", name, total >> 20, of)
+            last_report = total
+    return total, hashes
 
 
 def pin_urls(pin: dict) -> list[str]:
