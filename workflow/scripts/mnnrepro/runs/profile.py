@@ -86,29 +86,13 @@ def profile_one(device, variant, phase, spec, receipt, bench, attribution, path,
     path; kept when path holds a profile of the same measurement."""
     record = spec["engine"]
     kind = kind_of_record(record)
-    measured = {
-        **{k: bench[k] for k in ("prompt_tokens", "generate_tokens")},
-        "sample_hz": attribution["sample_hz"],
-        "profiler": device.kind,
-    }
-    vision = measured_vision(bench, record)
-    if vision:  # the image questions: which images, by content
-        measured["vision"] = vision
-    key = measurement_key(spec, measured)
+    key = profile_key(device, spec, bench, attribution)
     entry = {"variant": variant, "phase": phase, "path": str(path)}
     if path.is_file() and read_json(path).get("profile_key") == key:
         log.info("keep   %s (profiled earlier)", path)
         return entry
     device.verify(engine_files(record, receipt))
-    engine = engine_for(record, receipt)
-    out = device.scratch("profile.json")
-    # the image questions (only phase_bench's vision phase has them): the engine's own vision
-    # command where its benchmark tool takes no images
-    command = engine.vision_command(device, receipt, spec["runtime"], bench, out)
-    argv, env = command or engine.bench_command(
-        device, engine.model_path(receipt), spec["runtime"], bench, out
-    )
-    env = {**spec.get("env", {}), **env}
+    argv, env = profiled_command(device, spec, receipt, bench)
     libraries = kind.profiled_libraries(record, built_dir, device)
     print(f"{device.name}: profiling {variant} ({phase})", flush=True)
     result, profile = device.profile(
@@ -139,3 +123,30 @@ def profile_one(device, variant, phase, spec, receipt, bench, attribution, path,
         },
     )
     return entry
+
+
+def profile_key(device, spec: dict, bench: dict, attribution: dict) -> str:
+    """The key of what a profile measured: the variant's engine and settings, the phase's
+    token counts, the sampling rate and profiler, and the images by content."""
+    measured = {
+        **{k: bench[k] for k in ("prompt_tokens", "generate_tokens")},
+        "sample_hz": attribution["sample_hz"],
+        "profiler": device.kind,
+    }
+    vision = measured_vision(bench, spec["engine"])
+    if vision:  # the image questions: which images, by content
+        measured["vision"] = vision
+    return measurement_key(spec, measured)
+
+
+def profiled_command(device, spec: dict, receipt: dict, bench: dict) -> tuple[list, dict]:
+    """The engine's benchmark command for the phase (bench), or for the image questions
+    (only phase_bench's vision phase has them) the engine's own vision command where its
+    benchmark tool takes no images; the variant's env under the engine's."""
+    engine = engine_for(spec["engine"], receipt)
+    out = device.scratch("profile.json")
+    command = engine.vision_command(device, receipt, spec["runtime"], bench, out)
+    argv, env = command or engine.bench_command(
+        device, engine.model_path(receipt), spec["runtime"], bench, out
+    )
+    return argv, {**spec.get("env", {}), **env}
