@@ -7,7 +7,6 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-from snakemake.io import expand
 
 from mnnrepro.plan.plan import Plan
 from mnnrepro.plan.plan import plan_of as plan_for
@@ -18,12 +17,21 @@ def plan_of(root, rel: str, **override) -> Plan:
     return plan_for({**yaml.safe_load(path.read_text()), **override}, path, root)
 
 
-def test_expand_is_snakemakes():
-    from snakemake.io import expand as snakemake_expand
+def test_the_plan_holds_the_experiment_once_and_copies_none_of_its_fields(root):
+    """Each fact has one name: the rules read PLAN.experiment.<field>, never a copy on the
+    plan that could say something else (a live run's and a replay's plans alike)."""
+    from dataclasses import fields
 
-    lists = {"experiment": ["e"], "device": ["b", "a"], "model": ["m", "n"], "ext": ["x"]}
-    pattern = "results/{experiment}/{device}/{model}.{ext}"
-    assert expand(pattern, **lists) == snakemake_expand(pattern, **lists)
+    from mnnrepro.plan.experiment import Experiment
+
+    names = {f.name for f in fields(Experiment)} | {"raw_roots"}
+    for plan in (
+        plan_of(root, "tests/workflow/config-tiny.yaml"),
+        plan_of(root, "config/paper.yaml"),
+    ):
+        assert isinstance(plan.experiment, Experiment)
+        copied = sorted(names & set(dir(plan)))
+        assert not copied, f"Plan copies Experiment's {copied}: read plan.experiment instead"
 
 
 def test_the_tiny_plan_names_every_output_once_and_its_kernels(root):
