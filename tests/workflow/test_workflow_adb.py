@@ -71,6 +71,10 @@ def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, seed_models, tmp_
     # the bandwidth probe ran on the phone through adb (built for the engine's platform;
     # the loopback phone runs host binaries), every sample kept
     bandwidth = yaml.safe_load((out / "bandwidth" / "phone.json").read_text())
+    # at the variants' thread counts (1, 2) and on every core: none missing, or the loop
+    # below would check nothing
+    threads = sorted(m["threads"] for m in bandwidth["measurements"])
+    assert threads == sorted({1, 2, facts["cpu_count"]})
     for measured in bandwidth["measurements"]:
         assert len(measured["samples"]) == 10
         assert all(s["gb_per_s"] > 0 for s in measured["samples"])
