@@ -33,6 +33,7 @@ def test_table_and_json_agree(stem):
     table, rows = llmbench.parse_table(text), llmbench.parse_json(doc)
     llmbench.cross_check(table, rows)
     assert llmbench.supports_line(text).startswith("The device supports:")
+    assert rows, f"{stem}: no prefill or decode row parsed"  # else the loop checks nothing
     for row in rows:  # every JSON speed came through unchanged
         assert row["tps"] > 0 and row["phase"] in ("prefill", "decode")
     raw = json.loads(doc)["results"]

@@ -136,6 +136,7 @@ def test_gate_ran_the_image_prompt_through_the_vision_encoder(root, tiny_run):
     """The tiny model is a Qwen3-VL: the schema's default image prompt joins the gate."""
     greedy = json.loads((tiny_run / "results/tiny/greedy/host/synth-tiny-vl.json").read_text())
     card = hashlib.sha256((root / "config/images/test-card.png").read_bytes()).hexdigest()
+    assert set(greedy) == {"one-thread", "two-threads"}  # each variant answered
     for payload in greedy.values():
         image = [a for a in payload["answers"] if a.get("image_sha256")]
         assert [a["prompt"] for a in image] == ["[image test-card.png] Describe this image."]
