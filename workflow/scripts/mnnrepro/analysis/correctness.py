@@ -301,39 +301,15 @@ def compare_answers(
     answer always fails. `min_agreement` (a share of the reference's leading tokens) decides
     only where the records hold no logits to tell rounding from a wrong answer.
     """
-    rows = []
     base_answers = {a["prompt"]: a for a in baseline["answers"]}
     forced_by_prompt = {a["prompt"]: a for a in forced or []}
+    rows = []
     for answer in treatment["answers"]:
         if answer["prompt"] not in base_answers:
             raise ValueError(f"prompt {answer['prompt']!r} missing from the baseline run")
+        fed = forced_by_prompt.get(answer["prompt"])
         ref = base_answers[answer["prompt"]]
-        free = compare_answer(ref, answer, rule.near_tie_sd)
-        judged = free
-        if forced is not None:
-            teacher = compare_forced(ref, forced_by_prompt.get(answer["prompt"]), rule)
-            judged = {
-                **{f"free_{k}": free[k] for k in ("kind", "reason")},
-                "agree": free["agree"],
-                "first_divergence": free["first_divergence"],
-                "tokens": free["tokens"],
-                "logit_drift_sd": free["logit_drift_sd"],
-                **teacher,
-            }
-        share = free["agree"] / max(free["tokens"], 1)
-        failed_kind = judged["kind"] in (CRASHED, NO_OUTPUT, WRONG)
-        rows.append(
-            {
-                "prompt": answer["prompt"],
-                **judged,
-                "teacher_forced": forced is not None,
-                "agreement": share,
-                "baseline_tokens": ref.get("tokens", []),
-                "treatment_tokens": answer.get("tokens", []),
-                "crashed": answer.get("crashed") or None,
-                "passed": judged["kind"] in PASSING or (share >= min_agreement and not failed_kind),
-            }
-        )
+        rows.append(prompt_row(ref, answer, rule, min_agreement, forced is not None, fed))
     return {
         "passed": all(r["passed"] for r in rows),
         "min_agreement": min_agreement,
@@ -342,4 +318,32 @@ def compare_answers(
         "max_flip_share": rule.max_flip_share,
         "rule": TEACHER_FORCED_RULE if forced is not None else NEAR_TIE_RULE,
         "prompts": rows,
+    }
+
+
+def prompt_row(
+    ref: dict, answer: dict, rule: GateRule, min_agreement: float, teacher_forced: bool, fed
+) -> dict:
+    """One prompt's row of compare_answers: the free-running comparison, and with teacher
+    forcing (fed: the treatment's answer on the reference's tokens, None if it gave none)
+    the step-by-step judgement that decides."""
+    free = compare_answer(ref, answer, rule.near_tie_sd)
+    judged = free
+    if teacher_forced:
+        judged = {
+            **{f"free_{k}": free[k] for k in ("kind", "reason")},
+            **{k: free[k] for k in ("agree", "first_divergence", "tokens", "logit_drift_sd")},
+            **compare_forced(ref, fed, rule),
+        }
+    share = free["agree"] / max(free["tokens"], 1)
+    failed_kind = judged["kind"] in (CRASHED, NO_OUTPUT, WRONG)
+    return {
+        "prompt": answer["prompt"],
+        **judged,
+        "teacher_forced": teacher_forced,
+        "agreement": share,
+        "baseline_tokens": ref.get("tokens", []),
+        "treatment_tokens": answer.get("tokens", []),
+        "crashed": answer.get("crashed") or None,
+        "passed": judged["kind"] in PASSING or (share >= min_agreement and not failed_kind),
     }
