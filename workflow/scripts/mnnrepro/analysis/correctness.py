@@ -327,13 +327,12 @@ def prompt_row(
     """One prompt's row of compare_answers: the free-running comparison, and with teacher
     forcing (fed: the treatment's answer on the reference's tokens, None if it gave none)
     the step-by-step judgement that decides."""
-    free = compare_answer(ref, answer, rule.near_tie_sd)
-    judged = free
+    free, judged = judgements(ref, answer, rule, teacher_forced, fed)
     if teacher_forced:
         judged = {
             **{f"free_{k}": free[k] for k in ("kind", "reason")},
             **{k: free[k] for k in ("agree", "first_divergence", "tokens", "logit_drift_sd")},
-            **compare_forced(ref, fed, rule),
+            **judged,
         }
     share = free["agree"] / max(free["tokens"], 1)
     failed_kind = judged["kind"] in (CRASHED, NO_OUTPUT, WRONG)
@@ -347,3 +346,11 @@ def prompt_row(
         "crashed": answer.get("crashed") or None,
         "passed": judged["kind"] in PASSING or (share >= min_agreement and not failed_kind),
     }
+
+
+def judgements(ref, answer: dict, rule: GateRule, teacher_forced: bool, fed) -> tuple[dict, dict]:
+    """An answer against the reference's: the free-running comparison (NEAR_TIE_RULE), and
+    the judgement that decides, the teacher-forced one (fed: the answer on the reference's
+    tokens) where there is teacher forcing, else the same."""
+    free = compare_answer(ref, answer, rule.near_tie_sd)
+    return free, (compare_forced(ref, fed, rule) if teacher_forced else free)

@@ -17,8 +17,7 @@ from mnnrepro.analysis.correctness import (
     TEACHER_FORCED_RULE,
     WRONG,
     GateRule,
-    compare_answer,
-    compare_forced,
+    judgements,
 )
 
 FORCED_COLUMNS = (
@@ -47,50 +46,53 @@ def agreement_table(
     """
     rows = []
     for device in sorted(greedy):
+        fact = facts[device]
         for variant, payload in sorted(greedy[device].items()):
             ref = {a["prompt"]: a for a in greedy[reference][variant]["answers"]}
             forced = payload.get("teacher_forced_by_device", {}).get(reference)
-            forced_by_prompt = {a["prompt"]: a for a in forced or []}
-            for answer in payload["answers"]:
-                free = compare_answer(ref.get(answer["prompt"]), answer, rule.near_tie_sd)
-                judged = free
-                if forced is not None:
-                    judged = compare_forced(
-                        ref.get(answer["prompt"]),
-                        forced_by_prompt.get(answer["prompt"]),
-                        rule,
-                    )
-                fact = facts[device]
-                rows.append(
-                    {
-                        "model": model,
-                        "device": device,
-                        "reference": reference,
-                        "emulated": fact.get("emulated", False),
-                        "cpu": fact.get("cpu", "host"),
-                        "sme_vector_length_bits": fact.get("sme_vector_length_bits"),
-                        "sme2": fact.get("sme2"),
-                        "variant": variant,
-                        "env": " ".join(
-                            f"{k}={v}" for k, v in sorted(payload.get("env", {}).items())
-                        ),
-                        "prompt": answer["prompt"],
-                        "tokens": free["tokens"],
-                        "agree": free["agree"],
-                        "first_divergence": free["first_divergence"],
-                        "teacher_forced": forced is not None,
-                        **{k: judged.get(k) for k in FORCED_COLUMNS},
-                        "identical": judged["kind"] == IDENTICAL,
-                        "judged": judged["kind"],
-                        "free_judged": free["kind"],
-                        "logit_drift_sd": free["logit_drift_sd"],
-                        "reason": judged["reason"],
-                        "crashed": answer.get("crashed", ""),
-                        "engine_line": payload["engine"].get("device_supports", ""),
-                        "cpu_target": payload["engine"].get("cpu_target", ""),
-                    }
-                )
+            fed = {a["prompt"]: a for a in forced or []}
+            where = {
+                "model": model,
+                "device": device,
+                "reference": reference,
+                "emulated": fact.get("emulated", False),
+                "cpu": fact.get("cpu", "host"),
+                "sme_vector_length_bits": fact.get("sme_vector_length_bits"),
+                "sme2": fact.get("sme2"),
+                "variant": variant,
+                "env": " ".join(f"{k}={v}" for k, v in sorted(payload.get("env", {}).items())),
+            }
+            teacher_forced = forced is not None
+            rows += [
+                agreement_row(where, payload, answer, ref, fed, teacher_forced, rule)
+                for answer in payload["answers"]
+            ]
     return pd.DataFrame(rows)
+
+
+def agreement_row(where, payload, answer, ref, fed, teacher_forced: bool, rule) -> dict:
+    """One answer of a variant on a device (where: the device's and variant's columns) against
+    the reference device's answer to the same prompt (ref, by prompt; fed: the answers given
+    the reference's tokens)."""
+    prompt = answer["prompt"]
+    free, judged = judgements(ref.get(prompt), answer, rule, teacher_forced, fed.get(prompt))
+    return {
+        **where,
+        "prompt": prompt,
+        "tokens": free["tokens"],
+        "agree": free["agree"],
+        "first_divergence": free["first_divergence"],
+        "teacher_forced": teacher_forced,
+        **{k: judged.get(k) for k in FORCED_COLUMNS},
+        "identical": judged["kind"] == IDENTICAL,
+        "judged": judged["kind"],
+        "free_judged": free["kind"],
+        "logit_drift_sd": free["logit_drift_sd"],
+        "reason": judged["reason"],
+        "crashed": answer.get("crashed", ""),
+        "engine_line": payload["engine"].get("device_supports", ""),
+        "cpu_target": payload["engine"].get("cpu_target", ""),
+    }
 
 
 def emulation_section(tables: list[pd.DataFrame]) -> list[str]:
