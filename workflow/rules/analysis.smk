@@ -227,11 +227,7 @@ rule explain_gain:
 # `snakemake analysis_all`: tables, statistics, verdicts and the summary (no plots).
 rule analysis_all:
     input:
-        expand(
-            "results/{experiment}/{table}",
-            experiment=PLAN.experiment.results_key,
-            table=["bench.csv", "summary.csv", "summary.json", "summary.md"],
-        ),
+        PLAN.summary_tables,
     localrule: True
 
 

@@ -39,11 +39,7 @@ ruleorder: restore_archive > check_validity
 rule check_replay:
     input:
         archive=PLAN.experiment.replay,
-        tables=expand(
-            "results/{experiment}/{table}",
-            experiment=PLAN.experiment.results_key,
-            table=PLAN.replay_tables(),
-        ),
+        tables=PLAN.results("{table}", table=PLAN.replay_tables()),
     output:
         check=f"results/{PLAN.experiment.results_key}/replay.json",
     log:

@@ -141,14 +141,18 @@ class Plan(EngineInputs):
     def models_from(self, source: str) -> list[str]:
         return [m for m in self.models if source in self.config["models"][m]]
 
+    def results(self, pattern: str, **lists) -> list[str]:
+        """results/<experiment>/<pattern> for every combination of `lists` (Snakemake's
+        expand): the experiment's own files."""
+        return expand(
+            f"results/{{experiment}}/{pattern}", experiment=[self.experiment.results_key], **lists
+        )
+
     def per_device_and_model(self, pattern: str, devices: list[str] | None = None) -> list[str]:
         """results/<experiment>/<pattern with {device} and {model}> for every pair (of every
         device, or of `devices`)."""
-        return expand(
-            f"results/{{experiment}}/{pattern}",
-            experiment=[self.experiment.results_key],
-            device=self.devices if devices is None else devices,
-            model=self.models,
+        return self.results(
+            pattern, device=self.devices if devices is None else devices, model=self.models
         )
 
     # ---- input functions (wildcards -> paths) -------------------------------------------
@@ -169,11 +173,7 @@ class Plan(EngineInputs):
     def emulation_tables(self, wildcards=None) -> list[str]:
         if not self.settings.emulation_reference:
             return []
-        return expand(
-            "results/{experiment}/emulation/{model}.csv",
-            experiment=[self.experiment.results_key],
-            model=self.models,
-        )
+        return self.results("emulation/{model}.csv", model=self.models)
 
     def profile_index(self, wildcards) -> list[str]:
         if wildcards.device not in self.profiled_devices:
@@ -194,20 +194,17 @@ class Plan(EngineInputs):
     def kernel_table(self, wildcards=None) -> list[str]:
         return [f"results/{self.experiment.results_key}/kernels.csv"] if self.attribution else []
 
+    def summary_tables(self, wildcards=None) -> list[str]:
+        """The measured tables and the summary (`snakemake analysis_all`; no plots)."""
+        return self.results(
+            "{table}", table=["bench.csv", "summary.csv", "summary.json", "summary.md"]
+        )
+
     def final_output(self, wildcards=None) -> list[str]:
         """The experiment's final outputs, live or replayed: the one list of them."""
         return [
-            *expand(
-                "results/{experiment}/{table}",
-                experiment=[self.experiment.results_key],
-                table=["bench.csv", "summary.csv", "summary.json", "summary.md"],
-            ),
-            *expand(
-                "results/{experiment}/plots/{chart}.{ext}",
-                experiment=[self.experiment.results_key],
-                chart=self.charts,
-                ext=["html", "png"],
-            ),
+            *self.summary_tables(),
+            *self.results("plots/{chart}.{ext}", chart=self.charts, ext=["html", "png"]),
             *self.emulation_tables(),
             *self.mechanism_tables(),
             *self.kernel_table(),
@@ -226,11 +223,7 @@ class Plan(EngineInputs):
         if not self.experiment.explains:
             return []
         sweep = ["sweep/bench.csv", "sweep/summary.csv"] if self.sweep else []
-        return expand(
-            "results/{experiment}/{table}",
-            experiment=[self.experiment.results_key],
-            table=["mechanism.csv", "mechanism.json", *sweep],
-        )
+        return self.results("{table}", table=["mechanism.csv", "mechanism.json", *sweep])
 
     def model_spec(self, wildcards) -> dict:
         return canonical(self.config["models"][wildcards.model])
@@ -280,11 +273,7 @@ class Plan(EngineInputs):
         return self.per_device_and_model("validity/{device}/{model}.json")
 
     def device_facts(self, wildcards=None) -> list[str]:
-        return expand(
-            "results/{experiment}/devices/{device}.json",
-            experiment=[self.experiment.results_key],
-            device=self.devices,
-        )
+        return self.results("devices/{device}.json", device=self.devices)
 
     def archived_records(self) -> dict[str, list[str]]:
         """The records an archive carries beside the final outputs, by kind: what
@@ -324,11 +313,7 @@ class Plan(EngineInputs):
     def bandwidth_files(self, wildcards=None) -> list[str]:
         if not self.experiment.measures_bandwidth:
             return []
-        return expand(
-            "results/{experiment}/bandwidth/{device}.json",
-            experiment=[self.experiment.results_key],
-            device=self.devices,
-        )
+        return self.results("bandwidth/{device}.json", device=self.devices)
 
     def point_bench(self, wildcards) -> dict:
         return canonical(self.sweep[wildcards.point].bench(self.main_bench))
@@ -338,9 +323,8 @@ class Plan(EngineInputs):
 
     def sweep_indexes(self, wildcards=None) -> list[str]:
         """Every sweep point on every real device (emulated timings are never compared)."""
-        return expand(
-            "results/{experiment}/sweep/runs/{device}/{model}/{point}.json",
-            experiment=[self.experiment.results_key],
+        return self.results(
+            "sweep/runs/{device}/{model}/{point}.json",
             device=[d for d in self.devices if not self.device_kinds[d].emulated],
             model=self.models,
             point=sorted(self.sweep),
