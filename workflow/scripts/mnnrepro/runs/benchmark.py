@@ -34,7 +34,7 @@ from mnnrepro.runs.raw_files import (
 )
 from mnnrepro.runs.schedule import Invocation
 from mnnrepro.runs.staging import RUNNER, check_receipt, engine_files
-from mnnrepro.runs.vision import measured_vision, with_vision_set
+from mnnrepro.runs.vision import with_measured_vision, with_vision_set
 from mnnrepro.stats import VISION_PHASES, block_range, stops_on_verdict
 
 log = logging.getLogger(__name__)
@@ -222,8 +222,7 @@ def run_schedule(
     per_block = len({inv.variant for inv in plan})
     for number, inv in enumerate(plan, 1):
         spec = specs[inv.variant]
-        vision = measured_vision(bench, spec["engine"])
-        key = measurement_key(spec, {**measured, **({"vision": vision} if vision else {})})
+        key = measurement_key(spec, with_measured_vision(measured, bench, spec["engine"]))
         path = raw_path(raw_dir, inv)
         progress = f"{device.name}: [{number}/{len(plan)}] {inv.variant} rep {inv.block}"
         record = done_record(path, key, remeasure)

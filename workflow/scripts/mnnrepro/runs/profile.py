@@ -23,7 +23,7 @@ from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.job import DeviceJob
 from mnnrepro.runs.raw_files import measurement_key
 from mnnrepro.runs.staging import check_receipt, engine_files
-from mnnrepro.runs.vision import measured_vision, with_vision_set
+from mnnrepro.runs.vision import measured_vision, with_measured_vision, with_vision_set
 from mnnrepro.stats import PHASES, VISION_PHASES
 
 VISION = VISION_PHASES[0]  # the image questions' profiled invocation is named after the encoder
@@ -133,10 +133,7 @@ def profile_key(device, spec: dict, bench: dict, attribution: dict) -> str:
         "sample_hz": attribution["sample_hz"],
         "profiler": device.kind,
     }
-    vision = measured_vision(bench, spec["engine"])
-    if vision:  # the image questions: which images, by content
-        measured["vision"] = vision
-    return measurement_key(spec, measured)
+    return measurement_key(spec, with_measured_vision(measured, bench, spec["engine"]))
 
 
 def profiled_command(device, spec: dict, receipt: dict, bench: dict) -> tuple[list, dict]:

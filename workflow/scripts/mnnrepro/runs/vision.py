@@ -64,3 +64,11 @@ def measured_vision(bench: dict, engine_record: dict) -> dict | None:
         tools = vision.get("tools", {}).get(engine_record["engine"], {})
         measured["tool_sha256"] = tools.get(kind.vision_tool)
     return measured
+
+
+def with_measured_vision(measured: dict, bench: dict, engine_record: dict) -> dict:
+    """The settings a measurement's key holds (runs/raw_files.measurement_key), with the
+    vision phase's (measured_vision) where the engine asks the images: the benchmark's and
+    the profile's keys alike."""
+    vision = measured_vision(bench, engine_record)
+    return {**measured, **({"vision": vision} if vision else {})}
