@@ -86,25 +86,22 @@ class EngineInputs:
         replayed archive holds none)."""
         if not self.experiment.runs_engine_tests:
             return []
-        return [
-            f"results/{self.experiment.results_key}/engine_tests/{device}/{engine}.json"
-            for device in self.devices
-            for engine in self.used_engines
-        ]
+        return self.results(
+            "engine_tests/{device}/{engine}.json", device=self.devices, engine=self.used_engines
+        )
 
     def device_engine_tests(self, wildcards) -> list[str]:
         """The engines' test records on the job's device (the validity check's)."""
         if not self.experiment.runs_engine_tests:
             return []
-        where = f"results/{self.experiment.results_key}/engine_tests/{wildcards.device}"
-        return [f"{where}/{engine}.json" for engine in self.used_engines]
+        return self.results(
+            "engine_tests/{device}/{engine}.json",
+            device=[wildcards.device],
+            engine=self.used_engines,
+        )
 
     def engine_tests_table(self, wildcards=None) -> list[str]:
-        return (
-            [f"results/{self.experiment.results_key}/engine_tests.csv"]
-            if self.experiment.runs_engine_tests
-            else []
-        )
+        return self.results("engine_tests.csv") if self.experiment.runs_engine_tests else []
 
     def tested_engine_record(self, wildcards) -> str:
         return self.engine_record(wildcards.engine)

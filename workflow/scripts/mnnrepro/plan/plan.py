@@ -189,10 +189,10 @@ class Plan(EngineInputs):
         """What a replay's check of its archive wrote (check_replay); none in a live run."""
         if not self.experiment.replay:
             return []
-        return [f"results/{self.experiment.results_key}/replay.json"]
+        return self.results("replay.json")
 
     def kernel_table(self, wildcards=None) -> list[str]:
-        return [f"results/{self.experiment.results_key}/kernels.csv"] if self.attribution else []
+        return self.results("kernels.csv") if self.attribution else []
 
     def summary_tables(self, wildcards=None) -> list[str]:
         """The measured tables and the summary (`snakemake analysis_all`; no plots)."""
