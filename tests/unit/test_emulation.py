@@ -71,6 +71,22 @@ def test_refuses_members_that_escape(tmp_path, member):
     assert not (tmp_path / "root").exists()
 
 
+def test_only_the_named_paths_are_written_after_every_member_is_checked(tmp_path):
+    """qemu-user holds a binary per guest architecture; the device runs one of them."""
+    path = tmp_path / "qemu.deb"
+    members = [(f"./usr/bin/qemu-{arch}", "file", arch.encode()) for arch in ("aarch64", "arm")]
+    path.write_bytes(deb(members))
+    extract_deb(path, tmp_path / "root", only=("usr/bin/qemu-aarch64",))
+    assert [p.name for p in (tmp_path / "root/usr/bin").iterdir()] == ["qemu-aarch64"]
+    assert (tmp_path / "root/usr/bin/qemu-aarch64").read_bytes() == b"aarch64"
+    with pytest.raises(FetchError, match=r"holds no usr/bin/qemu-riscv64$"):
+        extract_deb(path, tmp_path / "other", only=("usr/bin/qemu-riscv64",))
+    path.write_bytes(deb([*members, ("./a/link", "link", "../../../etc/passwd")]))
+    with pytest.raises(FetchError, match="leaves the userland directory"):  # checked all the same
+        extract_deb(path, tmp_path / "third", only=("usr/bin/qemu-aarch64",))
+    assert not (tmp_path / "other").exists() and not (tmp_path / "third").exists()
+
+
 def test_vector_length_from_the_cpu_option():
     assert vector_length_bits("max,sme-default-vector-length=64") == 512
     assert vector_length_bits("max,sme=off") is None

@@ -136,11 +136,15 @@ def ar_members(data: bytes) -> dict[str, bytes]:
     return members
 
 
-def extract_deb(deb: str | os.PathLike, dest: str | os.PathLike) -> list[str]:
+def extract_deb(
+    deb: str | os.PathLike, dest: str | os.PathLike, only: tuple[str, ...] = ()
+) -> list[str]:
     """Unpack a .deb's data.tar.* into dest; every member is checked before anything is written.
 
     Absolute symbolic links are re-rooted inside dest (a sysroot's `/etc/x` is dest/etc/x);
-    a link that would still leave dest is refused.
+    a link that would still leave dest is refused. only: the paths to write (as the package
+    names them, e.g. `usr/bin/qemu-aarch64`), where the rest is not needed; every member is
+    still checked, and a path the package does not hold is an error naming it.
     """
     dest = Path(dest).resolve()
     members = ar_members(Path(deb).read_bytes())
@@ -168,6 +172,12 @@ def extract_deb(deb: str | os.PathLike, dest: str | os.PathLike) -> list[str]:
                     )
             elif not (info.isfile() or info.isdir()):
                 raise FetchError(f"{deb}: {info.name!r} is not a file, directory or link")
+        if only:
+            wanted = {PurePosixPath(p) for p in only}
+            infos = [i for i in infos if PurePosixPath(i.name) in wanted]
+            missing = wanted - {PurePosixPath(i.name) for i in infos}
+            if missing:
+                raise FetchError(f"{deb}: holds no {', '.join(sorted(map(str, missing)))}")
         dest.mkdir(parents=True, exist_ok=True)
         extract_members(tar, dest, infos, "tar")
     return [i.name for i in infos if i.isfile()]

@@ -19,6 +19,10 @@ from pathlib import Path
 from mnnrepro.fetch import FetchError, download, pin_urls
 from mnnrepro.unpack import extract_deb, extract_zip_into
 
+# the one file of qemu-user the emulated device runs (the package holds 40 static binaries,
+# one per guest architecture: 462 MB for 11.1.3)
+QEMU_BINARY = "usr/bin/qemu-aarch64"
+
 
 def pip_download_wheels(wheels: list[dict], dest: Path) -> list[Path]:
     """aarch64 wheels through pip's own index client, in hash-checking mode."""
@@ -76,7 +80,7 @@ def provide_userland(pins: dict, root: str | os.PathLike) -> dict:
         for pkg in [pins["qemu"], *pins["arm64_packages"]]:
             urls = [u.replace("+", "%2B") for u in pin_urls(pkg)]  # the pool refuses '+'
             debs.append(download(urls, downloads / Path(pkg["url"]).name, pkg["sha256"]))
-        extract_deb(debs[0], staging / "qemu")
+        extract_deb(debs[0], staging / "qemu", only=(QEMU_BINARY,))
         for deb in debs[1:]:
             extract_deb(deb, staging / "sysroot")
         for wheel in pip_download_wheels(pins["wheels"], downloads / "wheels"):
@@ -88,7 +92,7 @@ def provide_userland(pins: dict, root: str | os.PathLike) -> dict:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     receipt = {
-        "qemu": str((root / "qemu/usr/bin/qemu-aarch64").resolve()),
+        "qemu": str((root / "qemu" / QEMU_BINARY).resolve()),
         "sysroot": str((root / "sysroot").resolve()),
         "python": str((root / "sysroot/usr/bin/python3.11").resolve()),
         "site": str((root / "site").resolve()),
