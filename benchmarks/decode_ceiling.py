@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         "# The quickstart's decode ceiling on this machine",
         "",
         "`python benchmarks/decode_ceiling.py` (the quickstart, `snakemake --cores 4`). Bytes "
-        "per decode token: the rule in `workflow/scripts/mnnrepro/analysis/ceiling.py`. Read "
+        "per decode token: the rule in `workflow/scripts/mnnrepro/models/mnn_layout.py`. Read "
         f"bandwidth (bandwidth_probe, a {bandwidth['buffer_mib']} MiB buffer):",
         "",
         "| threads | samples | median GB/s | min | max |",

@@ -7,12 +7,8 @@ import json
 
 import pytest
 
-from mnnrepro.analysis.ceiling import (
-    ceiling_tps,
-    decode_bytes_per_token,
-    model_layout,
-    prefill_ops_per_token,
-)
+from mnnrepro.analysis.mechanism import ceiling_tps
+from mnnrepro.models.mnn_layout import decode_bytes_per_token, model_layout, prefill_ops_per_token
 
 
 def sized(path, size: int) -> None:

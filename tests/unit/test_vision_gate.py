@@ -130,7 +130,7 @@ def test_shipped_test_card_is_the_one_documented(root):
 
 
 def test_the_vision_arithmetic_counts_the_checkpoints_own_matrix_weights(tiny_vl):
-    """analysis/ceiling.py's operations per image token, from the config's dimensions, are
+    """models/mnn_layout.py's operations per image token, from the config's dimensions, are
     2 x the encoder's matrix weights as the checkpoint holds them: the patch embedding and
     every block's for each of the merge_size^2 patches of an image token, and each merger's
     (the patch merger and the deepstack ones) once per image token."""
@@ -139,7 +139,7 @@ def test_the_vision_arithmetic_counts_the_checkpoints_own_matrix_weights(tiny_vl
 
     from safetensors import safe_open
 
-    from mnnrepro.analysis.ceiling import vision_ops_per_image_token
+    from mnnrepro.models.mnn_layout import vision_ops_per_image_token
 
     config = json.loads((tiny_vl / "hf" / "config.json").read_text())["vision_config"]
     per_patch = per_token = 0

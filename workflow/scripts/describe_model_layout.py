@@ -1,8 +1,8 @@
 from pathlib import Path
 
-from mnnrepro.analysis.ceiling import describe_model
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
+from mnnrepro.models.mnn_layout import describe_model
 
 log_to(snakemake.log[0])
 write_json(

@@ -158,7 +158,7 @@ def sweep_section(sweep: pd.DataFrame) -> list[str]:
 
 def vision_arithmetic(variants: list[dict]) -> list[str]:
     """The vision encoder's GOPS (a vision model): 2 x its matrix weights per patch, from the
-    checkpoint's dimensions (analysis/ceiling.py), x image tokens per second."""
+    checkpoint's dimensions (models/mnn_layout.py), x image tokens per second."""
     rows = [r for r in variants if not pd.isna(r.get("vision_tps"))]
     if not rows:
         return []

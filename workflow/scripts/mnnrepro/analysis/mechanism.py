@@ -2,7 +2,7 @@
 per token, and the mechanism stated as checks.
 
 mechanism.csv, one row per device x model x variant: median decode tok/s against the decode
-ceiling (measured read bandwidth / bytes per decode token, analysis/ceiling.py), median
+ceiling (measured read bandwidth / bytes per decode token, models/mnn_layout.py), median
 prefill tok/s as arithmetic throughput (GOPS), and median joules per token of both phases.
 mechanism.json adds the bandwidth samples' summary, the energy comparison of every compared
 pair (tokens per joule, treatment / baseline, with the speedup's paired statistics) and the
@@ -30,11 +30,18 @@ import statistics
 import numpy as np
 import pandas as pd
 
-from mnnrepro.analysis.ceiling import GB, ceiling_tps
 from mnnrepro.config import comparison_pairs
+from mnnrepro.models import mnn_layout
 from mnnrepro.stats import compare_phase
 
 NEAR_CEILING = 0.5  # share of the decode ceiling that counts as bandwidth-bound
+GB = 1e9
+
+
+def ceiling_tps(bandwidth_gb_per_s: float, bytes_per_token: int) -> float:
+    """The decode speed the measured read bandwidth allows (an upper bound)."""
+    return bandwidth_gb_per_s * GB / bytes_per_token
+
 
 MECHANISM_COLUMNS = [
     "experiment",
@@ -331,15 +338,13 @@ def mechanism_document(
     layouts: dict[tuple[str, str], dict],
     config: dict,
 ) -> dict:
-    from mnnrepro.analysis import ceiling
-
     models: dict[str, dict] = {}  # model -> format -> its layout (MNN's export; the GGUF)
     for (model, fmt), layout in sorted(layouts.items()):
         models.setdefault(model, {})[fmt] = layout
     return {
         "experiment": config["experiment"],
         "rules": {
-            "ceiling": ceiling.__doc__.strip(),
+            "ceiling": mnn_layout.__doc__.strip(),
             "checks": __doc__.strip(),
             "near_ceiling": NEAR_CEILING,
         },

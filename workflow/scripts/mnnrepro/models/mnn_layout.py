@@ -1,5 +1,8 @@
-"""What the hardware allows: the decode ceiling and the prefill's arithmetic, from the model's
-files (the rule below) and the measured read bandwidth.
+"""An MNN model's arithmetic, from its files (the rules below): the bytes a decode step reads,
+the operations of a prompt token and of an image token. layout.json of the models stage
+(`describe_model_layout`); analysis/mechanism.py divides the measured read bandwidth by the
+bytes per token (the decode ceiling) and the prompt's operations by prefill's time. A GGUF
+model's layout is models/gguf_convert_main.py's.
 
 Bytes a decode step reads (`decode_bytes_per_token`):
 * counted: the language model's weight file (`llm_weight` of config.json, default
@@ -34,7 +37,6 @@ from pathlib import Path
 
 EMBEDDING_BYTES_PER_VALUE = 2  # bf16
 SCALE_BYTES_PER_BLOCK = 8  # fp32 scale + fp32 zero point per block (asymmetric)
-GB = 1e9
 
 
 def _json(path: Path) -> dict:
@@ -106,11 +108,6 @@ def vision_ops_per_image_token(vision: dict) -> float | None:
     per_patch = patch * h + depth * (4 * h * h + 2 * h * i)
     per_merger = merged * merged + merged * vision["out_hidden_size"]
     return 2.0 * (merge * per_patch + mergers * per_merger)
-
-
-def ceiling_tps(bandwidth_gb_per_s: float, bytes_per_token: int) -> float:
-    """The decode speed the measured read bandwidth allows (an upper bound)."""
-    return bandwidth_gb_per_s * GB / bytes_per_token
 
 
 def describe_model(model_dir: str | Path, checkpoint_config: str | Path | None = None) -> dict:
