@@ -304,8 +304,6 @@ def quickstart_repo(tmp_path_factory) -> Path:
     the docs' `--forcerun run_bench`) that test nothing a size changes. The full quickstart,
     its time and what README says it shows are measured by benchmarks/quickstart_timing.py.
     """
-    import subprocess
-
     import yaml
 
     repo = copy_repository(ROOT, tmp_path_factory.mktemp("quickstart") / "repo")
@@ -318,10 +316,7 @@ def quickstart_repo(tmp_path_factory) -> Path:
     for model in config["models"].values():
         model["synthetic"]["shape"] = "tiny"
     (repo / "config" / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True))
-    proc = subprocess.run(
-        snakemake_argv("--cores", "4"), cwd=repo, capture_output=True, text=True, check=False
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_snakemake(repo, "--cores", "4")
     return repo
 
 
@@ -449,22 +444,17 @@ def snakemake_argv(*args) -> list[str]:
     return [sys.executable, "-m", "snakemake", *map(str, args)]
 
 
-def run_snakemake(root: Path, *args: str, check: bool = True, env: dict | None = None):
-    """`python -m snakemake ARGS` from the repository root, as a user runs it (in env: the
-    whole environment; None: this one's).
+def run_snakemake(cwd: Path, *args: str, check: bool = True, env: dict | None = None):
+    """`python -m snakemake ARGS` in cwd, as a user runs it (in env: the whole environment;
+    None: this one's), forked from a server that imported Snakemake once
+    (tests/snakemake_server.py: the same entry point in a new process, without the
+    interpreter's start and Snakemake's imports).
 
     With check, a non-zero exit fails the test and shows the end of Snakemake's output.
     """
-    import subprocess
+    from snakemake_server import snakemake
 
-    proc = subprocess.run(
-        snakemake_argv(*args),
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-    )
+    proc = snakemake(args, cwd, env)
     if check:
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc

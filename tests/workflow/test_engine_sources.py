@@ -15,6 +15,7 @@ import sys
 import pandas as pd
 import pytest
 import yaml
+from conftest import run_snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -172,12 +173,9 @@ def test_engines_of_several_sources_and_a_patch_build_side_by_side(root, tmp_pat
     assert len(set(plan.sources.engine_receipts.values())) == 3  # three trees, three fetches
     targets = [f"results/engines/{keys[e]}/build.json" for e in ("after", "before", "patched")]
     targets.append("results/bisect/engine_tests.csv")
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(root / "Snakefile"),
-         "--cores", "2", "--configfile", str(path)],
-        cwd=work, capture_output=True, text=True,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_snakemake(
+        work, *targets, "--snakefile", root / "Snakefile", "--cores", "2", "--configfile", path
+    )
     builds = {e: json.loads((work / f"results/engines/{keys[e]}/build.json").read_text())
               for e in ("after", "before", "patched")}  # fmt: skip
     assert builds["after"]["source"]["commit"] == builds["patched"]["source"]["commit"]

@@ -4,12 +4,10 @@ workflow's directory, and writes the same results a direct run does."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pandas as pd
 import pytest
 import yaml
-from conftest import snakemake_argv
+from conftest import run_snakemake
 
 pytestmark = [pytest.mark.slow]
 
@@ -34,14 +32,7 @@ def test_the_tiny_experiment_runs_as_a_module_of_another_workflow(root, seed_mod
         "use rule * from repro as repro_*\n\n\n"
         "rule everything:\n    default_target: True\n    input:\n        rules.repro_all.input,\n"
     )
-    proc = subprocess.run(
-        snakemake_argv("-s", tmp_path / "Snakefile", "--cores", "2"),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_snakemake(tmp_path, "-s", tmp_path / "Snakefile", "--cores", "2")
     log = proc.stdout + proc.stderr
     assert "repro_run_bench" in log and "repro_compute_summary" in log  # the module's rules
     out = tmp_path / "results" / "tiny"

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import assert_archive_holds, assert_report, tracked_files
+from conftest import assert_archive_holds, assert_report, run_snakemake, tracked_files
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [
@@ -151,16 +151,15 @@ def test_every_documented_command_runs_as_written_after_the_quickstart(quickstar
 
     def run(command: str, dry: bool):
         argv = shlex.split(command)
-        if argv[0] == "snakemake":
-            argv = [sys.executable, "-m", "snakemake", *(["-n"] if dry else []), *argv[1:]]
-        proc = subprocess.run(
-            argv if "&&" not in command else ["bash", "-c", command],
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-        )
+        if argv[0] == "snakemake" and "&&" not in command:
+            # `python -m snakemake`, forked from a server (tests/snakemake_server.py)
+            args = [*(["-n"] if dry else []), *argv[1:]]
+            proc = run_snakemake(repo, *args, check=False, env=env)
+        else:
+            argv = argv if "&&" not in command else ["bash", "-c", command]
+            proc = subprocess.run(
+                argv, cwd=repo, capture_output=True, text=True, env=env, check=False
+            )
         assert proc.returncode == 0, f"$ {command}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
         return proc
 
@@ -238,15 +237,7 @@ def assert_a_moved_copy_reruns_nothing(repo: Path, env: dict) -> None:
     shutil.copytree(repo, moved, symlinks=True)
 
     def planned() -> set[str]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "snakemake", "-n", "--cores", "4", "--quiet", "rules"],
-            cwd=moved,
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-        )
-        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+        proc = run_snakemake(moved, "-n", "--cores", "4", "--quiet", "rules", env=env)
         rows = [line.split() for line in proc.stdout.splitlines()]
         return {r[0] for r in rows if len(r) == 2 and r[1].isdigit() and r[0] != "total"}
 
