@@ -1,6 +1,6 @@
-"""What the control test's llama.cpp build costs: Release, unoptimized, unoptimized unity build.
+"""What the control test's llama.cpp build costs: Release, unoptimized, unity build, clang-16.
 
-tests/workflow/config-control.yaml builds its llama.cpp engine for this host with
+tests/workflow/config-control.yaml builds its llama.cpp engine for this host with clang-16 and
 CMAKE_BUILD_TYPE None (no -O flags) as a unity build (CMAKE_UNITY_BUILD; its batches are
 adjusted by toolchain/llamacpp_unity.cmake: one source that cannot join a batch is compiled
 alone, and the core sources llama.cpp leaves out of its batches join them), and its quantizer
@@ -41,7 +41,14 @@ SETTINGS = {  # name: the -D flags of the engine's and the quantizer's build ali
     "Release": {"CMAKE_BUILD_TYPE": "Release"},
     "None": {"CMAKE_BUILD_TYPE": "None"},
     "None, unity build": {"CMAKE_BUILD_TYPE": "None", "CMAKE_UNITY_BUILD": True},
+    "None, unity build, clang-16": {
+        "CMAKE_BUILD_TYPE": "None",
+        "CMAKE_UNITY_BUILD": True,
+        "CMAKE_C_COMPILER": "clang-16",
+        "CMAKE_CXX_COMPILER": "clang++-16",
+    },
 }
+CONTROL_SETTING = "None, unity build, clang-16"  # the control test's (CONTROL's flags)
 
 
 def cpu_seconds() -> float:
@@ -73,7 +80,10 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="llamacpp-build-cost-"))
     work.mkdir(parents=True, exist_ok=True)
-    pin = yaml.safe_load(CONTROL.read_text())["llamacpp"]["source"]
+    control = yaml.safe_load(CONTROL.read_text())
+    if control["engines"]["llama"]["llamacpp"]["flags"] != SETTINGS[CONTROL_SETTING]:
+        raise SystemExit(f"{CONTROL}: engines.llama's flags are not {CONTROL_SETTING!r}'s")
+    pin = control["llamacpp"]["source"]
     source = provide_source(pin, {}, work / "cache")
     results = {name: build(source, name, f, work, args.jobs) for name, f in SETTINGS.items()}
     cpu = {name: r["cpu_s"] for name, r in results.items()}
@@ -83,7 +93,7 @@ def main() -> None:
         "settings": {name: {"flags": SETTINGS[name], **r} for name, r in results.items()},
     }
     lines = [
-        "# The control test's llama.cpp build: Release, unoptimized, unoptimized unity build",
+        "# The control test's llama.cpp build: Release, unoptimized, unity build, clang-16",
         "",
         f"`python benchmarks/llamacpp_build_cost.py --jobs {args.jobs}`: llama.cpp "
         f"{source['commit']} (llama-cpp-python {source['version']} sdist, "
@@ -97,12 +107,13 @@ def main() -> None:
     ]
     for name, r in results.items():
         lines.append(f"| {name} | {r['cpu_s']} | {r['wall_s']} |")
-    unity = cpu["None, unity build"]
+    control = cpu[CONTROL_SETTING]
     lines += [
         "",
-        f"The unoptimized unity build (the control test's) takes **{unity:.0f} CPU-seconds**, "
-        f"{unity / cpu['Release']:.0%} of Release's and {unity / cpu['None']:.0%} of the "
-        "unoptimized build's, per test run on a fresh machine.",
+        f"The control test's build (unoptimized, unity, clang-16) takes **{control:.0f} "
+        f"CPU-seconds**, {control / cpu['Release']:.0%} of Release's and "
+        f"{control / cpu['None, unity build']:.0%} of the same build with the host's gcc (its "
+        "fallback where clang-16 is not installed), per test run on a fresh machine.",
     ]
     write_results("llamacpp_build_cost", result, lines)
 

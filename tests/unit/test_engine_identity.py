@@ -73,6 +73,39 @@ def test_engine_keys_follow_platform_flags_and_source(checkout):
     )
 
 
+def test_the_compiler_the_flags_name_defines_the_engine_and_must_be_installed(
+    checkout, tmp_path, monkeypatch
+):
+    """CMAKE_CXX_COMPILER in a build's flags: its version (not the machine's c++) keys the
+    engine, so an upgrade of that compiler is another engine; a compiler that is not
+    installed is one line naming the config key, before CMake runs."""
+    from mnnrepro.toolchain import BuildError
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    compiler = bin_dir / "cxx-under-test"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    config = {"mnn": {"source": {"path": str(checkout)}}}
+
+    def key_with(version: str) -> str:
+        compiler.write_text(f"#!/bin/sh\necho '{version}'\n")
+        compiler.chmod(0o755)
+        spec = engine("host", CMAKE_CXX_COMPILER=compiler.name)
+        return engine_key("e", spec, config, "build", "mnn")
+
+    assert key_with("cxx-under-test 16.0.6") != key_with("cxx-under-test 17.0.1")
+    source = {"kind": "path", "path": str(checkout), "commit": "c" * 40, "dirty": False}
+    spec = {"platform": "host", "flags": {**FLAGS, "CMAKE_C_COMPILER": "no-such-cc-16"}}
+    job = BuildJob("e", source, spec, str(tmp_path / "b"), str(tmp_path / "e"), io.StringIO())
+    with pytest.raises(BuildError) as error:
+        build_engine(job)
+    assert str(error.value) == (
+        "config key `engines.e.build.flags`: CMAKE_C_COMPILER no-such-cc-16 is not installed "
+        "(not found on PATH)"
+    )
+    assert not (tmp_path / "b").exists()  # refused before CMake configured anything
+
+
 def test_a_rebuild_of_identical_inputs_keeps_every_measurement(checkout, tmp_path):
     """Same source, flags and toolchain, built again elsewhere (other build dir, other wall
     time): the raw records' key is unchanged, so no repetition is measured again."""

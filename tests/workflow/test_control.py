@@ -5,9 +5,12 @@ beside the prebuilt MNN engine, both pairs in one report; then the archive and i
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 
 import pandas as pd
 import pytest
+import yaml
 from conftest import copy_repository, pypi_reachable, run_snakemake, without_replay_section
 
 pytestmark = [
@@ -17,10 +20,29 @@ pytestmark = [
 ]
 
 CONTROL = "tests/workflow/config-control.yaml"
+COMPILERS = ("CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER")
+
+
+def with_this_machines_compiler(repo) -> str:
+    """The config's llama.cpp builds use clang-16 (its -O0 compiles in less CPU time than
+    gcc's); where clang-16 is not installed, the copy's config builds with the machine's c++:
+    the same path, slower. The compiler the build ran, as --version's first line begins."""
+    path = repo / CONTROL
+    cfg = yaml.safe_load(path.read_text())
+    builds = (cfg["engines"]["llama"]["llamacpp"]["flags"], cfg["llamacpp"]["quantizer"]["flags"])
+    if all(shutil.which(flags[key]) for flags in builds for key in COMPILERS):
+        return "Debian clang version 16"
+    for flags in builds:
+        for key in COMPILERS:
+            del flags[key]
+    path.write_text(yaml.safe_dump(cfg))
+    version = subprocess.run(["c++", "--version"], capture_output=True, text=True).stdout
+    return version.split("\n")[0]
 
 
 def test_the_control_engine_runs_beside_mnn_and_both_pairs_reach_one_report(root, tmp_path):
     repo = copy_repository(root, tmp_path / "repo")
+    compiler = with_this_machines_compiler(repo)
     run_snakemake(repo, "--cores", "2", "--configfile", CONTROL)
     out = repo / "results" / "control"
 
@@ -34,6 +56,7 @@ def test_the_control_engine_runs_beside_mnn_and_both_pairs_reach_one_report(root
     # a unity build, with the source it cannot batch compiled alone by the project include
     assert build["cmake_cache"]["CMAKE_UNITY_BUILD"] == "ON"
     assert build["cmake_cache"]["CMAKE_PROJECT_INCLUDE"].endswith("llamacpp_unity.cmake")
+    assert build["compiler"]["version"].startswith(compiler)  # the flags' compiler built it
     assert build["sme"]["kleidiai_sme_function_count"] == 0  # x86: KleidiAI is arm64-only
     # one build of the tree: the engine's (the quantizer's flags) holds the llama-quantize
     # that made the GGUF, and no quantizer was built alone

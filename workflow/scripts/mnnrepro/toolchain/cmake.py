@@ -82,6 +82,17 @@ def forget_moved_cache(build_dir: str | os.PathLike) -> bool:
     return True
 
 
+def check_compilers(flags: dict, flags_key: str) -> None:
+    """A compiler the flags name (CMAKE_C_COMPILER, CMAKE_CXX_COMPILER) must be installed: one
+    line naming the config key, before CMake fails in its log."""
+    for key in ("CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER"):
+        name = flags.get(key)
+        if name and not shutil.which(str(name)):
+            raise BuildError(
+                f"config key `{flags_key}`: {key} {name} is not installed (not found on PATH)"
+            )
+
+
 def configure_command(
     source: str, build_dir: str, flags: dict[str, str], extra: list[str]
 ) -> list[str]:
@@ -263,13 +274,15 @@ def build_engine(job: BuildJob, extra_flags: dict | None = None) -> dict:
     engine, source, spec, ndk = job.engine, job.source, job.spec, job.ndk
     build_dir, engine_dir, log_file = job.build_dir, job.engine_dir, job.log_file
     flags = {**spec.get("flags", {}), **(extra_flags or {})}
+    flags_key = f"engines.{engine}.build.flags"
+    check_compilers(flags, flags_key)
     extra = platform_args(spec["platform"], ndk["path"] if ndk else None)
     cmd = configure_command(source["path"], build_dir, flags, extra)
     output = run_logged(cmd, log_file)
     unused = unused_flags(output)
     if unused:
         raise BuildError(
-            f"config key `engines.{engine}.build.flags`: CMake did not use "
+            f"config key `{flags_key}`: CMake did not use "
             f"{unused} (removed or misspelled options build something else)"
         )
     if KLEIDIAI_FALLBACK in output:

@@ -19,6 +19,7 @@ from mnnrepro.files import file_table
 from mnnrepro.toolchain import BuildError
 from mnnrepro.toolchain.cmake import (
     build_record,
+    check_compilers,
     cmake_cache,
     compiler,
     configure_command,
@@ -159,6 +160,7 @@ def configure(
     """Configure build_dir; a flag CMake reports unused fails, naming `flags_key`, the config
     key the flags come from."""
     flags = {**BASE_FLAGS, **spec.get("flags", {}), **source["cmake_flags"], **(extra or {})}
+    check_compilers(flags, flags_key)
     flags.update(unity_include(flags))
     cmd = configure_command(
         source["path"], build_dir, flags, cross_args(spec["platform"], ndk and ndk["path"])

@@ -83,12 +83,16 @@ def describe_prebuilt(name: str, pin: str) -> dict:
 PLATFORM_COMPILERS = {"host": "c++", "linux-arm64": "aarch64-linux-gnu-g++"}
 
 
-def compiler_version(platform: str, compilers: dict = PLATFORM_COMPILERS) -> str:
+def compiler_version(
+    platform: str, compilers: dict = PLATFORM_COMPILERS, flags: dict | None = None
+) -> str:
     """First line of `<compiler> --version` for a platform built with the machine's compiler
-    (android-arm64 is defined by the pinned NDK instead); empty where there is none."""
+    (android-arm64 is defined by the pinned NDK instead): the build's CMAKE_CXX_COMPILER flag
+    where it names one, else the platform's; empty where there is none."""
     compiler = compilers.get(platform)
     if platform == "host":
         compiler = os.environ.get("CXX") or compiler
+    compiler = str((flags or {}).get("CMAKE_CXX_COMPILER") or compiler or "")
     if not compiler or not shutil.which(compiler):
         return ""
     proc = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=False)
@@ -155,7 +159,7 @@ def engine_key(
         "toolchain": (
             config.get("toolchains", {}).get("ndk", {})
             if build["platform"] == "android-arm64"
-            else compiler_version(build["platform"], TREE_COMPILERS[tree])
+            else compiler_version(build["platform"], TREE_COMPILERS[tree], build.get("flags"))
         ),
     }
     return f"{name}-{short_digest(material)}"
