@@ -93,6 +93,30 @@ def check_compilers(flags: dict, flags_key: str) -> None:
             )
 
 
+def configure_checked(
+    flags_key: str,
+    source: str,
+    build_dir: str,
+    flags: dict,
+    extra: list[str],
+    log_file,
+    own=(),
+) -> tuple[list[str], str]:
+    """Configure build_dir with a config's flags (`flags_key`, named in every failure): a
+    compiler they name that is not installed fails before CMake runs, a flag CMake reports
+    unused (but the builder's `own` ones) after. The command and CMake's output."""
+    check_compilers(flags, flags_key)
+    cmd = configure_command(source, build_dir, flags, extra)
+    output = run_logged(cmd, log_file)
+    unused = [u for u in unused_flags(output) if u not in own]
+    if unused:
+        raise BuildError(
+            f"config key `{flags_key}`: CMake did not use {unused} "
+            "(removed or misspelled options build something else)"
+        )
+    return cmd, output
+
+
 def configure_command(
     source: str, build_dir: str, flags: dict[str, str], extra: list[str]
 ) -> list[str]:
@@ -274,17 +298,10 @@ def build_engine(job: BuildJob, extra_flags: dict | None = None) -> dict:
     engine, source, spec, ndk = job.engine, job.source, job.spec, job.ndk
     build_dir, engine_dir, log_file = job.build_dir, job.engine_dir, job.log_file
     flags = {**spec.get("flags", {}), **(extra_flags or {})}
-    flags_key = f"engines.{engine}.build.flags"
-    check_compilers(flags, flags_key)
     extra = platform_args(spec["platform"], ndk["path"] if ndk else None)
-    cmd = configure_command(source["path"], build_dir, flags, extra)
-    output = run_logged(cmd, log_file)
-    unused = unused_flags(output)
-    if unused:
-        raise BuildError(
-            f"config key `{flags_key}`: CMake did not use "
-            f"{unused} (removed or misspelled options build something else)"
-        )
+    cmd, output = configure_checked(
+        f"engines.{engine}.build.flags", source["path"], build_dir, flags, extra, log_file
+    )
     if KLEIDIAI_FALLBACK in output:
         raise BuildError(
             "MNN's configure could not get KleidiAI and would build without it; "

@@ -19,13 +19,11 @@ from mnnrepro.files import file_table
 from mnnrepro.toolchain import BuildError
 from mnnrepro.toolchain.cmake import (
     build_record,
-    check_compilers,
     cmake_cache,
     compiler,
-    configure_command,
+    configure_checked,
     platform_args,
     run_logged,
-    unused_flags,
 )
 from mnnrepro.toolchain.kernels import disassembly_tools, sme2_kernels
 from mnnrepro.toolchain.records import (
@@ -160,19 +158,11 @@ def configure(
     """Configure build_dir; a flag CMake reports unused fails, naming `flags_key`, the config
     key the flags come from."""
     flags = {**BASE_FLAGS, **spec.get("flags", {}), **source["cmake_flags"], **(extra or {})}
-    check_compilers(flags, flags_key)
     flags.update(unity_include(flags))
-    cmd = configure_command(
-        source["path"], build_dir, flags, cross_args(spec["platform"], ndk and ndk["path"])
-    )
-    unused = unused_flags(run_logged(cmd, log_file))
-    unused = [u for u in unused if u not in source["cmake_flags"] and u not in BASE_FLAGS]
-    if unused:
-        raise BuildError(
-            f"config key `{flags_key}`: CMake did not use {unused} "
-            "(removed or misspelled options build something else)"
-        )
-    return cmd
+    toolchain = cross_args(spec["platform"], ndk and ndk["path"])
+    own = {**source["cmake_flags"], **BASE_FLAGS}  # the builder's, not the config's
+    path = source["path"]
+    return configure_checked(flags_key, path, build_dir, flags, toolchain, log_file, own)[0]
 
 
 def collect(build_dir: str, out_dir: str, programs: tuple[str, ...]) -> None:
