@@ -257,8 +257,8 @@ def test_simpleperf_command_is_quoted_on_the_phone(loopback_phone):
 
 def test_qemu_blocks_are_placed_in_the_functions_that_executed_them():
     """A real QEMU 11 log: libk.so mapped by the loader (strace), its blocks counted."""
-    with open(QEMU_DATA / "exec-strace-libk.log", encoding="utf-8") as fh:
-        blocks, strace = profilers.count_exec_log(fh)
+    with open(QEMU_DATA / "exec-strace-libk.log", "rb") as fh:
+        blocks, strace = profilers.count_exec_log(fh, chunk=4096)  # lines across chunks
     maps = profilers.exec_mappings("\n".join(strace), {"libk.so"})
     assert [(m["start"], m["offset"]) for m in maps] == [(0x555DB0000, 0)]
     assert profilers.dfilter(maps) == "0x555db0000+0x20020"
