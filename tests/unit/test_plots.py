@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mnnrepro.analysis import plots
+from mnnrepro.analysis import plots, vega_bundle
 from mnnrepro.analysis.sweep import SWEEP_SUMMARY_COLUMNS
 
 ARCHIVE = "benchmarks/results/host-sme2-archive.tar.gz"
@@ -129,6 +129,20 @@ def cases(shipped) -> dict[str, tuple]:
         found[f"{name}, no rows"] = (chart, table.head(0))
         found[f"{name}, one row"] = (chart, table.head(1))
     return found
+
+
+def test_the_kept_vega_bundle_is_the_one_vl_convert_makes(shipped, tmp_path):
+    """analysis/vega_bundle.py keeps vl-convert's JavaScript bundle: it is the one the
+    installed (pinned) vl-convert makes, and a chart's page made with it is altair's own
+    `inline=True` page, byte for byte."""
+    assert vega_bundle.wanted() == vega_bundle.BUNDLED_BY, (
+        "vl-convert changed: `cd workflow/scripts && python -m mnnrepro.analysis.vega_bundle`"
+    )
+    assert vega_bundle.script() == vega_bundle.made_by_vl_convert()
+    chart = plots.speedup_chart(shipped["summary"])
+    assert plots.save(chart, str(tmp_path / "kept.html"), str(tmp_path / "c.png")) is None
+    chart.save(tmp_path / "altair.html", inline=True)
+    assert (tmp_path / "kept.html").read_bytes() == (tmp_path / "altair.html").read_bytes()
 
 
 def test_every_chart_is_drawn_for_every_extreme_empty_and_degenerate_table(shipped, tmp_path):

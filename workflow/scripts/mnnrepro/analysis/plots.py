@@ -6,6 +6,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from mnnrepro.analysis.vega_bundle import save_page
 from mnnrepro.stats import ALL_PHASES
 
 PHASE_ORDER = list(ALL_PHASES)  # prefill, decode, then the vision phases where measured
@@ -169,19 +170,19 @@ def note_chart(text: str, title: str) -> alt.Chart:
 
 
 def save(chart: alt.Chart, html: str, png: str, table: str = "its table") -> str | None:
-    """Self-contained HTML (vega inlined, no CDN) and a PNG rendered by vl-convert. A chart
-    the renderer refuses leaves a note naming the table in its place (HTML and PNG alike), so
-    a figure never ends the run before its summary and archive; returns the renderer's error
-    then, None when the chart was drawn."""
+    """Self-contained HTML (vega inlined, no CDN: analysis/vega_bundle.py) and a PNG rendered
+    by vl-convert. A chart the renderer refuses leaves a note naming the table in its place
+    (HTML and PNG alike), so a figure never ends the run before its summary and archive;
+    returns the renderer's error then, None when the chart was drawn."""
     try:
-        chart.save(html, inline=True)
+        save_page(chart, html)
         chart.save(png, format="png", scale_factor=2.0)
         return None
     except Exception as err:  # vl-convert raises ValueError, altair its own: any, kept as text
         problem = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         title = chart.title if isinstance(getattr(chart, "title", None), str) else "chart"
         note = note_chart(f"not drawn ({problem[:120]}): the numbers are in {table}", title)
-        note.save(html, inline=True)
+        save_page(note, html)
         note.save(png, format="png", scale_factor=2.0)
         return problem
 

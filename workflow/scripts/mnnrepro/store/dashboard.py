@@ -11,6 +11,7 @@ import html
 import altair as alt
 import pandas as pd
 
+from mnnrepro.analysis.vega_bundle import html_page
 from mnnrepro.store.compare import checks_table, failed_names, short_version, treatment_versions
 from mnnrepro.store.schema import open_store
 
@@ -143,7 +144,7 @@ def write_dashboard(store: str, out: str) -> None:
         charts = [alt.Chart(text).mark_text().encode(text="t")]
     # the verdicts' colours and the checks' are two scales, not one legend
     chart = alt.vconcat(*charts).resolve_scale(color="independent") if charts[1:] else charts[0]
-    head, body_end, tail = chart.to_html(inline=True).rpartition("</body>")
+    head, body_end, tail = html_page(chart).rpartition("</body>")
     # the page's own </body>, the last one (the inlined vega source holds the text too)
     page = head + run_sections(runs) + "\n" + body_end + tail
     with open(out, "w", encoding="utf-8") as fh:
