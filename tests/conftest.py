@@ -224,22 +224,26 @@ def made_once(path: Path):
 
 @pytest.fixture(scope="session")
 def seed_models(tmp_path_factory):
-    """seed(workdir, models): copies into workdir what the workflow's model rules write for
-    each synthetic model of `models` (results/models/<name>/: the MNN export, its manifest,
-    its layout), made by the workflow itself (`snakemake results/models/<name>/layout.json`)
-    once per test run and shared by its workers (a lock per model). Snakemake then treats
-    them as made (the copies keep their times, and without records of their own no rerun
-    trigger fires) and runs only the stages a test is about: a test of the devices, the
-    schedule or a cluster does not make and export the same tiny checkpoint again. The model
-    rules themselves run here, and in tests/workflow/test_workflow.py's and
-    tests/workflow/test_slurm.py's own experiments."""
+    """seed(workdir, models, checkpoint=False): copies into workdir what the workflow's model
+    rules write for each synthetic model of `models` (results/models/<name>/: the MNN export,
+    its manifest, its layout; with `checkpoint`, the transformers checkpoint `hf/` too, which
+    a run deletes once its consumers are done, for a workflow that converts it again: the
+    control engine's GGUF), made by the workflow itself (`snakemake --notemp
+    results/models/<name>/layout.json`) once per test run and shared by its workers (a lock
+    per model). Snakemake then treats them as made (the copies keep their times, and without
+    records of their own no rerun trigger fires) and runs only the stages a test is about: a
+    test of the devices, the schedule, a cluster or the control engine does not make and
+    export the same tiny checkpoint again. The model rules themselves run here, in the
+    quickstart, and in tests/workflow/test_workflow.py's and tests/workflow/test_slurm.py's
+    own experiments."""
     cache = shared_dir(tmp_path_factory) / "workflow-models"
     cache.mkdir(exist_ok=True)
 
-    def seed(workdir: Path, models: dict) -> None:
+    def seed(workdir: Path, models: dict, checkpoint: bool = False) -> None:
         for name, spec in models.items():
             made = made_model(cache, name, spec)
-            shutil.copytree(made, Path(workdir) / "results" / "models" / name)
+            leave = None if checkpoint else shutil.ignore_patterns("hf")
+            shutil.copytree(made, Path(workdir) / "results" / "models" / name, ignore=leave)
 
     return seed
 
@@ -264,7 +268,7 @@ def made_model(cache: Path, name: str, spec: dict) -> Path:
             targets = [f"results/models/{name}/{f}" for f in ("manifest.json", "layout.json")]
             run_snakemake(
                 ROOT, "--cores", "2", "--configfile", workdir / "models.yaml",
-                "--directory", workdir, *targets,
+                "--directory", workdir, "--notemp", *targets,
             )  # fmt: skip
     return made
 

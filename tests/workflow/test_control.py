@@ -40,11 +40,16 @@ def with_this_machines_compiler(repo) -> str:
     return version.split("\n")[0]
 
 
-def test_the_control_engine_runs_beside_mnn_and_both_pairs_reach_one_report(root, tmp_path):
+def test_the_control_engine_runs_beside_mnn_and_both_pairs_reach_one_report(
+    root, seed_models, tmp_path
+):
     repo = copy_repository(root, tmp_path / "repo")
     compiler = with_this_machines_compiler(repo)
+    # the MNN export and the checkpoint the GGUF is converted from, made once per test run
+    seed_models(repo, yaml.safe_load((repo / CONTROL).read_text())["models"], checkpoint=True)
     run_snakemake(repo, "--cores", "2", "--configfile", CONTROL)
     out = repo / "results" / "control"
+    assert not (repo / "logs" / "make_synthetic_model").exists()  # the seeded checkpoint served
 
     (build,) = [
         json.loads(p.read_text()) for p in (repo / "results" / "engines").glob("llama-*/build.json")
