@@ -313,6 +313,7 @@ def quickstart_repo(tmp_path_factory) -> Path:
     repo = copy_repository(ROOT, tmp_path_factory.mktemp("quickstart") / "repo")
     config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
     config["bench"]["quiet_timeout_s"] = 0
+    config["bench"]["quiet_window_s"] = 0.1  # the shortest load sample, not 0.5 s each time
     # 4 fixed interleaved blocks, not 6-10 until the mechanism check settles: the same DAG
     # and schedule (the CI needs 2; stopping on the verdict is tests/unit/test_verdict_stop.py);
     # the full-size quickstart is timed by benchmarks/quickstart_timing.py, not here

@@ -38,6 +38,7 @@ def test_fallback_and_vector_length_checks_and_no_emulated_speedups(root, seed_m
     # tokens) under QEMU; the same code, half the emulated steps
     cfg["correctness"]["max_new_tokens"] = 8
     cfg["bench"]["quiet_timeout_s"] = 0  # measure the load and mark it, never wait (busy CI)
+    cfg["bench"]["quiet_window_s"] = 0.1  # the shortest load sample (0.5 s: per invocation)
     # profiled: the CPUs the kernel checks below read (a QEMU profile runs twice, logging
     # every block: ~1 minute per device here)
     cfg["attribution"]["devices"] = PROFILED
