@@ -4,7 +4,10 @@ Usage: python benchmarks/test_time.py [--cold-ccache] [--workers N]
 
 Clones this repository's HEAD into a temporary directory, runs the README's install command
 there (`bash install.sh`, with this machine's own pip set-up), then the README's test command
-(`pytest`) in that environment, as CI does, and times the test command alone. Writes
+(`pytest`) in that environment, as CI does, and times the test command alone, with its CPU
+time and what the machine's CPUs did meanwhile (busy, idle, and stolen by a virtual machine's
+host: this machine's speed drifts from run to run, and the CPU time says how much work the
+suite was). Writes
 benchmarks/results/test_time.{md,json} (with --cold-ccache: test_time-cold-ccache.{md,json}):
 the time, the state of the compiler cache, pytest's summary line and its 15 slowest tests. Run
 it on an otherwise idle machine: the time is the machine's, not only the tests'.
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -47,6 +51,25 @@ def ccache_files(env: dict) -> int | None:
     ).stdout
     stats = dict(line.split("\t") for line in out.splitlines())
     return int(stats["files_in_cache"])
+
+
+def machine_seconds() -> dict[str, float]:
+    """Seconds of all CPUs since boot (/proc/stat's first line): busy (user, nice, system,
+    irq, softirq), idle (and iowait), and steal (time a virtual machine's CPUs were ready
+    but its host ran something else: a slower machine for the same work)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:9]
+    user, nice, system, idle, iowait, irq, softirq, steal = map(int, fields)
+    tick = os.sysconf("SC_CLK_TCK")
+    return {
+        "busy": (user + nice + system + irq + softirq) / tick,
+        "idle": (idle + iowait) / tick,
+        "steal": steal / tick,
+    }
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main(argv: list[str]) -> int:
@@ -78,7 +101,7 @@ def main(argv: list[str]) -> int:
             ccache = f"a new cache, empty at start (--cold-ccache; {cached} files)"
         else:
             ccache = f"this machine's, {cached} files at start"
-        start = time.monotonic()
+        start, machine, cpu = time.monotonic(), machine_seconds(), children_cpu_s()
         proc = subprocess.run(
             ["pytest", "--durations=15", "-p", "no:cacheprovider", *workers],
             cwd=clone,
@@ -88,6 +111,8 @@ def main(argv: list[str]) -> int:
             check=False,
         )
         seconds = round(time.monotonic() - start, 1)
+        cpu = round(children_cpu_s() - cpu, 1)  # pytest and every process it waited for
+        machine = {k: round(v - machine[k], 1) for k, v in machine_seconds().items()}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     lines = proc.stdout.splitlines()
@@ -99,6 +124,8 @@ def main(argv: list[str]) -> int:
     result = {
         "test_s": seconds,
         "goal_s": GOAL_S,
+        "cpu_s": cpu,
+        "machine_s": machine,
         "ccache": ccache,
         "exit_code": proc.returncode,
         "summary": summary.strip("= "),
@@ -116,6 +143,9 @@ def main(argv: list[str]) -> int:
         + " in that environment (CI's steps); the time is the test command's alone.",
         "",
         f"- time: **{seconds} s** (goal ≤ {GOAL_S} s), exit code {proc.returncode}",
+        f"- CPU time of the test command: {cpu} s (user + system, its processes); the "
+        f"machine's CPUs meanwhile: {machine['busy']} s busy, {machine['idle']} s idle, "
+        f"{machine['steal']} s stolen by the virtual machine's host",
         f"- compiler cache (ccache): {ccache}",
         f"- pytest: {result['summary']}",
         *[f"- {line}" for line in result["failed"]],
