@@ -4,13 +4,13 @@ Usage: python benchmarks/test_time.py [--cold-ccache] [--workers N]
 
 Clones this repository's HEAD into a temporary directory, runs the README's install command
 there (`bash install.sh`, with this machine's own pip set-up), then the README's test command
-(`pytest`) in that environment, as CI does, and times the test command alone, with its CPU
-time and what the machine's CPUs did meanwhile (busy, idle, and stolen by a virtual machine's
-host: this machine's speed drifts from run to run, and the CPU time says how much work the
-suite was). Writes
+(`pytest`) in that environment, as CI does, and times the test command alone. Writes
 benchmarks/results/test_time.{md,json} (with --cold-ccache: test_time-cold-ccache.{md,json}):
-the time, the state of the compiler cache, pytest's summary line and its 15 slowest tests. Run
-it on an otherwise idle machine: the time is the machine's, not only the tests'.
+the time, the test command's CPU time, what the machine's CPUs did meanwhile (busy, idle, and
+stolen by a virtual machine's host: such a machine's speed drifts from run to run, and the CPU
+time says how much work the suite was), the state of the compiler cache, pytest's summary line
+and its 15 slowest tests. Run it on an otherwise idle machine: the time is the machine's, not
+only the tests'.
 
 The tests build llama.cpp (the control engine) from source; ccache keeps its objects between
 runs on one machine (CCACHE_BASEDIR: toolchain/cmake.build_environment). `--cold-ccache` runs
