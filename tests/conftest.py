@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import io
 import shutil
 import sys
 from pathlib import Path
@@ -174,23 +173,15 @@ def root() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory) -> Path:
-    """A real MNN model: tiny seeded Qwen3, converted with llmexport (about 10 s), made once
-    per test run and shared by its workers (read only)."""
-    from mnnrepro.models.export import export_model
-    from mnnrepro.models.synthetic import make_model
+def tiny_model(workflow_model) -> Path:
+    """A real MNN model: the tiny seeded Qwen3 (seed 0) as the workflow's own model rules
+    export it (results/models/<name>/mnn of workflow_model, which the workflow's tests seed
+    from), made once per test run and shared by its workers (read only)."""
+    return workflow_model("synth-tiny", TINY) / "mnn"
 
-    base = shared_dir(tmp_path_factory) / "tiny-model"
-    with made_once(base) as missing:
-        if missing:
-            base.mkdir()
-            make_model("tiny", 0, base / "hf")
-            log = io.StringIO()
-            manifest = export_model(str(base / "hf"), str(base / "mnn"), 4, 64, log)
-            shutil.rmtree(base / "hf")
-            (base / "export.log").write_text(log.getvalue())
-            (base / "manifest.json").write_text(__import__("json").dumps(manifest))
-    return base / "mnn"
+
+TINY = {"synthetic": {"shape": "tiny", "seed": 0}}  # config/emulated-sme2.yaml's synth-tiny
+TINY_VL = {"synthetic": {"shape": "tiny-vl", "seed": 0}}  # config-tiny.yaml's synth-tiny-vl
 
 
 def shared_dir(tmp_path_factory) -> Path:
@@ -223,33 +214,40 @@ def made_once(path: Path):
 
 
 @pytest.fixture(scope="session")
-def seed_models(tmp_path_factory):
+def workflow_model(tmp_path_factory):
+    """made(name, spec) -> results/models/<name>/ of a run of the workflow's model rules alone
+    for the synthetic model `spec` (see made_model): made once per test run, shared by its
+    workers (a lock per model), read only."""
+    cache = shared_dir(tmp_path_factory) / "workflow-models"
+    cache.mkdir(exist_ok=True)
+    return lambda name, spec: made_model(cache, name, spec)
+
+
+@pytest.fixture(scope="session")
+def seed_models(workflow_model):
     """seed(workdir, models, checkpoint=False): copies into workdir what the workflow's model
     rules write for each synthetic model of `models` (results/models/<name>/: the MNN export,
     its manifest, its layout; with `checkpoint`, the transformers checkpoint `hf/` too, which
     a run deletes once its consumers are done, for a workflow that converts it again: the
-    control engine's GGUF), made by the workflow itself (`snakemake --notemp
-    results/models/<name>/layout.json`) once per test run and shared by its workers (a lock
-    per model). Snakemake then treats them as made (the copies keep their times, and without
-    records of their own no rerun trigger fires) and runs only the stages a test is about: a
-    test of the devices, the schedule, a cluster or the control engine does not make and
-    export the same tiny checkpoint again. The model rules themselves run here, in the
-    quickstart, and in tests/workflow/test_workflow.py's and tests/workflow/test_slurm.py's
-    own experiments."""
-    cache = shared_dir(tmp_path_factory) / "workflow-models"
-    cache.mkdir(exist_ok=True)
+    control engine's GGUF), made by the workflow itself (workflow_model) once per test run.
+    Snakemake then treats them as made (the copies keep their times, and without records of
+    their own no rerun trigger fires) and runs only the stages a test is about: a test of the
+    devices, the schedule, a cluster or the control engine does not make and export the same
+    tiny checkpoint again. The model rules themselves run here, in the quickstart, and in
+    tests/workflow/test_workflow.py's and tests/workflow/test_slurm.py's own experiments."""
 
     def seed(workdir: Path, models: dict, checkpoint: bool = False) -> None:
         for name, spec in models.items():
-            made = made_model(cache, name, spec)
             leave = None if checkpoint else shutil.ignore_patterns("hf")
-            shutil.copytree(made, Path(workdir) / "results" / "models" / name, ignore=leave)
+            target = Path(workdir) / "results" / "models" / name
+            shutil.copytree(workflow_model(name, spec), target, ignore=leave)
 
     return seed
 
 
 def made_model(cache: Path, name: str, spec: dict) -> Path:
-    """results/models/<name>/ of a run of the workflow's model rules alone (see seed_models)."""
+    """results/models/<name>/ of a run of the workflow's model rules alone (`snakemake --notemp`:
+    with the checkpoint, hf/), in cache."""
     import hashlib
     import json
 

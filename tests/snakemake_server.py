@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import json
 import os
 import subprocess
@@ -43,6 +44,32 @@ def serve() -> None:
         _, status = os.waitpid(pid, 0)
         responses.write(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}) + "\n")
         responses.flush()
+        import_installed(Path(request["stderr"]).with_name("imported"))
+
+
+def import_installed(listing: Path) -> None:
+    """Imports the installed modules a run imported (its listing, if it wrote one), so that
+    the next run is forked with them: Snakemake's API, DAG and plugins, the libraries its
+    Snakefile reads the config with. A module that does not import is left to the runs."""
+    with contextlib.suppress(OSError):
+        for name in listing.read_text().split():
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+
+def installed_modules() -> list[str]:
+    """The names of the loaded modules whose files are the interpreter's or its installed
+    packages' (never a checkout's: this repository's `mnnrepro` is imported by each run)."""
+    import sysconfig
+
+    places = tuple(
+        {os.path.join(sysconfig.get_path(key), "") for key in ("stdlib", "purelib", "platlib")}
+    )
+    return sorted(
+        name
+        for name, module in list(sys.modules.items())
+        if (getattr(module, "__file__", None) or "").startswith(places)
+    )
 
 
 def run_child(request: dict) -> None:
@@ -76,6 +103,8 @@ def run_child(request: dict) -> None:
             if isinstance(exit.code, str):
                 print(exit.code, file=sys.stderr)
         atexit._run_exitfuncs()
+        listing = Path(request["stderr"]).with_name("imported")
+        listing.write_text("\n".join(installed_modules()))
     except BaseException:
         import traceback
 

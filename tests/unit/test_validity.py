@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import greedy_answers, pair_mode
+from conftest import TINY_VL, greedy_answers, pair_mode
 
 from mnnrepro.analysis import verdict as vd
 from mnnrepro.analysis.summary import summarize
@@ -128,14 +126,10 @@ def test_device_matrix_judges_a_non_sme2_device_by_no_regression():
     assert summary.loc[("x300", "prefill"), "verdict"] == vd.REPRODUCED
 
 
-def test_broken_variant_is_invalid_with_the_reason(tiny_model, tmp_path):
-    """A 'treatment' that runs a different model file: real greedy outputs disagree."""
-    from mnnrepro.models.export import export_model
-    from mnnrepro.models.synthetic import make_model
-
-    make_model("tiny", 7, tmp_path / "hf")
-    other = tmp_path / "other"
-    export_model(str(tmp_path / "hf"), str(other), 4, 64, io.StringIO())
+def test_broken_variant_is_invalid_with_the_reason(tiny_model, workflow_model, tmp_path):
+    """A 'treatment' that runs a different model file (other weights: the tiny Qwen3-VL's
+    text decoder): real greedy outputs disagree."""
+    other = workflow_model("synth-tiny-vl", TINY_VL) / "mnn"
     answers = {}
     for name, model in (("off", tiny_model), ("on", other)):
         answers[name] = greedy_answers(model, ["你好"], tmp_path / f"{name}.json")

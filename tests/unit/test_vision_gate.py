@@ -8,7 +8,7 @@ import io
 import numpy as np
 import pytest
 import yaml
-from conftest import greedy_answers, run_snakemake
+from conftest import TINY_VL, greedy_answers, run_snakemake
 from PIL import Image, ImageOps
 
 from mnnrepro.config import ConfigError, prompt_image_files
@@ -27,14 +27,15 @@ STAGED = {"config/images/test-card.png": {"device_path": "/d/0-test-card.png", "
 
 
 @pytest.fixture(scope="module")
-def tiny_vl(tmp_path_factory):
-    """tiny-vl (Qwen3-VL layout: text decoder + vision encoder), exported twice (~15 s)."""
-    from mnnrepro.models.synthetic import make_model
-
+def tiny_vl(workflow_model, tmp_path_factory):
+    """tiny-vl (Qwen3-VL layout: text decoder + vision encoder): `mnn`, the workflow's export
+    of config-tiny.yaml's synth-tiny-vl, and `again`, its checkpoint `hf` exported once more
+    here (~7 s)."""
+    made = workflow_model("synth-tiny-vl", TINY_VL)
     base = tmp_path_factory.mktemp("tiny-vl")
-    make_model("tiny-vl", 0, base / "hf")
-    for name in ("mnn", "again"):
-        export_model(str(base / "hf"), str(base / name), 4, 64, io.StringIO())
+    for name in ("mnn", "hf"):
+        (base / name).symlink_to(made / name)
+    export_model(str(made / "hf"), str(base / "again"), 4, 64, io.StringIO())
     return base
 
 
