@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mnnrepro.stats import paired_blocks
+from mnnrepro.stats import paired_blocks, t_quantile
 from mnnrepro.store.schema import open_store
 
 KEY = ("device", "model", "phase", "baseline", "treatment")
@@ -73,11 +73,9 @@ def block_log_ratios(db: sqlite3.Connection, run_id: str, key: tuple) -> np.ndar
 
 def welch_ratio(a: np.ndarray, b: np.ndarray, ci_level: float) -> tuple[float, float, float]:
     """b's speedup over a's (ratio of geometric means) with its Welch t interval."""
-    from scipy import stats as sps
-
     va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    half = sps.t.ppf(0.5 + ci_level / 2, df) * math.sqrt(va + vb)
+    half = t_quantile(0.5 + ci_level / 2, df) * math.sqrt(va + vb)
     diff = b.mean() - a.mean()
     return math.exp(diff), math.exp(diff - half), math.exp(diff + half)
 
