@@ -233,8 +233,8 @@ def seed_models(workflow_model):
     Snakemake then treats them as made (the copies keep their times, and without records of
     their own no rerun trigger fires) and runs only the stages a test is about: a test of the
     devices, the schedule, a cluster or the control engine does not make and export the same
-    tiny checkpoint again. The model rules themselves run here, in the quickstart, and in
-    tests/workflow/test_workflow.py's and tests/workflow/test_slurm.py's own experiments."""
+    tiny checkpoint again. The model rules themselves run here (with config-tiny.yaml), in
+    the quickstart and in tests/workflow/test_slurm.py's experiment (as Slurm jobs)."""
 
     def seed(workdir: Path, models: dict, checkpoint: bool = False) -> None:
         for name, spec in models.items():

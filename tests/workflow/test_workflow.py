@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from conftest import assert_report, run_snakemake, without_replay_section
 
 # tiny_run is module-scoped: every test of the module on one worker (but the sweep, below)
@@ -34,8 +35,11 @@ def snakemake(
 
 
 @pytest.fixture(scope="module")
-def tiny_run(root, tmp_path_factory):
+def tiny_run(root, seed_models, tmp_path_factory):
+    """The tiny experiment, every stage from its model on (the model rules' own run of this
+    config is the seed's: conftest.seed_models)."""
     workdir = tmp_path_factory.mktemp("tiny-run")
+    seed_models(workdir, yaml.safe_load((root / TINY).read_text())["models"])
     snakemake(root, workdir)
     return workdir
 
