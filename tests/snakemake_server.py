@@ -10,8 +10,10 @@ plugin, the Slurm one pandas): a dry run of the quickstart took 1.75 CPU-s start
 The server is a new interpreter started with the environment the runs ask for (one server per
 environment but pytest's name of the current test, so a variable read at import is read as in
 a new process; the child runs with the request's whole environment), and it holds nothing
-but Snakemake's modules: no test's state, threads or warning filters, and none of this
-repository's code (a run imports its own checkout's `mnnrepro`, as a new process does). A child
+but installed modules, Snakemake's and those the runs before imported (their list, which each
+child writes: the next child is forked with them), and no test's state, threads or warning
+filters, and none of this repository's code (a run imports its own checkout's `mnnrepro`, as
+a new process does). A child
 is a fork of it, as multiprocessing's forkserver makes them; only Python's hash seed is the
 server's in all of its children (a new process draws its own).
 """
@@ -42,19 +44,26 @@ def serve() -> None:
         if pid == 0:
             run_child(request)
         _, status = os.waitpid(pid, 0)
+        imported = listed(Path(request["stderr"]).with_name("imported"))  # before it is gone
         responses.write(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}) + "\n")
         responses.flush()
-        import_installed(Path(request["stderr"]).with_name("imported"))
+        import_installed(imported)
 
 
-def import_installed(listing: Path) -> None:
-    """Imports the installed modules a run imported (its listing, if it wrote one), so that
-    the next run is forked with them: Snakemake's API, DAG and plugins, the libraries its
-    Snakefile reads the config with. A module that does not import is left to the runs."""
+def listed(listing: Path) -> list[str]:
+    """The module names a child wrote (none if it wrote no list)."""
     with contextlib.suppress(OSError):
-        for name in listing.read_text().split():
-            with contextlib.suppress(Exception):
-                importlib.import_module(name)
+        return listing.read_text().split()
+    return []
+
+
+def import_installed(names: list[str]) -> None:
+    """Imports the installed modules a run imported, so that the next run is forked with them:
+    Snakemake's API, DAG and plugins, the libraries its Snakefile reads the config with. A
+    module that does not import is left to the runs."""
+    for name in names:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
 
 
 def installed_modules() -> list[str]:

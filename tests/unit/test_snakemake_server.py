@@ -70,3 +70,18 @@ def test_each_run_imports_its_own_directorys_code_and_gets_the_requested_environ
     assert (second / "out.txt").read_text() == "from-the-request\n"  # the job's environment
     key = tuple(sorted((k, v) for k, v in env.items() if k != "PYTEST_CURRENT_TEST"))
     assert key in snakemake_server.SERVERS  # one server for both: the test's name aside
+
+
+def test_a_run_is_forked_with_the_installed_modules_the_runs_before_it_imported(tmp_path):
+    """The server imports what a run imported from the interpreter's and the installed
+    packages' files (here the standard library's colorsys, which Snakemake does not import),
+    never the run's own directory's modules (the test above)."""
+    where = tmp_path / "w"
+    where.mkdir()
+    (where / "Snakefile").write_text(
+        'import sys\nprint("colorsys loaded:", "colorsys" in sys.modules)\nimport colorsys\n'
+    )
+    env = {**__import__("os").environ, "A_SERVER_OF_ITS_OWN": str(tmp_path)}
+    first, second = (snakemake(["-n", "--cores", "1"], where, env) for _ in range(2))
+    assert "colorsys loaded: False" in first.stdout + first.stderr
+    assert "colorsys loaded: True" in second.stdout + second.stderr
