@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from loopback_index import public_pip_env, torch_wheel, wheel_index  # noqa: E402
-from provenance import write_results  # noqa: E402
+from provenance import clone_of_head, write_results  # noqa: E402
 from python_versions import du_mb  # noqa: E402
 
 ARCHIVE = "benchmarks/results/host-sme2-archive.tar.gz"
@@ -53,11 +53,12 @@ def indexes(output: str) -> list[str]:
 
 def case(python: str, light: bool, work: Path, env: dict) -> dict:
     clone = work / ("light" if light else "full")
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    commit = clone_of_head(clone)
     argv = ["bash", "install.sh", *(["--light"] if light else [])]
     code, seconds, out = timed(argv, clone, {**env, "PYTHON": python})
     row = {
         "case": "light" if light else "full",
+        "commit": commit,
         "python": subprocess.run([python, "-V"], capture_output=True, text=True).stdout.strip(),
         "install_rc": code,
         "install_s": seconds,
@@ -107,7 +108,11 @@ def main(argv: list[str]) -> int:
             f"| {r['case']} | {r['python']} | {r['install_s']} s (exit {r['install_rc']}) | "
             f"{r['venv_mb']} MB | {', '.join(r['indexes'])} | {replay} |"
         )
-    write_results("install_public", {"rows": rows}, lines, of_a_clone=True)
+    commits = {r["commit"] for r in rows}
+    if len(commits) != 1:
+        print(f"HEAD moved while the clones were made ({sorted(commits)}): run it again")
+        return 1
+    write_results("install_public", {"rows": rows}, lines, clone_commit=commits.pop())
     print("\n".join(lines))
     return 0 if all(r["install_rc"] == 0 and r.get("replay_rc", 0) == 0 for r in rows) else 1
 

@@ -11,10 +11,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def commit_state() -> tuple[str, bool]:
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short=10", "HEAD"], cwd=ROOT, capture_output=True, text=True
+def head_commit(repo: Path) -> str:
+    return subprocess.run(
+        ["git", "rev-parse", "--short=10", "HEAD"], cwd=repo, capture_output=True, text=True
     ).stdout.strip()
+
+
+def clone_of_head(dest: Path) -> str:
+    """A clone of this repository's HEAD at dest; the commit it holds (HEAD may move while a
+    benchmark runs: the clone's commit is the one measured)."""
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(dest)], check=True)
+    return head_commit(dest)
+
+
+def commit_state() -> tuple[str, bool]:
+    commit = head_commit(ROOT)
     dirty = subprocess.run(  # a benchmark's own outputs do not make the tree dirty
         ["git", "status", "--porcelain", "--", ".", ":(exclude)benchmarks/results"],
         cwd=ROOT,
@@ -24,14 +35,15 @@ def commit_state() -> tuple[str, bool]:
     return commit, bool(dirty)
 
 
-def measured_record(of_a_clone: bool = False) -> dict:
+def measured_record(clone_commit: str | None = None) -> dict:
     """When, where, at which commit and with which command: the `measured` field of every
-    results JSON file (its .md file says the same in its measured-on line). of_a_clone: the
-    benchmark measured a clone of HEAD, which holds no uncommitted change of this tree."""
+    results JSON file (its .md file says the same in its measured-on line). clone_commit: the
+    benchmark measured a clone (clone_of_head) holding that commit and no uncommitted change
+    of this tree."""
     import sys
 
-    commit, dirty = commit_state()
-    dirty = dirty and not of_a_clone
+    of_a_clone = clone_commit is not None
+    commit, dirty = (clone_commit, False) if of_a_clone else commit_state()
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     machine = f"{os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}"
     script = Path(sys.argv[0]).resolve()
@@ -60,15 +72,15 @@ def stamped(markdown: str) -> str:
 
 
 def write_results(
-    name: str, result: dict, markdown_lines: list[str], of_a_clone: bool = False
+    name: str, result: dict, markdown_lines: list[str], clone_commit: str | None = None
 ) -> None:
     """benchmarks/results/<name>.json (the numbers) and <name>.md (stamped with when, where
-    and at which commit; of_a_clone: see measured_record)."""
+    and at which commit; clone_commit: see measured_record)."""
     import json
 
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    measured = measured_record(of_a_clone)
+    measured = measured_record(clone_commit)
     stamped_result = {"measured": measured, **result}
     (out / f"{name}.json").write_text(json.dumps(stamped_result, indent=2) + "\n")
     title, _, rest = ("\n".join(markdown_lines) + "\n").partition("\n")

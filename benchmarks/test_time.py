@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from provenance import write_results  # noqa: E402
+from provenance import clone_of_head, write_results  # noqa: E402
 
 GOAL_S = 600
 
@@ -84,7 +84,7 @@ def main(argv: list[str]) -> int:
     work = Path(tempfile.mkdtemp(prefix="test-time-"))
     try:
         clone = work / "clone"
-        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        commit = clone_of_head(clone)
         subprocess.run(["bash", "install.sh"], cwd=clone, check=True, capture_output=True)
         venv_bin = clone / ".venv" / "bin"
         env = {
@@ -154,7 +154,7 @@ def main(argv: list[str]) -> int:
         "",
         *[f"- `{line}`" for line in slowest],
     ]
-    write_results(name, result, md, of_a_clone=True)  # it measured a clone of HEAD
+    write_results(name, result, md, clone_commit=commit)  # it measured a clone of HEAD
     print("\n".join(md))
     return 0 if proc.returncode == 0 else 1
 
