@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import sys
 import tempfile
 import time
@@ -33,6 +32,7 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 from provenance import write_results  # noqa: E402
 
+from mnnrepro.devices.base import children_cpu_seconds  # noqa: E402
 from mnnrepro.toolchain.llamacpp import build_engine, provide_source  # noqa: E402
 from mnnrepro.toolchain.records import BuildJob  # noqa: E402
 
@@ -51,15 +51,13 @@ SETTINGS = {  # name: the -D flags of the engine's and the quantizer's build ali
 CONTROL_SETTING = "None, unity build, clang-16"  # the control test's (CONTROL's flags)
 
 
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def timed(step) -> dict:
-    cpu, wall = cpu_seconds(), time.perf_counter()
+    cpu, wall = children_cpu_seconds(), time.perf_counter()
     step()
-    return {"cpu_s": round(cpu_seconds() - cpu, 1), "wall_s": round(time.perf_counter() - wall, 1)}
+    return {
+        "cpu_s": round(children_cpu_seconds() - cpu, 1),
+        "wall_s": round(time.perf_counter() - wall, 1),
+    }
 
 
 def build(source: dict, name: str, flags: dict, work: Path, jobs: int) -> dict:

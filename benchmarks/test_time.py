@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -36,8 +35,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 from provenance import clone_of_head, write_results  # noqa: E402
+
+from mnnrepro.devices.base import children_cpu_seconds  # noqa: E402
 
 GOAL_S = 600
 
@@ -65,11 +67,6 @@ def machine_seconds() -> dict[str, float]:
         "idle": (idle + iowait) / tick,
         "steal": steal / tick,
     }
-
-
-def children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def main(argv: list[str]) -> int:
@@ -101,7 +98,7 @@ def main(argv: list[str]) -> int:
             ccache = f"a new cache, empty at start (--cold-ccache; {cached} files)"
         else:
             ccache = f"this machine's, {cached} files at start"
-        start, machine, cpu = time.monotonic(), machine_seconds(), children_cpu_s()
+        start, machine, cpu = time.monotonic(), machine_seconds(), children_cpu_seconds()
         proc = subprocess.run(
             ["pytest", "--durations=15", "-p", "no:cacheprovider", *workers],
             cwd=clone,
@@ -111,7 +108,7 @@ def main(argv: list[str]) -> int:
             check=False,
         )
         seconds = round(time.monotonic() - start, 1)
-        cpu = round(children_cpu_s() - cpu, 1)  # pytest and every process it waited for
+        cpu = round(children_cpu_seconds() - cpu, 1)  # pytest and every process it waited for
         machine = {k: round(v - machine[k], 1) for k, v in machine_seconds().items()}
     finally:
         shutil.rmtree(work, ignore_errors=True)
