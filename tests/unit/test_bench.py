@@ -122,7 +122,7 @@ def test_precision_on_demand_stops_where_the_records_say_and_resumes_the_same(ti
     def stop_at(target):
         repetitions = {"min": 4, "max": 5, "target_half_width": target}
         return lambda records, blocks: stopping_decision(
-            records, blocks, repetitions, [("a", "b")], 0.95
+            records, blocks, repetitions, [("a", "b")], {"ci_level": 0.95}
         )
 
     plan = interleaved(["a", "b"], 5)

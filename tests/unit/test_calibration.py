@@ -79,22 +79,22 @@ ON_DEMAND = {"min": 4, "max": 8, "target_half_width": 0.02}
 
 def test_fixed_repetitions_stop_exactly_there():
     rs = records([1.3] * 5, [1.0] * 5)
-    assert stopping_decision(rs, 4, 5, PAIRS, 0.95) is None
-    assert stopping_decision(rs, 5, 5, PAIRS, 0.95)["reason"] == "fixed repetitions"
+    assert stopping_decision(rs, 4, 5, PAIRS, {"ci_level": 0.95}) is None
+    assert stopping_decision(rs, 5, 5, PAIRS, {"ci_level": 0.95})["reason"] == "fixed repetitions"
 
 
 def test_precision_on_demand_stops_at_the_target_or_at_max_and_says_which():
     quiet = records([1.3] * 8, [1.0, 1.001, 0.999, 1.0, 1.0, 1.0, 1.0, 1.0])
-    assert stopping_decision(quiet, 3, ON_DEMAND, PAIRS, 0.95) is None  # before min
-    stop = stopping_decision(quiet, 4, ON_DEMAND, PAIRS, 0.95)
+    assert stopping_decision(quiet, 3, ON_DEMAND, PAIRS, {"ci_level": 0.95}) is None  # before min
+    stop = stopping_decision(quiet, 4, ON_DEMAND, PAIRS, {"ci_level": 0.95})
     assert stop["reason"] == "target half-width 2.0% reached"
     assert set(stop["half_widths"]) == {"off/on prefill", "off/on decode"}
     noisy = records([1.3] * 8, [1.0, 1.2, 0.8, 1.1, 0.9, 1.2, 0.8, 1.0])
-    assert stopping_decision(noisy, 5, ON_DEMAND, PAIRS, 0.95) is None
-    stop = stopping_decision(noisy, 8, ON_DEMAND, PAIRS, 0.95)
+    assert stopping_decision(noisy, 5, ON_DEMAND, PAIRS, {"ci_level": 0.95}) is None
+    stop = stopping_decision(noisy, 8, ON_DEMAND, PAIRS, {"ci_level": 0.95})
     assert stop["reason"].startswith("max 8 blocks reached")
     # a function of the records: a resumed run decides the same
-    assert stopping_decision(noisy, 8, ON_DEMAND, PAIRS, 0.95) == stop
+    assert stopping_decision(noisy, 8, ON_DEMAND, PAIRS, {"ci_level": 0.95}) == stop
 
 
 def test_joint_stopping_waits_for_every_ci_and_says_when_the_target_was_missed():

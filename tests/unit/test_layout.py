@@ -59,7 +59,8 @@ def test_every_module_belongs_to_a_stage_or_is_shared():
     # sweep's points (the rules plan them, the runs measure them, the analysis reads them)
     # pinned downloads and the one safe extraction
     assert top_level == {
-        *("config", "logs", "files", "errors", "records", "stats", "sweep_plan"),
+        *("config", "logs", "files", "errors", "records", "stats", "intervals", "sweep_plan"),
+        "assumptions",
         *("fetch", "unpack"),
     }
     assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} == STAGES

@@ -51,8 +51,8 @@ def test_the_summary_judges_the_gap_the_stopping_rule_settles():
     mechanism check's interval after a verdict-mode run is the stopping rule's own row's."""
     import pandas as pd
 
-    from mnnrepro.runs.precision import verdict_stop
-    from mnnrepro.stats import run_intervals
+    from mnnrepro.intervals import run_intervals
+    from mnnrepro.runs.precision import StoppingRule, verdict_stop
 
     table = pd.read_csv(ROOT / "benchmarks" / "results" / "ci_halfwidth-bench.csv")
     rule = {"min": 6, "max": 10, "until": "verdict"}
@@ -60,7 +60,8 @@ def test_the_summary_judges_the_gap_the_stopping_rule_settles():
     found = gain_gap(table, "one-thread", "two-threads", stats_cfg, df)
     name = "one-thread/two-threads prefill>decode"
     logs = block_log_ratios(records_of_table(table), name)
-    stop = verdict_stop({name: logs}, {name: [1.0]}, rule, logs.size, 0.95, 0.0)
+    stopping = StoppingRule.of(rule, {"ci_level": 0.95})
+    stop = verdict_stop({name: logs}, {name: [1.0]}, stopping, logs.size, 0.0)
     state = stop["rows"][name]
     assert found["n_pairs"] == logs.size == 10
     assert (found["ci_low"], found["ci_high"]) == pytest.approx((state["low"], state["high"]))

@@ -11,18 +11,23 @@ from test_bench import BENCH, CountingDevice, specs, staged
 
 from mnnrepro.files import read_json
 from mnnrepro.runs.benchmark import STEPS, run_schedule
-from mnnrepro.runs.precision import row_state, verdict_stop, verdict_thresholds
+from mnnrepro.runs.precision import StoppingRule, row_state, verdict_stop, verdict_thresholds
 from mnnrepro.runs.schedule import interleaved
-from mnnrepro.stats import anytime_interval, t_interval
+from mnnrepro.stats import anytime_interval, sequential_t_level, t_interval
 
 RULE = {"min": 6, "max": 30, "target_half_width": 0.03, "until": "verdict"}
+
+
+def stop_rule(repetitions: dict, ci_level: float = 0.95) -> StoppingRule:
+    return StoppingRule.of(repetitions, {"ci_level": ci_level})
 
 
 def test_the_anytime_interval_is_wider_than_t_holds_the_mean_and_narrows():
     rng = np.random.default_rng(3)
     ratios = rng.normal(0.5, 0.05, 40)
-    low, high = anytime_interval(ratios[:5], 0.95)
+    low, high = anytime_interval(ratios[:4], 0.95)
     assert not np.isfinite([low, high]).all()  # too few blocks for the mixture to bound it
+    assert np.isfinite(anytime_interval(ratios[:5], 0.95)).all()  # nu = n - 1: from 5 on
     widths = []
     for n in (6, 10, 20, 40):
         low, high = anytime_interval(ratios[:n], 0.95)
@@ -98,22 +103,46 @@ def test_the_rule_stops_when_every_row_is_settled_and_says_where_each_settled():
     rows = {"inside": [1.71, 1.91], "outside": [1.03, 1.23], "aa": [1 / 1.05, 1.05]}
     ratios = {"inside": blocks_of(np.log(1.81), 8), "outside": blocks_of(0.0, 8)}
     ratios["aa"] = blocks_of(0.0, 8)
-    assert verdict_stop(ratios, rows, RULE, 5, 0.95, 0.0) is None  # before min
-    stop = verdict_stop(ratios, rows, RULE, 8, 0.95, 0.0)
+    rule = stop_rule(RULE)
+    assert verdict_stop(ratios, rows, rule, 5, 0.0) is None  # before min
+    stop = verdict_stop(ratios, rows, rule, 8, 0.0)
     assert stop["reason"] == "every judged row settled after 8 blocks"
     assert all(s["settled"] and s["first_settled_at"] == 6 for s in stop["rows"].values())
     # a row whose interval straddles its band's edge keeps the run going, to max
     edge = {"edge": [1.71, 1.91]}
     on_edge = {"edge": blocks_of(np.log(1.71), 30, sd=0.05)}
-    assert verdict_stop(on_edge, edge, RULE, 12, 0.95, 0.0) is None
-    stop = verdict_stop(on_edge, edge, RULE, 30, 0.95, 0.0)
+    assert verdict_stop(on_edge, edge, rule, 12, 0.0) is None
+    stop = verdict_stop(on_edge, edge, rule, 30, 0.0)
     assert stop["reason"] == "max 30 blocks reached; unsettled: ['edge']"
     assert not stop["rows"]["edge"]["settled"]
-    # or until the device time reaches the budget
-    budget = {**RULE, "budget_s": 3600}
-    assert verdict_stop(on_edge, edge, budget, 12, 0.95, 3599.0) is None
-    stop = verdict_stop(on_edge, edge, budget, 12, 0.95, 3600.0)
-    assert stop["reason"].startswith("device-time budget 3600 s spent (3600 s); unsettled")
+
+
+def test_the_budget_ends_the_run_before_a_block_that_would_pass_it():
+    """100 s a block so far, a budget of 1250 s: after 12 blocks (1200 s) the next would pass
+    it, so the run stops there, not one block later (1300 s)."""
+    edge = {"edge": [1.71, 1.91]}
+    on_edge = {"edge": blocks_of(np.log(1.71), 30, sd=0.05)}
+    rule = stop_rule({**RULE, "budget_s": 1250})
+    assert verdict_stop(on_edge, edge, rule, 11, 1100.0) is None
+    stop = verdict_stop(on_edge, edge, rule, 12, 1200.0)
+    assert stop["reason"].startswith(
+        "device-time budget 1250 s: the next look (block 13) would pass it at 100 s a block"
+    )
+    assert verdict_stop(on_edge, edge, rule, 12, 1140.0) is None  # 95 s a block: it fits
+
+
+def test_with_planned_looks_the_budget_ends_the_run_at_the_last_look_it_can_afford():
+    """Looks at 6, 18 and 30 blocks, 100 s a block, a budget of 2000 s: at block 6 the next
+    look (18: 1800 s) fits; at 18 the next (30: 3000 s) does not, so the run stops at 18, a
+    planned look, and never between looks, whatever it spent."""
+    edge = {"edge": [1.71, 1.91]}
+    on_edge = {"edge": blocks_of(np.log(1.71), 30, sd=0.05)}
+    rule = stop_rule({**RULE, "looks": 3, "budget_s": 2000})
+    assert rule.looks == (6, 18, 30)
+    assert verdict_stop(on_edge, edge, rule, 6, 600.0) is None
+    assert verdict_stop(on_edge, edge, rule, 12, 1990.0) is None  # not a look
+    stop = verdict_stop(on_edge, edge, rule, 18, 1800.0)
+    assert stop["blocks"] == 18 and "the next look (block 30) would pass it" in stop["reason"]
 
 
 def test_a_row_without_a_claim_holds_the_run_only_where_a_target_is_named():
@@ -122,45 +151,47 @@ def test_a_row_without_a_claim_holds_the_run_only_where_a_target_is_named():
     rows = {"gain": None, "prefill>decode": [1.0]}
     ratios = {"gain": blocks_of(0.5, 8, sd=0.2), "prefill>decode": blocks_of(0.3, 8)}
     no_target = {k: v for k, v in RULE.items() if k != "target_half_width"}
-    stop = verdict_stop(ratios, rows, no_target, 6, 0.95, 0.0)
+    stop = verdict_stop(ratios, rows, stop_rule(no_target), 6, 0.0)
     assert stop["reason"] == "every judged row settled after 6 blocks"
     assert stop["rows"]["gain"]["low"] is not None  # still reported with its interval
-    assert (
-        verdict_stop(ratios, rows, {**no_target, "target_half_width": 0.03}, 6, 0.95, 0.0) is None
-    )
+    with_target = stop_rule({**no_target, "target_half_width": 0.03})
+    assert verdict_stop(ratios, rows, with_target, 6, 0.0) is None
     # the mechanism check is not settled by the absence of a target
     unsure = {"gain": ratios["gain"], "prefill>decode": blocks_of(0.0, 8)}
-    assert verdict_stop(unsure, rows, {**no_target, "max": 30}, 8, 0.95, 0.0) is None
+    assert verdict_stop(unsure, rows, stop_rule({**no_target, "max": 30}), 8, 0.0) is None
 
 
-def test_with_planned_looks_it_stops_only_at_them_on_the_bonferroni_t_interval():
+def test_with_planned_looks_it_stops_only_at_them_on_the_calibrated_t_interval():
     """`looks: 2` between 6 and 10: a row settled at block 7 waits for block 10; at a look the
-    interval is Student t at 97.5 % (two looks sharing 5 %), which the summary reports too."""
-    from mnnrepro.stats import planned_looks, run_intervals
+    interval is Student t at the level calibrated for those two looks (97.1 %: narrower than
+    Bonferroni's 97.5 %, wider than a single look's 95 %), which the summary reports too."""
+    from mnnrepro.intervals import planned_looks, run_intervals
 
     rule = {"min": 6, "max": 10, "until": "verdict", "looks": 2}
     assert planned_looks(rule) == [6, 10]
     assert planned_looks({**rule, "max": 30, "looks": 3}) == [6, 18, 30]
+    level = sequential_t_level([6, 10], 0.95)
+    assert 0.95 < level < 0.975
     rows = {"prefill>decode": [1.0]}
     clear = {"prefill>decode": blocks_of(0.3, 6, sd=0.1)}
-    stop = verdict_stop(clear, rows, rule, 6, 0.95, 0.0)
+    stop = verdict_stop(clear, rows, stop_rule(rule), 6, 0.0)
     assert stop["reason"] == "every judged row settled after 6 blocks"
-    low, high = t_interval(clear["prefill>decode"], 0.975)
+    low, high = t_interval(clear["prefill>decode"], level)
     assert (stop["rows"]["prefill>decode"]["low"], stop["rows"]["prefill>decode"]["high"]) == (
         pytest.approx((float(low), float(high)))
     )
     stats_cfg, df = run_intervals({"ci_level": 0.95}, rule)
-    assert (stats_cfg["interval"], stats_cfg["ci_level"], df) == ("t", pytest.approx(0.975), None)
+    assert (stats_cfg["interval"], stats_cfg["ci_level"], df) == ("t", pytest.approx(level), None)
     # settled only from block 7: not a look, so the run goes on to the next one
     late = np.r_[[0.3, 0.05, 0.5, 0.1, 0.4, 0.0], np.full(4, 0.3)]
 
     def so_far(n):
         return {"prefill>decode": late[:n]}
 
-    assert verdict_stop(so_far(6), rows, rule, 6, 0.95, 0.0) is None
-    assert row_state(late[:7], [1.0], None, lambda r: t_interval(r, 0.975))["settled"]
-    assert verdict_stop(so_far(7), rows, rule, 7, 0.95, 0.0) is None
-    stop = verdict_stop(so_far(10), rows, rule, 10, 0.95, 0.0)
+    assert verdict_stop(so_far(6), rows, stop_rule(rule), 6, 0.0) is None
+    assert row_state(late[:7], [1.0], None, lambda r: t_interval(r, level))["settled"]
+    assert verdict_stop(so_far(7), rows, stop_rule(rule), 7, 0.0) is None
+    stop = verdict_stop(so_far(10), rows, stop_rule(rule), 10, 0.0)
     assert stop["reason"] == "every judged row settled after 10 blocks"
     assert stop["rows"]["prefill>decode"]["first_settled_at"] == 10
 
@@ -207,4 +238,4 @@ def test_a_real_schedule_stops_on_its_records_and_a_resumed_run_stops_at_the_sam
 def verdict_stop_from(records, blocks, rule, rows):
     from mnnrepro.runs.precision import stopping_decision
 
-    return stopping_decision(records, blocks, rule, [("a", "b")], 0.95, rows, 0.0)
+    return stopping_decision(records, blocks, rule, [("a", "b")], {"ci_level": 0.95}, rows, 0.0)

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from conftest import copy_repository, run_snakemake
 
-from mnnrepro.stats import interval_name, run_intervals
+from mnnrepro.intervals import interval_name, run_intervals
 
 ROOT = Path(__file__).resolve().parents[2]
 # each shipped experiment as a user runs it (an overlay after the config it extends)
@@ -145,11 +145,13 @@ def userland_pinned(config, message, found):
 
 def interval(config, message, found):
     """The interval the summary computes and names in summary.csv (`interval`): after a run that
-    stops on its verdict the anytime-valid one, after precision on demand t with the first
-    look's degrees of freedom."""
+    stops on its verdict t at the level calibrated for its looks, after precision on demand t
+    with the first look's degrees of freedom."""
     from mnnrepro.config import load_schema
 
-    stats = {**load_schema()["properties"]["stats"]["default"], **config.get("stats", {})}
+    defaults = load_schema()["properties"]["stats"]["properties"]
+    stats = {k: v["default"] for k, v in defaults.items() if "default" in v}
+    stats.update(config.get("stats", {}))
     return found[1] == interval_name(*run_intervals(stats, config["bench"]["repetitions"]))
 
 

@@ -104,7 +104,7 @@ rule run_bench:
         **BENCH_PARAMS,
         raw_dir="results/{experiment}/raw/{device}/{model}",
         pairs=PLAN.judged_pairs,
-        ci_level=PLAN.settings.ci_level,
+        stats=PLAN.settings.stats,
         # `--config remeasure=<label>`: measure again what was not measured under that label
         remeasure=PLAN.settings.remeasure,
         point="",  # the main benchmark, not a sweep point
@@ -170,7 +170,7 @@ rule run_sweep:
         image_names=[],
         model_formats=PLAN.model_formats,
         pairs=PLAN.judged_pairs,
-        ci_level=PLAN.settings.ci_level,
+        stats=PLAN.settings.stats,
         remeasure=PLAN.settings.remeasure,
         point=lambda wildcards: wildcards.point,
     message:

@@ -8,7 +8,7 @@ index = run_plan_for_rule(
     DeviceJob.of(snakemake),  # a vision model's main benchmark asks its images; a sweep none
     raw_dir=snakemake.params.raw_dir,
     pairs=[tuple(p) for p in snakemake.params.pairs],
-    ci_level=snakemake.params.ci_level,
+    stats=snakemake.params.stats,
     remeasure=snakemake.params.remeasure,
     comparison=snakemake.params.comparison,
     facts=snakemake.input.facts,

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from mnnrepro.stats import aa_stable, stopping_df, t_interval
+from mnnrepro.stats import aa_stable, t_interval
 
 NOISE = ("lognormal", "t3", "drift")
 TRUE_RATIO = 1.3  # the simulated treatment's true speedup
@@ -118,8 +118,8 @@ def joint_stopping(
     every one of `cis` CIs (pairs x phases, independent, `noise` of sd cv per invocation) has
     a relative half-width of at most target, or at n_max. Returns the mean blocks used, the
     share of runs that reached the target, and the coverage of the CIs where the run stopped
-    (t quantile at stopping_df(n_min), as the summary computes it; first_look_df=False: the
-    usual n - 1)."""
+    (t quantile at n_min - 1 degrees of freedom, as the summary computes it; first_look_df=False:
+    the usual n - 1)."""
     rng = np.random.default_rng(seed)
     pairs = [simulate(rng, sims, n_max, TRUE_RATIO, noise, cv) for _ in range(cis)]
     log_ratios = np.stack([np.log(t) - np.log(b) for b, t in pairs], axis=1)  # sims, cis, n
@@ -127,7 +127,7 @@ def joint_stopping(
     reached = np.zeros(sims, dtype=bool)
     covered = np.zeros((sims, cis), dtype=bool)
     open_ = np.ones(sims, dtype=bool)
-    df = stopping_df(n_min) if first_look_df else None
+    df = n_min - 1 if first_look_df else None
     for n in range(n_min, n_max + 1):
         low, high = t_interval(log_ratios[..., :n], 0.95, df)
         ratio = np.exp(log_ratios[..., :n].mean(axis=-1))

@@ -4,6 +4,7 @@ a run that make it no evidence (settings that ran differ, implausible timings, h
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 
@@ -115,6 +116,57 @@ def order_counts(part: pd.DataFrame, pair: tuple[str, str]) -> dict:
         "baseline_first_blocks": balance["first_before"],
         "treatment_first_blocks": balance["second_before"],
     }
+
+
+def run_dependence(group: pd.DataFrame, config: dict) -> float:
+    """The p-value of serial dependence in one device x model's judged rows, all at once
+    (assumptions.dependence_p): every judged pair in prefill and decode and the mechanism
+    check, the rows the stopping rule judges (runs/precision.verdict_thresholds)."""
+    from mnnrepro.assumptions import dependence_p
+    from mnnrepro.config import comparison_pairs, judged_pairs
+    from mnnrepro.runs.precision import block_log_ratios, records_of_table
+    from mnnrepro.stats import PHASES
+
+    records = records_of_table(group[group["phase"].isin(PHASES)])
+    baseline, treatment = comparison_pairs(config["comparison"])[0]
+    names = [f"{b}/{t} {p}" for b, t in judged_pairs(config) for p in PHASES]
+    names.append(f"{baseline}/{treatment} prefill>decode")
+    return dependence_p([block_log_ratios(records, n) for n in names])
+
+
+def with_dependence(stats_cfg: dict, group: pd.DataFrame, config: dict) -> dict:
+    """The chosen `stats` (intervals.run_intervals) with one device x model's dependence check
+    (run_dependence): `widen` where dependence was found and the config widens for it."""
+    from mnnrepro.assumptions import DEPENDENCE_P
+    from mnnrepro.intervals import widens_for_dependence
+
+    p = run_dependence(group, config)
+    found = bool(p < DEPENDENCE_P)
+    return {
+        **stats_cfg,
+        "dependence_p": p,
+        "serial_dependence": found,
+        "widen": found and widens_for_dependence(stats_cfg),
+    }
+
+
+def order_effect_p(part: pd.DataFrame, pair: tuple[str, str]) -> float | None:
+    """The order effect: a two-sided Welch p-value of a difference in the per-block log speedup
+    between blocks where the treatment ran first and where the baseline did (`position`);
+    None where the positions are not recorded or a group has fewer than 2 blocks."""
+    from mnnrepro.assumptions import two_group_p
+
+    rows = part[part["variant"].isin(pair)]
+    if "position" not in rows or rows["position"].isna().any():
+        return None
+    wide = rows.pivot_table(index="block", columns="variant", values=["tps", "position"])
+    if wide.empty or wide.isna().any().any():
+        return None
+    baseline, treatment = pair
+    logs = np.log(wide[("tps", treatment)] / wide[("tps", baseline)])
+    first = wide[("position", treatment)] < wide[("position", baseline)]
+    p = two_group_p(logs[first].to_numpy(), logs[~first].to_numpy())
+    return None if np.isnan(p) else p
 
 
 def remeasurements(part: pd.DataFrame, pair: tuple[str, str]) -> dict:

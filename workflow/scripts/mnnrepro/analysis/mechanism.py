@@ -164,9 +164,9 @@ def energy_comparison(bench: pd.DataFrame, config: dict) -> list[dict]:
     """Per device x model x pair x phase: tokens per joule, treatment / baseline, with the
     speedup's paired statistics (where both variants have energy readings), with the run's kind
     of interval (anytime-valid after a run that stopped on its verdict)."""
-    from mnnrepro.stats import run_intervals
+    from mnnrepro.intervals import experiment_intervals
 
-    stats_cfg, df = run_intervals(config["stats"], config["bench"]["repetitions"])
+    stats_cfg, df = experiment_intervals(config)
     rng = np.random.default_rng(stats_cfg["seed"])
     out = []
     if "joules_per_token" not in bench:
@@ -232,7 +232,7 @@ def energy_conditions(bench: pd.DataFrame) -> list[dict]:
 def gain_gap(part: pd.DataFrame, baseline: str, treatment: str, stats_cfg: dict, df) -> dict:
     """Prefill's speedup over decode's, block by block (the same row the stopping rule judges,
     runs/precision.block_log_ratios), with the summary's kind of interval (stats_cfg, df: as
-    stats.run_intervals gives them)."""
+    intervals.run_intervals gives them)."""
     from mnnrepro.runs.precision import block_log_ratios, records_of_table
     from mnnrepro.stats import log_ratio_interval
 
@@ -246,6 +246,7 @@ def gain_gap(part: pd.DataFrame, baseline: str, treatment: str, stats_cfg: dict,
         np.random.default_rng(stats_cfg.get("seed", 0)),
         stats_cfg.get("n_boot", 10000),
         df,
+        stats_cfg.get("widen", False),
     )
     return {
         "ratio": float(np.exp(logs.mean())),
@@ -312,9 +313,10 @@ def ceiling_check(row: dict | None) -> dict:
 def mechanism_checks(
     summary: pd.DataFrame, table: pd.DataFrame, bench: pd.DataFrame, config: dict
 ) -> list[dict]:
-    from mnnrepro.stats import run_intervals
+    from mnnrepro.analysis.conditions import with_dependence
+    from mnnrepro.intervals import experiment_intervals
 
-    stats_cfg, df = run_intervals(config["stats"], config["bench"]["repetitions"])
+    stats_cfg, df = experiment_intervals(config)
     checks = []
     by_variant = {(r["device"], r["model"], r["variant"]): r for r in table.to_dict("records")}
     for (device, model, baseline, treatment), rows in summary.groupby(
@@ -324,7 +326,8 @@ def mechanism_checks(
         where = {"device": device, "model": model, "baseline": baseline, "treatment": treatment}
         if {"prefill", "decode"} <= set(phases):
             part = bench[(bench["device"] == device) & (bench["model"] == model)]
-            gap = gain_gap(part, baseline, treatment, stats_cfg, df)
+            part_cfg = with_dependence(stats_cfg, part, config)
+            gap = gain_gap(part, baseline, treatment, part_cfg, df)
             checks.append({**where, **gain_order_check(phases["prefill"], phases["decode"], gap)})
         checks.append({**where, **ceiling_check(by_variant.get((device, model, treatment)))})
     return checks

@@ -12,7 +12,8 @@ from mnnrepro.analysis.explaining import mechanism_section
 from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct
 from mnnrepro.analysis.vision import vision_section
 from mnnrepro.config import comparison_pairs, is_full_commit
-from mnnrepro.stats import planned_looks, reps_text
+from mnnrepro.intervals import planned_looks
+from mnnrepro.stats import reps_text
 from mnnrepro.toolchain.source import release_text
 
 

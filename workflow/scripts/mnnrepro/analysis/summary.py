@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -11,17 +12,19 @@ from mnnrepro.analysis import verdict as vd
 from mnnrepro.analysis.conditions import (
     blocks_under_load,
     order_counts,
+    order_effect_p,
     remeasurements,
     run_problems,
     thermal_counts,
+    with_dependence,
 )
 from mnnrepro.config import comparison_pairs
+from mnnrepro.intervals import interval_name
 from mnnrepro.stats import (
     ALL_PHASES,
     PHASES,
     aa_stable,
     compare_phase,
-    interval_name,
     reps_text,
 )
 
@@ -75,6 +78,19 @@ SUMMARY_COLUMNS = [
     "checks_passed",
     "verdict",
     "verdict_reason",
+    # what the interval assumes, checked on the blocks (stats.assumption_checks), and the
+    # level it keeps: per row, or shared over the family of rows (stats.familywise)
+    "row_level",
+    "family_rows",
+    "lag1_autocorrelation",
+    "lag1_p",
+    "runs_p",
+    "excess_kurtosis",
+    "order_effect_p",
+    "dependence_p",
+    "serial_dependence",
+    "dependence_widening",
+    "gain_bias_adjusted",
 ]
 
 
@@ -171,21 +187,21 @@ def summarize(
     stopping: dict[tuple[str, str], dict] | None = None,
 ) -> pd.DataFrame:
     """stopping: (device, model) -> why its benchmark stopped (from the run index)."""
-    from mnnrepro.stats import run_intervals
+    from mnnrepro.intervals import experiment_intervals
 
     # a run that stopped on its verdict is judged on intervals its stopping rule keeps
-    stats_cfg, df = run_intervals(config["stats"], config.get("bench", {}).get("repetitions", 0))
+    stats_cfg, df = experiment_intervals(config)
     comparison = config["comparison"]
     rng = np.random.default_rng(stats_cfg["seed"])
     margin = comparison.get("aa_margin", 0.05)
     hot_start = config.get("bench", {}).get("hot_start", "invalid")
-    claims, references = comparison.get("claims", {}), comparison.get("reference_gains", {})
     rows = []
     for (device, model), group in bench.groupby(["device", "model"], sort=True):
         if group["emulated"].any():  # recorded in bench.csv, never in a speedup or a verdict
             log.info("%s / %s: emulated device, timings not judged", device, model)
             continue
-        aa = aa_controls(group, config, stats_cfg, rng, df)
+        group_cfg = with_dependence(stats_cfg, group, config)
+        aa = aa_controls(group, config, group_cfg, rng, df)
         drift = aa_problems(aa, margin)
         stop = (stopping or {}).get((device, model)) or {}
         for pair in comparison_pairs(comparison):
@@ -193,36 +209,109 @@ def summarize(
             failed += run_problems(group, pair, hot_start)
             mode = (modes or {}).get((pair, device), "claim")
             for phase in measured_phases(group, pair):
-                part = group[group["phase"] == phase]
-                result = compare_phase(part, *pair, stats_cfg, rng, df)
-                claim = claims.get(phase) if mode == "claim" else None
-                loaded = blocks_under_load(part, pair)
-                verdict, reason = phase_verdict(
-                    mode, result, claim, comparison["tolerance"], failed, loaded
-                )
-                where = {"experiment": config["experiment"], "device": device, "model": model}
-                rows.append(
-                    {
-                        **where,
-                        "phase": phase,
-                        "baseline": pair[0],
-                        "treatment": pair[1],
-                        **interval_fields(result, stats_cfg, df),
-                        "blocks_stop_reason": stop_reason(
-                            stop, result, stats_cfg, f"{pair[0]}/{pair[1]} {phase}"
-                        ),
-                        **condition_fields(part, pair, loaded),
-                        "claim_gain": claim,
-                        "reference_gain": references.get(phase) if mode == "claim" else None,
-                        "tolerance": comparison["tolerance"],
-                        **aa_fields(aa, phase, margin),
-                        "expectation": EXPECTATIONS[mode],
-                        "checks_passed": not failed,
-                        "verdict": verdict,
-                        "verdict_reason": reason,
-                    }
-                )
+                judged = JudgedRow(pair, phase, mode, failed, stop, aa)
+                rows.append(phase_row(group, judged, config, (group_cfg, df), rng))
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+@dataclass(frozen=True)
+class JudgedRow:
+    """What one summary row judges, and what it already knows: the pair, the phase, the pair's
+    mode on the device, the failed checks, why the benchmark stopped, the A/A intervals."""
+
+    pair: tuple[str, str]
+    phase: str
+    mode: str
+    failed: list[str]
+    stop: dict
+    aa: dict
+
+
+def phase_row(group: pd.DataFrame, row: JudgedRow, config: dict, chosen, rng) -> dict:
+    """One row of summary.csv: a pair's speedup in one phase on one device and model, with its
+    interval (chosen: intervals.experiment_intervals'), conditions, checks and verdict."""
+    stats_cfg, df = chosen
+    comparison, pair, phase = config["comparison"], row.pair, row.phase
+    part = group[group["phase"] == phase]
+    result = compare_phase(part, *pair, stats_cfg, rng, df)
+    claimed = row.mode == "claim"
+    claim = comparison.get("claims", {}).get(phase) if claimed else None
+    loaded = blocks_under_load(part, pair)
+    verdict, reason = phase_verdict(
+        row.mode, result, claim, comparison["tolerance"], row.failed, loaded
+    )
+    (device,), (model,) = part["device"].unique(), part["model"].unique()
+    return {
+        "experiment": config["experiment"],
+        "device": device,
+        "model": model,
+        "phase": phase,
+        "baseline": pair[0],
+        "treatment": pair[1],
+        **interval_fields(result, stats_cfg, df),
+        "blocks_stop_reason": stop_reason(
+            row.stop, result, stats_cfg, f"{pair[0]}/{pair[1]} {phase}"
+        ),
+        **condition_fields(part, pair, loaded),
+        "claim_gain": claim,
+        "reference_gain": comparison.get("reference_gains", {}).get(phase) if claimed else None,
+        "tolerance": comparison["tolerance"],
+        **aa_fields(row.aa, phase, comparison.get("aa_margin", 0.05)),
+        "expectation": EXPECTATIONS[row.mode],
+        "checks_passed": not row.failed,
+        "verdict": verdict,
+        "verdict_reason": reason,
+        **assumption_fields(part, row, config, stats_cfg, claim),
+    }
+
+
+def assumption_fields(part, judged, config: dict, stats_cfg: dict, claim) -> dict:
+    """Beside the checks compare_phase makes on the blocks: the order effect, and the gain
+    corrected for the bias of stopping on it."""
+    return {
+        "dependence_p": stats_cfg["dependence_p"],
+        "serial_dependence": stats_cfg["serial_dependence"],
+        "order_effect_p": order_effect_p(part, judged.pair),
+        "gain_bias_adjusted": stopped_gain(part, judged, config, stats_cfg, claim),
+    }
+
+
+def stopped_gain(part, judged, config: dict, stats_cfg: dict, claim) -> float | None:
+    """The gain at a run's stop corrected for the bias of stopping on it (Whitehead's
+    bias-adjusted estimate, stats.bias_adjusted_mean): for a run that stops on its verdict,
+    this row's stopping simulated at its blocks' standard deviation, the run's looks and look
+    level, never before the look at which the run's other rows had all settled (the run
+    stops on every row at once). None for other runs and rows without thresholds."""
+    from mnnrepro.intervals import stopping_looks, stops_on_verdict
+    from mnnrepro.runs.precision import mode_thresholds
+    from mnnrepro.stats import bias_adjusted_mean, paired_blocks
+
+    repetitions = config.get("bench", {}).get("repetitions", 0)
+    thresholds = mode_thresholds(judged.mode, claim, config["comparison"]["tolerance"])
+    if not stops_on_verdict(repetitions) or not thresholds:
+        return None
+    pair = judged.pair
+    paired = paired_blocks(part, *pair)
+    logs = np.log(paired[pair[1]].to_numpy() / paired[pair[0]].to_numpy())
+    if logs.size < 3:
+        return None
+    looks = [n for n in stopping_looks(repetitions) if n <= logs.size] or [logs.size]
+    name = f"{pair[0]}/{pair[1]} {judged.phase}"
+    others = [
+        s.get("first_settled_at") or looks[-1]
+        for n, s in judged.stop.get("rows", {}).items()
+        if n != name
+    ]
+    adjusted = bias_adjusted_mean(
+        float(logs.mean()),
+        float(logs.std(ddof=1)),
+        looks,
+        stats_cfg["ci_level"],
+        np.log(thresholds),
+        max(others, default=0),
+        seed=stats_cfg["seed"],
+    )
+    return float(np.exp(adjusted) - 1)
 
 
 def aa_fields(aa: dict, phase: str, margin: float) -> dict:
@@ -256,6 +345,8 @@ def interval_fields(result: dict, stats_cfg: dict, df) -> dict:
         "n_boot": stats_cfg["n_boot"],
         "seed": stats_cfg["seed"],
         "interval": interval_name(stats_cfg, df),
+        "row_level": stats_cfg["row_level"],
+        "family_rows": stats_cfg["family"],
     }
 
 

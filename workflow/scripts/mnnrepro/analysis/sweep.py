@@ -15,8 +15,9 @@ from mnnrepro.analysis.summary import (
 )
 from mnnrepro.analysis.tables import bench_table
 from mnnrepro.config import comparison_pairs
+from mnnrepro.intervals import experiment_intervals
 from mnnrepro.records import read_record
-from mnnrepro.stats import compare_phase, run_intervals
+from mnnrepro.stats import compare_phase
 from mnnrepro.sweep_plan import sweep_repetitions
 
 MAIN = "main"
@@ -83,8 +84,8 @@ def sweep_summary(
     rng = np.random.default_rng(stats_cfg["seed"])
     bench = config["bench"]
     # each point's intervals as its own stopping rule asks
-    main_stats = run_intervals(stats_cfg, bench["repetitions"])
-    point_stats = run_intervals(stats_cfg, sweep_repetitions(bench))
+    main_stats = experiment_intervals(config)
+    point_stats = experiment_intervals(config, sweep_repetitions(bench))
     table = pd.concat([with_point(main, MAIN), sweep], ignore_index=True)
     rows = []
     for (device, model, point), group in table.groupby(["device", "model", "point"], sort=True):

@@ -6,7 +6,7 @@ run against its config)."""
 from __future__ import annotations
 
 from mnnrepro.config import is_full_commit
-from mnnrepro.stats import interval_name, run_intervals
+from mnnrepro.intervals import experiment_intervals, interval_name
 
 
 def model_pins(spec: dict) -> str:
@@ -53,8 +53,7 @@ class JobMessages:
     def __init__(self, plan):
         self.plan = plan
         # the interval compute_summary gives every speedup and names in summary.csv
-        repetitions = plan.config["bench"]["repetitions"]
-        self.interval = interval_name(*run_intervals(plan.config["stats"], repetitions))
+        self.interval = interval_name(*experiment_intervals(plan.config))
 
     def model_pins(self, wildcards) -> str:
         return model_pins(self.plan.config["models"][wildcards.model]["modelscope"])

@@ -51,10 +51,6 @@ class Settings:
         return self.bench["max_other_load"]
 
     @property
-    def ci_level(self) -> float:
-        return self.stats["ci_level"]
-
-    @property
     def repetitions(self) -> dict:
         """What an analysis of the records needs of `bench`: how the run chose its blocks."""
         return canonical({"repetitions": self.bench["repetitions"]})

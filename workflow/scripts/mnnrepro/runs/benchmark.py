@@ -19,6 +19,7 @@ from mnnrepro.devices.power import PowerReader
 from mnnrepro.engines.base import BenchError, command_record
 from mnnrepro.engines.registry import engine_for, kind_of_record
 from mnnrepro.files import read_json, sha256_file, write_json
+from mnnrepro.intervals import block_range, stops_on_verdict
 from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.gates import quiet_gate, thermal_gate
 from mnnrepro.runs.job import DeviceJob
@@ -35,7 +36,7 @@ from mnnrepro.runs.raw_files import (
 from mnnrepro.runs.schedule import Invocation
 from mnnrepro.runs.staging import RUNNER, check_receipt, engine_files
 from mnnrepro.runs.vision import with_measured_vision, with_vision_set
-from mnnrepro.stats import VISION_PHASES, block_range, stops_on_verdict
+from mnnrepro.stats import VISION_PHASES
 
 log = logging.getLogger(__name__)
 
@@ -289,30 +290,33 @@ def run_plan_for_rule(
     job: DeviceJob,
     raw_dir: str,
     pairs: list[tuple[str, str]] = (),
-    ci_level: float = 0.95,
+    stats: dict | None = None,
     remeasure: str = "",
     comparison: dict | None = None,
     facts: str = "",
 ) -> dict:
     """The job's benchmark, resumable, in its interleaved schedule. comparison, facts (the
     device's facts record): what a run that stops on its verdict judges after each block
-    (precision.verdict_thresholds); pairs, ci_level: what precision on demand judges."""
+    (precision.verdict_thresholds); pairs, stats (the `stats` section): what its stopping
+    rule judges, at which level."""
+    from mnnrepro.config import comparison_pairs
     from mnnrepro.devices.factory import make_device
+    from mnnrepro.intervals import family_size
     from mnnrepro.runs.schedule import interleaved
 
     engines, bench, variants = job.engines(), job.bench, job.variants
     specs = variant_specs(variants, engines, job.manifest_sha256())
     repetitions = bench["repetitions"]
     plan = interleaved(sorted(variants), block_range(repetitions)[1])
-    rows = (
-        verdict_thresholds(comparison, variants, engines, read_json(facts))
-        if stops_on_verdict(repetitions)
-        else None
-    )
+    stats = stats or {"ci_level": 0.95}
+    rows = None
+    if stops_on_verdict(repetitions):
+        rows = verdict_thresholds(comparison, variants, engines, read_json(facts))
+        stats = {**stats, "family": family_size(stats, len(comparison_pairs(comparison)))}
 
     def stop(records, blocks):
         cooldown = bench.get("cooldown_s", 0.0)
-        return stopping_decision(records, blocks, repetitions, pairs, ci_level, rows, cooldown)
+        return stopping_decision(records, blocks, repetitions, pairs, stats, rows, cooldown)
 
     device = make_device(job.device_name, job.device_spec)
     try:

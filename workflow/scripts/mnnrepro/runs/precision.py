@@ -5,15 +5,22 @@ until the verdict is settled (below, `until: verdict`).
 after `min` blocks, and after every further block, the CI of every judged pair (the compared
 pairs and the A/A control) is computed in both phases from the raw records measured so far,
 exactly as the summary will compute it (Student t on the log ratios, with the quantile of the
-first look, stats.stopping_df); the run stops when every half-width is at most the target, or
+first look, intervals.ci_df); the run stops when every half-width is at most the target, or
 after `max` blocks. The decision is a function of the raw records, so a resumed run makes the
 same decision. Simulated coverage of this rule: benchmarks/results/ci_coverage.md."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 
-from mnnrepro.stats import PHASES, block_range, ci_df, stops_on_verdict, t_interval
+from mnnrepro.intervals import block_range, ci_df, stops_on_verdict
+from mnnrepro.stats import PHASES, t_interval
+
+log = logging.getLogger(__name__)
 
 
 def half_widths(records: list[dict], pairs, ci_level: float, df: int | None) -> dict[str, float]:
@@ -32,12 +39,15 @@ def half_widths(records: list[dict], pairs, ci_level: float, df: int | None) -> 
 
 
 def stopping_decision(
-    records, blocks: int, repetitions, pairs, ci_level: float, rows=None, cooldown_s=0.0
+    records, blocks: int, repetitions, pairs, stats_cfg: dict, rows=None, cooldown_s=0.0
 ) -> dict | None:
-    """After `blocks` complete blocks: None to go on, else why the run stops here (rows: the
-    judged rows' thresholds, verdict_thresholds', for a run that stops on the verdict)."""
+    """After `blocks` complete blocks: None to go on, else why the run stops here (pairs: the
+    judged pairs; rows: the judged rows' thresholds, verdict_thresholds', for a run that stops
+    on the verdict; stats_cfg: the `stats` section and `family`, the rows sharing its level)."""
+    ci_level = stats_cfg["ci_level"]
     if stops_on_verdict(repetitions):
-        return verdict_decision(records, blocks, repetitions, rows, ci_level, cooldown_s)
+        rule = StoppingRule.of(repetitions, stats_cfg)
+        return verdict_decision(records, blocks, rule, rows, cooldown_s)
     n_min, n_max, target = block_range(repetitions)
     if target is None:
         return {"blocks": blocks, "reason": "fixed repetitions"} if blocks >= n_max else None
@@ -60,7 +70,7 @@ def stopping_decision(
 # larger?). Its interval is the anytime-valid one (stats.anytime_interval), which keeps its
 # coverage however the stopping rule looks at it, or, with `looks`, the t interval at the
 # Bonferroni level of that many planned looks, at which alone the run may stop
-# (stats.run_intervals); the row is settled when no threshold of its
+# (intervals.run_intervals); the row is settled when no threshold of its
 # verdict lies inside the interval (the claim band's edges, the equality band's, the fallback's
 # floor, the A/A margin's, 1 for the mechanism check), or, where no claim is judged, when the
 # interval is as narrow as `target_half_width` (without one, it holds nothing up). The run
@@ -81,12 +91,9 @@ def verdict_thresholds(comparison: dict, variants: dict, engines: dict, facts: d
     for pair in pairs:
         mode = pair.mode_on(engines, facts)
         for phase in PHASES:
-            claim = claims.get(phase)
-            rows[f"{pair.baseline}/{pair.treatment} {phase}"] = {
-                "claim": None if claim is None else [1 + claim - tol, 1 + claim + tol],
-                "fallback": [1 - tol],
-                "equal": [1 - tol, 1 + tol],
-            }[mode]
+            rows[f"{pair.baseline}/{pair.treatment} {phase}"] = mode_thresholds(
+                mode, claims.get(phase), tol
+            )
     again = aa_variant({"comparison": comparison})
     if again:
         margin = comparison.get("aa_margin", 0.05)
@@ -94,6 +101,16 @@ def verdict_thresholds(comparison: dict, variants: dict, engines: dict, facts: d
             rows[f"{comparison['baseline']}/{again} {phase}"] = [1 / (1 + margin), 1 + margin]
     rows[f"{pairs[0].baseline}/{pairs[0].treatment} prefill>decode"] = [1.0]
     return rows
+
+
+def mode_thresholds(mode: str, claim: float | None, tol: float) -> list[float] | None:
+    """The speedups (ratios) at which a pair's verdict changes in one phase, by its mode on the
+    device; None: no claim to judge."""
+    return {
+        "claim": None if claim is None else [1 + claim - tol, 1 + claim + tol],
+        "fallback": [1 - tol],
+        "equal": [1 - tol, 1 + tol],
+    }[mode]
 
 
 def records_of_table(bench) -> list[dict]:
@@ -136,7 +153,7 @@ def block_log_ratios(records: list[dict], row: str) -> np.ndarray:
 
 
 def row_state(log_ratios: np.ndarray, thresholds, target: float | None, interval) -> dict:
-    """The row's interval (as ratios; interval: stats.stopping_interval's) and whether it
+    """The row's interval (as ratios; interval: intervals.stopping_interval's) and whether it
     settles the row. A row that judges no claim, in a run with no target half-width, asks
     nothing of the run: settled."""
     asks_nothing = thresholds is None and target is None
@@ -178,56 +195,114 @@ def device_seconds(records: list[dict], cooldown_s: float) -> float:
     )
 
 
+@dataclass(frozen=True)
+class StoppingRule:
+    """How a run that stops on its verdict decides: its repetitions, the looks it may stop
+    at, the interval every row is judged on there (intervals.run_intervals; called with
+    whether to widen it), and whether serial dependence found in the rows widens it."""
+
+    repetitions: dict
+    looks: tuple[int, ...]
+    interval: Callable[..., tuple[float, float]]
+    target: float | None
+    budget_s: float | None
+    check_dependence: bool = True
+
+    @classmethod
+    def of(cls, repetitions: dict, stats_cfg: dict) -> StoppingRule:
+        from mnnrepro.intervals import stopping_interval, stopping_looks, widens_for_dependence
+
+        return cls(
+            repetitions=repetitions,
+            looks=tuple(stopping_looks(repetitions)),
+            interval=stopping_interval(
+                repetitions, stats_cfg["ci_level"], stats_cfg.get("family", 1)
+            ),
+            target=repetitions.get("target_half_width"),
+            budget_s=repetitions.get("budget_s"),
+            check_dependence=widens_for_dependence(stats_cfg),
+        )
+
+    def judged_on(self, ratios: dict[str, np.ndarray]):
+        """The interval of every row at this look: widened where the rows, all at once, show
+        serial dependence (assumptions.dependence_found), else as planned."""
+        from mnnrepro.assumptions import dependence_found
+
+        widen = self.check_dependence and dependence_found(ratios.values())
+        return lambda logs: self.interval(logs, widen)
+
+
 def verdict_decision(
-    records: list[dict], blocks: int, repetitions: dict, rows: dict, ci_level: float, cooldown_s
+    records: list[dict], blocks: int, rule: StoppingRule, rows: dict, cooldown_s
 ) -> dict | None:
     """After `blocks` complete blocks: None to go on, else why the run stops here."""
-    if blocks < repetitions["min"]:
+    if blocks < rule.looks[0]:
         return None
     ratios = {name: block_log_ratios(records, name) for name in rows}
     spent = device_seconds(records, cooldown_s)
-    return verdict_stop(ratios, rows, repetitions, blocks, ci_level, spent)
+    stop = verdict_stop(ratios, rows, rule, blocks, spent)
+    if stop is None and rule.budget_s is not None and blocks in rule.looks:
+        per_block = spent / blocks  # the plan again, from the seconds measured so far
+        affordable = [n for n in rule.looks if n * per_block <= rule.budget_s] or [blocks]
+        log.info(
+            "after %d blocks: %.0f s a block measured; the %g-s budget affords looks up to "
+            "block %d",
+            blocks,
+            per_block,
+            rule.budget_s,
+            affordable[-1],
+        )
+    return stop
 
 
 def verdict_stop(
-    ratios: dict[str, np.ndarray],
-    rows: dict,
-    repetitions: dict,
-    blocks: int,
-    ci_level: float,
-    spent: float,
+    ratios: dict[str, np.ndarray], rows: dict, rule: StoppingRule, blocks: int, spent: float
 ) -> dict | None:
     """The rule itself, on each row's per-block log speedups so far (what verdict_decision
     reads from the records, and what benchmarks/sequential_stopping.py simulates): None to go
     on, else why the run stops, with every row's interval, whether it settled and at which
-    block it first did."""
-    from mnnrepro.stats import planned_looks, stopping_interval
-
-    n_min, n_max = repetitions["min"], repetitions["max"]
-    target, budget = repetitions.get("target_half_width"), repetitions.get("budget_s")
-    if blocks < n_min:
+    look it first did. It stops only at a look: when every row is settled, at the last look,
+    or when the next look would pass the budget at the mean device time of the blocks so far
+    (a block that would pass it is not started)."""
+    looks = rule.looks
+    if blocks not in looks:
         return None
-    looks = planned_looks(repetitions)
-    interval = stopping_interval(repetitions, ci_level)
-    states = {n: row_state(ratios[n], rows[n], target, interval) for n in rows}
+    interval = rule.judged_on(ratios)
+    states = {n: row_state(ratios[n], rows[n], rule.target, interval) for n in rows}
     open_rows = [n for n, s in states.items() if not s["settled"]]
-    if not open_rows and (looks is None or blocks in looks):
+    next_look = next((n for n in looks if n > blocks), None)
+    per_block = spent / blocks
+    if not open_rows:
         reason = f"every judged row settled after {blocks} blocks"
-    elif budget is not None and spent >= budget:
-        reason = f"device-time budget {budget:g} s spent ({spent:.0f} s); unsettled: {open_rows}"
-    elif blocks >= n_max:
-        reason = f"max {n_max} blocks reached; unsettled: {open_rows}"
+    elif next_look is None:
+        reason = f"max {blocks} blocks reached; unsettled: {open_rows}"
+    elif rule.budget_s is not None and spent + (next_look - blocks) * per_block > rule.budget_s:
+        reason = (
+            f"device-time budget {rule.budget_s:g} s: the next look (block {next_look}) would "
+            f"pass it at {per_block:.0f} s a block ({spent:.0f} s spent); unsettled: {open_rows}"
+        )
     else:
         return None
+    first = first_settled(ratios, rows, rule)
     for name, state in states.items():
         state["thresholds"] = rows[name]
-        state["first_settled_at"] = next(
-            (
-                n
-                for n in (looks or range(n_min, ratios[name].size + 1))
-                if n <= ratios[name].size
-                and row_state(ratios[name][:n], rows[name], target, interval)["settled"]
-            ),
-            None,
-        )
+        state["first_settled_at"] = first[name]
     return {"blocks": blocks, "reason": reason, "rows": states, "device_s": round(spent, 1)}
+
+
+def first_settled(ratios: dict[str, np.ndarray], rows: dict, rule: StoppingRule) -> dict:
+    """Row name -> the first look at which it was settled, judged as the rule judged it there
+    (None: never)."""
+    first = dict.fromkeys(rows)
+    for n in rule.looks:
+        if n > min(r.size for r in ratios.values()) or all(v is not None for v in first.values()):
+            break
+        so_far = {k: r[:n] for k, r in ratios.items()}
+        interval = rule.judged_on(so_far)
+        for name in rows:
+            if (
+                first[name] is None
+                and row_state(so_far[name], rows[name], rule.target, interval)["settled"]
+            ):
+                first[name] = n
+    return first

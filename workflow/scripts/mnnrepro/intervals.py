@@ -1,0 +1,136 @@
+"""Which interval a run's rows are judged on, chosen from the config, and how it is worded.
+
+The statistics below this (mnnrepro.stats) take numbers and a chosen interval and return
+numbers; this module reads `bench.repetitions` and `stats` and says which interval that is:
+
+- a fixed number of blocks: the configured `stats.interval` (Student t by default);
+- precision on demand ({min, max, target_half_width}): Student t with the first look's
+  degrees of freedom (min - 1), which keeps the coverage that stopping on a small variance
+  estimate would cost;
+- stopping on the verdict (`until: verdict`): Student t at the per-look level calibrated for
+  the looks the run may stop at (every block from `min` to `max`, or the `looks` planned
+  ones), stats.sequential_t_level: the run keeps `ci_level` whichever look it stops at.
+
+`stats.familywise: true` shares the level over the experiment's judged rows (every compared
+pair in prefill and decode: Bonferroni), so that the chance that any row's interval misses
+is at most 1 - ci_level; by default the level is per row. Every interval of a run comes from
+run_intervals: the summary's, the mechanism check's, the sweep's and the stopping rule's."""
+
+from __future__ import annotations
+
+from mnnrepro.stats import PHASES, log_ratio_interval, sequential_t_level
+
+
+def block_range(repetitions) -> tuple[int, int, float | None]:
+    """(min blocks, max blocks, target half-width or None) of `bench.repetitions`."""
+    if isinstance(repetitions, dict):
+        return repetitions["min"], repetitions["max"], repetitions.get("target_half_width")
+    return repetitions, repetitions, None
+
+
+def stops_on_verdict(repetitions) -> bool:
+    """`bench.repetitions: {..., until: verdict}`: the run stops when every judged row is
+    settled, so every interval of it must keep its level at whichever look it stops."""
+    return isinstance(repetitions, dict) and repetitions.get("until") == "verdict"
+
+
+def planned_looks(repetitions) -> list[int] | None:
+    """The blocks at which a run that stops on its verdict with `looks` may stop: that many
+    evenly spaced blocks from `min` to `max`, both included. None: every block from `min`."""
+    if not stops_on_verdict(repetitions) or not repetitions.get("looks"):
+        return None
+    n_min, n_max, k = repetitions["min"], repetitions["max"], repetitions["looks"]
+    return sorted({round(n_min + i * (n_max - n_min) / (k - 1)) for i in range(k)})
+
+
+def stopping_looks(repetitions) -> list[int]:
+    """Every block at which a run that stops on its verdict may stop: its planned looks, else
+    each block from `min` to `max`."""
+    return planned_looks(repetitions) or list(range(repetitions["min"], repetitions["max"] + 1))
+
+
+def family_size(stats_cfg: dict, pairs: int) -> int:
+    """How many rows share the level: the judged pairs' rows in prefill and decode with
+    `stats.familywise`, else 1 (the level is per row)."""
+    return len(PHASES) * pairs if stats_cfg.get("familywise") else 1
+
+
+def ci_df(repetitions) -> int | None:
+    """Degrees of freedom of the t quantile after precision on demand (min - 1), else None."""
+    n_min, _, target = block_range(repetitions)
+    return n_min - 1 if target is not None and not stops_on_verdict(repetitions) else None
+
+
+def run_intervals(stats_cfg: dict, repetitions, family: int = 1) -> tuple[dict, int | None]:
+    """The `stats` section and the t quantile's degrees of freedom every interval of a run with
+    these repetitions is computed with. `ci_level` of the result is the level of each
+    interval as computed; `row_level` what it keeps for one row over the whole run;
+    `family` how many rows share the configured level."""
+    row_level = 1 - (1 - stats_cfg["ci_level"]) / family
+    chosen = {**stats_cfg, "ci_level": row_level, "row_level": row_level, "family": family}
+    if not stops_on_verdict(repetitions):
+        return chosen, ci_df(repetitions)
+    looks = stopping_looks(repetitions)
+    return {
+        **chosen,
+        "interval": "t",
+        "ci_level": sequential_t_level(looks, row_level),
+        "looks": len(looks),
+        "first_look": looks[0],
+        "last_look": looks[-1],
+    }, None
+
+
+def experiment_intervals(config: dict, repetitions=None) -> tuple[dict, int | None]:
+    """run_intervals for an experiment's config (its `bench.repetitions` unless given; its
+    level shared over its judged pairs' rows with `stats.familywise`)."""
+    from mnnrepro.config import comparison_pairs
+
+    stats_cfg = config["stats"]
+    if repetitions is None:
+        repetitions = config.get("bench", {}).get("repetitions", 0)
+    family = family_size(stats_cfg, len(comparison_pairs(config["comparison"])))
+    return run_intervals(stats_cfg, repetitions, family)
+
+
+def interval_name(stats_cfg: dict, df: int | None) -> str:
+    """The interval run_intervals chose, as the summary and the job messages name it."""
+    family = stats_cfg.get("family", 1)
+    shared = (
+        f"; {stats_cfg['row_level']:.2%} per row so that all {family} rows hold at "
+        f"{1 - (1 - stats_cfg['row_level']) * family:.0%} (Bonferroni)"
+        if family > 1
+        else ""
+    )
+    if stats_cfg.get("interval", "t") == "bootstrap":
+        return f"paired bootstrap ({stats_cfg['n_boot']} resamples){shared}"
+    if stats_cfg.get("interval", "t") == "anytime":
+        return f"anytime-valid t on log ratios (Lindon et al.){shared}"
+    if looks := stats_cfg.get("looks"):
+        where = (
+            f"blocks {stats_cfg['first_look']}-{stats_cfg['last_look']}"
+            if looks == stats_cfg["last_look"] - stats_cfg["first_look"] + 1
+            else f"{looks} planned looks from block {stats_cfg['first_look']} to "
+            f"{stats_cfg['last_look']}"
+        )
+        return (
+            f"t on log ratios at {stats_cfg['ci_level']:.2%} per look, calibrated for a stop "
+            f"at any of {where}: {stats_cfg['row_level']:.0%} per row at the stop{shared}"
+        )
+    return "t on log ratios" + (f" (df {df}, after stopping)" if df is not None else "") + shared
+
+
+def stopping_interval(repetitions, ci_level: float, family: int = 1):
+    """(log ratios, widen) -> (low, high): the interval a rule that stops on the verdict judges
+    on, the one the summary then reports (run_intervals); widen: serial dependence was found in
+    the run (stats.log_ratio_interval)."""
+    cfg, df = run_intervals({"ci_level": ci_level}, repetitions, family)
+    return lambda logs, widen=False: log_ratio_interval(
+        logs, cfg["ci_level"], cfg["interval"], None, 0, df, widen
+    )
+
+
+def widens_for_dependence(stats_cfg: dict) -> bool:
+    """`stats.dependence: widen` (the default): intervals are widened where the run's blocks
+    show serial dependence."""
+    return stats_cfg.get("dependence", "widen") == "widen"
