@@ -1,20 +1,30 @@
-"""Stopping on the verdict: coverage, verdicts and phone time of `until: verdict`.
+"""Stopping on the verdict: coverage, verdicts, bias and phone time of `until: verdict`.
 
 Usage: python benchmarks/sequential_stopping.py [--runs 2000] [--seed 11]
 
 Simulates config/paper.yaml's run through the project's own stopping code
-(mnnrepro.runs.precision.verdict_thresholds and verdict_stop, on the anytime-valid interval
-mnnrepro.stats.anytime_interval): its five variants in the schedule's own interleaved order
-(runs.schedule.interleaved), both claim pairs, the A/A twin and the mechanism check, after
-every block from `min` on, until every row is settled, `max` blocks or the device-time budget.
-For each scenario (per-invocation noise, a slow drift, a thermal step-down halfway through,
-one outlier invocation; true gains at the claim, at and around the band's edges, and zero):
+(mnnrepro.runs.precision: verdict_thresholds, StoppingRule, verdict_stop): its variants in
+the schedule's own interleaved order (runs.schedule.interleaved), the claim pair, the A/A
+twin and the mechanism check, at every look until every row is settled, the last look or the
+last look the budget affords. The same simulated runs go through five rules: the workflow's
+(the t interval at the level calibrated for the looks, stats.sequential_t_level, widened
+where the run's dependence check finds serial dependence), the same never widened, the
+anytime-valid interval (the boundary before), the plain Student t (what optional stopping
+costs it) and a fixed 30 blocks on the t interval. For each scenario (per-invocation noise
+levels, heavy tails, a shared drift, a shared thermal step, one outlier invocation, and four
+whose noise does not cancel in the ratio: each build's own AR(1) wander at two strengths, a
+treatment more sensitive to heat, the treatment alone throttled; true gains at the claim, at
+and around the band's edges, and zero):
 
-- coverage at the stopping time: per judged row, the share of runs whose final interval
-  holds the true speedup (the lowest row's is `coverage`); and the same stopping rule with
-  the plain Student t interval in its place (`t_coverage`): what optional stopping costs it;
-- the verdicts of the main pair (the summary's rule, analysis.verdict.claim_verdict);
-- blocks used (mean, 95th percentile) and the same data judged at a fixed 30 blocks (t);
+- coverage at the stop: per judged row, the share of runs whose final interval holds the true
+  speedup (the gain before any disturbance; for the workflow's rule also the gain under the
+  run's own conditions, the mean of its blocks' noise-free ratios);
+- the verdicts of the main pair (analysis.verdict.claim_verdict), blocks and phone time;
+- the bias of the main pair's prefill gain at the stop, plain and bias-adjusted
+  (stats.bias_adjusted_mean);
+- the phone time at 3 % noise with the gains as claimed for 30 to 110 s per invocation
+  (the dry run's expected time interpolates it);
+- config/config.yaml's two planned looks under a real quickstart run's noise;
 - replays, block by block, of the committed real runs (the shipped archives' records and the
   committed host bench.csv files): the block the rule would have stopped at, and whether its
   verdicts equal the full run's.
@@ -383,14 +393,8 @@ def bias_of(one, rows, rule, records, main, truth, bias) -> None:
     looks = [n for n in rule.looks if n <= logs.size]
     level = stats.sequential_t_level(rule.looks, 0.95)
     others = [s["first_settled_at"] or looks[-1] for n, s in one["rows"].items() if n != name]
-    adjusted = stats.bias_adjusted_mean(
-        float(logs.mean()),
-        float(logs.std(ddof=1)),
-        looks,
-        level,
-        np.log(rows[name]),
-        max(others, default=0),
-    )
+    row = stats.StoppedRow(tuple(looks), level, tuple(np.log(rows[name])), max(others, default=0))
+    adjusted = stats.bias_adjusted_mean(float(logs.mean()), float(logs.std(ddof=1)), row)
     bias["plain"].append(float(logs.mean()) - np.log(truth[name]))
     bias["adjusted"].append(adjusted - np.log(truth[name]))
 
@@ -416,6 +420,10 @@ def phone_times(config, rows, repetitions, runs, seed, invocations_per_block) ->
     out = []
     for seconds in INVOCATION_SECONDS:
         per_block = seconds * invocations_per_block
+        if rule.budget_s is not None and rule.looks[0] * per_block > rule.budget_s:
+            out.append({"invocation_s": seconds, "refused": True, "phone_s_most": per_block})
+            print(f"phone time at {seconds} s an invocation: the budget affords no look")
+            continue
         rng = np.random.default_rng(seed)
         blocks, both = [], 0
         for _ in range(runs):
@@ -820,8 +828,11 @@ def markdown(result: dict) -> list[str]:
         "| both phases reproduced |",
         "|---:|---:|---|---:|",
         *(
-            f"| {t['invocation_s']} | {t['mean_blocks']:.1f} | {t['phone_s_mean'] / 60:.0f} / "
-            f"{t['phone_s_p95'] / 60:.0f} / {t['phone_s_most'] / 60:.0f} min | "
+            f"| {t['invocation_s']} | - | the budget affords no look: the run ends after its "
+            f"first block ({t['phone_s_most'] / 60:.0f} min), asking for a larger budget | - |"
+            if t.get("refused")
+            else f"| {t['invocation_s']} | {t['mean_blocks']:.1f} | {t['phone_s_mean'] / 60:.0f} "
+            f"/ {t['phone_s_p95'] / 60:.0f} / {t['phone_s_most'] / 60:.0f} min | "
             f"{t['both_reproduced']:.1%} |"
             for t in result["phone_times"]
         ),

@@ -114,9 +114,12 @@ def test_the_paper_stopping_rule_is_the_one_simulated_and_meets_its_goals():
     """config/paper.yaml's `bench.repetitions` is the rule benchmarks/sequential_stopping.py
     simulated (re-run it after a change: the dry run's expected phone time comes from it), and
     the committed simulation meets the goals of stopping on the verdict: coverage at the stop
-    in every scenario, the claim reproduced when true and refused a tolerance outside the
-    band, the expected phone time within the hour, and the plain t interval under the same
-    rule falling short (the check can fail)."""
+    where the noise cancels in the ratio, and for the builds' own wander, of the gain itself;
+    where one build drifts against the other (heat, throttling) of the gain under the run's
+    conditions; the claim reproduced when true and refused a tolerance outside the band; the
+    expected phone time within half an hour and the worst within the budget; the same boundary
+    never widened for dependence and the plain t interval falling short (the checks can
+    fail)."""
     import yaml
 
     paper = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
@@ -126,25 +129,36 @@ def test_the_paper_stopping_rule_is_the_one_simulated_and_meets_its_goals():
     )
     assert result["runs"] >= 2000
     scenarios = {s["scenario"]: s for s in result["scenarios"]}
-    assert all(s["coverage"] >= 0.95 for s in scenarios.values())
-    assert scenarios["3 % noise, gain at the claim"]["verdict_shares"]["both reproduced"] >= 0.95
-    outside = scenarios["3 % noise, gain a tolerance outside the band"]["verdict_shares"]
-    assert outside["both reproduced"] <= 0.05
-    assert result["paper_phone_s"]["expected"] <= 3600
-    assert result["paper_phone_s"]["worst"] <= paper["bench"]["repetitions"]["budget_s"]
-    assert result["plain_t_under_the_same_rule"]["lowest_coverage"] < 0.95
+    drifting = [n for n in scenarios if "heat" in n or "throttled" in n]
+    not_cancelling = [n for n, s in scenarios.items() if not s["noise_cancels_in_the_ratio"]]
+    assert len(not_cancelling) >= 3 and len(drifting) == 2
+    for name, found in scenarios.items():
+        rule = found["workflow"]
+        held = rule["coverage_of_the_run_gain"] if name in drifting else rule["coverage"]
+        assert held >= 0.95, name
+    assert min(scenarios[n]["independent"]["coverage"] for n in not_cancelling) < 0.95
+    at_claim = scenarios["3 % noise, gain at the claim"]["workflow"]["verdict_shares"]
+    assert at_claim["both reproduced"] >= 0.95
+    outside = scenarios["3 % noise, gain a tolerance outside the band"]["workflow"]
+    assert outside["verdict_shares"]["both reproduced"] <= 0.05
+    assert result["paper_phone_s"]["expected"] <= 1800
+    assert result["paper_phone_s"]["worst"] <= paper["bench"]["repetitions"]["budget_s"] <= 2700
+    assert min(s["plain_t"]["coverage"] for s in scenarios.values()) < 0.95
+    seconds = [t["invocation_s"] for t in result["phone_times"]]
+    assert seconds[0] <= 30 and seconds[-1] >= 110
 
 
 def test_the_quickstart_stopping_rule_is_the_one_simulated_and_keeps_its_level():
-    """config/config.yaml's rule (two planned looks) is the one benchmarks/sequential_stopping.py
-    simulated under a real quickstart run's noise: coverage at the stop of 95 % in every
-    scenario, and with equal gains in both phases the mechanism check `shown` in at most
-    2.5 % of runs (its one-sided error; 3 % allows for 2,000 runs' Monte Carlo error)."""
+    """config/config.yaml's rule (two planned looks, on the level calibrated for them) is the
+    one benchmarks/sequential_stopping.py simulated under a real quickstart run's noise:
+    coverage at the stop of 95 % in every scenario, and with equal gains in both phases the
+    mechanism check `shown` in at most 2.5 % of runs (its one-sided error; 3 % allows for
+    2,000 runs' Monte Carlo error)."""
     import yaml
 
     quickstart = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     result = json.loads((RESULTS / "sequential_stopping.json").read_text())["quickstart_rule"]
-    planned = [s for s in result["scenarios"] if s["rule"] == "2 planned looks"]
+    planned = [s for s in result["scenarios"] if s["rule"] == "2 planned looks, calibrated"]
     assert planned and all(
         s["repetitions"] == quickstart["bench"]["repetitions"] for s in planned
     ), "re-run benchmarks/sequential_stopping.py"

@@ -131,6 +131,22 @@ def test_the_budget_ends_the_run_before_a_block_that_would_pass_it():
     assert verdict_stop(on_edge, edge, rule, 12, 1140.0) is None  # 95 s a block: it fits
 
 
+def test_a_budget_that_cannot_reach_the_first_look_ends_the_run_with_one_line():
+    """330 s a block (110 s invocations, three a block) and a 2700-s budget: the first look,
+    block 10, would take 3300 s, so the run ends after its first block, naming the key."""
+    from mnnrepro.errors import ReproError
+    from mnnrepro.runs.precision import verdict_decision
+
+    rule = stop_rule({**RULE, "min": 10, "budget_s": 2700})
+    records = [
+        {"status": "ok", "variant": v, "invocation": {"block": 0}, "device_time_s": {"total": 110}}
+        for v in ("a", "b", "c")
+    ]
+    with pytest.raises(ReproError, match=r"^bench.repetitions.budget_s: 2700 s cannot reach"):
+        verdict_decision(records, 1, rule, {}, 0.0)
+    assert verdict_decision(records, 1, stop_rule({**RULE, "min": 10}), {}, 0.0) is None
+
+
 def test_with_planned_looks_the_budget_ends_the_run_at_the_last_look_it_can_afford():
     """Looks at 6, 18 and 30 blocks, 100 s a block, a budget of 2000 s: at block 6 the next
     look (18: 1800 s) fits; at 18 the next (30: 3000 s) does not, so the run stops at 18, a

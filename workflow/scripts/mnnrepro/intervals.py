@@ -96,9 +96,10 @@ def experiment_intervals(config: dict, repetitions=None) -> tuple[dict, int | No
 def interval_name(stats_cfg: dict, df: int | None) -> str:
     """The interval run_intervals chose, as the summary and the job messages name it."""
     family = stats_cfg.get("family", 1)
+    row = level_text(stats_cfg.get("row_level", stats_cfg["ci_level"]))
     shared = (
-        f"; {stats_cfg['row_level']:.2%} per row so that all {family} rows hold at "
-        f"{1 - (1 - stats_cfg['row_level']) * family:.0%} (Bonferroni)"
+        f"; {row} per row: all {family} rows at once "
+        f"{level_text(1 - (1 - stats_cfg['row_level']) * family)} (Bonferroni)"
         if family > 1
         else ""
     )
@@ -107,17 +108,28 @@ def interval_name(stats_cfg: dict, df: int | None) -> str:
     if stats_cfg.get("interval", "t") == "anytime":
         return f"anytime-valid t on log ratios (Lindon et al.){shared}"
     if looks := stats_cfg.get("looks"):
+        first, last = stats_cfg["first_look"], stats_cfg["last_look"]
         where = (
-            f"blocks {stats_cfg['first_look']}-{stats_cfg['last_look']}"
-            if looks == stats_cfg["last_look"] - stats_cfg["first_look"] + 1
-            else f"{looks} planned looks from block {stats_cfg['first_look']} to "
-            f"{stats_cfg['last_look']}"
+            f"blocks {first}-{last}"
+            if looks == last - first + 1
+            else f"{looks} planned looks from block {first} to {last}"
+        )
+        at_stop = f"{row} per row at the stop" + (
+            f"; all {family} rows at once "
+            f"{level_text(1 - (1 - stats_cfg['row_level']) * family)} (Bonferroni)"
+            if family > 1
+            else ""
         )
         return (
             f"t on log ratios at {stats_cfg['ci_level']:.2%} per look, calibrated for a stop "
-            f"at any of {where}: {stats_cfg['row_level']:.0%} per row at the stop{shared}"
+            f"at any of {where}: {at_stop}"
         )
     return "t on log ratios" + (f" (df {df}, after stopping)" if df is not None else "") + shared
+
+
+def level_text(level: float) -> str:
+    """95% or 98.75%: a level with the decimals it has (up to two)."""
+    return f"{level * 100:.2f}".rstrip("0").rstrip(".") + "%"
 
 
 def stopping_interval(repetitions, ci_level: float, family: int = 1):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -149,56 +150,50 @@ def _calibrated_level(looks: tuple[int, ...], ci_level: float) -> float:
     return float(1.0 - low)
 
 
+@dataclass(frozen=True)
+class StoppedRow:
+    """How one row of a run that stops on its verdict could stop: at the first of `looks`
+    from `not_before` on (the look by which the run's other rows had settled) whose t interval
+    at `look_level` holds none of `thresholds` (log scale), else at the last look."""
+
+    looks: tuple[int, ...]
+    look_level: float
+    thresholds: tuple[float, ...]
+    not_before: int = 0
+
+
 def stopped_mean_bias(
-    mean: float,
-    sd: float,
-    looks,
-    look_level: float,
-    thresholds,
-    not_before: int = 0,
-    paths: int = 4000,
-    seed: int = 0,
+    mean: float, sd: float, row: StoppedRow, paths: int = 4000, seed: int = 0
 ) -> float:
-    """The bias of the plain mean of i.i.d. N(mean, sd^2) per-block log ratios when the run
-    stops at the first look from `not_before` on (the block the run's other rows settled at)
-    whose t interval (look_level) holds none of `thresholds` (log scale), else at the last
-    look: E[mean at the stop] - mean, simulated with common random numbers (the same seed
+    """The bias of the plain mean of i.i.d. N(mean, sd^2) per-block log ratios at the row's
+    stop: E[mean at the stop] - mean, simulated with common random numbers (the same seed
     gives a smooth function of `mean`)."""
-    looks = sorted(looks)
+    looks = sorted(row.looks)
     rng = np.random.default_rng(seed)
     draws = rng.standard_normal((paths, looks[-1])) * sd + mean
     cumulative, squares = np.cumsum(draws, axis=1), np.cumsum(draws**2, axis=1)
-    edges = np.asarray(sorted(thresholds), dtype=float)[None, :]
+    edges = np.asarray(sorted(row.thresholds), dtype=float)[None, :]
     done, at_stop = np.zeros(paths, dtype=bool), np.empty(paths)
     for n in looks:
         m = cumulative[:, n - 1] / n
         s = np.sqrt(np.maximum(squares[:, n - 1] / n - m**2, 0.0) * n / (n - 1))
-        half = (t_quantile(0.5 + look_level / 2, n - 1) * s / math.sqrt(n))[:, None]
+        half = (t_quantile(0.5 + row.look_level / 2, n - 1) * s / math.sqrt(n))[:, None]
         inside = ((edges > m[:, None] - half) & (edges < m[:, None] + half)).any(axis=1)
-        stop = ~done & ((~inside & (n >= not_before)) | (n == looks[-1]))
+        stop = ~done & ((~inside & (n >= row.not_before)) | (n == looks[-1]))
         at_stop[stop] = m[stop]
         done |= stop
     return float(at_stop.mean() - mean)
 
 
-def bias_adjusted_mean(
-    observed: float,
-    sd: float,
-    looks,
-    look_level: float,
-    thresholds,
-    not_before: int = 0,
-    seed: int = 0,
-) -> float:
+def bias_adjusted_mean(observed: float, sd: float, row: StoppedRow, seed: int = 0) -> float:
     """Whitehead's bias-adjusted estimate: the mean m whose simulated stopped mean equals the
     observed one (m + bias(m) = observed), by fixed-point iteration from the observed mean.
-    The observed mean where the run could stop at one look only."""
-    if len(set(looks)) == 1 or not math.isfinite(sd) or sd <= 0:
+    The observed mean where the row could stop at one look only."""
+    if len(set(row.looks)) == 1 or not math.isfinite(sd) or sd <= 0:
         return observed
     estimate = observed
     for _ in range(8):
-        bias = stopped_mean_bias(estimate, sd, looks, look_level, thresholds, not_before, seed=seed)
-        estimate = observed - bias
+        estimate = observed - stopped_mean_bias(estimate, sd, row, seed=seed)
     return float(estimate)
 
 

@@ -196,6 +196,56 @@ def statistics_section(summary: pd.DataFrame, document: dict, facts: dict) -> li
     return out
 
 
+def assumptions_section(summary: pd.DataFrame) -> list[str]:
+    """What each interval's level means and what it assumes, checked on the blocks
+    (stats.assumption_checks; columns a replay of an older archive may not have)."""
+    if "row_level" not in summary or summary.empty:
+        return []
+    first = summary.iloc[0]
+    family = int(first["family_rows"])
+    meaning = (
+        f"all {family} rows of a device and model at once hold their gains with "
+        f"{1 - (1 - first['row_level']) * family:.0%} (each at {first['row_level']:.2%}, "
+        "Bonferroni: `stats.familywise`)"
+        if family > 1
+        else f"each row's interval holds its own gain with {first['row_level']:.0%}; over "
+        f"{len(summary)} rows some miss more often (`stats.familywise: true` for the "
+        "experiment's rows at once)"
+    )
+    out = [
+        "",
+        "### What the level means, and what the intervals assume",
+        "",
+        f"Level: {meaning}; after a run that stopped on its verdict, at whichever look it "
+        "stopped. The intervals assume independent blocks: one check per run (the largest "
+        "lag-1 autocorrelation of its rows against permuted block orders) widens every "
+        "interval by its row's AR(1) factor where it finds dependence "
+        "(`stats.dependence`). Lag-1 and runs p-values are one-sided (positive dependence, "
+        "too few runs); order: Welch p of the gain where the treatment ran first vs second; "
+        "kurtosis: excess (0 for Gaussian blocks). Gain at the stop: bias-adjusted for "
+        "stopping on the verdict (Whitehead), beside the plain gain it corrects.",
+        "",
+        "| device | model | treatment vs baseline | phase | dependence p (run) | lag-1 r "
+        "| lag-1 p | runs p | order p | excess kurtosis | widened by | gain | "
+        "gain, bias-adjusted |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in summary.itertuples():
+        found = " **found**" if row.serial_dependence else ""
+        out.append(
+            f"| {row.device} | {row.model} | {row.treatment} vs {row.baseline} | {row.phase} | "
+            f"{number(row.dependence_p)}{found} | {number(row.lag1_autocorrelation)} | "
+            f"{number(row.lag1_p)} | {number(row.runs_p)} | {number(row.order_effect_p)} | "
+            f"{number(row.excess_kurtosis)} | {row.dependence_widening:.2f}x | {pct(row.gain)} "
+            f"| {'-' if pd.isna(row.gain_bias_adjusted) else pct(row.gain_bias_adjusted)} |"
+        )
+    return out
+
+
+def number(value) -> str:
+    return "-" if value is None or pd.isna(value) else f"{value:.2g}"
+
+
 def model_pin(manifest: dict) -> str:
     """How a downloaded model is pinned: its revision, and a warning where that is a name
     that moves (a branch such as `master`) or where the file hashes were trusted on first use."""
@@ -278,6 +328,7 @@ def markdown(
             *(emulation_section(list(emulation)) if len(emulation) else []),
             *(engine_tests_section(engine_tests) if engine_tests is not None else []),
             *statistics_section(summary, document, facts),
+            *assumptions_section(summary),
             *(mechanism_section(mechanism, sweep) if mechanism else []),
             *(
                 where_time_goes(kernels, top, comparison_pairs(document["comparison"]))

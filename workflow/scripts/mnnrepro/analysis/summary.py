@@ -284,7 +284,7 @@ def stopped_gain(part, judged, config: dict, stats_cfg: dict, claim) -> float | 
     stops on every row at once). None for other runs and rows without thresholds."""
     from mnnrepro.intervals import stopping_looks, stops_on_verdict
     from mnnrepro.runs.precision import mode_thresholds
-    from mnnrepro.stats import bias_adjusted_mean, paired_blocks
+    from mnnrepro.stats import StoppedRow, bias_adjusted_mean, paired_blocks
 
     repetitions = config.get("bench", {}).get("repetitions", 0)
     thresholds = mode_thresholds(judged.mode, claim, config["comparison"]["tolerance"])
@@ -302,14 +302,11 @@ def stopped_gain(part, judged, config: dict, stats_cfg: dict, claim) -> float | 
         for n, s in judged.stop.get("rows", {}).items()
         if n != name
     ]
+    row = StoppedRow(
+        tuple(looks), stats_cfg["ci_level"], tuple(np.log(thresholds)), max(others, default=0)
+    )
     adjusted = bias_adjusted_mean(
-        float(logs.mean()),
-        float(logs.std(ddof=1)),
-        looks,
-        stats_cfg["ci_level"],
-        np.log(thresholds),
-        max(others, default=0),
-        seed=stats_cfg["seed"],
+        float(logs.mean()), float(logs.std(ddof=1)), row, seed=stats_cfg["seed"]
     )
     return float(np.exp(adjusted) - 1)
 

@@ -59,7 +59,7 @@ def simulated_s(repetitions, per_block: int, per_invocation_s: float) -> float |
         or simulated.get("invocations_per_block") != per_block
     ):
         return None
-    times = simulated.get("phone_times") or []
+    times = [t for t in simulated.get("phone_times") or [] if not t.get("refused")]
     seconds = [t["invocation_s"] for t in times]
     if not seconds or not seconds[0] <= per_invocation_s <= seconds[-1]:
         return None
@@ -121,15 +121,25 @@ def device_time(plan, device: str) -> str:
     low, high, _ = block_range(repetitions)
     sweep_low, sweep_high, _ = block_range(sweep_repetitions(bench))
     points = 0 if kind.emulated else len(plan.sweep)
-    main_most = per_block * high * per
+    main_most, worst = per_block * high * per, ""
     if stops_on_verdict(repetitions):
-        main_most = per_block * last_affordable_look(repetitions, per_block * per) * per
+        last = last_affordable_look(repetitions, per_block * per)
+        main_most = per_block * last * per
+        budget = repetitions.get("budget_s")
+        worst = f" (the worst case: block {last}, the last look" + (
+            f" the {hours(budget)} budget affords)" if budget and last < high else " planned)"
+        )
+        if budget and main_most > budget:
+            worst = (
+                f" (the {hours(budget)} budget affords no look at these seconds: the run ends "
+                "after its first block, asking for a larger bench.repetitions.budget_s)"
+            )
     fewest = per_block * (low + points * sweep_low) * per
     most = main_most + per_block * points * sweep_high * per
     span = hours(fewest) if fewest == most else f"{hours(fewest)} to {hours(most)}"
     expected = simulated_s(repetitions, per_block, per) if not points else None
     said = f"; expected {hours(expected)} ({SIMULATED})" if expected else ""
-    return f"{span} of benchmarks{said}{on_top(plan, per)}; source: {source}"
+    return f"{span} of benchmarks{worst}{said}{on_top(plan, per)}; source: {source}"
 
 
 def last_affordable_look(repetitions: dict, per_block_s: float) -> int:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mnnrepro.errors import ReproError
 from mnnrepro.intervals import block_range, ci_df, stops_on_verdict
 from mnnrepro.stats import PHASES, t_interval
 
@@ -235,11 +236,21 @@ class StoppingRule:
 def verdict_decision(
     records: list[dict], blocks: int, rule: StoppingRule, rows: dict, cooldown_s
 ) -> dict | None:
-    """After `blocks` complete blocks: None to go on, else why the run stops here."""
+    """After `blocks` complete blocks: None to go on, else why the run stops here. A run whose
+    budget cannot reach its first look at the seconds its blocks take ends with one line
+    (a ReproError naming the key) rather than stop where no interval is valid."""
+    spent = device_seconds(records, cooldown_s)
     if blocks < rule.looks[0]:
+        first = rule.looks[0] * spent / blocks
+        if rule.budget_s is not None and first > rule.budget_s:
+            raise ReproError(
+                f"bench.repetitions.budget_s: {rule.budget_s:g} s cannot reach the first look "
+                f"(block {rule.looks[0]}) at the {spent / blocks:.0f} s a block measured so far "
+                f"({first:.0f} s): raise budget_s or lower min; the {blocks} blocks measured "
+                "are kept for a rerun"
+            )
         return None
     ratios = {name: block_log_ratios(records, name) for name in rows}
-    spent = device_seconds(records, cooldown_s)
     stop = verdict_stop(ratios, rows, rule, blocks, spent)
     if stop is None and rule.budget_s is not None and blocks in rule.looks:
         per_block = spent / blocks  # the plan again, from the seconds measured so far
