@@ -243,6 +243,8 @@ SETTINGS = {
     ("docs/method.md", "- **engine**: the prebuilt"): "the CI level and target: settings",
     ("docs/verdicts.md", "**The A/A rule** is"): "the A/A margin and its consequences: settings",
     ("docs/verdicts.md", "**A quiet machine, or a"): "the quiet gate's settings",
+    ("docs/verdicts.md", "**What the intervals assume, checked"): "the check's level: a setting",
+    ("docs/verdicts.md", "**The level: per row or for the"): "the CI level: a setting",
     ("docs/paper.md", "- **Host** (`config/host-sme2.yaml`)"): "the equality band: a setting",
     ("docs/phone.md", "   **Checked**: `collect_device_facts`"): "limits and placeholder values",
 }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import tarfile
 
+import pytest
 import yaml
 
 from mnnrepro.devices.kinds import DEVICE_KINDS
@@ -96,3 +97,44 @@ def test_the_device_time_comes_from_an_earlier_run_of_the_experiment(root, tmp_p
     bench.to_csv(tmp_path / "results/host-sme2/bench.csv", index=False)
     (line,) = [x for x in overview(plan) if "device `host`" in x]
     assert "earlier invocations there, 3600 s each" in line
+
+
+def test_another_experiment_on_the_device_is_priced_from_its_speed_and_the_models_layout(
+    root, quickstart_repo, tmp_path, monkeypatch
+):
+    """The quickstart's real run on this host (its bench.csv and its model's layout.json) prices
+    a new experiment of the same model there, which has no run of its own: the estimate is
+    the quickstart's measured invocation time again (same model and settings), within 25 %;
+    a longer prompt adds (warm-ups + 1) x its prefill time at the measured rate. Without the
+    model's layout there is no estimate."""
+    import shutil
+
+    import pandas as pd
+
+    from mnnrepro.plan.invocation_time import device_speed, invocation_s, layout_of
+
+    monkeypatch.chdir(quickstart_repo)
+    config = yaml.safe_load((quickstart_repo / "config/config.yaml").read_text())
+    config["experiment"] = "another"
+    lines = lines_of(root, config, "another.yaml", tmp_path)
+    (line,) = [x for x in lines if x.startswith("  device `host`")]
+    assert "estimated from this model's layout and the device's speed in quickstart" in line
+    priced = float(re.search(r"source: ([\d.e+-]+) s per invocation estimated", line).group(1))
+    bench = pd.read_csv(quickstart_repo / "results/quickstart/bench.csv")
+    measured = bench.drop_duplicates("raw_file")["wall_s"].mean()
+    assert abs(priced - measured) <= 0.25 * measured, (priced, measured)
+    (model,) = config["models"]
+    layout = layout_of(model, quickstart_repo)
+    speed = device_speed("host", 1, quickstart_repo, "another")
+    longer = {**config["bench"], "prompt_tokens": 2 * config["bench"]["prompt_tokens"]}
+    prefill = config["bench"]["prompt_tokens"] * layout["prefill_ops_per_token"]
+    added = (config["bench"]["warmup"] + 1) * prefill / speed.prefill_ops_per_s
+    base = invocation_s(speed, layout, config["bench"])
+    assert invocation_s(speed, layout, longer) - base == pytest.approx(added)
+    moved = tmp_path / "layout.json"
+    shutil.move(quickstart_repo / f"results/models/{model}/layout.json", moved)
+    try:
+        (line,) = [x for x in lines_of(root, config, "b.yaml", tmp_path) if "device `host`" in x]
+        assert line.endswith("not estimated (no earlier run of this experiment on it)")
+    finally:
+        shutil.move(moved, quickstart_repo / f"results/models/{model}/layout.json")

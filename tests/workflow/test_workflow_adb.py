@@ -101,7 +101,17 @@ def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, seed_models, tmp_
     assert {e["phase"] for e in mechanism["energy"]} == {"prefill", "decode"}
     assert "Energy per token" in (out / "summary.md").read_text()
     first = yaml.safe_load((out / "pushed" / "phone" / "synth-tiny-vl.json").read_text())
-    assert first["bytes_pushed"] > 0
+    assert first["bytes_pushed"] > 0 and first["push_s"] > 0
+    # the dry run of another experiment on this phone prices the model's first push from it
+    from types import SimpleNamespace
+
+    from mnnrepro.plan.invocation_time import push_s
+
+    rate = first["bytes_pushed"] / first["push_s"]
+    manifest = yaml.safe_load((tmp_path / "results/models/synth-tiny-vl/manifest.json").read_text())
+    size = sum(f["size"] for f in manifest["files"])
+    priced = push_s(SimpleNamespace(models=["synth-tiny-vl"]), "phone", tmp_path)
+    assert priced == pytest.approx(size / rate)
 
     run(root, tmp_path, config_path, "--forcerun", "push_to_device")
     again = yaml.safe_load((out / "pushed" / "phone" / "synth-tiny-vl.json").read_text())

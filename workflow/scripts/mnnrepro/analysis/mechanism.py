@@ -163,7 +163,7 @@ def mechanism_table(
 def energy_comparison(bench: pd.DataFrame, config: dict) -> list[dict]:
     """Per device x model x pair x phase: tokens per joule, treatment / baseline, with the
     speedup's paired statistics (where both variants have energy readings), with the run's kind
-    of interval (anytime-valid after a run that stopped on its verdict)."""
+    of interval (calibrated for the looks after a run that stopped on its verdict)."""
     from mnnrepro.intervals import experiment_intervals
 
     stats_cfg, df = experiment_intervals(config)

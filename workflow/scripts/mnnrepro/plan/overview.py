@@ -102,25 +102,15 @@ def device_time(plan, device: str) -> str:
     where a simulation of the rule holds), what comes on top of the benchmark, and the source
     of the seconds per invocation."""
     config, bench = plan.config, plan.config["bench"]
-    kind = plan.device_kinds[device]
-    earlier = earlier_invocation_s(
-        Path(f"results/{plan.experiment.results_key}/bench.csv"), device, bench["cooldown_s"]
-    )
-    if earlier is not None:
-        per, source = earlier, f"this experiment's earlier invocations there, {earlier:.0f} s each"
-    elif kind.assumed_invocation_s:
-        per = kind.assumed_invocation_s + bench["cooldown_s"]
-        source = (
-            f"an assumed {per:g} s per invocation (the phone's {kind.assumed_invocation_s:g} s, "
-            "benchmarks/results/phone_precision.md, and the cool-down)"
-        )
-    else:
+    priced = invocation_price(plan, device)
+    if priced is None:
         return "not estimated (no earlier run of this experiment on it)"
+    per, source = priced
     per_block = len(run_variants(config)) * len(plan.models)
     repetitions = bench["repetitions"]
     low, high, _ = block_range(repetitions)
     sweep_low, sweep_high, _ = block_range(sweep_repetitions(bench))
-    points = 0 if kind.emulated else len(plan.sweep)
+    points = 0 if plan.device_kinds[device].emulated else len(plan.sweep)
     main_most, worst = per_block * high * per, ""
     if stops_on_verdict(repetitions):
         last = last_affordable_look(repetitions, per_block * per)
@@ -139,7 +129,32 @@ def device_time(plan, device: str) -> str:
     span = hours(fewest) if fewest == most else f"{hours(fewest)} to {hours(most)}"
     expected = simulated_s(repetitions, per_block, per) if not points else None
     said = f"; expected {hours(expected)} ({SIMULATED})" if expected else ""
-    return f"{span} of benchmarks{worst}{said}{on_top(plan, per)}; source: {source}"
+    return f"{span} of benchmarks{worst}{said}{on_top(plan, device, per)}; source: {source}"
+
+
+def invocation_price(plan, device: str) -> tuple[float, str] | None:
+    """Seconds of one invocation on the device, with cool-down, and their source, in this
+    order: this experiment's earlier invocations there; an estimate from the model's layout and
+    the device's speed in its earlier runs of other experiments (plan/invocation_time.py); the
+    seconds the device kind assumes; else None."""
+    from mnnrepro.plan.invocation_time import estimated_invocation_s
+
+    bench, kind = plan.config["bench"], plan.device_kinds[device]
+    earlier = earlier_invocation_s(
+        Path(f"results/{plan.experiment.results_key}/bench.csv"), device, bench["cooldown_s"]
+    )
+    if earlier is not None:
+        return earlier, f"this experiment's earlier invocations there, {earlier:.0f} s each"
+    estimate = estimated_invocation_s(plan, device, Path("."))
+    if estimate is not None:
+        return estimate
+    if kind.assumed_invocation_s:
+        per = kind.assumed_invocation_s + bench["cooldown_s"]
+        return per, (
+            f"an assumed {per:g} s per invocation (the phone's {kind.assumed_invocation_s:g} s, "
+            "benchmarks/results/phone_precision.md, and the cool-down)"
+        )
+    return None
 
 
 def last_affordable_look(repetitions: dict, per_block_s: float) -> int:
@@ -151,10 +166,13 @@ def last_affordable_look(repetitions: dict, per_block_s: float) -> int:
     return ([n for n in looks if n * per_block_s <= budget] or looks[:1])[-1]
 
 
-def on_top(plan, per: float) -> str:
-    """What the device runs besides the benchmark, priced at the same seconds per
-    invocation: the correctness gate (each variant answers each prompt) and, with
-    `attribution`, one profiled invocation per variant and phase."""
+def on_top(plan, device: str, per: float) -> str:
+    """What the device runs besides the benchmark: the correctness gate (each variant answers
+    each prompt) and, with `attribution`, one profiled invocation per variant and phase, priced
+    at the same seconds per invocation; the models' push where its size and the device's push
+    rate are known (once per model and device: later pushes move only changed files)."""
+    from mnnrepro.plan.invocation_time import push_s
+
     config = plan.config
     variants = len(config["variants"]) * len(plan.models)
     correctness = config["correctness"]
@@ -162,7 +180,14 @@ def on_top(plan, per: float) -> str:
     gate = variants * prompts
     profiled = variants * 2 if config["attribution"]["enabled"] else 0
     extra = f"{gate} gate" + (f" and {profiled} profiled" if profiled else "")
-    return f"; on top, {extra} invocations, about {hours((gate + profiled) * per)}"
+    pushed = push_s(plan, device, Path("."))
+    push = (
+        f"; the models' first push about {hours(pushed)}"
+        if pushed is not None
+        else "; the models' first push not priced (their size or this device's push rate is "
+        "not known yet)"
+    )
+    return f"; on top, {extra} invocations, about {hours((gate + profiled) * per)}{push}"
 
 
 def source_downloads(plan):

@@ -68,16 +68,16 @@ def stopping_decision(
 #
 # A judged row is a pair's speedup in one phase (the compared pairs, the A/A control) or the
 # mechanism check of the main pair (prefill's speedup over decode's: is the prefill gain the
-# larger?). Its interval is the anytime-valid one (stats.anytime_interval), which keeps its
-# coverage however the stopping rule looks at it, or, with `looks`, the t interval at the
-# Bonferroni level of that many planned looks, at which alone the run may stop
-# (intervals.run_intervals); the row is settled when no threshold of its
-# verdict lies inside the interval (the claim band's edges, the equality band's, the fallback's
-# floor, the A/A margin's, 1 for the mechanism check), or, where no claim is judged, when the
-# interval is as narrow as `target_half_width` (without one, it holds nothing up). The run
-# stops when every row is settled, at `max` blocks, or once the device time spent reaches
-# `budget_s`. Simulated under the noise scenarios of a phone:
-# benchmarks/results/sequential_stopping.md.
+# larger?). The run looks at every block from `min` to `max`, or at the `looks` planned
+# ones, and judges each row there on the Student t interval at the level calibrated for those
+# looks (intervals.run_intervals, stats.sequential_t_level), which keeps its coverage at
+# whichever look the run stops, widened where the run's blocks show serial dependence
+# (StoppingRule.judged_on); the row is settled when no threshold of its verdict lies inside
+# the interval (the claim band's edges, the equality band's, the fallback's floor, the A/A
+# margin's, 1 for the mechanism check), or, where no claim is judged, when the interval is as
+# narrow as `target_half_width` (without one, it holds nothing up). The run stops at a look:
+# when every row is settled, at the last look, or before a look `budget_s` cannot afford.
+# Simulated under the noise scenarios of a phone: benchmarks/results/sequential_stopping.md.
 
 
 def verdict_thresholds(comparison: dict, variants: dict, engines: dict, facts: dict) -> dict:
@@ -236,34 +236,38 @@ class StoppingRule:
 def verdict_decision(
     records: list[dict], blocks: int, rule: StoppingRule, rows: dict, cooldown_s
 ) -> dict | None:
-    """After `blocks` complete blocks: None to go on, else why the run stops here. A run whose
-    budget cannot reach its first look at the seconds its blocks take ends with one line
-    (a ReproError naming the key) rather than stop where no interval is valid."""
+    """After `blocks` complete blocks: None to go on, else why the run stops here; with a
+    budget, the plan again from the seconds measured so far (replan)."""
     spent = device_seconds(records, cooldown_s)
+    if rule.budget_s is not None:
+        replan(rule, blocks, spent)
     if blocks < rule.looks[0]:
-        first = rule.looks[0] * spent / blocks
-        if rule.budget_s is not None and first > rule.budget_s:
-            raise ReproError(
-                f"bench.repetitions.budget_s: {rule.budget_s:g} s cannot reach the first look "
-                f"(block {rule.looks[0]}) at the {spent / blocks:.0f} s a block measured so far "
-                f"({first:.0f} s): raise budget_s or lower min; the {blocks} blocks measured "
-                "are kept for a rerun"
-            )
         return None
     ratios = {name: block_log_ratios(records, name) for name in rows}
-    stop = verdict_stop(ratios, rows, rule, blocks, spent)
-    if stop is None and rule.budget_s is not None and blocks in rule.looks:
-        per_block = spent / blocks  # the plan again, from the seconds measured so far
-        affordable = [n for n in rule.looks if n * per_block <= rule.budget_s] or [blocks]
-        log.info(
-            "after %d blocks: %.0f s a block measured; the %g-s budget affords looks up to "
-            "block %d",
-            blocks,
-            per_block,
-            rule.budget_s,
-            affordable[-1],
+    return verdict_stop(ratios, rows, rule, blocks, spent)
+
+
+def replan(rule: StoppingRule, blocks: int, spent: float) -> None:
+    """The plan again from the seconds measured so far, said in the job's log after every
+    block: the last look the budget affords at that pace. A budget that cannot reach the first
+    look ends the run with one line (a ReproError naming the key), not at a block where no
+    interval is valid."""
+    per_block = spent / blocks
+    affordable = [n for n in rule.looks if n * per_block <= rule.budget_s]
+    if not affordable and blocks < rule.looks[0]:
+        raise ReproError(
+            f"bench.repetitions.budget_s: {rule.budget_s:g} s cannot reach the first look "
+            f"(block {rule.looks[0]}) at the {per_block:.0f} s a block measured so far "
+            f"({rule.looks[0] * per_block:.0f} s): raise budget_s or lower min; the {blocks} "
+            "blocks measured are kept for a rerun"
         )
-    return stop
+    log.info(
+        "after %d blocks: %.0f s a block measured; the %g-s budget affords looks up to block %s",
+        blocks,
+        per_block,
+        rule.budget_s,
+        affordable[-1] if affordable else "none further",
+    )
 
 
 def verdict_stop(

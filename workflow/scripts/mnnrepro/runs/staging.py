@@ -5,6 +5,7 @@ model; and the receipt every run verifies before it runs anything.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 from mnnrepro.devices.base import Device
@@ -35,6 +36,7 @@ def push_receipt(
             name: stage_engine(device, path, suffix) for name, path in sorted((dirs or {}).items())
         }
 
+    started = time.monotonic()
     models = {
         fmt: device.stage(path, f"models/{model}{FORMATS[fmt].device_suffix}")
         for fmt, path in sorted(model_dirs.items())
@@ -60,6 +62,7 @@ def push_receipt(
         "model": model,
         **where,
         "bytes_pushed": device.bytes_pushed,
+        "push_s": round(time.monotonic() - started, 3),  # the dry run's push rate
         "files_skipped": device.files_skipped,
         "files": device.receipts,
     }
