@@ -138,3 +138,25 @@ def test_another_experiment_on_the_device_is_priced_from_its_speed_and_the_model
         assert line.endswith("not estimated (no earlier run of this experiment on it)")
     finally:
         shutil.move(moved, quickstart_repo / f"results/models/{model}/layout.json")
+
+
+def test_an_earlier_table_damaged_by_hand_stops_the_dag_with_one_line(root, tmp_path):
+    """The dry run prices the phone from this experiment's earlier bench.csv: with a column
+    dropped (a real run's table, the shipped host archive's) `snakemake -n` ends with one line
+    naming the file and the column, not a KeyError raised while the DAG is built."""
+    import pandas as pd
+    from conftest import run_snakemake
+
+    with tarfile.open(root / "benchmarks/results/host-sme2-archive.tar.gz") as tar:
+        table = pd.read_csv(tar.extractfile("results/host-sme2/bench.csv"))
+    bench = tmp_path / "results/paper-x300/bench.csv"
+    bench.parent.mkdir(parents=True)
+    table.assign(device="x300").drop(columns=["model"]).to_csv(bench, index=False)
+    proc = run_snakemake(
+        tmp_path, "-n", "--snakefile", str(root / "Snakefile"),
+        "--configfile", str(root / "config/paper.yaml"), check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    last = (proc.stdout + proc.stderr).strip().splitlines()[-1]
+    assert last.startswith("error: results/paper-x300/bench.csv: columns ['model'] missing")
+    assert "KeyError" not in proc.stdout + proc.stderr

@@ -15,7 +15,8 @@ def plan_of_this_run():
     root = Path(workflow.current_basedir).resolve().parents[1]
     scripts = root / "workflow" / "scripts"
     sys.path.insert(0, str(scripts))
-    from mnnrepro.config import ConfigError, use_this_package
+    from mnnrepro.config import use_this_package
+    from mnnrepro.errors import ReproError
     from mnnrepro.plan.experiment import resolve
     from mnnrepro.plan.overview import overview
     from mnnrepro.plan.plan import Plan
@@ -26,13 +27,14 @@ def plan_of_this_run():
             config, workflow.configfiles, default_config=root / "config" / "config.yaml"
         )
         plan = Plan(config, experiment, scripts)
-    except ConfigError as err:  # names the key, file or archive, before any job runs
+        said = overview(plan) if workflow.is_main_process else []  # reads earlier tables
+    except ReproError as err:  # names the key, file or archive, before any job runs
         # SystemExit, not WorkflowError: Snakemake prints a WorkflowError with this file's
         # name, line and frame around it; an exit prints the one line (after Snakemake's own
         # profile line, which comes before the Snakefile is read)
         raise SystemExit(f"error: {err}") from None
-    if workflow.is_main_process:
-        print("\n".join(overview(plan)), file=sys.stderr)
+    if said:
+        print("\n".join(said), file=sys.stderr)
     return plan
 
 

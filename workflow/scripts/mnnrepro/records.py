@@ -122,6 +122,24 @@ def read_table(path: str | os.PathLike, columns: list[str], hint: str) -> pd.Dat
     return table
 
 
+def read_rows(path: str | os.PathLike, columns: list[str], hint: str) -> list[dict]:
+    """A CSV table the workflow wrote, as rows of strings (the csv module: no pandas, for what
+    the plan reads while the DAG is built), with at least `columns`; else one DataError line
+    naming the file and the missing columns."""
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            header = reader.fieldnames or []
+            missing = [c for c in columns if c not in header]
+            if missing:
+                raise DataError(path, f"columns {missing} missing (has {header})", hint)
+            return list(reader)
+    except FileNotFoundError:
+        raise DataError(path, "missing", hint) from None
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise DataError(path, f"not a CSV table ({err})", hint) from None
+
+
 def check_sha256(path: str | os.PathLike, expected: str, recorded_in: str, hint: str) -> None:
     """The file's content must be what `recorded_in` recorded for it."""
     try:

@@ -14,7 +14,6 @@ measurement of it (a larger model's prefill may run at another rate)."""
 
 from __future__ import annotations
 
-import csv
 import json
 import statistics
 from dataclasses import dataclass
@@ -38,22 +37,31 @@ def layout_of(model: str, root: Path) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
+# what a reader of an earlier run's table says where a column is missing
+TABLE_HINT = "a table the workflow wrote: restore it, or delete it and run again"
+SPEED_COLUMNS = [
+    *("experiment", "device", "model", "variant", "phase", "thread_num", "emulated"),
+    *("seconds", "tokens", "wall_s", "load_s", "warmup", "raw_file"),
+]
+
+
 def invocations_of(bench_csv: Path, device: str, threads: int) -> list[dict]:
     """One dict per earlier invocation on the device at that thread count, with its prefill
     and decode seconds and tokens (emulated devices' timings are left out)."""
+    from mnnrepro.records import read_rows
+
     runs: dict[str, dict] = {}
-    with open(bench_csv, newline="", encoding="utf-8") as fh:
-        for row in csv.DictReader(fh):
-            if (
-                row.get("device") != device
-                or row.get("emulated") == "True"
-                or row.get("thread_num") != str(threads)
-                or row.get("phase") not in ("prefill", "decode")
-                or not row.get("wall_s")
-            ):
-                continue
-            run = runs.setdefault(row["raw_file"], {"row": row})
-            run[row["phase"]] = (float(row["seconds"]), float(row["tokens"]))
+    for row in read_rows(bench_csv, SPEED_COLUMNS, TABLE_HINT):
+        if (
+            row["device"] != device
+            or row["emulated"] == "True"
+            or row["thread_num"] != str(threads)
+            or row["phase"] not in ("prefill", "decode")
+            or not row["wall_s"]
+        ):
+            continue
+        run = runs.setdefault(row["raw_file"], {"row": row})
+        run[row["phase"]] = (float(row["seconds"]), float(row["tokens"]))
     return [r for r in runs.values() if "prefill" in r and "decode" in r]
 
 

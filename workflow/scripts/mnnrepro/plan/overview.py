@@ -14,7 +14,6 @@ time too (benchmarks/results/sequential_stopping.json)."""
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -67,25 +66,29 @@ def simulated_s(repetitions, per_block: int, per_invocation_s: float) -> float |
     return float(np.interp(per_invocation_s, seconds, expected))
 
 
+EARLIER_COLUMNS = ["device", "model", "variant", "block", "wall_s"]
+
+
 def earlier_invocation_s(bench_csv: Path, device: str, cooldown_s: float) -> float | None:
     """Mean device seconds of one earlier invocation on `device`, from an earlier run's
     bench.csv (precision.invocation_seconds of each), None without one."""
+    from mnnrepro.plan.invocation_time import TABLE_HINT
+    from mnnrepro.records import read_rows
     from mnnrepro.runs.precision import invocation_seconds
 
     if not bench_csv.is_file():
         return None
     seen = {}
-    with open(bench_csv, newline="", encoding="utf-8") as fh:
-        for row in csv.DictReader(fh):
-            if row.get("device") != device or not row.get("wall_s"):
-                continue
-            seen[(row["model"], row["variant"], row["block"])] = invocation_seconds(
-                row.get("device_s") or None,
-                row["wall_s"],
-                row.get("quiet_wait_s"),
-                row.get("thermal_wait_s"),
-                cooldown_s,
-            )
+    for row in read_rows(bench_csv, EARLIER_COLUMNS, TABLE_HINT):
+        if row.get("device") != device or not row.get("wall_s"):
+            continue
+        seen[(row["model"], row["variant"], row["block"])] = invocation_seconds(
+            row.get("device_s") or None,
+            row["wall_s"],
+            row.get("quiet_wait_s"),
+            row.get("thermal_wait_s"),
+            cooldown_s,
+        )
     if not seen:
         return None
     return sum(seen.values()) / len(seen)
