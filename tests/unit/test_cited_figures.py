@@ -245,6 +245,7 @@ SETTINGS = {
     ("docs/verdicts.md", "**A quiet machine, or a"): "the quiet gate's settings",
     ("docs/verdicts.md", "**What the intervals assume, checked"): "the check's level: a setting",
     ("docs/verdicts.md", "**The level: per row or for the"): "the CI level: a setting",
+    ("docs/verdicts.md", "**Devices in parallel.**"): "how often a waiting job speaks: a setting",
     ("docs/paper.md", "- **Host** (`config/host-sme2.yaml`)"): "the equality band: a setting",
     ("docs/phone.md", "   **Checked**: `collect_device_facts`"): "limits and placeholder values",
 }

@@ -126,3 +126,55 @@ def test_the_lock_is_released_when_the_job_fails():
         assert is_locked("test-release")
         raise RuntimeError("the job failed")
     assert not is_locked("test-release")
+
+
+HOLD_AS_A_JOB = (
+    "import sys\n"
+    "from mnnrepro.logs import log_to\n"
+    "from mnnrepro.runs.device_lock import holding\n"
+    "log_to(sys.argv[2])\n"  # what a rule script does first: the job is named by its log
+    "with holding(sys.argv[1], 'phone-a'):\n"
+    "    print('held', flush=True)\n"
+    "    sys.stdin.readline()\n"
+)
+
+
+def test_a_job_waiting_for_a_held_device_says_who_holds_it_and_ends_at_its_limit(tmp_path, capsys):
+    """Another job (a process that named itself by its log file, as every rule script does)
+    holds the device: the waiting job prints the holder's job, working directory, process and
+    since when before waiting (and again every report_s), and past wait_s ends with one line
+    naming the config key and the holder. A device's entry sets the limit (`lock_wait_s`)."""
+    import os
+    import subprocess
+    import sys
+
+    from mnnrepro.devices.factory import make_device
+    from mnnrepro.errors import ReproError
+
+    key, job_log = "test-held-by-a-job", tmp_path / "logs/run_bench/exp/phone-a/m.log"
+    job_log.parent.mkdir(parents=True)
+    scripts = str(Path(__file__).resolve().parents[2] / "workflow" / "scripts")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_AS_A_JOB, key, str(job_log)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": scripts},
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ReproError) as err, holding(key, "phone-a", 1.0, report_s=0.3):
+            pass
+        said = capsys.readouterr().out.splitlines()
+    finally:
+        holder.communicate("release\n", timeout=60)
+    who = f"{job_log} in {tmp_path} (process {holder.pid}, since "
+    assert said and said[0].startswith("phone-a: waiting 0 s for the device, held by " + who)
+    assert all(who in line for line in said)
+    assert str(err.value).startswith("config key `devices.phone-a.lock_wait_s`: the device is")
+    assert who in str(err.value)
+    assert not is_locked(key)  # released by its holder, never taken by the waiting job
+    spec = {"local": {"python": ""}, "lock_wait_s": 600}
+    assert make_device("host", spec).lock_wait_s == 600
+    assert make_device("host", {"local": {"python": ""}}).lock_wait_s is None

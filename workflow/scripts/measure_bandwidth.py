@@ -25,7 +25,9 @@ if not probes:  # an emulated device: its memory is the host's, seen through QEM
 else:
     device = make_device(snakemake.wildcards.device, snakemake.params.device)
     try:
-        with holding(device.lock_key, device.name):  # one job per device at a time
+        with holding(
+            device.lock_key, device.name, device.lock_wait_s
+        ):  # one job per device at a time
             result = measure_bandwidth(
                 device,
                 read_json(snakemake.input.facts),

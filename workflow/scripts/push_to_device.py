@@ -7,7 +7,9 @@ from mnnrepro.runs.staging import push_receipt
 log = log_to(snakemake.log[0])
 device = make_device(snakemake.wildcards.device, snakemake.params.device)
 try:
-    with holding(device.lock_key, device.name):  # never while a benchmark runs on it
+    with holding(
+        device.lock_key, device.name, device.lock_wait_s
+    ):  # never while a benchmark runs on it
         receipt = push_receipt(
             device,
             dict(zip(snakemake.params.model_formats, snakemake.input.model, strict=True)),

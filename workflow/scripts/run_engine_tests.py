@@ -15,7 +15,9 @@ if suite is None:  # nothing to run: the device is not asked
 else:
     device = make_device(snakemake.wildcards.device, snakemake.params.device)
     try:
-        with holding(device.lock_key, device.name):  # never while a benchmark runs on it
+        with holding(
+            device.lock_key, device.name, device.lock_wait_s
+        ):  # never while a benchmark runs on it
             where = stage_engine(device, snakemake.input.engine_dir[0])
             result = run_engine_tests(device, record, suite, where, snakemake.params.engine_tests)
     finally:

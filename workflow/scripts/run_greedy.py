@@ -71,7 +71,7 @@ def gate_answers(device) -> dict:
 
 device = make_device(snakemake.wildcards.device, snakemake.params.device)
 try:
-    with holding(device.lock_key, device.name):  # one job per device at a time
+    with holding(device.lock_key, device.name, device.lock_wait_s):  # one job per device at a time
         answers = gate_answers(device)
 finally:
     device.close()

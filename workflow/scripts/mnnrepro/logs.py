@@ -18,8 +18,14 @@ def one_line_errors(kind, error, trace) -> None:
         sys.__excepthook__(kind, error, trace)
 
 
+# the job this process runs, named by its log file (logs/<rule>/<wildcards>.log): a device lock
+# says whose job holds it (runs/device_lock.py)
+THIS_JOB = {"log": ""}
+
+
 def log_to(path: str):
     """Send stderr and the logging module to path; returns the open log file."""
+    THIS_JOB["log"] = str(path)
     handle = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the job
     sys.stderr = handle
     sys.excepthook = one_line_errors

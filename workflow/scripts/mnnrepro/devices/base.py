@@ -39,6 +39,7 @@ class Device:
 
     def __init__(self, name: str):
         self.name = name
+        self.lock_wait_s: float | None = None  # `devices.<name>.lock_wait_s` (make_device)
         self.bytes_pushed = 0
         self.files_skipped = 0
         self.receipts: list[dict] = []  # one entry per file staged: path, sha256, pushed

@@ -8,7 +8,14 @@ from mnnrepro.devices.local import LocalDevice
 
 
 def make_device(name: str, spec: dict) -> Device:
-    """Build the device named in config from its `devices.<name>` entry."""
+    """Build the device named in config from its `devices.<name>` entry (with how long a job
+    waits for it while another holds it: `lock_wait_s`)."""
+    device = kind_device(name, spec)
+    device.lock_wait_s = spec.get("lock_wait_s")
+    return device
+
+
+def kind_device(name: str, spec: dict) -> Device:
     key = device_kind(name, spec).key
     if key == "adb":
         from mnnrepro.devices.adb import AdbDevice  # adbutils only where an adb device is used

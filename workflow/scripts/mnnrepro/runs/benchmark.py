@@ -320,7 +320,9 @@ def run_plan_for_rule(
 
     device = make_device(job.device_name, job.device_spec)
     try:
-        with holding(device.lock_key, device.name):  # one job per device at a time
+        with holding(
+            device.lock_key, device.name, device.lock_wait_s
+        ):  # one job per device at a time
             asked = with_vision_set(device, bench, job.images, job.tools())
             runs, stopping = run_schedule(
                 device, plan, specs, read_json(job.receipt), asked, raw_dir, stop, remeasure

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import re
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
+
+from mnnrepro.errors import ReproError
 
 log = logging.getLogger(__name__)
 
@@ -28,25 +32,77 @@ def lock_path(key: str) -> Path:
     return LOCK_DIR / (re.sub(r"[^A-Za-z0-9._-]", "_", key) + ".lock")
 
 
+REPORT_S = 30.0  # a job waiting for a device says who holds it this often
+POLL_S = 0.5
+
+
 @contextlib.contextmanager
-def holding(key: str, what: str = ""):
-    """Hold the device lock `key` for the body; waits (saying so) while another job holds it.
-    Yields the seconds waited."""
+def holding(key: str, what: str = "", wait_s: float | None = None, report_s: float = REPORT_S):
+    """Hold the device lock `key` for the body. While another job holds it, say who (its job,
+    working directory, process and since when) at once and every report_s seconds; past
+    wait_s (None: never) end with one line naming the holder. Yields the seconds waited."""
     path = lock_path(key)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+", encoding="utf-8") as handle:
         start = time.monotonic()
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.info("waiting for %s (%s): another job is running on it", key, what)
-            print(f"{what or key}: waiting for another job on the same device", flush=True)
-            fcntl.flock(handle, fcntl.LOCK_EX)
+        wait_for(handle, path, what or key, wait_s, report_s)
         handle.seek(0)
         handle.truncate()
-        handle.write(f"{os.getpid()} {what}\n")
+        handle.write(json.dumps(holder_record(what)) + "\n")
         handle.flush()
         try:
             yield round(time.monotonic() - start, 3)
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def wait_for(handle, path: Path, what: str, wait_s: float | None, report_s: float) -> None:
+    """Take the lock on handle, saying who holds it meanwhile (holder_text)."""
+    start = next_report = time.monotonic()
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            now = time.monotonic()
+            waited = now - start
+            if wait_s is not None and waited >= wait_s:
+                raise ReproError(
+                    f"config key `devices.{what}.lock_wait_s`: the device is still busy after "
+                    f"{wait_s:g} s, held by {holder_text(path)}; wait for that job, stop it, "
+                    "or raise lock_wait_s"
+                ) from None
+            if now >= next_report:
+                said = f"{what}: waiting {waited:.0f} s for the device, held by {holder_text(path)}"
+                log.info("%s", said)
+                print(said, flush=True)
+                next_report = now + report_s
+            time.sleep(POLL_S)
+
+
+def holder_record(what: str) -> dict:
+    """Who holds a device lock, as its file says: the device, the job (its log file), the
+    working directory, the process and since when."""
+    from mnnrepro.logs import THIS_JOB
+
+    return {
+        "device": what,
+        "job": THIS_JOB["log"],
+        "workdir": os.getcwd(),
+        "pid": os.getpid(),
+        "since": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+    }
+
+
+def holder_text(path: Path) -> str:
+    """The holder's record in words; a lock whose holder has not written it yet (or an older
+    workflow's) is 'another job'."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return "another job (it has not said which)"
+    job = record.get("job") or "a job outside Snakemake"
+    return (
+        f"{job} in {record.get('workdir')} (process {record.get('pid')}, since "
+        f"{record.get('since')})"
+    )

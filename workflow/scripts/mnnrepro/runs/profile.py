@@ -68,7 +68,7 @@ def profile_for_rule(job: DeviceJob, attribution: dict, out_dir: str) -> dict:
         )  # fmt: skip
 
     try:
-        with holding(device.lock_key, device.name):
+        with holding(device.lock_key, device.name, device.lock_wait_s):
             check_receipt(device, staged)
             bench = with_vision_set(device, job.bench, job.images, job.tools())
             index = [
