@@ -118,7 +118,7 @@ def estimated_invocation_s(plan, device: str, root: Path) -> tuple[float, str] |
         if layout is None:
             return None
         for variant in run_variants(config).values():
-            threads = variant.get("runtime", {}).get("thread_num", 4)
+            threads = variant["runtime"]["thread_num"]  # the schema fills it in
             speed = device_speed(device, threads, root, plan.experiment.results_key)
             if speed is None:
                 return None
