@@ -252,9 +252,8 @@ def true_ratios(config: dict, rows: dict, gains: dict) -> dict[str, float]:
     truth = variant_gains(config, gains)
     out = {}
     for name in rows:
-        pair, what = name.split(" ", 1)
-        b, t = pair.split("/")
-        if what == "prefill>decode":
+        b, t, what = precision.row_parts(name)
+        if what == precision.MECHANISM:
             out[name] = (truth[t]["prefill"] / truth[b]["prefill"]) / (
                 truth[t]["decode"] / truth[b]["decode"]
             )
@@ -491,7 +490,7 @@ def quickstart_rule(runs: int, seed: int) -> dict:
     rows = precision.verdict_thresholds(
         config["comparison"], run_variants(config), engines, {"device": "host", "sme2": False}
     )
-    mechanism = next(n for n in rows if n.endswith("prefill>decode"))
+    mechanism = next(n for n in rows if precision.row_parts(n)[2] == precision.MECHANISM)
     noise, measured = measured_run(QUICKSTART_RUN)
     reference = config["comparison"]["reference_gains"]
     equal = {p: reference["decode"] for p in BASE}

@@ -124,13 +124,12 @@ def run_dependence(group: pd.DataFrame, config: dict) -> float:
     check, the rows the stopping rule judges (runs/precision.verdict_thresholds)."""
     from mnnrepro.assumptions import dependence_p
     from mnnrepro.config import comparison_pairs, judged_pairs
-    from mnnrepro.runs.precision import block_log_ratios, records_of_table
+    from mnnrepro.runs.precision import MECHANISM, block_log_ratios, records_of_table, row_name
     from mnnrepro.stats import PHASES
 
     records = records_of_table(group[group["phase"].isin(PHASES)])
-    baseline, treatment = comparison_pairs(config["comparison"])[0]
-    names = [f"{b}/{t} {p}" for b, t in judged_pairs(config) for p in PHASES]
-    names.append(f"{baseline}/{treatment} prefill>decode")
+    names = [row_name(b, t, p) for b, t in judged_pairs(config) for p in PHASES]
+    names.append(row_name(*comparison_pairs(config["comparison"])[0], MECHANISM))
     return dependence_p([block_log_ratios(records, n) for n in names])
 
 

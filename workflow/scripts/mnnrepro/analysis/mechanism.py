@@ -233,10 +233,10 @@ def gain_gap(part: pd.DataFrame, baseline: str, treatment: str, stats_cfg: dict,
     """Prefill's speedup over decode's, block by block (the same row the stopping rule judges,
     runs/precision.block_log_ratios), with the summary's kind of interval (stats_cfg, df: as
     intervals.run_intervals gives them)."""
-    from mnnrepro.runs.precision import block_log_ratios, records_of_table
+    from mnnrepro.runs.precision import MECHANISM, block_log_ratios, records_of_table, row_name
     from mnnrepro.stats import log_ratio_interval
 
-    logs = block_log_ratios(records_of_table(part), f"{baseline}/{treatment} prefill>decode")
+    logs = block_log_ratios(records_of_table(part), row_name(baseline, treatment, MECHANISM))
     if logs.size < 2:
         return {"ratio": None, "ci_low": None, "ci_high": None, "n_pairs": int(logs.size)}
     low, high = log_ratio_interval(

@@ -20,6 +20,7 @@ from mnnrepro.analysis.conditions import (
 )
 from mnnrepro.config import comparison_pairs
 from mnnrepro.intervals import interval_name
+from mnnrepro.runs.precision import row_name
 from mnnrepro.stats import (
     ALL_PHASES,
     PHASES,
@@ -249,9 +250,7 @@ def phase_row(group: pd.DataFrame, row: JudgedRow, config: dict, chosen, rng) ->
         "baseline": pair[0],
         "treatment": pair[1],
         **interval_fields(result, stats_cfg, df),
-        "blocks_stop_reason": stop_reason(
-            row.stop, result, stats_cfg, f"{pair[0]}/{pair[1]} {phase}"
-        ),
+        "blocks_stop_reason": stop_reason(row.stop, result, stats_cfg, row_name(*pair, phase)),
         **condition_fields(part, pair, loaded),
         "claim_gain": claim,
         "reference_gain": comparison.get("reference_gains", {}).get(phase) if claimed else None,
@@ -296,7 +295,7 @@ def stopped_gain(part, judged, config: dict, stats_cfg: dict, claim) -> float | 
     if logs.size < 3:
         return None
     looks = [n for n in stopping_looks(repetitions) if n <= logs.size] or [logs.size]
-    name = f"{pair[0]}/{pair[1]} {judged.phase}"
+    name = row_name(*pair, judged.phase)
     others = [
         s.get("first_settled_at") or looks[-1]
         for n, s in judged.stop.get("rows", {}).items()

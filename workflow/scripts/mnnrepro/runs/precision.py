@@ -29,7 +29,7 @@ def half_widths(records: list[dict], pairs, ci_level: float, df: int | None) -> 
     out = {}
     for baseline, treatment in pairs:
         for phase in PHASES:
-            row = f"{baseline}/{treatment} {phase}"
+            row = row_name(baseline, treatment, phase)
             log_ratio = block_log_ratios(records, row)
             if log_ratio.size < 2:
                 out[row] = float("inf")
@@ -92,15 +92,15 @@ def verdict_thresholds(comparison: dict, variants: dict, engines: dict, facts: d
     for pair in pairs:
         mode = pair.mode_on(engines, facts)
         for phase in PHASES:
-            rows[f"{pair.baseline}/{pair.treatment} {phase}"] = mode_thresholds(
+            rows[row_name(pair.baseline, pair.treatment, phase)] = mode_thresholds(
                 mode, claims.get(phase), tol
             )
     again = aa_variant({"comparison": comparison})
     if again:
         margin = comparison.get("aa_margin", 0.05)
         for phase in PHASES:
-            rows[f"{comparison['baseline']}/{again} {phase}"] = [1 / (1 + margin), 1 + margin]
-    rows[f"{pairs[0].baseline}/{pairs[0].treatment} prefill>decode"] = [1.0]
+            rows[row_name(comparison["baseline"], again, phase)] = [1 / (1 + margin), 1 + margin]
+    rows[row_name(pairs[0].baseline, pairs[0].treatment, MECHANISM)] = [1.0]
     return rows
 
 
@@ -128,10 +128,24 @@ def records_of_table(bench) -> list[dict]:
     ]
 
 
-def block_log_ratios(records: list[dict], row: str) -> np.ndarray:
-    """The per-block log speedups of a row, over the blocks measured so far (in block order)."""
+MECHANISM = "prefill>decode"  # the mechanism check's row: prefill's speedup over decode's
+
+
+def row_name(baseline: str, treatment: str, what: str) -> str:
+    """A judged row's name: 'baseline/treatment phase' (or MECHANISM); row_parts reads it."""
+    return f"{baseline}/{treatment} {what}"
+
+
+def row_parts(row: str) -> tuple[str, str, str]:
+    """(baseline, treatment, phase or MECHANISM) of a row_name."""
     pair, what = row.split(" ", 1)
     baseline, treatment = pair.split("/")  # variant names are slugs: no `/`, no space
+    return baseline, treatment, what
+
+
+def block_log_ratios(records: list[dict], row: str) -> np.ndarray:
+    """The per-block log speedups of a row, over the blocks measured so far (in block order)."""
+    baseline, treatment, what = row_parts(row)
     tps = {}
     for record in records:
         if record.get("status") == "ok":
@@ -141,14 +155,14 @@ def block_log_ratios(records: list[dict], row: str) -> np.ndarray:
     def log_speedup(phase, block):
         return np.log(tps[(treatment, phase, block)] / tps[(baseline, phase, block)])
 
-    phases = ("prefill", "decode") if what == "prefill>decode" else (what,)
+    phases = ("prefill", "decode") if what == MECHANISM else (what,)
     measured = [
         {b for (v, p, b) in tps if (v, p) == (var, ph)}
         for var in (baseline, treatment)
         for ph in phases
     ]
     blocks = sorted(set.intersection(*measured))
-    if what == "prefill>decode":
+    if what == MECHANISM:
         return np.array([log_speedup("prefill", b) - log_speedup("decode", b) for b in blocks])
     return np.array([log_speedup(what, b) for b in blocks])
 
