@@ -164,9 +164,10 @@ def last_affordable_look(repetitions: dict, per_block_s: float) -> int:
     """The last look a run that stops on its verdict can reach: its last, or under its budget
     the last whose blocks the budget affords (runs/precision.verdict_stop stops before a look
     that would pass it)."""
+    from mnnrepro.runs.precision import affordable_looks
+
     looks = stopping_looks(repetitions)
-    budget = repetitions.get("budget_s") or float("inf")
-    return ([n for n in looks if n * per_block_s <= budget] or looks[:1])[-1]
+    return (affordable_looks(looks, per_block_s, repetitions.get("budget_s")) or looks[:1])[-1]
 
 
 def on_top(plan, device: str, per: float) -> str:

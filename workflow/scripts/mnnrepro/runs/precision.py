@@ -261,13 +261,20 @@ def verdict_decision(
     return verdict_stop(ratios, rows, rule, blocks, spent)
 
 
+def affordable_looks(looks, per_block_s: float, budget_s: float | None) -> list[int]:
+    """The looks whose blocks the budget affords at per_block_s a block (all without one): a
+    run reaches the next look only if it is among them (verdict_stop), and the dry run's worst
+    case is the last of them (plan/overview)."""
+    return [n for n in looks if budget_s is None or n * per_block_s <= budget_s]
+
+
 def replan(rule: StoppingRule, blocks: int, spent: float) -> None:
     """The plan again from the seconds measured so far, said in the job's log after every
     block: the last look the budget affords at that pace. A budget that cannot reach the first
     look ends the run with one line (a ReproError naming the key), not at a block where no
     interval is valid."""
     per_block = spent / blocks
-    affordable = [n for n in rule.looks if n * per_block <= rule.budget_s]
+    affordable = affordable_looks(rule.looks, per_block, rule.budget_s)
     if not affordable and blocks < rule.looks[0]:
         raise ReproError(
             f"bench.repetitions.budget_s: {rule.budget_s:g} s cannot reach the first look "
@@ -305,7 +312,7 @@ def verdict_stop(
         reason = f"every judged row settled after {blocks} blocks"
     elif next_look is None:
         reason = f"max {blocks} blocks reached; unsettled: {open_rows}"
-    elif rule.budget_s is not None and spent + (next_look - blocks) * per_block > rule.budget_s:
+    elif next_look not in affordable_looks(looks, per_block, rule.budget_s):
         reason = (
             f"device-time budget {rule.budget_s:g} s: the next look (block {next_look}) would "
             f"pass it at {per_block:.0f} s a block ({spent:.0f} s spent); unsettled: {open_rows}"
