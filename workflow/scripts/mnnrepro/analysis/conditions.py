@@ -120,16 +120,14 @@ def order_counts(part: pd.DataFrame, pair: tuple[str, str]) -> dict:
 
 def run_dependence(group: pd.DataFrame, config: dict) -> float:
     """The p-value of serial dependence in one device x model's judged rows, all at once
-    (assumptions.dependence_p): every judged pair in prefill and decode and the mechanism
-    check, the rows the stopping rule judges (runs/precision.verdict_thresholds)."""
+    (assumptions.dependence_p): the rows the stopping rule judges
+    (runs/precision.judged_row_names)."""
     from mnnrepro.assumptions import dependence_p
-    from mnnrepro.config import comparison_pairs, judged_pairs
-    from mnnrepro.runs.precision import MECHANISM, block_log_ratios, records_of_table, row_name
+    from mnnrepro.runs.precision import block_log_ratios, judged_row_names, records_of_table
     from mnnrepro.stats import PHASES
 
     records = records_of_table(group[group["phase"].isin(PHASES)])
-    names = [row_name(b, t, p) for b, t in judged_pairs(config) for p in PHASES]
-    names.append(row_name(*comparison_pairs(config["comparison"])[0], MECHANISM))
+    names = judged_row_names(config["comparison"])
     return dependence_p([block_log_ratios(records, n) for n in names])
 
 

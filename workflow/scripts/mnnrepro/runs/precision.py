@@ -80,27 +80,45 @@ def stopping_decision(
 # Simulated under the noise scenarios of a phone: benchmarks/results/sequential_stopping.md.
 
 
+def judged_row_names(comparison: dict) -> list[str]:
+    """The rows a run that stops on its verdict judges, in order: each compared pair in each
+    phase, the A/A control's (the baseline against its twin), the main pair's mechanism check.
+    The stopping rule's thresholds (verdict_thresholds) and the summary's dependence check
+    (analysis/conditions.run_dependence) are of these rows."""
+    from mnnrepro.config import aa_variant, comparison_pairs
+
+    pairs = comparison_pairs(comparison)
+    again = aa_variant({"comparison": comparison})
+    if again:
+        pairs = [*pairs, (comparison["baseline"], again)]
+    names = [
+        row_name(baseline, treatment, phase) for baseline, treatment in pairs for phase in PHASES
+    ]
+    return [*names, row_name(*pairs[0], MECHANISM)]
+
+
 def verdict_thresholds(comparison: dict, variants: dict, engines: dict, facts: dict) -> dict:
-    """Row name -> the speedups (ratios) at which its verdict changes; None: no claim, settled
-    by precision. The pair's mode on this device is its own (engines.pairs.Pair.mode_on)."""
+    """Row name (judged_row_names) -> the speedups (ratios) at which its verdict changes; None:
+    no claim, settled by precision. A compared pair's mode on this device is its own
+    (engines.pairs.Pair.mode_on); the A/A control's is its margin; the mechanism check's, 1."""
     from mnnrepro.config import aa_variant
     from mnnrepro.engines.pairs import compared_pairs
 
     tol, claims = comparison["tolerance"], comparison.get("claims", {})
+    modes = {
+        (pair.baseline, pair.treatment): pair.mode_on(engines, facts)
+        for pair in compared_pairs(comparison, variants)
+    }
+    margin = comparison.get("aa_margin", 0.05)
     rows = {}
-    pairs = compared_pairs(comparison, variants)
-    for pair in pairs:
-        mode = pair.mode_on(engines, facts)
-        for phase in PHASES:
-            rows[row_name(pair.baseline, pair.treatment, phase)] = mode_thresholds(
-                mode, claims.get(phase), tol
-            )
-    again = aa_variant({"comparison": comparison})
-    if again:
-        margin = comparison.get("aa_margin", 0.05)
-        for phase in PHASES:
-            rows[row_name(comparison["baseline"], again, phase)] = [1 / (1 + margin), 1 + margin]
-    rows[row_name(pairs[0].baseline, pairs[0].treatment, MECHANISM)] = [1.0]
+    for name in judged_row_names(comparison):
+        baseline, treatment, what = row_parts(name)
+        if what == MECHANISM:
+            rows[name] = [1.0]
+        elif treatment == aa_variant({"comparison": comparison}):
+            rows[name] = [1 / (1 + margin), 1 + margin]
+        else:
+            rows[name] = mode_thresholds(modes[(baseline, treatment)], claims.get(what), tol)
     return rows
 
 
