@@ -310,11 +310,25 @@ def verdict_of(low, high, claim, tol) -> str:
     return claim_verdict(low - 1, high - 1, claim, tol)
 
 
+def main_verdicts(intervals: dict, config: dict) -> tuple[str, str]:
+    """The main pair's verdicts in prefill and decode, from each row's (low, high)."""
+    comparison = config["comparison"]
+    pair, claims = (comparison["baseline"], comparison["treatment"]), comparison["claims"]
+    return tuple(
+        verdict_of(*intervals[precision.row_name(*pair, p)], claims[p], comparison["tolerance"])
+        for p in ("prefill", "decode")
+    )
+
+
+def stop_intervals(one: dict) -> dict:
+    """Row name -> (low, high) where a run through a rule stopped."""
+    return {name: (state["low"], state["high"]) for name, state in one["rows"].items()}
+
+
 def evaluate(config, rows, repetitions, scenario, runs, seed, per_block_s) -> dict:
     """Every rule of rules_of on the same simulated runs of one scenario."""
     comparison = config["comparison"]
-    claims, tol = comparison["claims"], comparison["tolerance"]
-    main = f"{comparison['baseline']}/{comparison['treatment']}"
+    prefill = precision.row_name(comparison["baseline"], comparison["treatment"], "prefill")
     truth = true_ratios(config, rows, scenario["gains"])
     rules = rules_of(repetitions)
     rng = np.random.default_rng(seed)
@@ -336,25 +350,13 @@ def evaluate(config, rows, repetitions, scenario, runs, seed, per_block_s) -> di
                 if key == "workflow":
                     run_gain = np.exp(expected[name][: one["blocks"]].mean())
                     run_gain_covered[name] += low is None or low <= run_gain <= high
-            found["verdicts"].append(
-                tuple(
-                    verdict_of(
-                        one["rows"][f"{main} {p}"]["low"],
-                        one["rows"][f"{main} {p}"]["high"],
-                        claims[p],
-                        tol,
-                    )
-                    for p in ("prefill", "decode")
-                )
-            )
+            found["verdicts"].append(main_verdicts(stop_intervals(one), config))
             if key == "workflow" and i < BIAS_RUNS:
-                bias_of(one, rows, rule, records, main, truth, bias)
+                bias_of(one, rows, rule, records, prefill, truth, bias)
         fixed = fixed_run(records, rows)
         for name, (low, high) in fixed.items():
             tally["fixed"]["covered"][name] += low <= truth[name] <= high
-        tally["fixed"]["verdicts"].append(
-            tuple(verdict_of(*fixed[f"{main} {p}"], claims[p], tol) for p in ("prefill", "decode"))
-        )
+        tally["fixed"]["verdicts"].append(main_verdicts(fixed, config))
         tally["fixed"]["blocks"].append(FIXED_BLOCKS)
     out = {
         "scenario": scenario["name"],
@@ -383,17 +385,15 @@ def evaluate(config, rows, repetitions, scenario, runs, seed, per_block_s) -> di
 BIAS_RUNS = 300  # runs per scenario whose bias-adjusted estimate is computed (it simulates)
 
 
-def bias_of(one, rows, rule, records, main, truth, bias) -> None:
+def bias_of(one, rows, rule, records, name, truth, bias) -> None:
     """The main pair's prefill row at the stop: the plain mean log ratio and the bias-adjusted
     one (the summary's, stats.bias_adjusted_mean, never before the other rows settled), each
     minus the truth, in log."""
-    name = f"{main} prefill"
     logs = precision.block_log_ratios(records, name)[: one["blocks"]]
-    looks = [n for n in rule.looks if n <= logs.size]
     level = stats.sequential_t_level(rule.looks, 0.95)
-    others = [s["first_settled_at"] or looks[-1] for n, s in one["rows"].items() if n != name]
-    row = stats.StoppedRow(tuple(looks), level, tuple(np.log(rows[name])), max(others, default=0))
-    adjusted = stats.bias_adjusted_mean(float(logs.mean()), float(logs.std(ddof=1)), row)
+    adjusted = precision.bias_adjusted_log_gain(
+        logs, name, rule.looks, level, rows[name], one["rows"]
+    )
     bias["plain"].append(float(logs.mean()) - np.log(truth[name]))
     bias["adjusted"].append(adjusted - np.log(truth[name]))
 
@@ -429,17 +429,7 @@ def phone_times(config, rows, repetitions, runs, seed, invocations_per_block) ->
             records = simulate(config, scenario, repetitions["max"], rng)
             one = run_once(records, rows, rule, per_block)
             blocks.append(one["blocks"])
-            main = f"{config['comparison']['baseline']}/{config['comparison']['treatment']}"
-            both += all(
-                verdict_of(
-                    one["rows"][f"{main} {p}"]["low"],
-                    one["rows"][f"{main} {p}"]["high"],
-                    claims[p],
-                    config["comparison"]["tolerance"],
-                )
-                == "reproduced"
-                for p in ("prefill", "decode")
-            )
+            both += main_verdicts(stop_intervals(one), config) == ("reproduced", "reproduced")
         blocks = np.array(blocks)
         out.append(
             {

@@ -282,8 +282,8 @@ def stopped_gain(part, judged, config: dict, stats_cfg: dict, claim) -> float | 
     level, never before the look at which the run's other rows had all settled (the run
     stops on every row at once). None for other runs and rows without thresholds."""
     from mnnrepro.intervals import stopping_looks, stops_on_verdict
-    from mnnrepro.runs.precision import mode_thresholds
-    from mnnrepro.stats import StoppedRow, bias_adjusted_mean, paired_blocks
+    from mnnrepro.runs.precision import bias_adjusted_log_gain, mode_thresholds
+    from mnnrepro.stats import paired_blocks
 
     repetitions = config.get("bench", {}).get("repetitions", 0)
     thresholds = mode_thresholds(judged.mode, claim, config["comparison"]["tolerance"])
@@ -294,18 +294,14 @@ def stopped_gain(part, judged, config: dict, stats_cfg: dict, claim) -> float | 
     logs = np.log(paired[pair[1]].to_numpy() / paired[pair[0]].to_numpy())
     if logs.size < 3:
         return None
-    looks = [n for n in stopping_looks(repetitions) if n <= logs.size] or [logs.size]
-    name = row_name(*pair, judged.phase)
-    others = [
-        s.get("first_settled_at") or looks[-1]
-        for n, s in judged.stop.get("rows", {}).items()
-        if n != name
-    ]
-    row = StoppedRow(
-        tuple(looks), stats_cfg["ci_level"], tuple(np.log(thresholds)), max(others, default=0)
-    )
-    adjusted = bias_adjusted_mean(
-        float(logs.mean()), float(logs.std(ddof=1)), row, seed=stats_cfg["seed"]
+    adjusted = bias_adjusted_log_gain(
+        logs,
+        row_name(*pair, judged.phase),
+        stopping_looks(repetitions),
+        stats_cfg["ci_level"],
+        thresholds,
+        judged.stop.get("rows", {}),
+        seed=stats_cfg["seed"],
     )
     return float(np.exp(adjusted) - 1)
 

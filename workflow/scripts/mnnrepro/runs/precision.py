@@ -132,6 +132,22 @@ def mode_thresholds(mode: str, claim: float | None, tol: float) -> list[float] |
     }[mode]
 
 
+def bias_adjusted_log_gain(
+    logs: np.ndarray, name: str, looks, look_level: float, thresholds, stop_rows: dict, seed=0
+) -> float:
+    """A row's mean log gain at a run's stop, corrected for the bias of stopping on it
+    (stats.bias_adjusted_mean): its own stopping at its thresholds (ratios), simulated at its
+    blocks' standard deviation over the run's looks (those its blocks reached) at look_level,
+    never before the look by which the run's other rows (stop_rows, verdict_stop's) had all
+    settled: the run stops on every row at once."""
+    from mnnrepro.stats import StoppedRow, bias_adjusted_mean
+
+    looks = [n for n in looks if n <= logs.size] or [logs.size]
+    others = [s.get("first_settled_at") or looks[-1] for n, s in stop_rows.items() if n != name]
+    row = StoppedRow(tuple(looks), look_level, tuple(np.log(thresholds)), max(others, default=0))
+    return bias_adjusted_mean(float(logs.mean()), float(logs.std(ddof=1)), row, seed=seed)
+
+
 def records_of_table(bench) -> list[dict]:
     """bench.csv's rows (one per kept invocation and phase) in the shape of the raw records this
     rule reads, for the analysis and the replays of a committed table."""
