@@ -97,12 +97,13 @@ def interval_name(stats_cfg: dict, df: int | None) -> str:
     """The interval run_intervals chose, as the summary and the job messages name it."""
     family = stats_cfg.get("family", 1)
     row = level_text(stats_cfg.get("row_level", stats_cfg["ci_level"]))
-    shared = (
-        f"; {row} per row: all {family} rows at once "
+    together = (
+        f"all {family} rows at once "
         f"{level_text(1 - (1 - stats_cfg['row_level']) * family)} (Bonferroni)"
         if family > 1
         else ""
     )
+    shared = f"; {row} per row: {together}" if together else ""
     if stats_cfg.get("interval", "t") == "bootstrap":
         return f"paired bootstrap ({stats_cfg['n_boot']} resamples){shared}"
     if stats_cfg.get("interval", "t") == "anytime":
@@ -114,12 +115,7 @@ def interval_name(stats_cfg: dict, df: int | None) -> str:
             if looks == last - first + 1
             else f"{looks} planned looks from block {first} to {last}"
         )
-        at_stop = f"{row} per row at the stop" + (
-            f"; all {family} rows at once "
-            f"{level_text(1 - (1 - stats_cfg['row_level']) * family)} (Bonferroni)"
-            if family > 1
-            else ""
-        )
+        at_stop = f"{row} per row at the stop" + (f"; {together}" if together else "")
         return (
             f"t on log ratios at {stats_cfg['ci_level']:.2%} per look, calibrated for a stop "
             f"at any of {where}: {at_stop}"
