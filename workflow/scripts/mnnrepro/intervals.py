@@ -49,10 +49,14 @@ def stopping_looks(repetitions) -> list[int]:
     return planned_looks(repetitions) or list(range(repetitions["min"], repetitions["max"] + 1))
 
 
-def family_size(stats_cfg: dict, pairs: int) -> int:
-    """How many rows share the level: the judged pairs' rows in prefill and decode with
+def family_size(stats_cfg: dict, comparison: dict) -> int:
+    """How many rows share the level: the compared pairs' rows in prefill and decode with
     `stats.familywise`, else 1 (the level is per row)."""
-    return len(PHASES) * pairs if stats_cfg.get("familywise") else 1
+    from mnnrepro.config import comparison_pairs
+
+    if not stats_cfg.get("familywise"):
+        return 1
+    return len(PHASES) * len(comparison_pairs(comparison))
 
 
 def ci_df(repetitions) -> int | None:
@@ -84,13 +88,10 @@ def run_intervals(stats_cfg: dict, repetitions, family: int = 1) -> tuple[dict, 
 def experiment_intervals(config: dict, repetitions=None) -> tuple[dict, int | None]:
     """run_intervals for an experiment's config (its `bench.repetitions` unless given; its
     level shared over its judged pairs' rows with `stats.familywise`)."""
-    from mnnrepro.config import comparison_pairs
-
     stats_cfg = config["stats"]
     if repetitions is None:
         repetitions = config.get("bench", {}).get("repetitions", 0)
-    family = family_size(stats_cfg, len(comparison_pairs(config["comparison"])))
-    return run_intervals(stats_cfg, repetitions, family)
+    return run_intervals(stats_cfg, repetitions, family_size(stats_cfg, config["comparison"]))
 
 
 def interval_name(stats_cfg: dict, df: int | None) -> str:

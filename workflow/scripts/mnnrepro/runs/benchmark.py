@@ -299,7 +299,6 @@ def run_plan_for_rule(
     device's facts record): what a run that stops on its verdict judges after each block
     (precision.verdict_thresholds); pairs, stats (the `stats` section): what its stopping
     rule judges, at which level."""
-    from mnnrepro.config import comparison_pairs
     from mnnrepro.devices.factory import make_device
     from mnnrepro.intervals import family_size
     from mnnrepro.runs.schedule import interleaved
@@ -312,7 +311,7 @@ def run_plan_for_rule(
     rows = None
     if stops_on_verdict(repetitions):
         rows = verdict_thresholds(comparison, variants, engines, read_json(facts))
-        stats = {**stats, "family": family_size(stats, len(comparison_pairs(comparison)))}
+        stats = {**stats, "family": family_size(stats, comparison)}
 
     def stop(records, blocks):
         cooldown = bench.get("cooldown_s", 0.0)
