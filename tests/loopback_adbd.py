@@ -14,22 +14,32 @@ Implemented (enough for everything mnnrepro does with a phone):
   are mapped to the sandbox's files, so a test device can have a real phone's CPU features
   (tests/data/devices/). Commands run on the host with `/bin/sh -c` inside the sandbox.
 
-Fault injection for tests: `drop_after_opens(n)` closes the connection when the n-th next
-stream is opened (a cable pulled mid-benchmark).
+Fault injection for tests (`inject`, one-shot, at a chosen moment: when a stream whose service
+matches a pattern opens, after a delay): the transport lost (`drop`), the phone rebooting (its
+processes gone, files kept, no connection for a while: `reboot`), a phone that never comes back
+(`vanish`), the engine killed by the low-memory killer (`kill`: SIGKILL to the command's
+processes, the shell around them survives as on Android), an engine that hangs (`stop`:
+SIGSTOP), storage full during a push (`full`: the write fails as adbd's does, part of the file
+written); `stall` holds a stream before it is served (a moment to interrupt the host at).
+`drop_after_opens(n)` closes the connection when the n-th next stream is opened. The screen,
+battery and free space the phone reports are files in its sandbox (`dumpsys/`, `df.txt`).
 
 Illustrative property values are the test's own choice, not a real phone's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import struct
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 A_CNXN, A_OPEN, A_OKAY, A_WRTE, A_CLSE, A_AUTH = (
@@ -41,6 +51,7 @@ A_CNXN, A_OPEN, A_OKAY, A_WRTE, A_CLSE, A_AUTH = (
     0x48545541,
 )
 VERSION = 0x01000001
+AUTH_TOKEN, AUTH_SIGNATURE = 1, 2
 MAX_PAYLOAD = 256 * 1024
 SHELL_STDOUT, SHELL_STDERR, SHELL_EXIT = 1, 2, 3
 
@@ -61,7 +72,14 @@ esac
     "logcat": """#!/bin/sh
 cat "$ADBD_SANDBOX/logcat.txt" 2>/dev/null
 """,
+    # toybox's `df -k` layout; a test sets the free space the phone reports in df.txt
+    "df": """#!/bin/sh
+if [ -f "$ADBD_SANDBOX/df.txt" ]; then cat "$ADBD_SANDBOX/df.txt"; else /bin/df "$@"; fi
+""",
 }
+# what `kill` and `stop` strike: an engine, never the shell around it
+COMMANDS = re.compile(r"prebuilt_runner|llm_bench|llama-bench|mnn_vision|python")
+FAULTS = ("drop", "reboot", "vanish", "kill", "stop", "full", "stall")
 # Device paths that live in the sandbox: a command's `/sys/...`, `/proc/cpuinfo` and
 # `/proc/sys/abi/` are rewritten to the sandbox's copies before the host shell runs it.
 SANDBOXED_PATHS = re.compile(r"(?<![\w./-])(/sys/|/proc/cpuinfo\b|/proc/sys/abi/)")
@@ -182,6 +200,8 @@ class Stream:
         self.inbox: list[bytes] = []
         self.ready = threading.Condition()
         self.closed = False
+        self.fault: dict | None = None  # a fault injected into this stream's service
+        self.proc: subprocess.Popen | None = None
 
     def write(self, data: bytes) -> None:
         for i in range(0, len(data), self.conn.max_payload):
@@ -236,7 +256,13 @@ class Connection:
             buf += chunk
         return buf
 
+    def shutdown(self) -> None:
+        """The transport lost: the socket closed under both ends."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+
     def serve(self) -> None:
+        self.device.connections.add(self)
         try:
             while True:
                 cmd, arg0, arg1, length, _crc, _magic = struct.unpack("<6I", self.recv_exact(24))
@@ -251,20 +277,28 @@ class Connection:
                     stream.ready.notify_all()
                 stream.okay.release()
             self.sock.close()
+            self.device.connections.discard(self)
 
     def dispatch(self, cmd, arg0, arg1, data) -> None:
-        if cmd == A_CNXN:
+        if cmd == A_CNXN and self.device.unauthorized:  # asks the host to sign a token
+            self.send(message(A_AUTH, AUTH_TOKEN, 0, os.urandom(20)))
+        elif cmd == A_CNXN:
             self.max_payload = min(arg1, MAX_PAYLOAD)
             self.send(message(A_CNXN, VERSION, MAX_PAYLOAD, self.device.banner()))
+        elif cmd == A_AUTH and arg0 == AUTH_SIGNATURE:  # no key is accepted: ask again
+            self.send(message(A_AUTH, AUTH_TOKEN, 0, os.urandom(20)))
+        elif cmd == A_AUTH:  # the host's public key: the phone shows its prompt, nobody accepts
+            pass
         elif cmd == A_OPEN:
+            service = data.rstrip(b"\0").decode()
             if self.device.should_drop():
-                self.sock.shutdown(socket.SHUT_RDWR)
+                self.shutdown()
                 return
             local_id, self.next_id = self.next_id, self.next_id + 1
             stream = Stream(self, local_id, arg0)
             self.streams[local_id] = stream
+            stream.fault = self.device.fault_for(service, self, stream)
             self.send(message(A_OKAY, local_id, arg0))
-            service = data.rstrip(b"\0").decode()
             threading.Thread(
                 target=self.device.run_service, args=(stream, service), daemon=True
             ).start()
@@ -299,7 +333,13 @@ class LoopbackAdbDevice:
         self._drop_at: int | None = None
         self._lock = threading.Lock()
         self.opened: list[str] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.connections: set[Connection] = set()
+        self.processes: set[subprocess.Popen] = set()
+        self.faults: list[dict] = []  # injected, not yet struck
+        self.struck: list[dict] = []  # struck, with the service they struck
+        self.on_strike = None  # called with each fault as it strikes (a test's snapshot)
+        self.unauthorized = False  # answer a connection with AUTH, accept no key (a new host)
+        threading.Thread(target=self._accept, args=(self.server,), daemon=True).start()
 
     @property
     def serial(self) -> str:
@@ -322,10 +362,10 @@ class LoopbackAdbDevice:
                 return True
             return False
 
-    def _accept(self) -> None:
+    def _accept(self, server: socket.socket) -> None:
         while True:
             try:
-                sock, _ = self.server.accept()
+                sock, _ = server.accept()
             except OSError:
                 return
             threading.Thread(target=Connection(self, sock).serve, daemon=True).start()
@@ -333,10 +373,96 @@ class LoopbackAdbDevice:
     def close(self) -> None:
         self.server.close()
 
+    # ---- faults ---------------------------------------------------------------------
+
+    def inject(self, match: str, fault: str, after_s: float = 0.0, down_s: float = 0.0) -> None:
+        """One fault (FAULTS) when the next stream whose service matches the regex `match`
+        opens, after_s seconds into it: `reboot` keeps the phone away down_s seconds, `stall`
+        holds the stream down_s seconds before serving it."""
+        assert fault in FAULTS, fault
+        with self._lock:
+            self.faults.append(
+                {"match": match, "fault": fault, "after_s": after_s, "down_s": down_s}
+            )
+
+    def fault_for(self, service: str, conn: Connection, stream: Stream) -> dict | None:
+        """The injected fault this service sets off (then it is spent), started. (`full`
+        strikes a file's SEND, matched on its path: take_full.)"""
+        fault = self._take(service, lambda f: f["fault"] != "full")
+        if fault is None:
+            return None
+        act = {
+            "drop": conn.shutdown,
+            "reboot": lambda: self.reboot(fault["down_s"]),
+            "vanish": lambda: self.reboot(None),
+            "kill": lambda: self.signal_command(stream, signal.SIGKILL, fault["after_s"]),
+            "stop": lambda: self.signal_command(stream, signal.SIGSTOP, fault["after_s"]),
+        }.get(fault["fault"])
+        if act is not None:
+            delay = 0.0 if fault["fault"] in ("kill", "stop") else fault["after_s"]
+            timer = threading.Timer(delay, act)
+            timer.daemon = True
+            timer.start()
+        return fault
+
+    def _take(self, what: str, kind) -> dict | None:
+        """The first injected fault of kind (a predicate) whose pattern matches what, spent."""
+        with self._lock:
+            fault = next((f for f in self.faults if kind(f) and re.search(f["match"], what)), None)
+            if fault is not None:
+                self.faults.remove(fault)
+                self.struck.append({**fault, "service": what})
+        if fault is not None and self.on_strike is not None:
+            self.on_strike(fault)
+        return fault
+
+    def take_full(self, path: str) -> bool:
+        """Whether writing path meets a full disk (an injected `full` fault)."""
+        return self._take(path, lambda f: f["fault"] == "full") is not None
+
+    def reboot(self, down_s: float | None) -> None:
+        """Every connection closed and every process killed; the files stay. No connection is
+        accepted for down_s seconds (None: never again)."""
+        with contextlib.suppress(OSError):
+            self.server.shutdown(socket.SHUT_RDWR)  # wakes the accept: the port is free
+        self.server.close()
+        for conn in list(self.connections):
+            conn.shutdown()
+        for proc in list(self.processes):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        if down_s is not None:
+            time.sleep(down_s)
+            self.come_back()
+
+    def come_back(self) -> None:
+        """Accept connections again on the same port (after a reboot, or a vanish)."""
+        self.server = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, args=(self.server,), daemon=True).start()
+
+    @staticmethod
+    def signal_command(stream: Stream, signum: int, after_s: float) -> None:
+        """Signal what the stream's shell runs (an engine, COMMANDS), not the shell itself
+        (Android's low-memory killer ends the engine; the shell around it reports its exit
+        code): as soon as it runs, after after_s seconds."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            proc = stream.proc
+            pids = [] if proc is None else descendants(proc.pid, COMMANDS)
+            if pids:
+                time.sleep(after_s)
+                for pid in pids:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signum)
+                return
+            time.sleep(0.002)
+
     # ---- services -------------------------------------------------------------------
 
     def run_service(self, stream: Stream, service: str) -> None:
         self.opened[-1] = service
+        if stream.fault and stream.fault["fault"] == "stall":
+            time.sleep(stream.fault["down_s"])
         try:
             name, _, command = service.partition(":")
             # `shell[,arg...]:cmd` as adbd parses it: the adb program sends e.g.
@@ -362,13 +488,24 @@ class LoopbackAdbDevice:
                 env[key] = os.environ[key]
         env["PATH"] += ":" + os.path.dirname(shutil.which("python3") or "/usr/bin/python3")
         command = SANDBOXED_PATHS.sub(lambda m: f"{self.sandbox}{m.group(1)}", command)
-        proc = subprocess.run(
-            ["/bin/sh", "-c", command], cwd=self.sandbox, env=env, capture_output=True, check=False
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            cwd=self.sandbox,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own session: a fault signals what it runs
         )
+        stream.proc = proc
+        self.processes.add(proc)
+        try:
+            stdout, stderr = proc.communicate()
+        finally:
+            self.processes.discard(proc)
         if not v2:
-            stream.write(proc.stdout + proc.stderr)
+            stream.write(stdout + stderr)
             return
-        for kind, payload in ((SHELL_STDOUT, proc.stdout), (SHELL_STDERR, proc.stderr)):
+        for kind, payload in ((SHELL_STDOUT, stdout), (SHELL_STDERR, stderr)):
             if payload:
                 stream.write(struct.pack("<BI", kind, len(payload)) + payload)
         stream.write(struct.pack("<BI", SHELL_EXIT, 1) + bytes([proc.returncode & 0xFF]))
@@ -422,14 +559,45 @@ class LoopbackAdbDevice:
         path, _, mode = spec.rpartition(",")
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
+        full = self.take_full(path)
+        written = 0
         with open(target, "wb") as fh:
             while True:
                 cmd, length = struct.unpack("<4sI", stream.read(8))
                 if cmd == b"DATA":
-                    fh.write(stream.read(length))
+                    data = stream.read(length)
+                    if not full or written == 0:  # a full disk takes the first chunk only
+                        fh.write(data)
+                        written += len(data)
                 elif cmd == b"DONE":
                     break
                 else:
                     raise ConnectionError(f"unexpected {cmd!r} in SEND")
+        if full:  # as adbd: the rest drained, then FAIL with the write's error
+            msg = b"No space left on device"
+            stream.write(b"FAIL" + struct.pack("<I", len(msg)) + msg)
+            return
         target.chmod(stat.S_IMODE(int(mode)) or 0o644)
         stream.write(b"OKAY" + bytes(4))
+
+
+def descendants(pid: int, commands: re.Pattern) -> list[int]:
+    """pid's children, grandchildren, ... (Linux's /proc/<pid>/task/*/children) whose command
+    line matches commands."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*/children"):
+            try:
+                children = [int(c) for c in task.read_text().split()]
+            except OSError:
+                continue
+            for child in children:
+                todo.append(child)
+                try:
+                    cmdline = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
+                except OSError:
+                    continue
+                if commands.search(cmdline.decode(errors="replace")):
+                    found.append(child)
+    return found

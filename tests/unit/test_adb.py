@@ -169,22 +169,6 @@ def test_greedy_and_interleaved_bench_on_the_phone(loopback_phone, tiny_model, t
         assert r["battery_after"]["charging"] is True
 
 
-def test_disconnect_mid_benchmark_loses_nothing(loopback_phone, tiny_model, tmp_path):
-    phone, spec = loopback_phone
-    plan = interleaved(["a", "b"], 3)
-    device = AdbDevice("phone", spec)
-    receipt = push_receipt(device, {"mnn": str(tiny_model)}, "tiny")
-    phone.drop_after_opens(40)  # somewhere inside the schedule: the cable is pulled
-    with pytest.raises(AdbDeviceError, match="lost"):
-        run_schedule(device, plan, specs(), receipt, BENCH, tmp_path)
-    done = sorted(p.name for p in tmp_path.rglob("rep-*.json"))
-    assert 0 < len(done) < 6
-    index, _ = run_schedule(AdbDevice("phone", spec), plan, specs(), receipt, BENCH, tmp_path)
-    pairs = sorted((e["invocation"]["variant"], e["invocation"]["block"]) for e in index)
-    assert pairs == [(v, b) for v in "ab" for b in range(3)]
-    assert all(read_json(e["raw"])["status"] == "ok" for e in index)
-
-
 def test_thermal_gate_waits_for_the_phone_to_cool_and_is_bounded(loopback_phone):
     phone, spec = loopback_phone
     status = phone.sandbox / "dumpsys" / "thermalservice.txt"

@@ -47,6 +47,7 @@ rule build_engine:
     input:
         source=PLAN.source_receipt,
         ndk=PLAN.ndk_receipt,
+        phones_ready=PLAN.phones_ready,  # a phone not ready is refused before any build
     output:
         build="results/engines/{engine}/build.json",
         bin=directory("results/engines/{engine}/bin"),

@@ -1,12 +1,8 @@
-from mnnrepro.devices.factory import make_device
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
-from mnnrepro.runs.device_lock import holding
+from mnnrepro.runs.on_device import on_device, surviving
 
 log_to(snakemake.log[0])
-device = make_device(snakemake.wildcards.device, snakemake.params.spec)
-try:
-    with holding(device.lock_key, device.name, device.lock_wait_s):  # facts of an idle device
-        write_json(snakemake.output.facts, device.facts())
-finally:
-    device.close()
+stage = "collecting its facts"  # a phone not ready is refused here, before any engine build
+with on_device(snakemake.wildcards.device, snakemake.params.spec, stage) as device:
+    write_json(snakemake.output.facts, surviving(device, stage, device.facts))

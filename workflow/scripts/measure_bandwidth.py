@@ -1,8 +1,7 @@
-from mnnrepro.devices.factory import make_device
 from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
 from mnnrepro.runs.bandwidth import measure_bandwidth
-from mnnrepro.runs.device_lock import holding
+from mnnrepro.runs.on_device import on_device
 
 log_to(snakemake.log[0])
 probes = {
@@ -23,19 +22,14 @@ if not probes:  # an emulated device: its memory is the host's, seen through QEM
         "engines": {},
     }
 else:
-    device = make_device(snakemake.wildcards.device, snakemake.params.device)
-    try:
-        with holding(
-            device.lock_key, device.name, device.lock_wait_s
-        ):  # one job per device at a time
-            result = measure_bandwidth(
-                device,
-                read_json(snakemake.input.facts),
-                probes,
-                snakemake.params.bandwidth,
-                snakemake.params.bench,
-                snakemake.params.variant_threads,
-            )
-    finally:
-        device.close()
+    stage = "the bandwidth probe"
+    with on_device(snakemake.wildcards.device, snakemake.params.device, stage) as device:
+        result = measure_bandwidth(
+            device,
+            read_json(snakemake.input.facts),
+            probes,
+            snakemake.params.bandwidth,
+            snakemake.params.bench,
+            snakemake.params.variant_threads,
+        )
 write_json(snakemake.output.bandwidth, {"experiment": snakemake.wildcards.experiment, **result})

@@ -1,10 +1,9 @@
-from mnnrepro.devices.factory import make_device
 from mnnrepro.engines.registry import kind_of_record
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
 from mnnrepro.records import read_record
-from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.engine_tests import run_engine_tests, without_suite
+from mnnrepro.runs.on_device import on_device
 from mnnrepro.runs.staging import stage_engine
 
 log = log_to(snakemake.log[0])
@@ -13,15 +12,9 @@ suite, reason = kind_of_record(record).test_suite(record)
 if suite is None:  # nothing to run: the device is not asked
     result = without_suite(snakemake.wildcards.device, record, reason)
 else:
-    device = make_device(snakemake.wildcards.device, snakemake.params.device)
-    try:
-        with holding(
-            device.lock_key, device.name, device.lock_wait_s
-        ):  # never while a benchmark runs on it
-            where = stage_engine(device, snakemake.input.engine_dir[0])
-            result = run_engine_tests(device, record, suite, where, snakemake.params.engine_tests)
-    finally:
-        device.close()
+    with on_device(snakemake.wildcards.device, snakemake.params.device, "its tests") as device:
+        where = stage_engine(device, snakemake.input.engine_dir[0])
+        result = run_engine_tests(device, record, suite, where, snakemake.params.engine_tests)
 for test in result["tests"]:
     print(
         f"{test['test']}: {test['outcome']} ({test['seconds']} s) {test['command_line']}", file=log

@@ -1,11 +1,10 @@
 from mnnrepro.config import refuse
-from mnnrepro.devices.factory import make_device
 from mnnrepro.engines.pairs import compared_pairs
 from mnnrepro.engines.registry import unread_settings
 from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
-from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.greedy import forced_plan, gate_prompts, label_answers, run_greedy
+from mnnrepro.runs.on_device import on_device, surviving
 from mnnrepro.runs.staging import stage_images
 from mnnrepro.runs.vision import reads_images
 
@@ -69,10 +68,7 @@ def gate_answers(device) -> dict:
     return free
 
 
-device = make_device(snakemake.wildcards.device, snakemake.params.device)
-try:
-    with holding(device.lock_key, device.name, device.lock_wait_s):  # one job per device at a time
-        answers = gate_answers(device)
-finally:
-    device.close()
+stage = "the correctness gate"
+with on_device(snakemake.wildcards.device, snakemake.params.device, stage) as device:
+    answers = surviving(device, stage, lambda: gate_answers(device))
 write_json(snakemake.output.greedy, answers)

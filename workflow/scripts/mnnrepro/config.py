@@ -238,6 +238,20 @@ def canonical(value):
     return value
 
 
+def with_schema_defaults(value: dict, *path: str) -> dict:
+    """A copy of value completed with the defaults of the schema part at path (e.g. a phone's
+    `adb` entry: "$defs", "device", "properties", "adb") as check_schema completes the whole
+    config: what a part built without the whole (a test's device spec) is completed with."""
+    schema = load_schema()
+    part = schema
+    for key in path:
+        part = part[key]
+    value = copy.deepcopy(value)
+    for _ in _DEFAULTING_VALIDATOR({**part, "$defs": schema["$defs"]}).iter_errors(value):
+        pass  # the config's own check reports errors; this only fills
+    return value
+
+
 def runtime_defaults(schema: dict | None = None) -> dict:
     """The schema's default of every runtime key (llm_bench's own defaults)."""
     props = (schema or load_schema())["$defs"]["runtime"]["properties"]

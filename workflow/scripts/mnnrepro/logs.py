@@ -8,6 +8,15 @@ import sys
 
 from mnnrepro.errors import ReproError
 
+REPORT_S = 30.0  # a job that waits (for a device's lock, for a phone to cool or come back)
+# says what it waits for at once and this often
+
+
+def say(text: str) -> None:
+    """A wait's progress: in the job's log and on the terminal."""
+    logging.getLogger("mnnrepro.wait").info("%s", text)
+    print(text, flush=True)
+
 
 def one_line_errors(kind, error, trace) -> None:
     """sys.excepthook: a ReproError (worded for the user, naming the file or key) is printed

@@ -8,6 +8,7 @@ command sent to the device is built from an argv list with shlex.quote
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import adbutils
 
+from mnnrepro.config import with_schema_defaults
 from mnnrepro.devices.adb_server import (
     AdbDeviceError,
     ensure_server,
@@ -26,17 +28,32 @@ from mnnrepro.devices.adb_server import (
 from mnnrepro.devices.base import (
     CommandResult,
     Device,
+    DeviceLost,
     shell_line,
 )
 from mnnrepro.devices.phone_readings import (
+    free_kb_of,
     invocation_load,
     load_probe_wrapper,
     quote,
+    stop_running,
 )
 from mnnrepro.devices.phone_sensors import PhoneSensors
+from mnnrepro.devices.readiness import refusals
 from mnnrepro.files import sha256_file
+from mnnrepro.logs import REPORT_S, say
 
 log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def lost_if_cut(device):
+    """A file transfer whose connection breaks: the device lost (runs/on_device.surviving).
+    (adbutils' sync protocol asserts the replies it reads: a cut one fails its assert.)"""
+    try:
+        yield
+    except (adbutils.AdbError, OSError, AssertionError) as err:
+        raise DeviceLost(f"device {device.name} ({device.serial}) lost: {err}") from err
 
 
 class AdbDevice(PhoneSensors, Device):
@@ -44,29 +61,78 @@ class AdbDevice(PhoneSensors, Device):
 
     def __init__(self, name: str, spec: dict):
         super().__init__(name)
-        self.spec = spec
-        self.workdir = spec.get("workdir", "/data/local/tmp/mnn-repro").rstrip("/")
-        self._python = spec.get("python", "")
-        host, port = server_address(spec)
-        self.server = (host, port)
-        ensure_server(port, host)
-        self.client = adbutils.AdbClient(host=host, port=port)
-        serial = wanted_serial(spec)
-        if spec.get("connect"):
-            answer = self.client.connect(serial, timeout=20)
-            if "connected" not in answer:
-                raise AdbDeviceError(
-                    f"config key `devices.{name}.adb.serial`: adb connect "
-                    f"{serial} answered {answer!r}"
-                )
-        self.serial = self._resolve(serial, float(spec.get("ready_timeout_s", 15)))
-        self.dev = self.client.device(self.serial)
+        self.spec = spec = with_schema_defaults(spec, "$defs", "device", "properties", "adb")
+        self.workdir = spec["workdir"].rstrip("/")
+        self._python = spec["python"]
+        self.server = server_address(spec)
+        self.reconnects = spec["reconnects"]
+        self.reconnect_wait_s = float(spec["reconnect_wait_s"])
+        self.ready = spec["ready"]
+        self.serial = wanted_serial(spec)
+        self._attach(float(spec["ready_timeout_s"]))
         made = self.dev.shell2(quote(["mkdir", "-p", self.workdir]), timeout=60, v2=True)
         if made.returncode != 0:
             raise AdbDeviceError(
                 f"config key `devices.{name}.adb.workdir`: cannot create "
                 f"{self.workdir} on the device: {made.stderr.strip()}"
             )
+
+    def _attach(self, wait_s: float) -> None:
+        """Reach the phone: its adb server (started here if it is this host's and none
+        runs), `adb connect` where asked, the serial resolved once it is out of `offline`."""
+        host, port = self.server
+        ensure_server(port, host)
+        # adbutils runs `adb start-server` itself when its server does not answer (the server
+        # restarted under a job); adb takes the port from here: this device's server's, never
+        # the default 5037 of a developer's own server
+        os.environ["ANDROID_ADB_SERVER_PORT"] = str(port)
+        self.client = adbutils.AdbClient(host=host, port=port)
+        if self.spec.get("connect"):
+            answer = self.client.connect(self.serial, timeout=20)
+            if "connected" not in answer and "authenticate" not in answer:  # see _resolve
+                raise AdbDeviceError(
+                    f"config key `devices.{self.name}.adb.serial`: adb connect "
+                    f"{self.serial} answered {answer!r}"
+                )
+        self.serial = self._resolve(self.serial, wait_s)
+        self.dev = self.client.device(self.serial)
+
+    def not_ready(self) -> list[str]:
+        """Why the phone is not ready to be measured (devices/readiness.py), one line each."""
+        return refusals(self.name, self.ready, self.screen_state(), self.battery(), self.free_kb())
+
+    def wait_until_back(self, stage: str, lost: DeviceLost) -> float:
+        """Wait for the phone lost during stage (a cable, a reboot, the adb server restarted)
+        up to `reconnect_wait_s`, saying what it waits for at once and every 30 s; the
+        seconds waited, or one line naming the device, the stage and what to do."""
+        where = "{} on adb server {}:{}".format(self.serial, *self.server)
+        key = f"devices.{self.name}.adb.reconnect_wait_s"
+        start = time.monotonic()
+        say(f"{self.name}: lost during {stage} ({lost}); waiting for {where} to come back")
+        next_report = start + REPORT_S
+        while True:
+            try:
+                self._attach(wait_s=2.0)
+                self.check(["true"], timeout=20)
+                waited = time.monotonic() - start
+                say(f"{self.name}: back after {waited:.0f} s; {stage} goes on")
+                return waited
+            except (AdbDeviceError, adbutils.AdbError, OSError):
+                pass
+            now = time.monotonic()
+            if now - start >= self.reconnect_wait_s:
+                raise AdbDeviceError(
+                    f"device {self.name} ({where}) lost during {stage} and not back within "
+                    f"{self.reconnect_wait_s:g} s (`{key}`): reconnect it until `adb devices` "
+                    "lists it as `device`, then rerun; what was measured is kept"
+                )
+            if now >= next_report:
+                say(
+                    f"{self.name}: {now - start:.0f} s of {self.reconnect_wait_s:g} s ({key}) "
+                    f"waiting for {where} to come back after it was lost during {stage}"
+                )
+                next_report = now + REPORT_S
+            time.sleep(1.0)
 
     def _resolve(self, serial: str, wait_s: float = 15.0) -> str:
         deadline = time.monotonic() + wait_s
@@ -82,6 +148,12 @@ class AdbDevice(PhoneSensors, Device):
                 break
             time.sleep(0.2)
         ready = [s for s, state in attached if state == "device"]
+        unauthorized = [s for s, state in attached if state == "unauthorized"]
+        if serial in unauthorized or (serial == "auto" and not ready and unauthorized):
+            raise AdbDeviceError(
+                f"device {self.name} ({serial}) is unauthorized: accept the USB debugging "
+                "prompt on the phone (`adb devices` then lists it as `device`), then rerun"
+            )
         if serial == "auto":
             if len(ready) != 1:
                 raise AdbDeviceError(
@@ -108,7 +180,10 @@ class AdbDevice(PhoneSensors, Device):
         record's command line is the command's, without the probe around it."""
         command = shell_line(self.workdir, env, argv)
         probe = shlex.quote(f"{self.workdir}/.load-probe")
-        result = self._run_line(argv, load_probe_wrapper(command, probe), timeout)
+        running = shlex.quote(f"{self.workdir}/.running")
+        result = self._run_line(argv, load_probe_wrapper(command, probe, running), timeout)
+        if result.returncode is None:  # past its timeout: ended here, not left running
+            self.run(["sh", "-c", stop_running(running)], 30)
         readings = self.run(["sh", "-c", f"cat {probe}; rm -f {probe}"], 30).stdout
         result.other_load, result.own_cpu_s = invocation_load(readings.splitlines())
         result.command_line = self.adb_line(command)
@@ -132,7 +207,7 @@ class AdbDevice(PhoneSensors, Device):
                 argv, None, "", "timed out", time.monotonic() - start, command_line=line
             )
         except (adbutils.AdbError, OSError) as err:
-            raise AdbDeviceError(f"device {self.name} ({self.serial}) lost: {err}") from err
+            raise DeviceLost(f"device {self.name} ({self.serial}) lost: {err}") from err
         return CommandResult(
             argv,
             result.returncode,
@@ -173,14 +248,16 @@ class AdbDevice(PhoneSensors, Device):
         wanted = {remote: sha256_file(local) for local, remote in pairs}
         present = self.device_hashes(list(wanted))
         receipt = []
+        missing = [
+            (local, remote) for local, remote in pairs if present.get(remote) != wanted[remote]
+        ]
+        self.refuse_unless_room(sum(local.stat().st_size for local, _ in missing))
         for local, remote in pairs:
             digest = wanted[remote]
             pushed = present.get(remote) != digest
             if pushed:
                 self.check(["mkdir", "-p", os.path.dirname(remote)])
-                part = remote + ".part"
-                self.dev.sync.push(str(local), part)
-                self.check(["mv", "-f", part, remote])
+                self._push_one(local, remote)
                 self.bytes_pushed += local.stat().st_size
             else:
                 self.files_skipped += 1
@@ -198,6 +275,43 @@ class AdbDevice(PhoneSensors, Device):
                 raise AdbDeviceError(f"push of {r['device_path']} did not verify on the device")
         self.receipts.extend(receipt)
         return receipt
+
+    def _push_one(self, local: Path, remote: str) -> None:
+        """local to remote through `<remote>.part`, renamed once whole: a push cut short
+        never leaves a file under its final name. A write the phone refuses (its storage
+        full) ends with one line and removes the part."""
+        part = remote + ".part"
+        try:
+            with lost_if_cut(self):
+                self.dev.sync.push(str(local), part)
+        except DeviceLost as lost:
+            if str(lost.__cause__) != "FAIL":  # adbutils' word for the phone's own refusal
+                raise
+            err = lost.__cause__
+            self.run(["rm", "-f", part], 60)
+            raise AdbDeviceError(
+                f"device {self.name}: writing {remote} failed ({self.free_kb() // 1024} MB "
+                f"free in {self.workdir}, the file is {local.stat().st_size // 2**20} MB): free "
+                f"space on the phone or set `devices.{self.name}.adb.workdir` to a larger "
+                "partition, then rerun (nothing half-written is kept)"
+            ) from err
+        self.check(["mv", "-f", part, remote])
+
+    def free_kb(self) -> int:
+        """Free space where the workdir is, in KiB, as the phone's `df -k` says (0 if it
+        says nothing readable)."""
+        return free_kb_of(self.run(["df", "-k", self.workdir], timeout=30).stdout) or 0
+
+    def refuse_unless_room(self, need_bytes: int) -> None:
+        """One line, before anything is written, if the files to push do not fit."""
+        free = self.free_kb() * 1024
+        if need_bytes > free:
+            raise AdbDeviceError(
+                f"device {self.name}: {self.workdir} has {free // 2**20} MB free, the push "
+                f"needs {need_bytes // 2**20} MB (the engine and model files not on the phone "
+                f"yet): free space on the phone or set `devices.{self.name}.adb.workdir` to a "
+                "larger partition"
+            )
 
     def stage(self, local_path, dest: str) -> str:
         local_path = Path(local_path)
@@ -221,10 +335,12 @@ class AdbDevice(PhoneSensors, Device):
                 )
 
     def fetch(self, device_path, local_path):
-        self.dev.sync.pull(device_path, str(local_path))
+        with lost_if_cut(self):
+            self.dev.sync.pull(device_path, str(local_path))
 
     def put_text(self, text: str, device_path: str) -> None:
-        self.dev.sync.push(text.encode("utf-8"), device_path)
+        with lost_if_cut(self):
+            self.dev.sync.push(text.encode("utf-8"), device_path)
 
     def scratch(self, name: str) -> str:
         self.check(["mkdir", "-p", f"{self.workdir}/scratch"])

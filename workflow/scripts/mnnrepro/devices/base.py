@@ -13,6 +13,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mnnrepro.errors import ReproError
+
+
+class DeviceLost(ReproError, RuntimeError):
+    """The device went away mid-command (a cable pulled, a reboot, the adb server restarted):
+    runs/lost_device.surviving waits for it to come back and runs the step again."""
+
 
 @dataclass
 class CommandResult:
@@ -43,6 +50,17 @@ class Device:
         self.bytes_pushed = 0
         self.files_skipped = 0
         self.receipts: list[dict] = []  # one entry per file staged: path, sha256, pushed
+        self.reconnects = 0  # how many times a job waits for it to come back (a phone's)
+
+    def not_ready(self) -> list[str]:
+        """Why the device is not ready to be measured, one line each (a phone's screen,
+        battery, storage: devices/readiness.py); none for a device without such a state."""
+        return []
+
+    def wait_until_back(self, stage: str, lost: DeviceLost) -> float:
+        """Wait for a device that was lost during stage to be usable again; the seconds
+        waited. A device that cannot be lost (this host, QEMU on it) never waits."""
+        raise lost
 
     def stage(self, local_path: str | os.PathLike, dest: str) -> str:
         """Make a local file or directory available on the device under <workdir>/<dest>.

@@ -28,6 +28,9 @@ class DeviceKind:
     needs: str = ""  # what a run on it needs (the dry run's plan says it)
     # seconds one invocation is assumed to take where no earlier run tells (plan/overview)
     assumed_invocation_s: float | None = None
+    # its readiness (screen, battery, storage: devices/readiness.py) is checked as its facts
+    # are collected, and every engine build of the experiment waits for that
+    checked_before_builds: bool = False
 
 
 DEVICE_KINDS: dict[str, DeviceKind] = {
@@ -51,6 +54,7 @@ DEVICE_KINDS: dict[str, DeviceKind] = {
             # an assumption (benchmarks/results/phone_precision.md's 72 s less its 30 s
             # cool-down); no phone was reachable
             assumed_invocation_s=42.0,
+            checked_before_builds=True,
         ),
     )
 }

@@ -85,13 +85,23 @@ def phone_load(lines: list[str]) -> float | None:
     return None if window is None else other_load(window[0], 0.0, window[1])
 
 
-def load_probe_wrapper(command: str, probe: str) -> str:
+def load_probe_wrapper(command: str, probe: str, running: str) -> str:
     """command between two CPU_READINGs, written to the file probe (stdout and stderr stay the
     command's own), then the shell's own stat line: its waited-for children's CPU time is the
-    command's. Exits with the command's code."""
+    command's. The command's process id is in the file running while it runs (stop_running
+    ends it). Exits with the command's code."""
     return (
-        f"{{ {CPU_READING}; }} > {probe}; ( {command} ); rc=$?; "
-        f"{{ {CPU_READING}; cat /proc/$$/stat; }} >> {probe}; exit $rc"
+        f"{{ {CPU_READING}; }} > {probe}; ( {command} ) & echo $! > {running}; wait $!; rc=$?; "
+        f"rm -f {running}; {{ {CPU_READING}; cat /proc/$$/stat; }} >> {probe}; exit $rc"
+    )
+
+
+def stop_running(running: str) -> str:
+    """End what load_probe_wrapper runs, past its timeout: its process and that one's
+    children (the engine), SIGKILL; nothing if it ended meanwhile."""
+    return (
+        f"[ -f {running} ] || exit 0; p=$(cat {running}); "
+        f'pkill -9 -P "$p"; kill -9 "$p"; rm -f {running}; exit 0'
     )
 
 

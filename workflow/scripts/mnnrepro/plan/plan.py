@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from snakemake.io import expand
+from snakemake.io import ancient, expand
 
 from mnnrepro.config import (
     canonical,
@@ -274,6 +274,15 @@ class Plan(EngineInputs):
 
     def device_facts(self, wildcards=None) -> list[str]:
         return self.results("devices/{device}.json", device=self.devices)
+
+    def phones_ready(self, wildcards=None) -> list:
+        """What an engine build waits for: the facts of the experiment's phones, whose job
+        refuses a phone not ready (locked, low battery, full, unauthorized) before any build
+        starts; ancient, so facts collected again never rebuild an engine. None on a replay."""
+        checked = [d for d in self.devices if self.device_kinds[d].checked_before_builds]
+        if self.experiment.replay:
+            return []
+        return [ancient(f) for f in self.results("devices/{device}.json", device=checked)]
 
     def archived_records(self) -> dict[str, list[str]]:
         """The records an archive carries beside the final outputs, by kind: what

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from mnnrepro.config import with_runtime_defaults
@@ -20,9 +21,9 @@ from mnnrepro.engines.base import BenchError, command_record
 from mnnrepro.engines.registry import engine_for, kind_of_record
 from mnnrepro.files import read_json, sha256_file, write_json
 from mnnrepro.intervals import block_range, stops_on_verdict
-from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.gates import quiet_gate, thermal_gate
 from mnnrepro.runs.job import DeviceJob
+from mnnrepro.runs.on_device import on_device, surviving
 from mnnrepro.runs.power import PowerSampler, unavailable
 from mnnrepro.runs.prebuilt_runner import vision_results
 from mnnrepro.runs.precision import stopping_decision, verdict_thresholds
@@ -195,6 +196,18 @@ def measure(
     return record
 
 
+def surviving_invocation(device: Device, inv: Invocation, measure_now) -> dict:
+    """measure_now()'s record; a phone lost meanwhile is waited for and the invocation measured
+    again, each loss counted in its `attempts` (bench.csv) and listed in `device_lost`."""
+    losses = []
+    stage = f"the benchmark ({inv.variant} rep {inv.block})"
+    record = surviving(device, stage, measure_now, losses)
+    if losses:
+        record["attempts"] += len(losses)
+        record["device_lost"] = losses
+    return record
+
+
 def run_schedule(
     device: Device,
     plan: list[Invocation],
@@ -233,7 +246,8 @@ def run_schedule(
             done += 1
         else:
             where = {"out": device_out, "power_reader": power_reader, "measured": measured}
-            record = measure(device, inv, spec, receipt, bench, where, key, remeasure, path)
+            step = partial(measure, device, inv, spec, receipt, bench, where, key, remeasure, path)
+            record = surviving_invocation(device, inv, step)
             write_json(path, record)
             print(f"{progress}: measured", flush=True)
             log.info(
@@ -299,7 +313,6 @@ def run_plan_for_rule(
     device's facts record): what a run that stops on its verdict judges after each block
     (precision.verdict_thresholds); pairs, stats (the `stats` section): what its stopping
     rule judges, at which level."""
-    from mnnrepro.devices.factory import make_device
     from mnnrepro.intervals import family_size
     from mnnrepro.runs.schedule import interleaved
 
@@ -317,17 +330,11 @@ def run_plan_for_rule(
         cooldown = bench.get("cooldown_s", 0.0)
         return stopping_decision(records, blocks, repetitions, pairs, stats, rows, cooldown)
 
-    device = make_device(job.device_name, job.device_spec)
-    try:
-        with holding(
-            device.lock_key, device.name, device.lock_wait_s
-        ):  # one job per device at a time
-            asked = with_vision_set(device, bench, job.images, job.tools())
-            runs, stopping = run_schedule(
-                device, plan, specs, read_json(job.receipt), asked, raw_dir, stop, remeasure
-            )
-    finally:
-        device.close()
+    with on_device(job.device_name, job.device_spec, "the benchmark") as device:
+        asked = with_vision_set(device, bench, job.images, job.tools())
+        runs, stopping = run_schedule(
+            device, plan, specs, read_json(job.receipt), asked, raw_dir, stop, remeasure
+        )
     return {
         "device": job.device_name,
         "emulated": device.emulated,

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mnnrepro.errors import ReproError
+from mnnrepro.logs import REPORT_S, say
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,6 @@ def lock_path(key: str) -> Path:
     return LOCK_DIR / (re.sub(r"[^A-Za-z0-9._-]", "_", key) + ".lock")
 
 
-REPORT_S = 30.0  # a job waiting for a device says who holds it this often
 POLL_S = 0.5
 
 
@@ -73,9 +73,7 @@ def wait_for(handle, path: Path, what: str, wait_s: float | None, report_s: floa
                     "or raise lock_wait_s"
                 ) from None
             if now >= next_report:
-                said = f"{what}: waiting {waited:.0f} s for the device, held by {holder_text(path)}"
-                log.info("%s", said)
-                print(said, flush=True)
+                say(f"{what}: waiting {waited:.0f} s for the device, held by {holder_text(path)}")
                 next_report = now + report_s
             time.sleep(POLL_S)
 

@@ -7,6 +7,7 @@ import logging
 import time
 
 from mnnrepro.devices.base import Device
+from mnnrepro.logs import REPORT_S, say
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ def thermal_gate(device: Device, bench: dict) -> dict:
     from mnnrepro.runs.thermal import gate_temperatures, named_temperatures
 
     limit = setting(bench, "max_temp_c")
-    start = time.monotonic()
+    start = next_report = time.monotonic()
     deadline = start + setting(bench, "thermal_timeout_s")
     while True:
         temps, (status, hal) = device.thermal(), device.thermal_service()
@@ -46,13 +47,17 @@ def thermal_gate(device: Device, bench: dict) -> dict:
                 "ignored": ignored,
                 "rule": rule,
             }
-        log.info(
-            "waiting for %s to cool down: status %s, hottest %s C (%s)",
-            device.name,
-            status,
-            hottest,
-            ", ".join(f"{n} {v:g}" for n, v in sorted(gated.items()) if limit and v > limit),
+        hot = ", ".join(f"{n} {v:g}" for n, v in sorted(gated.items()) if limit and v > limit)
+        text = (
+            f"{device.name}: waiting {time.monotonic() - start:.0f} s of "
+            f"{setting(bench, 'thermal_timeout_s'):g} s (bench.thermal_timeout_s) to cool "
+            f"to {limit} C: thermal status {status}, hottest {hottest} C ({hot or 'none above'})"
         )
+        if time.monotonic() >= next_report:  # on the terminal too, at once and every 30 s
+            say(text)
+            next_report = time.monotonic() + REPORT_S
+        else:
+            log.info("%s", text)
         time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
 
 

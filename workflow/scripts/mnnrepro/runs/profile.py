@@ -19,8 +19,8 @@ from mnnrepro.engines.base import command_record
 from mnnrepro.engines.registry import engine_for, kind_of_record
 from mnnrepro.files import read_json, write_json
 from mnnrepro.runs.benchmark import variant_specs
-from mnnrepro.runs.device_lock import holding
 from mnnrepro.runs.job import DeviceJob
+from mnnrepro.runs.on_device import on_device
 from mnnrepro.runs.raw_files import measurement_key
 from mnnrepro.runs.staging import check_receipt, engine_files
 from mnnrepro.runs.vision import measured_vision, with_measured_vision, with_vision_set
@@ -53,31 +53,25 @@ def profiled_phases(bench: dict, engine_record: dict) -> tuple[str, ...]:
 def profile_for_rule(job: DeviceJob, attribution: dict, out_dir: str) -> dict:
     """Profile every variant in every phase on the job's device (resumable); the index of
     files."""
-    from mnnrepro.devices.factory import make_device
-
     engines, built_dirs, variants = job.engines(), job.built_dirs(), job.variants
     specs = variant_specs(variants, engines, job.manifest_sha256())
     staged = read_json(job.receipt)
-    device = make_device(job.device_name, job.device_spec)
 
-    def profile(variant: str, phase: str) -> dict:
+    def profile(device, bench, variant: str, phase: str) -> dict:
         spec = specs[variant]
         return profile_one(
             device, variant, phase, spec, staged, phase_bench(bench, phase), attribution,
             Path(out_dir) / variant / f"{phase}.json", built_dirs[spec["engine"]["engine"]],
         )  # fmt: skip
 
-    try:
-        with holding(device.lock_key, device.name, device.lock_wait_s):
-            check_receipt(device, staged)
-            bench = with_vision_set(device, job.bench, job.images, job.tools())
-            index = [
-                profile(v, p)
-                for v in sorted(variants)
-                for p in profiled_phases(bench, specs[v]["engine"])
-            ]
-    finally:
-        device.close()
+    with on_device(job.device_name, job.device_spec, "the kernel profile") as device:
+        check_receipt(device, staged)
+        bench = with_vision_set(device, job.bench, job.images, job.tools())
+        index = [
+            profile(device, bench, v, p)
+            for v in sorted(variants)
+            for p in profiled_phases(bench, specs[v]["engine"])
+        ]
     return {"device": job.device_name, "emulated": device.emulated, "profiles": index}
 
 
