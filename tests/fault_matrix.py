@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 BLOCKS = 2  # blocks of the benchmark's a/b schedule in a cell (4 invocations)
+THIRD = 3  # a benchmark's fault strikes its third invocation: two are done, one to lose
 
 
 @dataclass(frozen=True)
@@ -41,31 +42,37 @@ class Cell:
         return f"{self.fault} / {self.stage} / {self.where}".replace(" ", "-")
 
 
-ENGINE = r"\.load-probe"  # a benchmark invocation's shell (devices/phone_readings.py)
+ENGINE = r"echo \$! >"  # a benchmark invocation's shell (devices/phone_readings.py)
 GATE = r"prebuilt_runner\.py.* greedy"
 CELLS = [
     Cell("transport lost", "push", "phone", ("^sync:", "drop")),
     Cell("transport lost", "gate", "phone", (GATE, "drop", 0.3)),
-    Cell("transport lost", "benchmark", "phone", (ENGINE, "drop", 0.3)),
+    Cell("transport lost", "benchmark", "phone", (ENGINE, "drop", 0.3, 0.0, THIRD)),
     Cell("reboot", "push", "phone", ("^sync:", "reboot", 0.0, 2.0)),
     Cell("reboot", "gate", "phone", (GATE, "reboot", 0.3, 2.0)),
-    Cell("reboot", "benchmark", "phone", (ENGINE, "reboot", 0.3, 2.0)),
-    Cell("adb server restarted", "benchmark", "phone", (ENGINE, "stall")),
+    Cell("reboot", "benchmark", "phone", (ENGINE, "reboot", 0.3, 2.0, THIRD)),
+    Cell("adb server restarted", "benchmark", "phone", (ENGINE, "stall", 0.0, 0.0, THIRD)),
     Cell("storage full", "push", "phone", (r"\.part$", "full"), "ended, then resumed"),
-    Cell("engine killed (SIGKILL)", "benchmark", "phone", (ENGINE, "kill"), bench={"retries": 1}),
+    Cell(
+        "engine killed (SIGKILL)",
+        "benchmark",
+        "phone",
+        (ENGINE, "kill", 0.0, 0.0, THIRD),
+        bench={"retries": 1},
+    ),
     Cell("engine killed (SIGKILL)", "gate", "phone", (GATE, "kill"), "ended, then resumed"),
     Cell(
         "hangs past its timeout",
         "benchmark",
         "phone",
-        (ENGINE, "stop"),
+        (ENGINE, "stop", 0.0, 0.0, THIRD),
         bench={"retries": 1, "timeout_s": 8},
     ),
     Cell(
         "never comes back",
         "benchmark",
         "phone",
-        (ENGINE, "vanish", 0.3),
+        (ENGINE, "vanish", 0.3, 0.0, THIRD),
         "ended, then resumed",
         spec={"reconnect_wait_s": 3},
     ),
@@ -193,7 +200,7 @@ def benchmark(device_of, receipt: dict, bench: dict, raw_dir: Path) -> list[dict
 # ---- faults on this host (its device runs the engine as a child process) -------------------
 
 
-def host_fault(kind: str, snapshot) -> threading.Thread:
+def host_fault(kind: str, snapshot, raw_dir: Path) -> threading.Thread:
     """Once the engine's process runs (a child of this process running the prebuilt runner),
     SIGKILL (`kill`) or SIGSTOP (`stop`) it, after snapshot()."""
 
@@ -201,6 +208,8 @@ def host_fault(kind: str, snapshot) -> threading.Thread:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             for pid in children_running("prebuilt_runner.py"):
+                if len(digests(raw_dir)) < THIRD - 1:  # strike the third invocation
+                    continue
                 snapshot()
                 os.kill(pid, signal.SIGKILL if kind == "kill" else signal.SIGSTOP)
                 return
@@ -300,7 +309,9 @@ def host_cell(cell, root: Path, model: Path, bench: dict) -> dict:
     device = LocalDevice("host")
     receipt = push_receipt(device, {"mnn": str(model)}, "tiny")
     device.close()
-    struck = host_fault(cell.inject[0], lambda: at_strike.setdefault("raw", digests(raw_dir)))
+    struck = host_fault(
+        cell.inject[0], lambda: at_strike.setdefault("raw", digests(raw_dir)), raw_dir
+    )
     index = benchmark(lambda: LocalDevice("host"), receipt, bench, raw_dir)
     struck.join(timeout=5)
     strikes = [{"fault": cell.inject[0]}] if at_strike else []

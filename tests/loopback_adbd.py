@@ -375,14 +375,22 @@ class LoopbackAdbDevice:
 
     # ---- faults ---------------------------------------------------------------------
 
-    def inject(self, match: str, fault: str, after_s: float = 0.0, down_s: float = 0.0) -> None:
+    def inject(
+        self, match: str, fault: str, after_s: float = 0.0, down_s: float = 0.0, nth: int = 1
+    ) -> None:
         """One fault (FAULTS) when the next stream whose service matches the regex `match`
         opens, after_s seconds into it: `reboot` keeps the phone away down_s seconds, `stall`
-        holds the stream down_s seconds before serving it."""
+        holds the stream down_s seconds before serving it; nth: the nth matching stream."""
         assert fault in FAULTS, fault
         with self._lock:
             self.faults.append(
-                {"match": match, "fault": fault, "after_s": after_s, "down_s": down_s}
+                {
+                    "match": match,
+                    "fault": fault,
+                    "after_s": after_s,
+                    "down_s": down_s,
+                    "nth": nth,
+                }  # strikes the nth stream that matches
             )
 
     def fault_for(self, service: str, conn: Connection, stream: Stream) -> dict | None:
@@ -409,6 +417,9 @@ class LoopbackAdbDevice:
         """The first injected fault of kind (a predicate) whose pattern matches what, spent."""
         with self._lock:
             fault = next((f for f in self.faults if kind(f) and re.search(f["match"], what)), None)
+            if fault is not None and fault["nth"] > 1:  # not yet this one
+                fault["nth"] -= 1
+                fault = None
             if fault is not None:
                 self.faults.remove(fault)
                 self.struck.append({**fault, "service": what})
