@@ -16,6 +16,8 @@ def test_fault(cell, tiny_model, adb_server_port, tmp_path):
         return
     assert row["struck"] == 1, "the fault never struck: the cell tests nothing"
     assert row["outcome"].startswith("ended" if cell.expect.startswith("ended") else "survived")
+    if row["outcome"].startswith("ended"):  # one line naming the device and what to do
+        assert "device phone" in row["outcome"] and "rerun" in row["outcome"]
     assert row["lost_or_changed"] == []  # every completed repetition kept, byte for byte
     assert row["half_written"] == []
     assert row["same_schedule"] and row["reps_after"] == 4

@@ -150,3 +150,14 @@ def test_every_shipped_patch_is_the_file_its_config_pins(root):
     for patch in pinned:
         digest = hashlib.sha256((root / patch["path"]).read_bytes()).hexdigest()
         assert digest == patch["sha256"], patch["path"]
+
+
+def test_every_engine_build_waits_for_the_phones_readiness_and_only_theirs(root):
+    """A phone not ready is refused as its facts are collected: every build of an experiment
+    with a phone takes those facts as input (ancient: collected again, they rebuild nothing);
+    one without a phone waits for nothing."""
+    paper = plan_of(root, "config/paper.yaml")
+    waits = paper.phones_ready()
+    assert [str(f) for f in waits] == ["results/paper-x300/devices/x300.json"]
+    assert all(getattr(f, "flags", {}).get("ancient") for f in waits)
+    assert plan_of(root, "config/emulated-sme2.yaml").phones_ready() == []

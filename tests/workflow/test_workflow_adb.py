@@ -195,3 +195,73 @@ def test_adb_servers_one_experiment_on_phones_behind_two_servers(
         assert lock_path(key).exists()  # its own lock, by server and serial
     summary = pd.read_csv(out / "summary.csv")
     assert set(summary["device"]) == {"phone-a", "phone-b"}
+
+
+def interrupted(root, tmp_path, config_path, when, signum):
+    """Start the experiment, send signum to its whole process group (Ctrl-C: SIGINT from the
+    terminal; kill -9: SIGKILL) once when() holds; returns once it has ended."""
+    proc = subprocess.Popen(
+        command(root, tmp_path, config_path),
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 300
+    while not when():
+        assert proc.poll() is None, "snakemake ended before it was interrupted"
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    os.killpg(proc.pid, signum)
+    proc.wait(timeout=120)
+    assert proc.returncode != 0
+
+
+def test_ctrl_c_and_kill_9_at_each_stage_then_the_rerun_finishes(
+    root, loopback_phone, seed_models, tmp_path
+):
+    """Snakemake itself interrupted by Ctrl-C and by kill -9 at the push and at the correctness
+    gate, and by kill -9 in the benchmark with two repetitions done (Ctrl-C there:
+    test_ctrl_c_mid_benchmark_then_rerun_finishes_only_the_rest): each rerun goes on from there
+    (after a kill -9, Snakemake's own `--unlock` first, as it says), nothing half-written is
+    kept under a final name, the repetitions done are kept byte for byte, and the finished run
+    has each invocation once."""
+    from fault_matrix import ENGINE, GATE, digests, half_written
+
+    phone, spec = loopback_phone
+    config_path = tmp_path / "adb.yaml"
+    cfg = adb_config(root, spec, repetitions=3)
+    config_path.write_text(yaml.safe_dump(cfg))
+    seed_models(tmp_path, cfg["models"])
+    out = tmp_path / "results" / "tiny-adb"
+    raw = out / "raw"
+
+    def stalled():  # the phone holds the stream it was told to: the moment to interrupt
+        return bool(phone.struck)
+
+    for stage, pattern in (("pushed", "^sync:"), ("greedy", GATE)):
+        for signum in (signal.SIGINT, signal.SIGKILL):  # Ctrl-C, then kill -9
+            phone.struck.clear()
+            phone.inject(pattern, "stall", 0.0, 60.0)
+            interrupted(root, tmp_path, config_path, stalled, signum)
+            assert not list((out / stage).rglob("*.json"))  # no result of the stage
+            if signum == signal.SIGKILL:
+                run(root, tmp_path, config_path, "--unlock")
+
+    phone.struck.clear()
+    phone.inject(ENGINE, "stall", 0.0, 60.0, nth=3)  # the benchmark, two repetitions done
+    interrupted(root, tmp_path, config_path, stalled, signal.SIGKILL)
+    done = digests(raw)
+    assert len(done) == 2
+    run(root, tmp_path, config_path, "--unlock")
+
+    run(root, tmp_path, config_path)
+    after = digests(raw)
+    assert {path: after.get(path) for path in done} == done  # kept byte for byte
+    assert half_written(tmp_path / "results", phone.sandbox) == []
+    log = (tmp_path / "logs/run_bench/tiny-adb/phone/synth-tiny-vl.log").read_text()
+    assert "2 invocations kept from earlier runs, 4 run now" in log
+    bench = pd.read_csv(out / "bench.csv")
+    counts = bench.groupby(["variant", "phase", "block"]).size()
+    assert len(counts) == 2 * 5 * 3 and (counts == 1).all()

@@ -305,7 +305,12 @@ def crashed_answer(device, prompt: str, argv: list[str], result) -> dict:
     """On an emulated device a crash is what the check found; elsewhere it is an error."""
     last = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
     if not device.emulated:
-        raise BenchError("greedy run failed:\n$ " + " ".join(argv) + "\n" + result.stderr[-4000:])
+        why = "timed out" if result.returncode is None else f"exit code {result.returncode}"
+        raise BenchError(
+            f"device {device.name}: the correctness gate's greedy run failed ({why}: {last}); "
+            "rerun to ask again (what was measured is kept)\n$ "
+            + " ".join(argv) + "\n" + result.stderr[-4000:]
+        )  # fmt: skip
     log.warning("%s crashed on prompt %r: %s", device.name, prompt, last)
     return {"prompt": prompt, "tokens": [], "crashed": last}
 

@@ -66,10 +66,9 @@ def run_one(
         failures.append(f"attempt {attempt}: {why}\n{result.stderr[-4000:]}")
         log.warning("invocation failed (%s), attempt %d of %d", why, attempt, attempts)
     raise BenchError(
-        "benchmark invocation failed:\n$ "
-        + (result.command_line or " ".join(argv))
-        + "\n"
-        + "\n".join(failures)
+        f"device {device.name}: the benchmark's invocation failed {attempts} times "
+        f"(`bench.retries` {bench['retries']}); the repetitions done are kept, a rerun measures "
+        "the rest\n$ " + (result.command_line or " ".join(argv)) + "\n" + "\n".join(failures)
     )
 
 
