@@ -31,10 +31,11 @@ def command(root, workdir, config_path, *args):
     )
 
 
-def run(root, workdir, config_path, *args):
+def run(root, workdir, config_path, *args, check=True):
     return run_snakemake(
-        root, "--cores", "2", "--configfile", config_path, "--directory", workdir, *args
-    )
+        root, "--cores", "2", "--configfile", config_path, "--directory", workdir, *args,
+        check=check,
+    )  # fmt: skip
 
 
 def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, seed_models, tmp_path):
@@ -265,3 +266,28 @@ def test_ctrl_c_and_kill_9_at_each_stage_then_the_rerun_finishes(
     bench = pd.read_csv(out / "bench.csv")
     counts = bench.groupby(["variant", "phase", "block"]).size()
     assert len(counts) == 2 * 5 * 3 and (counts == 1).all()
+
+
+def test_a_phone_lost_for_good_stops_its_own_jobs_only(
+    root, phones_on_two_adb_servers, seed_models, tmp_path
+):
+    """Two phones on two adb servers; one vanishes mid-benchmark and never comes back: its job
+    ends with one line naming it, the other phone's benchmark finishes, and the run fails."""
+    from fault_matrix import ENGINE
+
+    (_, spec_a), (phone_b, spec_b) = phones_on_two_adb_servers
+    cfg = adb_config(root, spec_a, repetitions=2)
+    spec_b = {**spec_b, "reconnect_wait_s": 2}
+    cfg["devices"] = {"phone-a": {"adb": spec_a}, "phone-b": {"adb": spec_b}}
+    config_path = tmp_path / "adb.yaml"
+    config_path.write_text(yaml.safe_dump(cfg))
+    seed_models(tmp_path, cfg["models"])
+    phone_b.inject(ENGINE, "vanish", 0.2)
+    result = run(root, tmp_path, config_path, check=False)
+    assert result.returncode != 0
+    out = tmp_path / "results" / "tiny-adb"
+    assert (out / "runs" / "phone-a" / "synth-tiny-vl.json").is_file()  # the other phone's
+    assert (out / "validity" / "phone-a" / "synth-tiny-vl.json").is_file()  # and after it
+    assert not (out / "runs" / "phone-b").exists()
+    log = (tmp_path / "logs/run_bench/tiny-adb/phone-b/synth-tiny-vl.log").read_text()
+    assert "lost during the benchmark" in log and "not back within 2 s" in log

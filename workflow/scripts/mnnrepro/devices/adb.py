@@ -52,7 +52,7 @@ def lost_if_cut(device):
     (adbutils' sync protocol asserts the replies it reads: a cut one fails its assert.)"""
     try:
         yield
-    except (adbutils.AdbError, OSError, AssertionError) as err:
+    except (adbutils.AdbError, OSError, EOFError, AssertionError) as err:
         raise DeviceLost(f"device {device.name} ({device.serial}) lost: {err}") from err
 
 
@@ -206,7 +206,7 @@ class AdbDevice(PhoneSensors, Device):
             return CommandResult(
                 argv, None, "", "timed out", time.monotonic() - start, command_line=line
             )
-        except (adbutils.AdbError, OSError) as err:
+        except (adbutils.AdbError, OSError, EOFError) as err:  # EOFError: a v2 stream cut
             raise DeviceLost(f"device {self.name} ({self.serial}) lost: {err}") from err
         return CommandResult(
             argv,
