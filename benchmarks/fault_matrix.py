@@ -36,7 +36,10 @@ def markdown(result: dict) -> list[str]:
         "fault struck with the same file after the resume, byte for byte; *half-written*",
         "lists files a cut write left on the host or the phone; *verdict* is the",
         "equality verdict of the pair (prefill, decode) from the resumed run's records and",
-        "from the same records as if no fault had struck.",
+        "from the same records as if no fault had struck. Snakemake itself interrupted",
+        "(Ctrl-C and kill -9 at the push and the gate, kill -9 mid-benchmark; Ctrl-C",
+        "mid-benchmark) and a phone lost for good beside another phone are real Snakemake runs",
+        "in tests/workflow/test_workflow_adb.py, not timed here.",
         "",
         "| fault | stage | where | what happened | reps at fault -> after | kept | "
         "half-written | schedule | attempts | verdict same | s |",
