@@ -169,7 +169,7 @@ def test_greedy_and_interleaved_bench_on_the_phone(loopback_phone, tiny_model, t
         assert r["battery_after"]["charging"] is True
 
 
-def test_thermal_gate_waits_for_the_phone_to_cool_and_is_bounded(loopback_phone):
+def test_thermal_gate_waits_for_the_phone_to_cool_and_is_bounded(loopback_phone, capsys):
     phone, spec = loopback_phone
     status = phone.sandbox / "dumpsys" / "thermalservice.txt"
     zone = phone.sandbox / "sys" / "class" / "thermal" / "thermal_zone1" / "temp"
@@ -185,6 +185,9 @@ def test_thermal_gate_waits_for_the_phone_to_cool_and_is_bounded(loopback_phone)
     device = AdbDevice("phone", spec)
     gate = thermal_gate(device, {"max_temp_c": 45, "thermal_timeout_s": 60})
     assert gate["cool"] and gate["waited_s"] >= 2 and gate["thermal_status"] == 0
+    said = capsys.readouterr().out  # what it waits for, at once (and every 30 s)
+    assert "phone: waiting 0 s of 60 s (bench.thermal_timeout_s) to cool to 45 C" in said
+    assert "thermal status 2, hottest 52.0 C (thermal_zone1:cpu-1-0 52)" in said
 
     zone.write_text("52000\n")  # stays hot: the gate gives up at its timeout and says so
     gate = thermal_gate(device, {"max_temp_c": 45, "thermal_timeout_s": 1})
