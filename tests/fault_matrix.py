@@ -87,6 +87,14 @@ CELLS = [
     Cell("screen locked", "before builds", "phone", ("screen", "Asleep"), "refused"),
     Cell("dozing", "before builds", "phone", ("screen", "Dozing"), "refused"),
     Cell("battery low", "before builds", "phone", ("battery", 9), "refused"),
+    Cell(
+        "not charging",
+        "before builds",
+        "phone",
+        ("unplugged",),
+        "refused",
+        spec={"ready": {"charging": "required"}},
+    ),
     Cell("storage too small", "before builds", "phone", ("df", 200), "refused"),
     Cell("adb unauthorized", "before builds", "phone", ("unauthorized",), "refused"),
 ]
@@ -330,6 +338,11 @@ def refused_cell(cell, phone, spec) -> dict:
     elif what == "battery":
         text = (dumpsys / "battery.txt").read_text()
         (dumpsys / "battery.txt").write_text(text.replace("level: 87", f"level: {value[0]}"))
+    elif what == "unplugged":
+        text = (dumpsys / "battery.txt").read_text()
+        (dumpsys / "battery.txt").write_text(
+            text.replace("USB powered: true", "USB powered: false")
+        )
     elif what == "df":
         (phone.sandbox / "df.txt").write_text(
             "Filesystem 1K-blocks Used Available Use% Mounted on\n"
