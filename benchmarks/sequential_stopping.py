@@ -53,11 +53,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from provenance import write_results  # noqa: E402
 
-from mnnrepro import intervals, stats  # noqa: E402
+from mnnrepro import stats  # noqa: E402
 from mnnrepro.analysis.verdict import claim_verdict  # noqa: E402
 from mnnrepro.config import run_variants  # noqa: E402
 from mnnrepro.devices.kinds import DEVICE_KINDS  # noqa: E402
 from mnnrepro.plan.overview import last_affordable_look  # noqa: E402
+from mnnrepro.repetitions import Repetitions  # noqa: E402
 from mnnrepro.runs import precision  # noqa: E402
 from mnnrepro.runs.schedule import interleaved  # noqa: E402
 
@@ -578,7 +579,7 @@ def replay_rule(experiment: str) -> tuple[dict, str]:
     where it stops on the verdict, else config/paper.yaml's."""
     for path, config in configs_of(experiment):
         repetitions = (config.get("bench") or {}).get("repetitions")
-        if intervals.stops_on_verdict(repetitions):
+        if Repetitions.of(repetitions).stops_on_verdict:
             return repetitions, str(path.relative_to(ROOT))
     return paper()["bench"]["repetitions"], "config/paper.yaml"
 
@@ -669,7 +670,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     config = paper()
     repetitions = config["bench"]["repetitions"]
-    assert intervals.stops_on_verdict(repetitions), "config/paper.yaml does not stop on its verdict"
+    stops = Repetitions.of(repetitions).stops_on_verdict
+    assert stops, "config/paper.yaml does not stop on its verdict"
     cooldown = config["bench"].get("cooldown_s", 0)
     per_invocation_s = DEVICE_KINDS["adb"].assumed_invocation_s + cooldown
     per_block = len(run_variants(config))
@@ -700,8 +702,8 @@ def main(argv: list[str] | None = None) -> int:
         "repetitions": repetitions,
         "invocations_per_block": per_block,
         "per_invocation_s": per_invocation_s,
-        "looks": list(intervals.stopping_looks(repetitions)),
-        "look_level": stats.sequential_t_level(intervals.stopping_looks(repetitions), 0.95),
+        "looks": list(Repetitions.of(repetitions).stopping_looks()),
+        "look_level": stats.sequential_t_level(Repetitions.of(repetitions).stopping_looks(), 0.95),
         "scenarios": results,
         "phone_times": times,
         "replays": replays,
@@ -731,7 +733,7 @@ RULE_NAMES = {
 
 def worst_phone_s(repetitions: dict, per_block_s: float) -> int:
     """The most benchmark time the rule can take (the dry run's own figure)."""
-    return round(last_affordable_look(repetitions, per_block_s) * per_block_s)
+    return round(last_affordable_look(Repetitions.of(repetitions), per_block_s) * per_block_s)
 
 
 def markdown(result: dict) -> list[str]:

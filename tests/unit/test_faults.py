@@ -14,7 +14,7 @@ def test_fault(cell, tiny_model, adb_server_port, tmp_path):
         assert row["refused"], row["outcome"]
         assert "`devices.phone.adb." in row["outcome"] or "unauthorized" in row["outcome"]
         return
-    assert row["struck"] == 1, "the fault never struck: the cell tests nothing"
+    assert row["struck"] == 1, f"the fault never struck: the cell tests nothing: {row}"
     assert row["outcome"].startswith("ended" if cell.expect.startswith("ended") else "survived")
     if row["outcome"].startswith("ended"):  # one line naming the device and what to do
         assert "device phone" in row["outcome"] and "rerun" in row["outcome"]

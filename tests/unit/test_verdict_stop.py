@@ -181,11 +181,12 @@ def test_with_planned_looks_it_stops_only_at_them_on_the_calibrated_t_interval()
     """`looks: 2` between 6 and 10: a row settled at block 7 waits for block 10; at a look the
     interval is Student t at the level calibrated for those two looks (97.1 %: narrower than
     Bonferroni's 97.5 %, wider than a single look's 95 %), which the summary reports too."""
-    from mnnrepro.intervals import planned_looks, run_intervals
+    from mnnrepro.intervals import run_intervals
+    from mnnrepro.repetitions import Repetitions
 
     rule = {"min": 6, "max": 10, "until": "verdict", "looks": 2}
-    assert planned_looks(rule) == [6, 10]
-    assert planned_looks({**rule, "max": 30, "looks": 3}) == [6, 18, 30]
+    assert Repetitions.of(rule).planned_looks() == [6, 10]
+    assert Repetitions.of({**rule, "max": 30, "looks": 3}).planned_looks() == [6, 18, 30]
     level = sequential_t_level([6, 10], 0.95)
     assert 0.95 < level < 0.975
     rows = {"prefill>decode": [1.0]}

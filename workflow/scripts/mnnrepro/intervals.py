@@ -18,35 +18,8 @@ run_intervals: the summary's, the mechanism check's, the sweep's and the stoppin
 
 from __future__ import annotations
 
+from mnnrepro.repetitions import Repetitions
 from mnnrepro.stats import PHASES, log_ratio_interval, sequential_t_level
-
-
-def block_range(repetitions) -> tuple[int, int, float | None]:
-    """(min blocks, max blocks, target half-width or None) of `bench.repetitions`."""
-    if isinstance(repetitions, dict):
-        return repetitions["min"], repetitions["max"], repetitions.get("target_half_width")
-    return repetitions, repetitions, None
-
-
-def stops_on_verdict(repetitions) -> bool:
-    """`bench.repetitions: {..., until: verdict}`: the run stops when every judged row is
-    settled, so every interval of it must keep its level at whichever look it stops."""
-    return isinstance(repetitions, dict) and repetitions.get("until") == "verdict"
-
-
-def planned_looks(repetitions) -> list[int] | None:
-    """The blocks at which a run that stops on its verdict with `looks` may stop: that many
-    evenly spaced blocks from `min` to `max`, both included. None: every block from `min`."""
-    if not stops_on_verdict(repetitions) or not repetitions.get("looks"):
-        return None
-    n_min, n_max, k = repetitions["min"], repetitions["max"], repetitions["looks"]
-    return sorted({round(n_min + i * (n_max - n_min) / (k - 1)) for i in range(k)})
-
-
-def stopping_looks(repetitions) -> list[int]:
-    """Every block at which a run that stops on its verdict may stop: its planned looks, else
-    each block from `min` to `max`."""
-    return planned_looks(repetitions) or list(range(repetitions["min"], repetitions["max"] + 1))
 
 
 def family_size(stats_cfg: dict, comparison: dict) -> int:
@@ -59,22 +32,17 @@ def family_size(stats_cfg: dict, comparison: dict) -> int:
     return len(PHASES) * len(comparison_pairs(comparison))
 
 
-def ci_df(repetitions) -> int | None:
-    """Degrees of freedom of the t quantile after precision on demand (min - 1), else None."""
-    n_min, _, target = block_range(repetitions)
-    return n_min - 1 if target is not None and not stops_on_verdict(repetitions) else None
-
-
 def run_intervals(stats_cfg: dict, repetitions, family: int = 1) -> tuple[dict, int | None]:
     """The `stats` section and the t quantile's degrees of freedom every interval of a run with
     these repetitions is computed with. `ci_level` of the result is the level of each
     interval as computed; `row_level` what it keeps for one row over the whole run;
     `family` how many rows share the configured level."""
+    repetitions = Repetitions.of(repetitions)
     row_level = 1 - (1 - stats_cfg["ci_level"]) / family
     chosen = {**stats_cfg, "ci_level": row_level, "row_level": row_level, "family": family}
-    if not stops_on_verdict(repetitions):
-        return chosen, ci_df(repetitions)
-    looks = stopping_looks(repetitions)
+    if not repetitions.stops_on_verdict:
+        return chosen, repetitions.ci_df()
+    looks = repetitions.stopping_looks()
     return {
         **chosen,
         "interval": "t",

@@ -12,7 +12,7 @@ from mnnrepro.analysis.explaining import mechanism_section
 from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct
 from mnnrepro.analysis.vision import vision_section
 from mnnrepro.config import comparison_pairs, is_full_commit
-from mnnrepro.intervals import planned_looks
+from mnnrepro.repetitions import Repetitions
 from mnnrepro.stats import reps_text
 from mnnrepro.toolchain.source import release_text
 
@@ -35,20 +35,21 @@ def stop_text(reason) -> str:
 
 
 def repetitions_text(repetitions) -> str:
-    if not isinstance(repetitions, dict):
-        return f"{repetitions} interleaved repetitions"
-    span = f"{repetitions['min']}-{repetitions['max']} interleaved repetitions"
-    target = repetitions.get("target_half_width")
-    if repetitions.get("until") != "verdict":
+    repetitions = Repetitions.of(repetitions)
+    if repetitions.fixed:
+        return f"{repetitions.max} interleaved repetitions"
+    span = f"{repetitions.min}-{repetitions.max} interleaved repetitions"
+    target = repetitions.target_half_width
+    if not repetitions.stops_on_verdict:
         return f"{span} (precision on demand: until every CI half-width is at most {target:.1%})"
     rows = (
         f"a row without a claim once its half-width is at most {target:.1%}"
         if target is not None
         else "a row without a claim holds nothing up"
     )
-    budget = repetitions.get("budget_s")
+    budget = repetitions.budget_s
     limit = f", or {budget:g} s of device time" if budget is not None else ""
-    looks = planned_looks(repetitions)
+    looks = repetitions.planned_looks()
     at = f", judged after blocks {', '.join(map(str, looks))} only" if looks else ""
     return f"{span} (until every judged verdict is settled{limit}{at}; {rows})"
 

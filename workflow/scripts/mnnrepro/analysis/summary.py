@@ -281,13 +281,13 @@ def stopped_gain(part, judged, config: dict, stats_cfg: dict, claim) -> float | 
     this row's stopping simulated at its blocks' standard deviation, the run's looks and look
     level, never before the look at which the run's other rows had all settled (the run
     stops on every row at once). None for other runs and rows without thresholds."""
-    from mnnrepro.intervals import stopping_looks, stops_on_verdict
+    from mnnrepro.repetitions import Repetitions
     from mnnrepro.runs.precision import bias_adjusted_log_gain, mode_thresholds
     from mnnrepro.stats import paired_blocks
 
-    repetitions = config.get("bench", {}).get("repetitions", 0)
+    repetitions = Repetitions.of(config.get("bench", {}).get("repetitions", 0))
     thresholds = mode_thresholds(judged.mode, claim, config["comparison"]["tolerance"])
-    if not stops_on_verdict(repetitions) or not thresholds:
+    if not repetitions.stops_on_verdict or not thresholds:
         return None
     pair = judged.pair
     paired = paired_blocks(part, *pair)
@@ -297,7 +297,7 @@ def stopped_gain(part, judged, config: dict, stats_cfg: dict, claim) -> float | 
     adjusted = bias_adjusted_log_gain(
         logs,
         row_name(*pair, judged.phase),
-        stopping_looks(repetitions),
+        repetitions.stopping_looks(),
         stats_cfg["ci_level"],
         thresholds,
         judged.stop.get("rows", {}),

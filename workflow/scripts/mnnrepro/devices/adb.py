@@ -117,8 +117,8 @@ class AdbDevice(PhoneSensors, Device):
                 waited = time.monotonic() - start
                 say(f"{self.name}: back after {waited:.0f} s; {stage} goes on")
                 return waited
-            except (AdbDeviceError, adbutils.AdbError, OSError):
-                pass
+            except (AdbDeviceError, DeviceLost, adbutils.AdbError, OSError):
+                pass  # not back yet, or back and gone again (a link that flaps)
             now = time.monotonic()
             if now - start >= self.reconnect_wait_s:
                 raise AdbDeviceError(

@@ -21,6 +21,7 @@ from mnnrepro.config import (
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.registry import KINDS, kind_of_spec
 from mnnrepro.files import sha256_file
+from mnnrepro.repetitions import Repetitions
 from mnnrepro.sweep_plan import sweep_problems
 
 
@@ -191,14 +192,15 @@ def device_reference_problems(config: dict) -> list[str]:
 
 def repetition_problems(config: dict) -> list[str]:
     bench = config.get("bench", {})
+    given = {
+        "bench.repetitions": bench.get("repetitions"),
+        "bench.sweep.repetitions": (bench.get("sweep") or {}).get("repetitions"),
+    }
+    ranges = {key: Repetitions.of(value) for key, value in given.items() if value is not None}
     return [
-        f"config key `{key}.min`: {repetitions['min']} is more than "
-        f"`{key}.max` {repetitions['max']}"
-        for key, repetitions in (
-            ("bench.repetitions", bench.get("repetitions")),
-            ("bench.sweep.repetitions", (bench.get("sweep") or {}).get("repetitions")),
-        )
-        if isinstance(repetitions, dict) and repetitions["min"] > repetitions["max"]
+        f"config key `{key}.min`: {r.min} is more than `{key}.max` {r.max}"
+        for key, r in ranges.items()
+        if r.min > r.max
     ]
 
 

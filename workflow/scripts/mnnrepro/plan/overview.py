@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from mnnrepro.config import run_variants
-from mnnrepro.intervals import block_range, planned_looks, stopping_looks, stops_on_verdict
+from mnnrepro.repetitions import Repetitions
 from mnnrepro.sweep_plan import sweep_repetitions
 
 # the simulation of the paper's stopping rule (this workflow's own results file)
@@ -33,13 +33,14 @@ SIMULATED = (
 
 
 def blocks_text(repetitions) -> str:
-    low, high, target = block_range(repetitions)
+    repetitions = Repetitions.of(repetitions)
+    low, high, target = repetitions.min, repetitions.max, repetitions.target_half_width
     if low == high:
         return f"{low} blocks"
-    if stops_on_verdict(repetitions):
-        budget = repetitions.get("budget_s")
+    if repetitions.stops_on_verdict:
+        budget = repetitions.budget_s
         cap = f", or {hours(budget)} of device time" if budget else ""
-        looks = planned_looks(repetitions)
+        looks = repetitions.planned_looks()
         at = f", judged after blocks {', '.join(map(str, looks))}" if looks else ""
         return f"{low} to {high} blocks (until every judged row's verdict is settled{cap}{at})"
     return f"{low} to {high} blocks (until every CI is within ±{target:.0%})"
@@ -54,7 +55,7 @@ def simulated_s(repetitions, per_block: int, per_invocation_s: float) -> float |
         return None
     simulated = json.loads(SIMULATION.read_text(encoding="utf-8"))
     if (
-        simulated.get("repetitions") != repetitions
+        simulated.get("repetitions") != Repetitions.of(repetitions).as_config()
         or simulated.get("invocations_per_block") != per_block
     ):
         return None
@@ -110,15 +111,16 @@ def device_time(plan, device: str) -> str:
         return "not estimated (no earlier run of this experiment on it)"
     per, source = priced
     per_block = len(run_variants(config)) * len(plan.models)
-    repetitions = bench["repetitions"]
-    low, high, _ = block_range(repetitions)
-    sweep_low, sweep_high, _ = block_range(sweep_repetitions(bench))
+    repetitions = Repetitions.of(bench["repetitions"])
+    low, high = repetitions.min, repetitions.max
+    sweep = Repetitions.of(sweep_repetitions(bench))
+    sweep_low, sweep_high = sweep.min, sweep.max
     points = 0 if plan.device_kinds[device].emulated else len(plan.sweep)
     main_most, worst = per_block * high * per, ""
-    if stops_on_verdict(repetitions):
+    if repetitions.stops_on_verdict:
         last = last_affordable_look(repetitions, per_block * per)
         main_most = per_block * last * per
-        budget = repetitions.get("budget_s")
+        budget = repetitions.budget_s
         worst = f" (the worst case: block {last}, the last look" + (
             f" the {hours(budget)} budget affords)" if budget and last < high else " planned)"
         )
@@ -160,14 +162,14 @@ def invocation_price(plan, device: str) -> tuple[float, str] | None:
     return None
 
 
-def last_affordable_look(repetitions: dict, per_block_s: float) -> int:
+def last_affordable_look(repetitions: Repetitions, per_block_s: float) -> int:
     """The last look a run that stops on its verdict can reach: its last, or under its budget
     the last whose blocks the budget affords (runs/precision.verdict_stop stops before a look
     that would pass it)."""
     from mnnrepro.runs.precision import affordable_looks
 
-    looks = stopping_looks(repetitions)
-    return (affordable_looks(looks, per_block_s, repetitions.get("budget_s")) or looks[:1])[-1]
+    looks = repetitions.stopping_looks()
+    return (affordable_looks(looks, per_block_s, repetitions.budget_s) or looks[:1])[-1]
 
 
 def on_top(plan, device: str, per: float) -> str:

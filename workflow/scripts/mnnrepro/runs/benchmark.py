@@ -20,7 +20,7 @@ from mnnrepro.devices.power import PowerReader
 from mnnrepro.engines.base import BenchError, command_record
 from mnnrepro.engines.registry import engine_for, kind_of_record
 from mnnrepro.files import read_json, sha256_file, write_json
-from mnnrepro.intervals import block_range, stops_on_verdict
+from mnnrepro.repetitions import Repetitions
 from mnnrepro.runs.gates import quiet_gate, thermal_gate
 from mnnrepro.runs.job import DeviceJob
 from mnnrepro.runs.on_device import on_device, surviving
@@ -318,10 +318,10 @@ def run_plan_for_rule(
     engines, bench, variants = job.engines(), job.bench, job.variants
     specs = variant_specs(variants, engines, job.manifest_sha256())
     repetitions = bench["repetitions"]
-    plan = interleaved(sorted(variants), block_range(repetitions)[1])
+    plan = interleaved(sorted(variants), Repetitions.of(repetitions).max)
     stats = stats or {"ci_level": 0.95}
     rows = None
-    if stops_on_verdict(repetitions):
+    if Repetitions.of(repetitions).stops_on_verdict:
         rows = verdict_thresholds(comparison, variants, engines, read_json(facts))
         stats = {**stats, "family": family_size(stats, comparison)}
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mnnrepro.errors import ReproError
-from mnnrepro.intervals import block_range, ci_df, stops_on_verdict
+from mnnrepro.repetitions import Repetitions
 from mnnrepro.stats import PHASES, t_interval
 
 log = logging.getLogger(__name__)
@@ -46,15 +46,16 @@ def stopping_decision(
     judged pairs; rows: the judged rows' thresholds, verdict_thresholds', for a run that stops
     on the verdict; stats_cfg: the `stats` section and `family`, the rows sharing its level)."""
     ci_level = stats_cfg["ci_level"]
-    if stops_on_verdict(repetitions):
+    repetitions = Repetitions.of(repetitions)
+    if repetitions.stops_on_verdict:
         rule = StoppingRule.of(repetitions, stats_cfg)
         return verdict_decision(records, blocks, rule, rows, cooldown_s)
-    n_min, n_max, target = block_range(repetitions)
+    n_min, n_max, target = repetitions.min, repetitions.max, repetitions.target_half_width
     if target is None:
         return {"blocks": blocks, "reason": "fixed repetitions"} if blocks >= n_max else None
     if blocks < n_min:
         return None
-    widths = half_widths(records, pairs, ci_level, ci_df(repetitions))
+    widths = half_widths(records, pairs, ci_level, repetitions.ci_df())
     if all(w <= target for w in widths.values()):
         reason = f"target half-width {target:.1%} reached"
     elif blocks >= n_max:
@@ -250,7 +251,7 @@ class StoppingRule:
     at, the interval every row is judged on there (intervals.run_intervals; called with
     whether to widen it), and whether serial dependence found in the rows widens it."""
 
-    repetitions: dict
+    repetitions: Repetitions
     looks: tuple[int, ...]
     interval: Callable[..., tuple[float, float]]
     target: float | None
@@ -258,17 +259,18 @@ class StoppingRule:
     check_dependence: bool = True
 
     @classmethod
-    def of(cls, repetitions: dict, stats_cfg: dict) -> StoppingRule:
-        from mnnrepro.intervals import stopping_interval, stopping_looks, widens_for_dependence
+    def of(cls, repetitions, stats_cfg: dict) -> StoppingRule:
+        from mnnrepro.intervals import stopping_interval, widens_for_dependence
 
+        repetitions = Repetitions.of(repetitions)
         return cls(
             repetitions=repetitions,
-            looks=tuple(stopping_looks(repetitions)),
+            looks=tuple(repetitions.stopping_looks()),
             interval=stopping_interval(
                 repetitions, stats_cfg["ci_level"], stats_cfg.get("family", 1)
             ),
-            target=repetitions.get("target_half_width"),
-            budget_s=repetitions.get("budget_s"),
+            target=repetitions.target_half_width,
+            budget_s=repetitions.budget_s,
             check_dependence=widens_for_dependence(stats_cfg),
         )
 
