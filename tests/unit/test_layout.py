@@ -172,3 +172,14 @@ def test_functions_and_modules_stay_short():
             and node.end_lineno - node.lineno + 1 > 60
         ]
     assert long_functions == [] and long_modules == []
+
+
+def test_job_scripts_are_shims():
+    """A rule's script loads what its job is handed, calls the package and writes: a few lines
+    (at most 25); the work is in the package, where it is tested without Snakemake."""
+    long = {
+        path.name: n
+        for path in sorted(PACKAGE.parent.glob("*.py"))
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 25
+    }
+    assert long == {}

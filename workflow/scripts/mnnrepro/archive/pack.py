@@ -59,3 +59,34 @@ def verify_manifest(root: str | os.PathLike, label: str | os.PathLike | None = N
         actual = hashlib.sha256((root / name).read_bytes()).hexdigest()
         if actual != digest:
             raise DataError(label, f"member {name} does not match MANIFEST.sha256")
+
+
+def archive_job(job) -> None:
+    """Rule archive_results: the final outputs, the records a replay restores (the plan's
+    archived_records), every raw file with every earlier measurement it superseded (a
+    re-measurement stays on the record), the profiles, the provenance and the resolved config,
+    in one archive."""
+    import json
+
+    import yaml
+
+    from mnnrepro.analysis.attribution import profile_files
+    from mnnrepro.archive.provenance import git_state, tool_versions
+    from mnnrepro.files import read_json
+
+    files = {path: path for path in job.input}
+    for index in map(read_json, [*job.input.runs, *job.input.sweep]):
+        for entry in index["runs"]:
+            for raw in [entry["raw"], *(s["raw"] for s in entry.get("superseded", []))]:
+                files[raw] = raw
+    for path in profile_files(job.input.profiles):
+        files[path] = path
+    provenance = {
+        "workflow": git_state(str(Path(job.scriptdir).parents[1])),
+        "tools": tool_versions(),
+    }
+    files["provenance.json"] = json.dumps(provenance, indent=2, sort_keys=True).encode()
+    files["config.resolved.yaml"] = yaml.safe_dump(
+        job.params.config, sort_keys=True, allow_unicode=True
+    ).encode()
+    write_archive(job.output.archive, files)

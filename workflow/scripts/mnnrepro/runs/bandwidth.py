@@ -158,3 +158,29 @@ def measure_bandwidth(
         "measurements": measurements,
         "engines": engines,
     }
+
+
+def bandwidth_job(job) -> dict:
+    """Rule measure_bandwidth: each engine's probe on the device, or on an emulated device
+    (whose memory is the host's, seen through QEMU) a record that none was measured."""
+    from mnnrepro.runs.on_device import on_device
+
+    probes = {
+        engine: {"record": record, "dir": directory}
+        for engine, record, directory in zip(
+            job.params.engine_names, job.input.records, job.input.probes, strict=True
+        )
+    }
+    if not probes:
+        return {
+            "device": job.wildcards.device,
+            "emulated": True,
+            "skipped": "emulated device: no bandwidth measured",
+            "measurements": [],
+            "engines": {},
+        }
+    with on_device(job.wildcards.device, job.params.device, "the bandwidth probe") as device:
+        return measure_bandwidth(
+            device, read_json(job.input.facts), probes, job.params.bandwidth, job.params.bench,
+            job.params.variant_threads,
+        )  # fmt: skip

@@ -1,0 +1,135 @@
+"""What the analysis rules' jobs do, each handed its Snakemake job (its input, output and
+params, named as the rule names them): the summary (compute_summary), the sweep's summary
+(compute_sweep_summary), the charts (plot) and the report (write_summary_report). Their scripts
+only call these; the work is in analysis/summary.py, sweep.py, plots.py and report.py."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from mnnrepro.files import read_json, write_json
+from mnnrepro.records import chain, check_same_table, read_chained_table, read_record, read_table
+
+log = logging.getLogger(__name__)
+DERIVE_AGAIN = "delete it to derive it again"
+
+
+def records_of(paths, kind: str, key) -> dict:
+    """The records of kind at paths, by key(record)."""
+    return {key(r): r for r in (read_record(p, kind) for p in paths)}
+
+
+def write_summary(job, mapper) -> None:
+    """summary.csv and summary.json from bench.csv, which must be exactly what the raw
+    records (hash-checked against their index; mapper: where a recorded raw path is now,
+    archive.replay.raw_path_mapper) give."""
+    from mnnrepro.analysis.summary import summarize, summary_document
+    from mnnrepro.analysis.tables import BENCH_COLUMNS, bench_table_from
+    from mnnrepro.engines.pairs import compared_pairs, device_modes
+
+    given, params = job.input, job.params
+    keys = ("experiment", "comparison", "stats", "bench", "variants")
+    config = {key: getattr(params, key) for key in keys}
+    derived = bench_table_from(given.runs, mapper, params.max_other_load)
+    check_same_table(given.table, derived, "the raw records", DERIVE_AGAIN)
+    table = read_table(given.table, BENCH_COLUMNS, DERIVE_AGAIN)
+    validity = records_of(given.validity, "validity", lambda v: (v["device"], v["model"]))
+    facts = records_of(given.facts, "device_facts", lambda f: f["device"])
+    engines = records_of(given.engines, "engine", lambda e: e["engine"])
+    indexes = [read_record(p, "run_index") for p in given.runs]
+    stopping = {(i["device"], i["model"]): i.get("stopping") for i in indexes}
+    pairs = compared_pairs(config["comparison"], config["variants"])
+    summary = summarize(table, validity, config, device_modes(pairs, engines, facts), stopping)
+    summary.to_csv(job.output.table, index=False)
+    document = summary_document(summary, validity, config)
+    document["chain"] = chain(
+        {
+            "bench.csv": given.table,
+            "summary.csv": job.output.table,
+            **dict(zip(["kernels.csv"], given.kernels, strict=False)),
+        }
+    )
+    write_json(job.output.document, document)
+
+
+def write_sweep_summary(job, mapper) -> None:
+    """sweep/summary.csv and .json from sweep/bench.csv, which must be exactly what the
+    sweep's raw records give (mapper: as write_summary's), beside the main point's summary."""
+    from mnnrepro.analysis.sweep import main_checks, sweep_summary, sweep_table
+
+    given, params = job.input, job.params
+    keys = ("experiment", "comparison", "stats", "bench")
+    config = {key: getattr(params, key) for key in keys}
+    derived = sweep_table(given.runs, mapper, params.max_other_load)
+    check_same_table(given.table, derived, "the sweep's raw records", DERIVE_AGAIN)
+    sweep = read_table(given.table, [], DERIVE_AGAIN)
+    main = read_chained_table(given.main, given.document)
+    checks = main_checks(read_record(given.document, "summary"))
+    summary = sweep_summary(sweep, main, config, checks)
+    summary.to_csv(job.output.table, index=False)
+    document = {
+        "experiment": config["experiment"],
+        "sweep": config["bench"].get("sweep", {}),
+        "rows": summary.astype(object).where(summary.notna(), None).to_dict(orient="records"),
+        "chain": chain({"bench.csv": given.table, "summary.csv": job.output.table}),
+    }
+    write_json(job.output.document, document)
+
+
+def draw_charts(job) -> None:
+    """Every chart the plan asks for, as HTML and PNG; one that cannot be drawn leaves a note
+    in its place (said in the job's log)."""
+    from mnnrepro.analysis import plots
+
+    draw = {
+        "runs": plots.runs_chart,
+        "speedup": plots.speedup_chart,
+        "temperature": plots.temperature_chart,
+        "sweep": plots.sweep_chart,
+        "kernels": plots.kernels_chart,
+    }
+    for chart in job.params.charts:
+        path = job.input[f"{chart}_table"]
+        table = read_chained_table(path, job.input[f"{chart}_document"])
+        html, png = job.output[f"{chart}_html"], job.output[f"{chart}_png"]
+        problem = plots.save(draw[chart](table), html, png, path)
+        if problem:
+            log.warning("%s chart not drawn, a note in its place: %s", chart, problem)
+
+
+def optional(paths, read):
+    """read(paths) where the rule has them (an optional input), else None."""
+    return read(paths) if paths else None
+
+
+def write_report(job, replay: list[str]) -> None:
+    """summary.md from the summary and every record it cites; replay: a replay's section
+    (archive.replay_check.replay_section), else empty."""
+    from mnnrepro.analysis.report import markdown
+
+    given = job.input
+
+    def csv(paths):
+        return pd.read_csv(paths[0], keep_default_na=False)
+
+    text = markdown(
+        read_chained_table(given.table, given.document),
+        read_record(given.document, "summary"),
+        records_of(given.facts, "device_facts", lambda d: d["device"]),
+        records_of(given.engines, "engine", lambda e: e["engine"]),
+        records_of(given.manifests, "model_manifest", lambda m: m["model"]),
+        [
+            read_table(p, [], "delete it to check the emulated devices again")
+            for p in given.emulation
+        ],
+        optional(given.mechanism, lambda p: read_json(p[0])),
+        optional(given.sweep, lambda p: read_chained_table(p[0], p[1])),
+        optional(given.kernels, csv),
+        job.params.top,
+        optional(given.engine_tests, csv),
+        replay,
+    )
+    Path(job.output.markdown).write_text(text, encoding="utf-8")
