@@ -46,10 +46,10 @@ ENGINE = r"echo \$! >"  # a benchmark invocation's shell (devices/phone_readings
 GATE = r"prebuilt_runner\.py.* greedy"
 CELLS = [
     Cell("transport lost", "push", "phone", ("^sync:", "drop")),
-    Cell("transport lost", "gate", "phone", (GATE, "drop", 0.3)),
+    Cell("transport lost", "gate", "phone", (GATE, "drop")),
     Cell("transport lost", "benchmark", "phone", (ENGINE, "drop", 0.3, 0.0, THIRD)),
     Cell("reboot", "push", "phone", ("^sync:", "reboot", 0.0, 2.0)),
-    Cell("reboot", "gate", "phone", (GATE, "reboot", 0.3, 2.0)),
+    Cell("reboot", "gate", "phone", (GATE, "reboot", 0.0, 2.0)),
     Cell("reboot", "benchmark", "phone", (ENGINE, "reboot", 0.3, 2.0, THIRD)),
     Cell("adb server restarted", "benchmark", "phone", (ENGINE, "stall", 0.0, 0.0, THIRD)),
     Cell("storage full", "push", "phone", (r"\.part$", "full"), "ended, then resumed"),
@@ -215,11 +215,12 @@ def host_fault(kind: str, snapshot, raw_dir: Path) -> threading.Thread:
     def strike():
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            for pid in children_running("prebuilt_runner.py"):
-                if len(digests(raw_dir)) < THIRD - 1:  # strike the third invocation
-                    continue
+            done = len(digests(raw_dir))  # then the engines running now: the third's
+            running = children_running("prebuilt_runner.py") if done >= THIRD - 1 else []
+            if running:
                 snapshot()
-                os.kill(pid, signal.SIGKILL if kind == "kill" else signal.SIGSTOP)
+                for pid in running:
+                    os.kill(pid, signal.SIGKILL if kind == "kill" else signal.SIGSTOP)
                 return
             time.sleep(0.05)
 

@@ -20,7 +20,7 @@ from mnnrepro.analysis.attribution import (
 from mnnrepro.devices import profilers
 from mnnrepro.devices.elf import read_symbols
 from mnnrepro.devices.local import LocalDevice
-from mnnrepro.engines.pairs import compared_pairs
+from mnnrepro.engines.pairs import Pair
 
 QEMU_DATA = Path(__file__).resolve().parents[1] / "data" / "qemu"
 needs_perf = pytest.mark.skipif(
@@ -132,7 +132,7 @@ def profiles_of(program: Path, runs: dict[str, tuple[str, ...]]) -> dict:
 ATTRIBUTION = {"min_sme2_share": 0.01, "max_unresolved_share": 0.2}
 VARIANTS = {"off": {"engine": "off"}, "on": {"engine": "on"}}
 ENGINES = {"off": build_record("off"), "on": build_record("on")}
-PAIR = compared_pairs({"baseline": "off", "treatment": "on"}, VARIANTS)[0]
+PAIR = Pair.compared({"baseline": "off", "treatment": "on"}, VARIANTS)[0]
 
 
 def sme2_check(profiles: dict, facts: dict) -> dict:

@@ -17,7 +17,7 @@ from mnnrepro.analysis.engine_tests import (
 )
 from mnnrepro.devices.base import CommandResult
 from mnnrepro.devices.local import LocalDevice
-from mnnrepro.engines.pairs import compared_pairs
+from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import kind_of_record
 from mnnrepro.runs.engine_tests import (
     CRASH,
@@ -110,7 +110,7 @@ def record_of(root, device: str, cpu: str, engine: str) -> dict:
 
 
 VARIANTS = {"off": {"engine": "sme2-off"}, "on": {"engine": "sme2-on"}}
-PAIR = compared_pairs({"baseline": "off", "treatment": "on"}, VARIANTS)[0]
+PAIR = Pair.compared({"baseline": "off", "treatment": "on"}, VARIANTS)[0]
 
 
 def test_a_pair_is_invalid_where_its_treatment_fails_a_test_its_baseline_passes(root):
@@ -129,7 +129,7 @@ def test_a_pair_is_invalid_where_its_treatment_fails_a_test_its_baseline_passes(
     # nothing to judge: an engine without a suite, or one engine against itself
     prebuilt = {"device": "d", "engine": "sme2-off", "suite": None, "tests": [], "no_suite": "x"}
     assert engine_tests_check(PAIR, {**wrong, "sme2-off": prebuilt}) == []
-    same = compared_pairs(
+    same = Pair.compared(
         {"baseline": "off", "treatment": "on"}, {"off": {"engine": "e"}, "on": {"engine": "e"}}
     )[0]
     assert engine_tests_check(same, {"e": wrong["sme2-on"]}) == []

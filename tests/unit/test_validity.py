@@ -10,7 +10,7 @@ from conftest import TINY_VL, greedy_answers, pair_mode
 from mnnrepro.analysis import verdict as vd
 from mnnrepro.analysis.summary import summarize
 from mnnrepro.analysis.validity import check, kernel_checks
-from mnnrepro.engines.pairs import compared_pairs, device_modes
+from mnnrepro.engines.pairs import Pair, device_modes
 
 ON = {"engine": "sme2-on", "kind": "build", "sme2": {"sme2_kernel_count": 14}}
 OFF = {"engine": "sme2-off", "kind": "build", "sme2": {"sme2_kernel_count": 0}}
@@ -111,7 +111,7 @@ CONFIG = {
 def test_device_matrix_judges_a_non_sme2_device_by_no_regression():
     facts = {"x300": SME2_PHONE, "d9400": OLD_PHONE}
     config = {**CONFIG, "comparison": {**COMPARISON, "on_non_sme2_device": "fallback-check"}}
-    pairs = compared_pairs(config["comparison"], VARIANTS)
+    pairs = Pair.compared(config["comparison"], VARIANTS)
     modes = device_modes(pairs, {"sme2-on": ON, "sme2-off": OFF}, facts)
     assert modes == {(("off", "on"), "x300"): "claim", (("off", "on"), "d9400"): "fallback"}
     bench = pd.concat(
@@ -193,7 +193,7 @@ def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
     assert [c["passed"] for c in checks] == [True]
     assert "SME2 absent on x86_64" in checks[0]["name"]
     assert "artifacts are byte-identical" in checks[0]["evidence"]
-    modes = device_modes(compared_pairs(COMPARISON, VARIANTS), engines, {"host": X86_HOST})
+    modes = device_modes(Pair.compared(COMPARISON, VARIANTS), engines, {"host": X86_HOST})
     same = summarize(
         table({"prefill": 0.0, "decode": 0.01}, "host"),
         {

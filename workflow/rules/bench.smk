@@ -103,7 +103,7 @@ rule run_bench:
     params:
         **BENCH_PARAMS,
         raw_dir="results/{experiment}/raw/{device}/{model}",
-        pairs=PLAN.judged_pairs,
+        pairs=PLAN.judged_names,
         stats=PLAN.settings.stats,
         # `--config remeasure=<label>`: measure again what was not measured under that label
         remeasure=PLAN.settings.remeasure,
@@ -169,7 +169,7 @@ rule run_sweep:
         comparison=PLAN.settings.comparison,
         image_names=[],
         model_formats=PLAN.model_formats,
-        pairs=PLAN.judged_pairs,
+        pairs=PLAN.judged_names,
         stats=PLAN.settings.stats,
         remeasure=PLAN.settings.remeasure,
         point=lambda wildcards: wildcards.point,

@@ -278,21 +278,10 @@ def comparison_keys(comparison: dict) -> list[tuple[str, dict]]:
     ]
 
 
-def comparison_pairs(comparison: dict) -> list[tuple[str, str]]:
-    return [(pair["baseline"], pair["treatment"]) for _, pair in comparison_keys(comparison)]
-
-
 def aa_variant(config: dict) -> str | None:
     """Name of the A/A control variant (the baseline once more), if the config asks for it."""
     comparison = config["comparison"]
     return f"{comparison['baseline']}-again" if comparison.get("aa_control") else None
-
-
-def judged_pairs(config: dict) -> list[tuple[str, str]]:
-    """Every pair a summary judges: the compared pairs, then the A/A control if asked."""
-    aa = aa_variant(config)
-    pairs = comparison_pairs(config["comparison"])
-    return pairs + ([(config["comparison"]["baseline"], aa)] if aa else [])
 
 
 def run_variants(config: dict) -> dict:

@@ -25,11 +25,11 @@ from mnnrepro.stats import PHASES, log_ratio_interval, sequential_t_level
 def family_size(stats_cfg: dict, comparison: dict) -> int:
     """How many rows share the level: the compared pairs' rows in prefill and decode with
     `stats.familywise`, else 1 (the level is per row)."""
-    from mnnrepro.config import comparison_pairs
+    from mnnrepro.config import comparison_keys
 
     if not stats_cfg.get("familywise"):
         return 1
-    return len(PHASES) * len(comparison_pairs(comparison))
+    return len(PHASES) * len(comparison_keys(comparison))
 
 
 def run_intervals(stats_cfg: dict, repetitions, family: int = 1) -> tuple[dict, int | None]:

@@ -28,7 +28,7 @@ def write_summary(job, mapper) -> None:
     archive.replay.raw_path_mapper) give."""
     from mnnrepro.analysis.summary import summarize, summary_document
     from mnnrepro.analysis.tables import BENCH_COLUMNS, bench_table_from
-    from mnnrepro.engines.pairs import compared_pairs, device_modes
+    from mnnrepro.engines.pairs import Pair, device_modes
 
     given, params = job.input, job.params
     keys = ("experiment", "comparison", "stats", "bench", "variants")
@@ -41,7 +41,7 @@ def write_summary(job, mapper) -> None:
     engines = records_of(given.engines, "engine", lambda e: e["engine"])
     indexes = [read_record(p, "run_index") for p in given.runs]
     stopping = {(i["device"], i["model"]): i.get("stopping") for i in indexes}
-    pairs = compared_pairs(config["comparison"], config["variants"])
+    pairs = Pair.compared(config["comparison"], config["variants"])
     summary = summarize(table, validity, config, device_modes(pairs, engines, facts), stopping)
     summary.to_csv(job.output.table, index=False)
     document = summary_document(summary, validity, config)

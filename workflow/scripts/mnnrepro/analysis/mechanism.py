@@ -30,7 +30,7 @@ import statistics
 import numpy as np
 import pandas as pd
 
-from mnnrepro.config import comparison_pairs
+from mnnrepro.engines.pairs import pair_names
 from mnnrepro.models import mnn_layout
 from mnnrepro.stats import compare_phase
 
@@ -176,7 +176,7 @@ def energy_comparison(bench: pd.DataFrame, config: dict) -> list[dict]:
     live = live[live["joules_per_token"] > 0]
     live["tps"] = 1.0 / live["joules_per_token"]  # tokens per joule, compared like tok/s
     for (device, model), group in live.groupby(["device", "model"]):
-        for pair in comparison_pairs(config["comparison"]):
+        for pair in pair_names(config["comparison"]):
             for phase in ("prefill", "decode"):
                 part = group[(group["phase"] == phase) & group["variant"].isin(pair)]
                 if set(part["variant"]) != set(pair):

@@ -11,7 +11,8 @@ from mnnrepro.analysis.engine_tests import engine_tests_section
 from mnnrepro.analysis.explaining import mechanism_section
 from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct
 from mnnrepro.analysis.vision import vision_section
-from mnnrepro.config import comparison_pairs, is_full_commit
+from mnnrepro.config import is_full_commit
+from mnnrepro.engines.pairs import pair_names
 from mnnrepro.repetitions import Repetitions
 from mnnrepro.stats import reps_text
 from mnnrepro.toolchain.source import release_text
@@ -332,7 +333,7 @@ def markdown(
             *assumptions_section(summary),
             *(mechanism_section(mechanism, sweep) if mechanism else []),
             *(
-                where_time_goes(kernels, top, comparison_pairs(document["comparison"]))
+                where_time_goes(kernels, top, pair_names(document["comparison"]))
                 if kernels is not None
                 else []
             ),

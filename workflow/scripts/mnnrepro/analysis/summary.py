@@ -18,7 +18,7 @@ from mnnrepro.analysis.conditions import (
     thermal_counts,
     with_dependence,
 )
-from mnnrepro.config import comparison_pairs
+from mnnrepro.engines.pairs import pair_names
 from mnnrepro.intervals import interval_name
 from mnnrepro.runs.precision import row_name
 from mnnrepro.stats import (
@@ -205,7 +205,7 @@ def summarize(
         aa = aa_controls(group, config, group_cfg, rng, df)
         drift = aa_problems(aa, margin)
         stop = (stopping or {}).get((device, model)) or {}
-        for pair in comparison_pairs(comparison):
+        for pair in pair_names(comparison):
             failed = [*failed_checks(validity[(device, model)], pair), *drift]
             failed += run_problems(group, pair, hot_start)
             mode = (modes or {}).get((pair, device), "claim")

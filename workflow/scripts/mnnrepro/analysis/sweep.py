@@ -14,7 +14,7 @@ from mnnrepro.analysis.summary import (
     run_problems,
 )
 from mnnrepro.analysis.tables import bench_table
-from mnnrepro.config import comparison_pairs
+from mnnrepro.engines.pairs import pair_names
 from mnnrepro.intervals import experiment_intervals
 from mnnrepro.records import read_record
 from mnnrepro.stats import compare_phase
@@ -91,7 +91,7 @@ def sweep_summary(
     for (device, model, point), group in table.groupby(["device", "model", "point"], sort=True):
         if group["emulated"].astype(bool).any():
             continue  # emulated timings are recorded, never compared
-        for pair in comparison_pairs(comparison):
+        for pair in pair_names(comparison):
             rows_of_pair = group[group["variant"].isin(pair)]
             threads = rows_of_pair["thread_num"].dropna().unique()
             problems = run_problems(group, pair)

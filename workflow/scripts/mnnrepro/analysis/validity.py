@@ -6,7 +6,7 @@ from mnnrepro.analysis.attribution import execution_checks
 from mnnrepro.analysis.correctness import TEACHER_FORCED_RULE, GateRule, compare_answers
 from mnnrepro.analysis.engine_tests import engine_tests_check
 from mnnrepro.engines.base import supported_features
-from mnnrepro.engines.pairs import compared_pairs
+from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import kind_of_record
 
 
@@ -268,7 +268,7 @@ def check(
     (engine -> its own tests' record on this device) that the treatment passes them."""
     by_phase = {(p["variant"], p["phase"]): p for p in profiles or []}
     checks = []
-    for pair in compared_pairs(comparison, variants):
+    for pair in Pair.compared(comparison, variants):
         names = pair.names
         line = greedy[pair.treatment]["engine"].get("device_supports", "")
         checks += [

@@ -87,14 +87,18 @@ class AdbDevice(PhoneSensors, Device):
         # the default 5037 of a developer's own server
         os.environ["ANDROID_ADB_SERVER_PORT"] = str(port)
         self.client = adbutils.AdbClient(host=host, port=port)
-        if self.spec.get("connect"):
+        deadline = time.monotonic() + wait_s
+        while self.spec.get("connect"):  # a phone rebooting refuses until it is up again
             answer = self.client.connect(self.serial, timeout=20)
-            if "connected" not in answer and "authenticate" not in answer:  # see _resolve
+            if "connected" in answer or "authenticate" in answer:  # unauthorized: _resolve
+                break
+            if time.monotonic() >= deadline:
                 raise AdbDeviceError(
                     f"config key `devices.{self.name}.adb.serial`: adb connect "
                     f"{self.serial} answered {answer!r}"
                 )
-        self.serial = self._resolve(self.serial, wait_s)
+            time.sleep(0.5)
+        self.serial = self._resolve(self.serial, max(0.0, deadline - time.monotonic()))
         self.dev = self.client.device(self.serial)
 
     def not_ready(self) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mnnrepro.config import comparison_keys
+from mnnrepro.config import aa_variant, comparison_keys
 from mnnrepro.engines.registry import kind_of_record
 
 CLAIM, FALLBACK, EQUAL = "claim", "fallback", "equal"
@@ -21,16 +21,39 @@ def needs_sme2(engine_record: dict) -> bool:
 
 @dataclass(frozen=True)
 class Pair:
-    key: str  # its config key: `comparison` or `comparison.also.<i>`
+    key: str  # its config key: `comparison`, `comparison.also.<i>`, `comparison.aa_control`
     baseline: str  # variant names
     treatment: str
-    baseline_engine: str  # the engines the two variants run
-    treatment_engine: str
-    on_non_sme2_device: str  # config key `comparison.on_non_sme2_device`
+    baseline_engine: str | None = None  # the engines the two variants run (None: not asked)
+    treatment_engine: str | None = None
+    on_non_sme2_device: str = "fail"  # config key `comparison.on_non_sme2_device`
 
     @property
     def names(self) -> tuple[str, str]:
         return (self.baseline, self.treatment)
+
+    @classmethod
+    def compared(cls, comparison: dict, variants: dict | None = None) -> list[Pair]:
+        """Every compared pair (the main one, then `comparison.also`), in config order; with
+        variants, each knows the engines its variants run (what its mode on a device asks)."""
+        policy = comparison.get("on_non_sme2_device", "fail")
+
+        def engine(name: str) -> str | None:
+            return variants[name]["engine"] if variants is not None else None
+
+        return [
+            cls(key, p["baseline"], p["treatment"], engine(p["baseline"]),
+                engine(p["treatment"]), policy)
+            for key, p in comparison_keys(comparison)
+        ]  # fmt: skip
+
+    @classmethod
+    def judged(cls, comparison: dict) -> list[Pair]:
+        """Every pair a summary judges: the compared pairs, then the A/A control (the baseline
+        against its twin, config.aa_variant) if asked."""
+        again = aa_variant({"comparison": comparison})
+        aa = [cls("comparison.aa_control", comparison["baseline"], again)] if again else []
+        return [*cls.compared(comparison), *aa]
 
     def runs_sme2_on(self, engines: dict[str, dict], facts: dict) -> bool:
         """Whether the treatment's SME2 kernels should run on this device: it needs SME2 and
@@ -56,20 +79,9 @@ class Pair:
         )
 
 
-def compared_pairs(comparison: dict, variants: dict) -> list[Pair]:
-    """Every compared pair (the main one, then `comparison.also`), in config order."""
-    policy = comparison.get("on_non_sme2_device", "fail")
-    return [
-        Pair(
-            key,
-            p["baseline"],
-            p["treatment"],
-            variants[p["baseline"]]["engine"],
-            variants[p["treatment"]]["engine"],
-            policy,
-        )
-        for key, p in comparison_keys(comparison)
-    ]
+def pair_names(comparison: dict) -> list[tuple[str, str]]:
+    """(baseline, treatment) of every compared pair (Pair.compared), as tables select them."""
+    return [pair.names for pair in Pair.compared(comparison)]
 
 
 def device_modes(pairs: list[Pair], engines: dict[str, dict], facts: dict[str, dict]) -> dict:

@@ -219,7 +219,7 @@ def overview(plan) -> list[str]:
         ),
         f"  models: {', '.join(plan.models)}",
         "  variants: " + ", ".join(f"{v} ({variants[v]['engine']})" for v in sorted(variants)),
-        "  pairs judged: " + ", ".join(f"{t} vs {b}" for b, t in plan.judged_pairs),
+        "  pairs judged: " + ", ".join(f"{t} vs {b}" for b, t in plan.judged_names),
     ]
     if plan.experiment.replay:
         return lines

@@ -14,12 +14,12 @@ from snakemake.io import ancient, expand
 from mnnrepro.config import (
     canonical,
     find_images,
-    judged_pairs,
     prompt_image_files,
     run_variants,
     vision_image_files,
 )
 from mnnrepro.devices.kinds import device_kind
+from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import kind_of_spec
 from mnnrepro.files import where_run
 from mnnrepro.models.formats import FORMATS
@@ -55,7 +55,8 @@ class Plan(EngineInputs):
         self.devices = sorted(config["devices"])
         self.device_kinds = {n: device_kind(n, s) for n, s in config["devices"].items()}
         self.variants = sorted(config["variants"])
-        self.judged_pairs = judged_pairs(config)
+        # what a run that stops on its precision judges (rule params: plain names)
+        self.judged_names = [pair.names for pair in Pair.judged(config["comparison"])]
         self._plan_engines(config)
         self._plan_measurement(config)
         self._plan_models()

@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass
 
 from mnnrepro.config import refuse
-from mnnrepro.engines.pairs import compared_pairs
+from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import unread_settings
 from mnnrepro.files import read_json
 from mnnrepro.runs.greedy import forced_plan, gate_prompts, label_answers, run_greedy
@@ -58,7 +58,7 @@ class GateJob:
     def answers(self) -> dict:
         """Refuse what cannot hold, then the gate's answers on the device (a lost phone
         waited for, the gate asked again)."""
-        pairs = compared_pairs(self.comparison, self.variants)
+        pairs = Pair.compared(self.comparison, self.variants)
         for pair in pairs:  # before any run: raises where the comparison cannot hold here
             pair.mode_on(self.records, self.facts)
         unread = unread_settings(self.variants, self.records)  # a setting the engine ignores

@@ -86,12 +86,9 @@ def judged_row_names(comparison: dict) -> list[str]:
     phase, the A/A control's (the baseline against its twin), the main pair's mechanism check.
     The stopping rule's thresholds (verdict_thresholds) and the summary's dependence check
     (analysis/conditions.run_dependence) are of these rows."""
-    from mnnrepro.config import aa_variant, comparison_pairs
+    from mnnrepro.engines.pairs import Pair
 
-    pairs = comparison_pairs(comparison)
-    again = aa_variant({"comparison": comparison})
-    if again:
-        pairs = [*pairs, (comparison["baseline"], again)]
+    pairs = [pair.names for pair in Pair.judged(comparison)]
     names = [
         row_name(baseline, treatment, phase) for baseline, treatment in pairs for phase in PHASES
     ]
@@ -103,12 +100,12 @@ def verdict_thresholds(comparison: dict, variants: dict, engines: dict, facts: d
     no claim, settled by precision. A compared pair's mode on this device is its own
     (engines.pairs.Pair.mode_on); the A/A control's is its margin; the mechanism check's, 1."""
     from mnnrepro.config import aa_variant
-    from mnnrepro.engines.pairs import compared_pairs
+    from mnnrepro.engines.pairs import Pair
 
     tol, claims = comparison["tolerance"], comparison.get("claims", {})
     modes = {
         (pair.baseline, pair.treatment): pair.mode_on(engines, facts)
-        for pair in compared_pairs(comparison, variants)
+        for pair in Pair.compared(comparison, variants)
     }
     margin = comparison.get("aa_margin", 0.05)
     rows = {}
