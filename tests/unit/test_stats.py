@@ -77,7 +77,8 @@ def test_extreme_but_legal_results_are_reported_and_plotted_bounded(tmp_path):
     (vl-convert refused a 32-digit integer before)."""
     from mnnrepro.analysis.plots import save, speedup_chart
     from mnnrepro.analysis.summary import stop_reason
-    from mnnrepro.stats import REPS_CAP, reps_text
+    from mnnrepro.analysis.text import reps_text
+    from mnnrepro.stats import REPS_CAP
 
     rows = [{"block": 0, "variant": "off", "tps": 10.0}, {"block": 0, "variant": "on", "tps": 10.0}]
     rows += [{"block": 1, "variant": "off", "tps": 10.0}, {"block": 1, "variant": "on", "tps": 1e4}]

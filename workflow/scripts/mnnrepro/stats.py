@@ -335,11 +335,6 @@ def reps_for_half_width(n: int, ratio: float, ci_low: float, ci_high: float, tar
     return max(2, math.ceil(estimate))
 
 
-def reps_text(reps: int) -> str:
-    """How a table says a reps_for_half_width result."""
-    return f"more than {REPS_CAP}" if reps > REPS_CAP else str(reps)
-
-
 def paired_blocks(table: pd.DataFrame, baseline: str, treatment: str) -> pd.DataFrame:
     """tok/s of baseline and treatment per block where both were measured."""
     wide = table.pivot_table(index="block", columns="variant", values="tps", aggfunc="first")

@@ -9,12 +9,11 @@ from mnnrepro.analysis.attribution import where_time_goes
 from mnnrepro.analysis.emulation import emulation_section
 from mnnrepro.analysis.engine_tests import engine_tests_section
 from mnnrepro.analysis.explaining import mechanism_section
-from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct
+from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct, reps_text
 from mnnrepro.analysis.vision import vision_section
 from mnnrepro.config import is_full_commit
 from mnnrepro.engines.pairs import pair_names
 from mnnrepro.repetitions import Repetitions
-from mnnrepro.stats import reps_text
 from mnnrepro.toolchain.source import release_text
 
 

@@ -18,6 +18,7 @@ from mnnrepro.analysis.conditions import (
     thermal_counts,
     with_dependence,
 )
+from mnnrepro.analysis.text import reps_text
 from mnnrepro.engines.pairs import pair_names
 from mnnrepro.intervals import interval_name
 from mnnrepro.runs.precision import row_name
@@ -26,7 +27,6 @@ from mnnrepro.stats import (
     PHASES,
     aa_stable,
     compare_phase,
-    reps_text,
 )
 
 log = logging.getLogger(__name__)

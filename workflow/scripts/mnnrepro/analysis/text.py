@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from mnnrepro.stats import REPS_CAP
+
 OTHER_LOAD_WARNING = 0.25  # CPUs busy with other work during an invocation
 
 
@@ -38,3 +40,8 @@ def conditions(row) -> str:
     if again is not None and not pd.isna(again) and int(again):
         text += f"; **{int(again)} invocations re-measured** ({row.remeasurements})"
     return text
+
+
+def reps_text(reps: int) -> str:
+    """How a table says a stats.reps_for_half_width result."""
+    return f"more than {REPS_CAP}" if reps > REPS_CAP else str(reps)
