@@ -172,7 +172,7 @@ rule run_sweep:
         pairs=PLAN.judged_names,
         stats=PLAN.settings.stats,
         remeasure=PLAN.settings.remeasure,
-        point=lambda wildcards: wildcards.point,
+        point="{point}",
     message:
         "Sweep point {wildcards.point} on device {wildcards.device}, model {wildcards.model}"
     script:

@@ -52,6 +52,11 @@ class Device:
         self.receipts: list[dict] = []  # one entry per file staged: path, sha256, pushed
         self.reconnects = 0  # how many times a job waits for it to come back (a phone's)
 
+    @classmethod
+    def of_spec(cls, name: str, spec: dict) -> Device:
+        """The device from its kind's entry under `devices.<name>` (e.g. its `adb` mapping)."""
+        return cls(name, spec)
+
     def not_ready(self) -> list[str]:
         """Why the device is not ready to be measured, one line each (a phone's screen,
         battery, storage: devices/readiness.py); none for a device without such a state."""

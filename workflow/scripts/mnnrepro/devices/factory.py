@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+
 from mnnrepro.devices.base import Device
 from mnnrepro.devices.kinds import device_kind
-from mnnrepro.devices.local import LocalDevice
 
 
 def make_device(name: str, spec: dict) -> Device:
@@ -16,13 +17,7 @@ def make_device(name: str, spec: dict) -> Device:
 
 
 def kind_device(name: str, spec: dict) -> Device:
-    key = device_kind(name, spec).key
-    if key == "adb":
-        from mnnrepro.devices.adb import AdbDevice  # adbutils only where an adb device is used
-
-        return AdbDevice(name, spec["adb"])
-    if key == "qemu":
-        from mnnrepro.devices.qemu import QemuDevice
-
-        return QemuDevice(name, spec["qemu"])
-    return LocalDevice(name, python=spec["local"].get("python", ""))
+    """The device of its kind's class (DeviceKind.device_class), from the kind's entry."""
+    kind = device_kind(name, spec)
+    module, _, cls = kind.device_class.partition(":")
+    return getattr(importlib.import_module(module), cls).of_spec(name, spec[kind.key])

@@ -18,6 +18,9 @@ def host_platforms() -> tuple[str, ...]:
 class DeviceKind:
     key: str
     platforms: tuple[str, ...]  # engine platforms (`build.platform`) whose binaries it runs
+    # its class, "module:Class", imported only where a device of the kind is made (adbutils
+    # only for a phone): devices/factory.py
+    device_class: str = "mnnrepro.devices.local:LocalDevice"
     emulated: bool = False  # timings recorded, never judged; no bandwidth of its own
     needs_userland: bool = False  # runs in the pinned emulated userland (fetch rule)
     # this machine itself: its benchmark takes every core so nothing else of ours runs
@@ -40,6 +43,7 @@ DEVICE_KINDS: dict[str, DeviceKind] = {
         DeviceKind(
             "qemu",
             ("linux-arm64",),
+            device_class="mnnrepro.devices.qemu:QemuDevice",
             emulated=True,
             needs_userland=True,
             needs="QEMU 11 and an arm64 userland (a pinned download from Debian's archive)",
@@ -47,6 +51,7 @@ DEVICE_KINDS: dict[str, DeviceKind] = {
         DeviceKind(
             "adb",
             ("android-arm64",),
+            device_class="mnnrepro.devices.adb:AdbDevice",
             identity=("server_host", "server_port", "serial"),
             device_paths=("workdir", "python"),
             needs="a phone on adb",

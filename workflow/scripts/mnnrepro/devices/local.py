@@ -32,6 +32,10 @@ class LocalDevice(Device):
         self._python = python or sys.executable
         self.workdir = Path(tempfile.mkdtemp(prefix=f"mnnrepro-{name}-"))
 
+    @classmethod
+    def of_spec(cls, name: str, spec: dict) -> LocalDevice:
+        return cls(name, python=spec.get("python", ""))
+
     def stage(self, local_path, dest):
         return str(Path(local_path).resolve())  # same file system: used in place
 

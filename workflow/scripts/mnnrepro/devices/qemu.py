@@ -39,6 +39,10 @@ class QemuDevice(LocalDevice):
     kind = "qemu"
     emulated = True
 
+    @classmethod
+    def of_spec(cls, name: str, spec: dict) -> QemuDevice:
+        return cls(name, spec)  # its own entry, not the local device's `python`
+
     def __init__(self, name: str, spec: dict):
         receipt_path = spec.get("userland", "resources/emulation/userland.json")
         try:

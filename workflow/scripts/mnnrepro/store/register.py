@@ -26,7 +26,8 @@ INVOCATION_COLUMNS = [
     "device", "model", "variant", "phase", "block", "engine", "engine_version", "thread_num",
     "prompt_tokens", "generate_tokens", "tokens", "seconds", "tps",
 ]  # fmt: skip
-SUMMARY_COLUMNS = [
+# the columns of summary.csv the store keeps per run (analysis.summary.SUMMARY_COLUMNS: all)
+STORED_SUMMARY_COLUMNS = [
     "device", "model", "phase", "baseline", "treatment", "n_pairs", "gain", "gain_ci_low",
     "gain_ci_high", "interval", "ci_level", "claim_gain", "tolerance", "expectation",
     "checks_passed", "verdict", "verdict_reason",
@@ -94,7 +95,7 @@ def read_run(archive: str, members: dict[str, bytes]) -> dict:
         "experiment": experiment,
         "config": config,
         "invocations": archived_table(archive, members, f"{root}/bench.csv", INVOCATION_COLUMNS),
-        "summary": archived_table(archive, members, f"{root}/summary.csv", SUMMARY_COLUMNS),
+        "summary": archived_table(archive, members, f"{root}/summary.csv", STORED_SUMMARY_COLUMNS),
         "summary_md": members.get(f"{root}/summary.md", b"").decode("utf-8"),
         "validity": archived_records(members, f"{root}/validity/"),
         "devices": archived_records(members, f"{root}/devices/"),
@@ -118,7 +119,7 @@ def write_run(db: sqlite3.Connection, run_id: str, archive: str, run: dict) -> N
     db.executemany(
         f"INSERT INTO invocations VALUES ({slots})", [(run_id, *r) for r in run["invocations"]]
     )
-    slots = ", ".join("?" * (len(SUMMARY_COLUMNS) + 1))
+    slots = ", ".join("?" * (len(STORED_SUMMARY_COLUMNS) + 1))
     db.executemany(
         f"INSERT INTO summary_rows VALUES ({slots})", [(run_id, *r) for r in run["summary"]]
     )
