@@ -100,6 +100,13 @@ def table(gains, device="x300"):
     return pd.DataFrame(rows)
 
 
+def claimed(bench: pd.DataFrame, config: dict) -> dict:
+    """Every compared pair judged against its claim on every device of bench: the mode these
+    tests choose (engines.pairs.device_modes decides it from records and facts in a run)."""
+    pairs = Pair.compared(config["comparison"])
+    return {(p.names, device): "claim" for p in pairs for device in bench["device"].unique()}
+
+
 CONFIG = {
     "experiment": "e",
     "comparison": COMPARISON,
@@ -138,9 +145,8 @@ def test_broken_variant_is_invalid_with_the_reason(tiny_model, workflow_model, t
         answers, {"device": "host"}, "m", COMPARISON, {"min_agreement": 1.0}, engines, VARIANTS
     )
     assert not validity["checks"][0]["passed"]
-    summary = summarize(
-        table({"prefill": 0.8, "decode": 0.1}, "host"), {("host", "m"): validity}, CONFIG
-    )
+    bench = table({"prefill": 0.8, "decode": 0.1}, "host")
+    summary = summarize(bench, {("host", "m"): validity}, CONFIG, claimed(bench, CONFIG))
     assert set(summary["verdict"]) == {vd.INVALID}
     assert summary["verdict_reason"].str.contains("correctness gate").all()
 
@@ -159,7 +165,7 @@ def test_aa_control_must_contain_one(factor, invalid):
     config = {**CONFIG, "comparison": {**COMPARISON, "aa_control": True}}
     ok = {"checks": [{"name": "gate", "passed": True, "evidence": ""}]}
     bench = with_again(table({"prefill": 0.8, "decode": 0.1}), factor)
-    summary = summarize(bench, {("x300", "m"): ok}, config)
+    summary = summarize(bench, {("x300", "m"): ok}, config, claimed(bench, config))
     assert (summary["verdict"] == vd.INVALID).all() == invalid
     if invalid:
         assert summary["verdict_reason"].str.contains("A/A control").all()
@@ -273,7 +279,8 @@ def test_every_pair_of_comparison_also_is_judged_with_its_own_checks():
         {"sme2-on": ON, "sme2-off": OFF},
         MASK_VARIANTS,
     )
-    summary = summarize(pd.concat([bench, masked]), {("x300", "m"): validity}, config)
+    both = pd.concat([bench, masked])
+    summary = summarize(both, {("x300", "m"): validity}, config, claimed(both, config))
     by_pair = summary.groupby(["baseline", "treatment"])["verdict"].agg(set).to_dict()
     assert vd.INVALID not in by_pair[("off", "on")]  # its own checks passed
     assert by_pair[("masked", "on")] == {vd.INVALID}  # the mask did not take: that pair only
@@ -291,7 +298,7 @@ def test_precision_on_demand_reaches_the_summary_with_the_stopping_df():
         **CONFIG,
         "bench": {"repetitions": {"min": 4, "max": 20, "target_half_width": 0.02}},
     }
-    row = summarize(bench, ok, on_demand).set_index("phase").loc["prefill"]
+    row = summarize(bench, ok, on_demand, claimed(bench, CONFIG)).set_index("phase").loc["prefill"]
     assert row["interval"] == "t on log ratios (df 3, after stopping)"
     part = bench[bench["phase"] == "prefill"].pivot(index="block", columns="variant", values="tps")
     log_ratios = np.log(part["on"] / part["off"]).to_numpy()
@@ -302,7 +309,7 @@ def test_precision_on_demand_reaches_the_summary_with_the_stopping_df():
         return float(np.exp(log_ratios.mean() + half))
 
     assert row["ci_high"] == pytest.approx(high(3))
-    fixed = summarize(bench, ok, {**CONFIG, "bench": {"repetitions": 8}})
+    fixed = summarize(bench, ok, {**CONFIG, "bench": {"repetitions": 8}}, claimed(bench, CONFIG))
     fixed_row = fixed.set_index("phase").loc["prefill"]
     assert fixed_row["interval"] == "t on log ratios"
     assert fixed_row["ci_high"] == pytest.approx(high(7)) and fixed_row["ci_high"] < row["ci_high"]
@@ -319,10 +326,18 @@ def test_firmware_that_changes_mid_experiment_makes_the_pair_invalid():
     bench.loc[bench["block"] >= 5, "build_fingerprint"] = "vivo/x300:16/BP2A.2/2:user/release-keys"
     (problem,) = run_problems(bench, ("off", "on"))
     assert "system software changed during the experiment (2 build fingerprints" in problem
-    summary = summarize(
-        bench, {("x300", "m"): {"checks": [{"name": "g", "passed": True, "evidence": ""}]}}, CONFIG
-    )
+    checks = {("x300", "m"): {"checks": [{"name": "g", "passed": True, "evidence": ""}]}}
+    summary = summarize(bench, checks, CONFIG, claimed(bench, CONFIG))
     assert set(summary["verdict"]) == {vd.INVALID}
+
+
+def test_a_pair_without_a_mode_on_a_device_is_never_judged_as_if_claimed():
+    """How a pair is judged on a device is decided from its records and facts
+    (engines.pairs.device_modes); a mode that was not decided stops the summary."""
+    bench = table({"prefill": 0.8, "decode": 0.1})
+    checks = {("x300", "m"): {"checks": []}}
+    with pytest.raises(ValueError, match=r"no mode for pair \('off', 'on'\) on device x300"):
+        summarize(bench, checks, CONFIG, {})
 
 
 @pytest.mark.parametrize(("hot_start", "invalid"), [("invalid", True), ("flag", False)])
@@ -335,7 +350,7 @@ def test_an_invocation_started_on_a_hot_device_is_counted_and_judged_as_configur
     bench.loc[first, "thermal_cool"] = False
     ok = {"checks": [{"name": "gate", "passed": True, "evidence": ""}]}
     config = {**CONFIG, "bench": {"hot_start": hot_start}}
-    summary = summarize(bench, {("x300", "m"): ok}, config)
+    summary = summarize(bench, {("x300", "m"): ok}, config, claimed(bench, config))
     assert (summary["hot_starts"] == 1).all() and summary["thermal_ungated"].isna().all()
     assert (summary["verdict"] == vd.INVALID).all() == invalid
     if invalid:

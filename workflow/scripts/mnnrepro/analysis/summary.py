@@ -184,10 +184,12 @@ def summarize(
     bench: pd.DataFrame,
     validity: dict[tuple[str, str], dict],
     config: dict,
-    modes: dict[str, str] | None = None,
+    modes: dict[tuple[tuple[str, str], str], str],
     stopping: dict[tuple[str, str], dict] | None = None,
 ) -> pd.DataFrame:
-    """stopping: (device, model) -> why its benchmark stopped (from the run index)."""
+    """modes: (pair's variant names, device) -> how the pair is judged there
+    (engines.pairs.device_modes; never assumed); stopping: (device, model) -> why its
+    benchmark stopped (from the run index)."""
     from mnnrepro.intervals import experiment_intervals
 
     # a run that stopped on its verdict is judged on intervals its stopping rule keeps
@@ -208,7 +210,9 @@ def summarize(
         for pair in pair_names(comparison):
             failed = [*failed_checks(validity[(device, model)], pair), *drift]
             failed += run_problems(group, pair, hot_start)
-            mode = (modes or {}).get((pair, device), "claim")
+            mode = modes.get((pair, device))
+            if mode is None:
+                raise ValueError(f"no mode for pair {pair} on device {device} (device_modes)")
             for phase in measured_phases(group, pair):
                 judged = JudgedRow(pair, phase, mode, failed, stop, aa)
                 rows.append(phase_row(group, judged, config, (group_cfg, df), rng))
