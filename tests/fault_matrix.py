@@ -236,12 +236,13 @@ def children_running(word: str) -> list[int]:
         for entry in Path("/proc").iterdir():
             try:
                 stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                argv = (entry / "cmdline").read_bytes().decode().split("\0")
             except (OSError, IndexError, ValueError):
                 continue
             if int(stat[1]) in mine and entry.name.isdigit():
                 mine.add(int(entry.name))
-                if word in cmdline and int(entry.name) not in found:
+                engine = os.path.basename(argv[0]).startswith("python")  # not a shell's fork
+                if engine and word in " ".join(argv) and int(entry.name) not in found:
                     found.append(int(entry.name))
     return found
 

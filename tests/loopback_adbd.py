@@ -77,8 +77,9 @@ cat "$ADBD_SANDBOX/logcat.txt" 2>/dev/null
 if [ -f "$ADBD_SANDBOX/df.txt" ]; then cat "$ADBD_SANDBOX/df.txt"; else /bin/df "$@"; fi
 """,
 }
-# what `kill` and `stop` strike: an engine, never the shell around it
-COMMANDS = re.compile(r"prebuilt_runner|llm_bench|llama-bench|mnn_vision|python")
+# what `kill` and `stop` strike: an engine (its program's name), never the shell around it nor
+# a shell's fork before it runs a command (its command line is still the shell's)
+COMMANDS = re.compile(r"^(python[\d.]*|llm_bench|llama-bench|mnn_vision)$")
 FAULTS = ("drop", "reboot", "vanish", "kill", "stop", "full", "stall")
 # Device paths that live in the sandbox: a command's `/sys/...`, `/proc/cpuinfo` and
 # `/proc/sys/abi/` are rewritten to the sandbox's copies before the host shell runs it.
@@ -593,8 +594,8 @@ class LoopbackAdbDevice:
 
 
 def descendants(pid: int, commands: re.Pattern) -> list[int]:
-    """pid's children, grandchildren, ... (Linux's /proc/<pid>/task/*/children) whose command
-    line matches commands."""
+    """pid's children, grandchildren, ... (Linux's /proc/<pid>/task/*/children) whose program's
+    name matches commands."""
     found, todo = [], [pid]
     while todo:
         parent = todo.pop()
@@ -606,9 +607,9 @@ def descendants(pid: int, commands: re.Pattern) -> list[int]:
             for child in children:
                 todo.append(child)
                 try:
-                    cmdline = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
+                    program = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[0]
                 except OSError:
                     continue
-                if commands.search(cmdline.decode(errors="replace")):
+                if commands.search(os.path.basename(program.decode(errors="replace"))):
                     found.append(child)
     return found

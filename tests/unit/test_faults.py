@@ -22,7 +22,7 @@ def test_fault(cell, tiny_model, adb_server_port, tmp_path):
     assert row["half_written"] == []
     assert row["same_schedule"] and row["reps_after"] == 4
     if cell.stage == "benchmark":  # two repetitions were done when it struck
-        assert row["reps_at_fault"] == 2
+        assert row["reps_at_fault"] == 2, row
     if cell.stage == "benchmark" and cell.expect == "survived":  # measured again, counted
-        assert row["attempts"] == 2
+        assert row["attempts"] == 2, row
     assert row["same_verdict"], row["verdict"]

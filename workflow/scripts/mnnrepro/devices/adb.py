@@ -185,7 +185,11 @@ class AdbDevice(PhoneSensors, Device):
         command = shell_line(self.workdir, env, argv)
         probe = shlex.quote(f"{self.workdir}/.load-probe")
         running = shlex.quote(f"{self.workdir}/.running")
-        result = self._run_line(argv, load_probe_wrapper(command, probe, running), timeout)
+        # what an invocation killed mid-write left (an engine writes <out>.part-<pid>, then
+        # renames it) goes before the next one runs
+        litter = shlex.quote(f"{self.workdir}/scratch") + "/*.part-*"
+        wrapped = f"rm -f {litter}; " + load_probe_wrapper(command, probe, running)
+        result = self._run_line(argv, wrapped, timeout)
         if result.returncode is None:  # past its timeout: ended here, not left running
             self.run(["sh", "-c", stop_running(running)], 30)
         readings = self.run(["sh", "-c", f"cat {probe}; rm -f {probe}"], 30).stdout
