@@ -46,13 +46,18 @@ from mnnrepro.logs import REPORT_S, say
 log = logging.getLogger(__name__)
 
 
+# what adbutils raises when the connection to the phone breaks mid-command: its own errors,
+# the socket's, a shell v2 stream cut short (EOFError), a sync reply cut short (its protocol
+# asserts the replies it reads)
+CUT = (adbutils.AdbError, OSError, EOFError, AssertionError)
+
+
 @contextlib.contextmanager
 def lost_if_cut(device):
-    """A file transfer whose connection breaks: the device lost (runs/on_device.surviving).
-    (adbutils' sync protocol asserts the replies it reads: a cut one fails its assert.)"""
+    """A command or transfer whose connection breaks: the device lost (runs/on_device)."""
     try:
         yield
-    except (adbutils.AdbError, OSError, EOFError, AssertionError) as err:
+    except CUT as err:
         raise DeviceLost(f"device {device.name} ({device.serial}) lost: {err}") from err
 
 
@@ -88,7 +93,7 @@ class AdbDevice(PhoneSensors, Device):
         os.environ["ANDROID_ADB_SERVER_PORT"] = str(port)
         self.client = adbutils.AdbClient(host=host, port=port)
         deadline = time.monotonic() + wait_s
-        while self.spec.get("connect"):  # a phone rebooting refuses until it is up again
+        while self.spec["connect"]:  # a phone rebooting refuses until it is up again
             answer = self.client.connect(self.serial, timeout=20)
             if "connected" in answer or "authenticate" in answer:  # unauthorized: _resolve
                 break
@@ -121,7 +126,7 @@ class AdbDevice(PhoneSensors, Device):
                 waited = time.monotonic() - start
                 say(f"{self.name}: back after {waited:.0f} s; {stage} goes on")
                 return waited
-            except (AdbDeviceError, DeviceLost, adbutils.AdbError, OSError):
+            except (AdbDeviceError, DeviceLost, *CUT):
                 pass  # not back yet, or back and gone again (a link that flaps)
             now = time.monotonic()
             if now - start >= self.reconnect_wait_s:
@@ -214,7 +219,7 @@ class AdbDevice(PhoneSensors, Device):
             return CommandResult(
                 argv, None, "", "timed out", time.monotonic() - start, command_line=line
             )
-        except (adbutils.AdbError, OSError, EOFError) as err:  # EOFError: a v2 stream cut
+        except CUT as err:
             raise DeviceLost(f"device {self.name} ({self.serial}) lost: {err}") from err
         return CommandResult(
             argv,

@@ -8,7 +8,6 @@ costs only the step's unfinished part."""
 from __future__ import annotations
 
 import contextlib
-import time
 
 from mnnrepro.devices.base import Device, DeviceLost
 from mnnrepro.devices.readiness import refuse_unless_ready
@@ -46,8 +45,6 @@ def surviving(device: Device, stage: str, step, losses: list[dict] | None = None
                     f"`devices.{device.name}.adb.reconnects` ({device.reconnects}): check its "
                     "cable and power, then rerun; what was measured is kept"
                 ) from lost
-            started = time.monotonic()
-            device.wait_until_back(stage, lost)
+            waited = device.wait_until_back(stage, lost)
             if losses is not None:
-                waited = round(time.monotonic() - started, 3)
-                losses.append({"stage": stage, "error": str(lost), "waited_s": waited})
+                losses.append({"stage": stage, "error": str(lost), "waited_s": round(waited, 3)})
