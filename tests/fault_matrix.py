@@ -208,13 +208,13 @@ def benchmark(device_of, receipt: dict, bench: dict, raw_dir: Path) -> list[dict
 # ---- faults on this host (its device runs the engine as a child process) -------------------
 
 
-def host_fault(kind: str, snapshot, raw_dir: Path) -> threading.Thread:
-    """Once the engine's process runs (a child of this process running the prebuilt runner),
-    SIGKILL (`kill`) or SIGSTOP (`stop`) it, after snapshot()."""
+def host_fault(kind: str, snapshot, raw_dir: Path, over: threading.Event) -> threading.Thread:
+    """Once the third invocation's engine runs (a child of this process running the prebuilt
+    runner), SIGKILL (`kill`) or SIGSTOP (`stop`) it, after snapshot(); never once the cell
+    is over (a later test's engine is not the cell's)."""
 
     def strike():
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+        while not over.is_set():
             done = len(digests(raw_dir))  # then the engines running now: the third's
             running = children_running("prebuilt_runner.py") if done >= THIRD - 1 else []
             if running:
@@ -319,11 +319,15 @@ def host_cell(cell, root: Path, model: Path, bench: dict) -> dict:
     device = LocalDevice("host")
     receipt = push_receipt(device, {"mnn": str(model)}, "tiny")
     device.close()
+    over = threading.Event()
     struck = host_fault(
-        cell.inject[0], lambda: at_strike.setdefault("raw", digests(raw_dir)), raw_dir
+        cell.inject[0], lambda: at_strike.setdefault("raw", digests(raw_dir)), raw_dir, over
     )
-    index = benchmark(lambda: LocalDevice("host"), receipt, bench, raw_dir)
-    struck.join(timeout=5)
+    try:
+        index = benchmark(lambda: LocalDevice("host"), receipt, bench, raw_dir)
+    finally:
+        over.set()
+        struck.join(timeout=5)
     strikes = [{"fault": cell.inject[0]}] if at_strike else []
     return outcome_row(cell, strikes, "", at_strike, index, raw_dir, root / "none")
 

@@ -460,6 +460,8 @@ class LoopbackAdbDevice:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             proc = stream.proc
+            if proc is not None and proc.poll() is not None:
+                return  # its shell has ended (and its process id may be another's soon)
             pids = [] if proc is None else descendants(proc.pid, COMMANDS)
             if pids:
                 time.sleep(after_s)
