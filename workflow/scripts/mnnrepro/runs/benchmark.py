@@ -317,11 +317,11 @@ def run_plan_for_rule(
 
     engines, bench, variants = job.engines(), job.bench, job.variants
     specs = variant_specs(variants, engines, job.manifest_sha256())
-    repetitions = bench["repetitions"]
-    plan = interleaved(sorted(variants), Repetitions.of(repetitions).max)
+    repetitions = Repetitions.of(bench["repetitions"])
+    plan = interleaved(sorted(variants), repetitions.max)
     stats = stats or {"ci_level": 0.95}
     rows = None
-    if Repetitions.of(repetitions).stops_on_verdict:
+    if repetitions.stops_on_verdict:
         rows = verdict_thresholds(comparison, variants, engines, read_json(facts))
         stats = {**stats, "family": family_size(stats, comparison)}
 
