@@ -48,7 +48,7 @@ from provenance import measured_record  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 from mnnrepro.analysis.attribution import change_explained, phase_summary  # noqa: E402
-from mnnrepro.engines.pairs import pair_names  # noqa: E402
+from mnnrepro.design import Design  # noqa: E402
 
 KLEIDIAI_MD5 = "0a9e9008adb6031f9e8cf70dff4a3321"  # config/paper.yaml's pin
 
@@ -244,7 +244,9 @@ def attribution(workdir: Path, experiment: str, configfile: str) -> dict:
     for row in phases:
         row["sme2_kernels_ran"] = ran.get((row["device"], row["variant"], row["phase"]), "")
         row["unit"] = units[row["device"]]
-    changes = change_explained(table, pair_names(comparison), 6)
+    changes = change_explained(
+        table, Design.of({"comparison": comparison}).comparison.pair_names, 6
+    )
     return {"phases": phases, "changes": changes.to_dict(orient="records")}
 
 

@@ -56,6 +56,7 @@ from provenance import write_results  # noqa: E402
 from mnnrepro import stats  # noqa: E402
 from mnnrepro.analysis.verdict import claim_verdict  # noqa: E402
 from mnnrepro.config import run_variants  # noqa: E402
+from mnnrepro.design import Design  # noqa: E402
 from mnnrepro.devices.kinds import DEVICE_KINDS  # noqa: E402
 from mnnrepro.plan.overview import last_affordable_look  # noqa: E402
 from mnnrepro.repetitions import Repetitions  # noqa: E402
@@ -479,7 +480,7 @@ def quickstart_rule(runs: int, seed: int) -> dict:
     every_block = {k: v for k, v in rule.items() if k != "looks"}
     engines = {e: {"engine": e, "kind": "prebuilt"} for e in config["engines"]}
     rows = precision.verdict_thresholds(
-        config["comparison"], run_variants(config), engines, {"device": "host", "sme2": False}
+        Design.of(config), engines, {"device": "host", "sme2": False}
     )
     mechanism = next(n for n in rows if precision.row_parts(n)[2] == precision.MECHANISM)
     noise, measured = measured_run(QUICKSTART_RUN)
@@ -589,7 +590,7 @@ def replay(source: str, config: dict, records: list[dict], facts: dict, engines:
     would have stopped and whether each row's verdict there (on the rule's interval) equals
     the one the full run gave (all its blocks, fixed in advance: Student t)."""
     rule, rule_from = replay_rule(config["experiment"])
-    rows = precision.verdict_thresholds(config["comparison"], run_variants(config), engines, facts)
+    rows = precision.verdict_thresholds(Design.of(config), engines, facts)
     ratios = {n: precision.block_log_ratios(records, n) for n in rows}
     total = min(r.size for r in ratios.values())
     out = {"source": source, "rule": rule, "rule_from": rule_from, "blocks_recorded": total}
@@ -677,7 +678,7 @@ def main(argv: list[str] | None = None) -> int:
     per_block = len(run_variants(config))
     engines = {e: {"engine": e, "kind": "prebuilt"} for e in config["engines"]}  # claim mode
     rows = precision.verdict_thresholds(
-        config["comparison"], run_variants(config), engines, {"device": "phone", "sme2": True}
+        Design.of(config), engines, {"device": "phone", "sme2": True}
     )
     results = []
     comparison = config["comparison"]

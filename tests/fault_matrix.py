@@ -124,7 +124,7 @@ def verdict_of(index: list[dict], raw_dir: Path, strip_faults: bool = False) -> 
     as if no fault had struck them (no retry counted, no loss listed)."""
     from mnnrepro.analysis.summary import summarize
     from mnnrepro.analysis.tables import bench_table
-    from mnnrepro.config import with_schema_defaults
+    from mnnrepro.design import Design
     from mnnrepro.files import read_json, sha256_file, write_json
 
     if strip_faults:
@@ -148,12 +148,12 @@ def verdict_of(index: list[dict], raw_dir: Path, strip_faults: bool = False) -> 
     config = {
         "experiment": "faults",
         "comparison": {"baseline": "a", "treatment": "b", "tolerance": 10.0, "aa_margin": 10.0},
-        "stats": with_schema_defaults({"ci_level": 0.95, "seed": 1}, "properties", "stats"),
+        "stats": {"ci_level": 0.95, "seed": 1},
         "bench": {},
         "variants": {},
     }
     summary = summarize(
-        bench_table(indexes), {(device, "tiny"): {"checks": []}}, config,
+        bench_table(indexes), {(device, "tiny"): {"checks": []}}, Design.of(config),
         {(("a", "b"), device): "equal"},
     )  # fmt: skip
     return dict(zip(summary["phase"], summary["verdict"], strict=True))

@@ -17,6 +17,7 @@ from mnnrepro.analysis.attribution import (
     kernel_table,
     phase_summary,
 )
+from mnnrepro.design import Design
 from mnnrepro.devices import profilers
 from mnnrepro.devices.elf import read_symbols
 from mnnrepro.devices.local import LocalDevice
@@ -132,7 +133,9 @@ def profiles_of(program: Path, runs: dict[str, tuple[str, ...]]) -> dict:
 ATTRIBUTION = {"min_sme2_share": 0.01, "max_unresolved_share": 0.2}
 VARIANTS = {"off": {"engine": "off"}, "on": {"engine": "on"}}
 ENGINES = {"off": build_record("off"), "on": build_record("on")}
-PAIR = Pair.compared({"baseline": "off", "treatment": "on"}, VARIANTS)[0]
+PAIR = Pair.compared(
+    Design.of({"comparison": {"baseline": "off", "treatment": "on"}, "variants": VARIANTS})
+)[0]
 
 
 def sme2_check(profiles: dict, facts: dict) -> dict:

@@ -49,28 +49,23 @@ def checkout(root, tmp_path):
 
 
 def test_engine_keys_follow_platform_flags_and_source(checkout):
-    config = {"mnn": {"source": {"path": str(checkout)}}}
-    on_host = engine_key("sme2-on", engine("host", MNN_SME2=True), config, "build", "mnn")
+    tree = {"source": {"path": str(checkout)}}  # the `mnn` section
+
+    def key(name, spec, ndk_pin=None):
+        return engine_key(name, spec, "build", "mnn", tree, ndk_pin)
+
+    on_host = key("sme2-on", engine("host", MNN_SME2=True))
     assert on_host.startswith("sme2-on-")
-    assert on_host == engine_key(
-        "sme2-on", engine("host", MNN_SME2="ON"), config, "build", "mnn"
-    )  # same value
-    assert on_host != engine_key(
-        "sme2-on", engine("linux-arm64", MNN_SME2=True), config, "build", "mnn"
-    )
-    assert on_host != engine_key("sme2-on", engine("host", MNN_SME2=False), config, "build", "mnn")
+    assert on_host == key("sme2-on", engine("host", MNN_SME2="ON"))  # same value
+    assert on_host != key("sme2-on", engine("linux-arm64", MNN_SME2=True))
+    assert on_host != key("sme2-on", engine("host", MNN_SME2=False))
     # the checkout moved to another commit: another source, another engine
     (checkout / "mnn_core.c").write_text("int changed(void) { return 1; }\n")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "two", cwd=checkout)
-    assert on_host != engine_key("sme2-on", engine("host", MNN_SME2=True), config, "build", "mnn")
-    android = {"toolchains": {"ndk": {"version": "r27c", "sha256": "0" * 64}}, **config}
-    assert engine_key("e", engine("android-arm64"), android, "build", "mnn") != engine_key(
-        "e",
-        engine("android-arm64"),
-        {**android, "toolchains": {"ndk": {"version": "r28"}}},
-        "build",
-        "mnn",
-    )
+    assert on_host != key("sme2-on", engine("host", MNN_SME2=True))
+    ndk = {"version": "r27c", "sha256": "0" * 64}  # `toolchains.ndk`
+    phone = engine("android-arm64")
+    assert key("e", phone, ndk) != key("e", phone, {"version": "r28"})
 
 
 def test_the_compiler_the_flags_name_defines_the_engine_and_must_be_installed(
@@ -85,13 +80,13 @@ def test_the_compiler_the_flags_name_defines_the_engine_and_must_be_installed(
     bin_dir.mkdir()
     compiler = bin_dir / "cxx-under-test"
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    config = {"mnn": {"source": {"path": str(checkout)}}}
+    tree = {"source": {"path": str(checkout)}}
 
     def key_with(version: str) -> str:
         compiler.write_text(f"#!/bin/sh\necho '{version}'\n")
         compiler.chmod(0o755)
         spec = engine("host", CMAKE_CXX_COMPILER=compiler.name)
-        return engine_key("e", spec, config, "build", "mnn")
+        return engine_key("e", spec, "build", "mnn", tree)
 
     assert key_with("cxx-under-test 16.0.6") != key_with("cxx-under-test 17.0.1")
     source = {"kind": "path", "path": str(checkout), "commit": "c" * 40, "dirty": False}

@@ -15,6 +15,7 @@ from mnnrepro.analysis.engine_tests import (
     engine_tests_section,
     engine_tests_table,
 )
+from mnnrepro.design import Design
 from mnnrepro.devices.base import CommandResult
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.engines.pairs import Pair
@@ -110,7 +111,9 @@ def record_of(root, device: str, cpu: str, engine: str) -> dict:
 
 
 VARIANTS = {"off": {"engine": "sme2-off"}, "on": {"engine": "sme2-on"}}
-PAIR = Pair.compared({"baseline": "off", "treatment": "on"}, VARIANTS)[0]
+PAIR = Pair.compared(
+    Design.of({"comparison": {"baseline": "off", "treatment": "on"}, "variants": VARIANTS})
+)[0]
 
 
 def test_a_pair_is_invalid_where_its_treatment_fails_a_test_its_baseline_passes(root):
@@ -129,8 +132,9 @@ def test_a_pair_is_invalid_where_its_treatment_fails_a_test_its_baseline_passes(
     # nothing to judge: an engine without a suite, or one engine against itself
     prebuilt = {"device": "d", "engine": "sme2-off", "suite": None, "tests": [], "no_suite": "x"}
     assert engine_tests_check(PAIR, {**wrong, "sme2-off": prebuilt}) == []
+    one_engine = {"off": {"engine": "e"}, "on": {"engine": "e"}}
     same = Pair.compared(
-        {"baseline": "off", "treatment": "on"}, {"off": {"engine": "e"}, "on": {"engine": "e"}}
+        Design.of({"comparison": {"baseline": "off", "treatment": "on"}, "variants": one_engine})
     )[0]
     assert engine_tests_check(same, {"e": wrong["sme2-on"]}) == []
 

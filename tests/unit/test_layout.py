@@ -57,11 +57,12 @@ def test_every_module_belongs_to_a_stage_or_is_shared():
     # used by every stage: config, job logs, file I/O, error types, verified reading of records,
     # the statistics (the runs' stopping rule and the analysis compute the same CIs), the
     # sweep's points (the rules plan them, the runs measure them, the analysis reads them),
-    # the repetitions' one type (the plan, the runs and the analysis read it), pinned
-    # downloads and the one safe extraction
+    # the repetitions' one type (the plan, the runs and the analysis read it), the design the
+    # plan hands the gate, the runs and the analysis, pinned downloads and the one safe
+    # extraction
     assert top_level == {
         *("config", "logs", "files", "errors", "records", "stats", "intervals", "sweep_plan"),
-        *("assumptions", "repetitions"),
+        *("assumptions", "repetitions", "design"),
         *("fetch", "unpack"),
     }
     assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} == STAGES

@@ -145,12 +145,10 @@ def test_the_control_config_is_valid_and_its_mistakes_name_the_key(control_confi
 
 def test_llama_engine_keys_follow_their_own_source_tree(control_config):
     spec = control_config["engines"]["llama"]
-    key = engine_key("llama", spec, control_config, "llamacpp", "llamacpp")
+    key = engine_key("llama", spec, "llamacpp", "llamacpp", control_config["llamacpp"])
     other = copy.deepcopy(control_config)
     other["llamacpp"]["source"]["sdist"]["sha256"] = "0" * 64
-    assert key != engine_key("llama", spec, other, "llamacpp", "llamacpp")
-    mnn_moved = {**control_config, "mnn": {"source": {"archive": "file:///x", "sha256": "1" * 64}}}
-    assert key == engine_key("llama", spec, mnn_moved, "llamacpp", "llamacpp")
+    assert key != engine_key("llama", spec, "llamacpp", "llamacpp", other["llamacpp"])
     assert kind_of_spec(spec) is LlamaCppEngine and kind_of_record({"kind": "llamacpp"}) is (
         LlamaCppEngine
     )
@@ -306,17 +304,14 @@ def test_a_host_engine_of_the_quantizers_flags_holds_the_quantizer():
     from mnnrepro.toolchain.llamacpp import engine_programs, quantizer_engine
 
     flags = {"CMAKE_BUILD_TYPE": "None"}
-    config = {
-        "llamacpp": {"quantizer": {"flags": flags}},
-        "engines": {
-            "phone": {"llamacpp": {"platform": "android-arm64", "flags": flags}},
-            "release": {"llamacpp": {"platform": "host"}},
-            "plain": {"llamacpp": {"platform": "host", "flags": flags}},
-            "mnn": {"build": {"platform": "host"}},
-        },
+    engines = {
+        "phone": {"llamacpp": {"platform": "android-arm64", "flags": flags}},
+        "release": {"llamacpp": {"platform": "host"}},
+        "plain": {"llamacpp": {"platform": "host", "flags": flags}},
+        "mnn": {"build": {"platform": "host"}},
     }
-    assert quantizer_engine(config, ["mnn", "phone", "release", "plain"]) == "plain"
-    assert quantizer_engine(config, ["phone", "release"]) is None
+    assert quantizer_engine(engines, ["mnn", "phone", "release", "plain"], flags) == "plain"
+    assert quantizer_engine(engines, ["phone", "release"], flags) is None
     assert "llama-quantize" in engine_programs({"platform": "host"})
     assert "llama-quantize" not in engine_programs({"platform": "android-arm64"})
 
@@ -329,13 +324,11 @@ def test_the_quantizers_flags_give_it_its_own_directory_and_key_in_messages(tmp_
     from mnnrepro.toolchain.llamacpp import build_engine, build_quantizer, quantizer_dir
     from mnnrepro.toolchain.records import BuildJob, source_key
 
-    tree = {"llamacpp": {"source": {"path": "/src/llama.cpp"}}}
-    plain = quantizer_dir(tree)
-    assert plain == f"results/tools/llama-quantize-{source_key(tree, 'llamacpp')}"
-    flagged = {
-        "llamacpp": {**tree["llamacpp"], "quantizer": {"flags": {"CMAKE_BUILD_TYPE": "None"}}}
-    }
-    assert quantizer_dir(flagged).startswith(plain + "-") and quantizer_dir(flagged) != plain
+    tree = {"source": {"path": "/src/llama.cpp"}}  # the `llamacpp` section
+    plain = quantizer_dir(tree, {})
+    assert plain == f"results/tools/llama-quantize-{source_key(tree)}"
+    flagged = quantizer_dir(tree, {"CMAKE_BUILD_TYPE": "None"})
+    assert flagged.startswith(plain + "-") and flagged != plain
     src = tmp_path / "src"
     src.mkdir()
     (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.13)\nproject(t C)\n")

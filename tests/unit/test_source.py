@@ -150,11 +150,11 @@ def test_a_patch_makes_another_source_and_engine_key(repo, tmp_path):
     from mnnrepro.toolchain.records import engine_key, source_key
 
     path, _ = repo
-    base = {"mnn": {"source": {"path": str(path)}}}
-    patched = {"mnn": {**base["mnn"], "patches": [patch_file(tmp_path)]}}
+    base = {"source": {"path": str(path)}}  # the `mnn` section
+    patched = {**base, "patches": [patch_file(tmp_path)]}
     spec = {"build": {"platform": "host", "flags": {}}}
     assert source_key(base) != source_key(patched)
-    assert source_key(base) == source_key({"mnn": {**base["mnn"], "patches": []}})
-    assert engine_key("e", spec, base, "build", "mnn") != engine_key(
-        "e", spec, patched, "build", "mnn"
+    assert source_key(base) == source_key({**base, "patches": []})
+    assert engine_key("e", spec, "build", "mnn", base) != engine_key(
+        "e", spec, "build", "mnn", patched
     )

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from mnnrepro.config import ConfigError
+from mnnrepro.design import Design
 from mnnrepro.plan.checks import check
 from mnnrepro.sweep_plan import SweepPoint, sweep_points
 
@@ -25,6 +26,11 @@ def config_with(base_config, **sweep):
     return cfg
 
 
+def bench_and_variants(config):
+    """What sweep_points plans from: `bench` and `variants`."""
+    return config["bench"], config["variants"]
+
+
 @pytest.fixture
 def same_threads(base_config):
     cfg = copy.deepcopy(base_config)
@@ -36,13 +42,13 @@ def same_threads(base_config):
 def test_each_dimension_is_varied_around_the_main_point(same_threads):
     main_p = same_threads["bench"]["prompt_tokens"]
     cfg = config_with(same_threads, prompt_tokens=[64, main_p], thread_num=[1, 4])
-    points = sweep_points(cfg)
+    points = sweep_points(*bench_and_variants(cfg))
     n = cfg["bench"]["generate_tokens"]
     # the main point's own values (P, and the variants' common 4 threads) are not repeated
     assert sorted(points) == sorted([f"p64-n{n}-t-", f"p{main_p}-n{n}-t1"])
     # cpu_sme_core_num None: each variant's own (the engine's, unless it sets one)
     assert points[f"p{main_p}-n{n}-t1"] == SweepPoint(main_p, n, thread_num=1)
-    sme = sweep_points(config_with(same_threads, cpu_sme_core_num=[1, 2]))
+    sme = sweep_points(*bench_and_variants(config_with(same_threads, cpu_sme_core_num=[1, 2])))
     assert sorted(sme) == [f"p{main_p}-n{n}-t--scn1", f"p{main_p}-n{n}-t--scn2"]
     variants = sme[f"p{main_p}-n{n}-t--scn1"].variants(same_threads["variants"])
     assert {v["runtime"]["cpu_sme_core_num"] for v in variants.values()} == {1}
@@ -50,7 +56,7 @@ def test_each_dimension_is_varied_around_the_main_point(same_threads):
 
 def test_a_point_sets_its_lengths_and_every_variants_threads(same_threads):
     cfg = config_with(same_threads, thread_num=[2])
-    (point,) = sweep_points(cfg).values()
+    (point,) = sweep_points(*bench_and_variants(cfg)).values()
     bench = replace(point, prompt_tokens=64).bench(cfg["bench"])
     assert bench["prompt_tokens"] == 64 and "sweep" not in bench
     variants = point.variants(cfg["variants"])
@@ -65,7 +71,7 @@ def test_sweep_points_run_the_sweeps_own_repetitions_else_the_main_points(same_t
     cfg = config_with(same_threads, thread_num=[2], repetitions=6)
     cfg["bench"]["repetitions"] = main_reps
     check(cfg)
-    (point,) = sweep_points(cfg).values()
+    (point,) = sweep_points(*bench_and_variants(cfg)).values()
     assert point.bench(cfg["bench"])["repetitions"] == 6
     assert cfg["bench"]["repetitions"] == main_reps
     del cfg["bench"]["sweep"]["repetitions"]
@@ -76,7 +82,7 @@ def test_sweep_points_run_the_sweeps_own_repetitions_else_the_main_points(same_t
 
 
 def test_no_sweep_no_points(base_config):
-    assert sweep_points(base_config) == {}
+    assert sweep_points(*bench_and_variants(base_config)) == {}
 
 
 def test_a_thread_sweep_of_a_pair_that_differs_in_threads_is_refused(base_config):
@@ -91,7 +97,9 @@ def test_a_variant_without_thread_num_runs_llm_benchs_default(base_config):
     del cfg["variants"]["one-thread"]["runtime"]["thread_num"]
     cfg["variants"]["two-threads"]["runtime"]["thread_num"] = 4
     check(config_with(cfg, thread_num=[1, 2]))
-    assert sorted(sweep_points(config_with(cfg, thread_num=[1, 4]))) == ["p32-n8-t1"]
+    assert sorted(sweep_points(*bench_and_variants(config_with(cfg, thread_num=[1, 4])))) == [
+        "p32-n8-t1"
+    ]
 
 
 def bench_rows(point_speeds: dict[str, tuple[float, float]], extra=None, blocks=3) -> list[dict]:
@@ -151,7 +159,9 @@ def test_sweep_rows_carry_the_main_checks_and_their_own_problems_and_load():
             {"device": "host", "model": "m", "baseline": "a", "treatment": "b", "checks_passed": 1}
         ]
     }
-    rows = sweep_summary(table, main, config, main_checks(document)).set_index(["point", "phase"])
+    rows = sweep_summary(table, main, Design.of(config), main_checks(document)).set_index(
+        ["point", "phase"]
+    )
     assert bool(rows.loc[("main", "prefill"), "checks_passed"])
     assert rows.loc[("p256", "decode"), "blocks_under_load"] == 1
     assert rows.loc[("main", "decode"), "blocks_under_load"] == 0
@@ -159,6 +169,6 @@ def test_sweep_rows_carry_the_main_checks_and_their_own_problems_and_load():
     assert "settings that ran differ" in rows.loc[("t2", "prefill"), "problems"]
     # when the main comparison's checks failed, no point of it is valid
     document["rows"][0]["checks_passed"] = False
-    failed = sweep_summary(table, main, config, main_checks(document))
+    failed = sweep_summary(table, main, Design.of(config), main_checks(document))
     assert not failed["checks_passed"].any()
     assert failed["problems"].str.contains("main comparison's checks failed").all()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from test_bench import BENCH, CountingDevice, specs, staged
 
+from mnnrepro.design import Design
 from mnnrepro.files import read_json
 from mnnrepro.runs.benchmark import STEPS, run_schedule
 from mnnrepro.runs.precision import StoppingRule, row_state, verdict_stop, verdict_thresholds
@@ -77,21 +78,26 @@ COMPARISON = {
     "aa_margin": 0.05,
     "on_non_sme2_device": "fallback-check",
 }
+DESIGN = Design.of({"comparison": COMPARISON, "variants": VARIANTS})
 
 
 def test_each_row_is_settled_by_the_thresholds_of_its_own_verdict():
     engines = {"sme2-on": ON, "sme2-off": OFF}
-    phone = verdict_thresholds(COMPARISON, VARIANTS, engines, {"device": "p", "sme2": True})
+    phone = verdict_thresholds(DESIGN, engines, {"device": "p", "sme2": True})
     assert phone["off/on prefill"] == pytest.approx([1.71, 1.91])  # the claim band
     assert phone["off/on decode"] == pytest.approx([1.03, 1.23])
     assert phone["off/off-again prefill"] == pytest.approx([1 / 1.05, 1.05])  # the A/A margin
     assert phone["off/on prefill>decode"] == [1.0]  # the mechanism check
-    old = verdict_thresholds(COMPARISON, VARIANTS, engines, {"device": "p", "sme2": False})
+    old = verdict_thresholds(DESIGN, engines, {"device": "p", "sme2": False})
     assert old["off/on prefill"] == pytest.approx([0.9])  # the fallback check's floor
     host = {**ON, "target_arch": "x86_64", "sme2": {"sme2_kernel_count": 0}}
-    equal = verdict_thresholds(COMPARISON, VARIANTS, {"sme2-on": host, "sme2-off": OFF}, {})
+    equal = verdict_thresholds(DESIGN, {"sme2-on": host, "sme2-off": OFF}, {})
     assert equal["off/on decode"] == pytest.approx([0.9, 1.1])  # the equality band
-    unclaimed = verdict_thresholds({**COMPARISON, "claims": {}}, VARIANTS, engines, {"sme2": True})
+    unclaimed = verdict_thresholds(
+        Design.of({"comparison": {**COMPARISON, "claims": {}}, "variants": VARIANTS}),
+        engines,
+        {"sme2": True},
+    )
     assert unclaimed["off/on prefill"] is None  # settled by precision
 
 

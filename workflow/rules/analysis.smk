@@ -5,13 +5,7 @@
 TABLE_PARAMS = dict(
     raw_roots=PLAN.experiment.raw_roots, max_other_load=PLAN.settings.max_other_load
 )
-STATISTICS_PARAMS = dict(
-    **TABLE_PARAMS,
-    experiment=PLAN.experiment.name,
-    comparison=PLAN.settings.comparison,
-    stats=PLAN.settings.stats,
-    bench=PLAN.settings.bench,
-)
+STATISTICS_PARAMS = dict(**TABLE_PARAMS, design=PLAN.design_spec)
 
 
 rule check_validity:
@@ -30,9 +24,9 @@ rule check_validity:
     conda:
         "../../envs/analysis.yaml"
     params:
-        comparison=PLAN.settings.comparison,
+        design=PLAN.design_spec,
         correctness=PLAN.settings.correctness,
-        variants=PLAN.variant_specs,
+        variants=PLAN.variant_specs,  # their env: what switches SME2 off in the same binary
         attribution=PLAN.settings.attribution,
         code=PLAN.code_of("check_validity.py"),
     message:
@@ -133,7 +127,6 @@ rule compute_summary:
     params:
         **STATISTICS_PARAMS,
         code=PLAN.code_of("compute_summary.py"),
-        variants=PLAN.settings.variants,
         interval=PLAN.messages.interval,
     message:
         "Speedups (CI: {params.interval}) and claim verdicts"
@@ -212,10 +205,7 @@ rule explain_gain:
     conda:
         "../../envs/analysis.yaml"
     params:
-        experiment=PLAN.experiment.name,
-        comparison=PLAN.settings.comparison,
-        stats=PLAN.settings.stats,
-        bench=PLAN.settings.repetitions,
+        design=PLAN.design_spec,
         engine_formats=PLAN.engine_formats,
         code=PLAN.code_of("explain_gain.py"),
     message:

@@ -54,7 +54,7 @@ rule run_greedy:
         correctness=PLAN.settings.correctness,
         image_names=list(PLAN.prompt_images),
         model_formats=PLAN.model_formats,
-        comparison=PLAN.settings.comparison,
+        design=PLAN.design_spec,
         timeout_s=PLAN.settings.bench["timeout_s"],
         prompt_tokens=PLAN.settings.bench["prompt_tokens"],  # the gate runs the benchmark's settings
         emulation_reference=PLAN.settings.emulation_reference,
@@ -81,7 +81,7 @@ BENCH_PARAMS = dict(
     device=PLAN.device_spec,
     variants=PLAN.variant_specs,
     bench=PLAN.main_bench,
-    comparison=PLAN.settings.comparison,  # the rows a verdict stop judges
+    design=PLAN.design_spec,  # the rows a verdict stop judges, at which level
     image_names=list(PLAN.vision_images),
     model_formats=PLAN.model_formats,
 )
@@ -103,8 +103,6 @@ rule run_bench:
     params:
         **BENCH_PARAMS,
         raw_dir="results/{experiment}/raw/{device}/{model}",
-        pairs=PLAN.judged_names,
-        stats=PLAN.settings.stats,
         # `--config remeasure=<label>`: measure again what was not measured under that label
         remeasure=PLAN.settings.remeasure,
         point="",  # the main benchmark, not a sweep point
@@ -166,11 +164,9 @@ rule run_sweep:
         device=PLAN.device_spec,
         variants=PLAN.point_variants,
         bench=PLAN.point_bench,
-        comparison=PLAN.settings.comparison,
+        design=PLAN.design_spec,
         image_names=[],
         model_formats=PLAN.model_formats,
-        pairs=PLAN.judged_names,
-        stats=PLAN.settings.stats,
         remeasure=PLAN.settings.remeasure,
         point="{point}",
     message:

@@ -1,5 +1,6 @@
 from mnnrepro.analysis.attribution import read_profiles
 from mnnrepro.analysis.validity import check
+from mnnrepro.design import Design
 from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
 from mnnrepro.records import read_record
@@ -10,7 +11,7 @@ result = check(
     read_record(snakemake.input.greedy, "greedy"),
     read_record(snakemake.input.facts, "device_facts"),
     snakemake.wildcards.model,
-    snakemake.params.comparison,
+    Design.of(snakemake.params.design),
     snakemake.params.correctness,
     engines,
     snakemake.params.variants,

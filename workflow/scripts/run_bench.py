@@ -1,3 +1,4 @@
+from mnnrepro.design import Design
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
 from mnnrepro.runs.benchmark import run_plan_for_rule
@@ -7,10 +8,8 @@ log_to(snakemake.log[0])
 index = run_plan_for_rule(
     DeviceJob.of(snakemake),  # a vision model's main benchmark asks its images; a sweep none
     raw_dir=snakemake.params.raw_dir,
-    pairs=[tuple(p) for p in snakemake.params.pairs],
-    stats=snakemake.params.stats,
+    design=Design.of(snakemake.params.design),
     remeasure=snakemake.params.remeasure,
-    comparison=snakemake.params.comparison,
     facts=snakemake.input.facts,
 )
 index.update(experiment=snakemake.wildcards.experiment, model=snakemake.wildcards.model)

@@ -271,11 +271,9 @@ def with_runtime_defaults(runtime: dict) -> dict:
 RESERVED_ENV = {"LD_LIBRARY_PATH", "LD_PRELOAD", "PATH", "PYTHONPATH"}
 
 
-def comparison_keys(comparison: dict) -> list[tuple[str, dict]]:
-    """Every compared pair with its config key: the main one, then `comparison.also`."""
-    return [("comparison", comparison)] + [
-        (f"comparison.also.{i}", pair) for i, pair in enumerate(comparison.get("also", []))
-    ]
+def experiment_named(config: dict) -> str | None:
+    """The experiment a resolved config (a live one, or an archive's) names, None: none."""
+    return config.get("experiment")
 
 
 def aa_variant(config: dict) -> str | None:

@@ -18,18 +18,13 @@ run_intervals: the summary's, the mechanism check's, the sweep's and the stoppin
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mnnrepro.repetitions import Repetitions
-from mnnrepro.stats import PHASES, log_ratio_interval, sequential_t_level
+from mnnrepro.stats import log_ratio_interval, sequential_t_level
 
-
-def family_size(stats_cfg: dict, comparison: dict) -> int:
-    """How many rows share the level: the compared pairs' rows in prefill and decode with
-    `stats.familywise`, else 1 (the level is per row)."""
-    from mnnrepro.config import comparison_keys
-
-    if not stats_cfg.get("familywise"):
-        return 1
-    return len(PHASES) * len(comparison_keys(comparison))
+if TYPE_CHECKING:
+    from mnnrepro.design import Design
 
 
 def run_intervals(stats_cfg: dict, repetitions, family: int = 1) -> tuple[dict, int | None]:
@@ -53,13 +48,12 @@ def run_intervals(stats_cfg: dict, repetitions, family: int = 1) -> tuple[dict, 
     }, None
 
 
-def experiment_intervals(config: dict, repetitions=None) -> tuple[dict, int | None]:
-    """run_intervals for an experiment's config (its `bench.repetitions` unless given; its
-    level shared over its judged pairs' rows with `stats.familywise`)."""
-    stats_cfg = config["stats"]
+def experiment_intervals(design: Design, repetitions=None) -> tuple[dict, int | None]:
+    """run_intervals for an experiment (its `bench.repetitions` unless given; its level shared
+    over its judged pairs' rows with `stats.familywise`: Design.family_size)."""
     if repetitions is None:
-        repetitions = config.get("bench", {}).get("repetitions", 0)
-    return run_intervals(stats_cfg, repetitions, family_size(stats_cfg, config["comparison"]))
+        repetitions = design.repetitions
+    return run_intervals(design.stats, repetitions, design.family_size)
 
 
 def interval_name(stats_cfg: dict, df: int | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from mnnrepro.config import comparison_keys, with_runtime_defaults
+from mnnrepro.config import with_runtime_defaults
 
 SWEEP_KEYS = ("prompt_tokens", "generate_tokens", "thread_num", "cpu_sme_core_num")
 # the swept dimensions that are runtime settings, set in every variant
@@ -24,16 +24,16 @@ def runtime_values(variants: dict, key: str) -> dict:
     }
 
 
-def sweep_problems(config: dict) -> list[str]:
-    """A runtime sweep sets the setting in every variant: it cannot sweep a pair that differs
-    in it (both sides would become the same)."""
+def sweep_problems(sweep: dict, variants: dict, pairs) -> list[str]:
+    """A runtime sweep (`bench.sweep`) sets the setting in every variant: it cannot sweep a
+    pair (design.PairKey) that differs in it (both sides would become the same)."""
     problems = []
     for setting in RUNTIME_SWEEPS:
-        if not config.get("bench", {}).get("sweep", {}).get(setting):
+        if not sweep.get(setting):
             continue
-        of = runtime_values(config["variants"], setting)
-        for key, pair in comparison_keys(config["comparison"]):
-            values = {name: of.get(name) for name in (pair["baseline"], pair["treatment"])}
+        of = runtime_values(variants, setting)
+        for key, baseline, treatment in ((p.key, p.baseline, p.treatment) for p in pairs):
+            values = {name: of.get(name) for name in (baseline, treatment)}
             if len(set(values.values())) > 1:
                 problems.append(
                     f"config key `bench.sweep.{setting}`: the pair `{key}` differs in {setting} "
@@ -84,15 +84,14 @@ class SweepPoint:
         }
 
 
-def sweep_points(config: dict) -> dict[str, SweepPoint]:
+def sweep_points(bench: dict, variants: dict) -> dict[str, SweepPoint]:
     """Point label -> the point. Each swept dimension is varied on its own around the main
     point (the others keep the main point's value), so the cost grows with the sum of the
     lists, not their product; a value equal to the main point's is the main point itself and
     is not measured twice. thread_num None: each variant's own."""
-    bench = config["bench"]
     sweep = bench.get("sweep") or {}
     main = SweepPoint(bench["prompt_tokens"], bench["generate_tokens"])
-    common = {k: set(runtime_values(config["variants"], k).values()) for k in RUNTIME_SWEEPS}
+    common = {k: set(runtime_values(variants, k).values()) for k in RUNTIME_SWEEPS}
     points = {}
     for key in SWEEP_KEYS:
         for value in sweep.get(key) or []:

@@ -4,8 +4,13 @@ a run that make it no evidence (settings that ran differ, implausible timings, h
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from mnnrepro.design import Design
 
 
 def hot_starts(rows: pd.DataFrame) -> int | None:
@@ -118,7 +123,7 @@ def order_counts(part: pd.DataFrame, pair: tuple[str, str]) -> dict:
     }
 
 
-def run_dependence(group: pd.DataFrame, config: dict) -> float:
+def run_dependence(group: pd.DataFrame, design: Design) -> float:
     """The p-value of serial dependence in one device x model's judged rows, all at once
     (assumptions.dependence_p): the rows the stopping rule judges
     (runs/precision.judged_row_names)."""
@@ -127,17 +132,17 @@ def run_dependence(group: pd.DataFrame, config: dict) -> float:
     from mnnrepro.stats import PHASES
 
     records = records_of_table(group[group["phase"].isin(PHASES)])
-    names = judged_row_names(config["comparison"])
+    names = judged_row_names(design)
     return dependence_p([block_log_ratios(records, n) for n in names])
 
 
-def with_dependence(stats_cfg: dict, group: pd.DataFrame, config: dict) -> dict:
+def with_dependence(stats_cfg: dict, group: pd.DataFrame, design: Design) -> dict:
     """The chosen `stats` (intervals.run_intervals) with one device x model's dependence check
     (run_dependence): `widen` where dependence was found and the config widens for it."""
     from mnnrepro.assumptions import DEPENDENCE_P
     from mnnrepro.intervals import widens_for_dependence
 
-    p = run_dependence(group, config)
+    p = run_dependence(group, design)
     found = bool(p < DEPENDENCE_P)
     return {
         **stats_cfg,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mnnrepro.design import Design
 from mnnrepro.files import read_json, write_json
 from mnnrepro.records import chain, check_same_table, read_chained_table, read_record, read_table
 
@@ -31,8 +32,7 @@ def write_summary(job, mapper) -> None:
     from mnnrepro.engines.pairs import Pair, device_modes
 
     given, params = job.input, job.params
-    keys = ("experiment", "comparison", "stats", "bench", "variants")
-    config = {key: getattr(params, key) for key in keys}
+    design = Design.of(params.design)
     derived = bench_table_from(given.runs, mapper, params.max_other_load)
     check_same_table(given.table, derived, "the raw records", DERIVE_AGAIN)
     table = read_table(given.table, BENCH_COLUMNS, DERIVE_AGAIN)
@@ -41,10 +41,10 @@ def write_summary(job, mapper) -> None:
     engines = records_of(given.engines, "engine", lambda e: e["engine"])
     indexes = [read_record(p, "run_index") for p in given.runs]
     stopping = {(i["device"], i["model"]): i.get("stopping") for i in indexes}
-    pairs = Pair.compared(config["comparison"], config["variants"])
-    summary = summarize(table, validity, config, device_modes(pairs, engines, facts), stopping)
+    modes = device_modes(Pair.compared(design), engines, facts)
+    summary = summarize(table, validity, design, modes, stopping)
     summary.to_csv(job.output.table, index=False)
-    document = summary_document(summary, validity, config)
+    document = summary_document(summary, validity, design)
     document["chain"] = chain(
         {
             "bench.csv": given.table,
@@ -61,18 +61,17 @@ def write_sweep_summary(job, mapper) -> None:
     from mnnrepro.analysis.sweep import main_checks, sweep_summary, sweep_table
 
     given, params = job.input, job.params
-    keys = ("experiment", "comparison", "stats", "bench")
-    config = {key: getattr(params, key) for key in keys}
+    design = Design.of(params.design)
     derived = sweep_table(given.runs, mapper, params.max_other_load)
     check_same_table(given.table, derived, "the sweep's raw records", DERIVE_AGAIN)
     sweep = read_table(given.table, [], DERIVE_AGAIN)
     main = read_chained_table(given.main, given.document)
     checks = main_checks(read_record(given.document, "summary"))
-    summary = sweep_summary(sweep, main, config, checks)
+    summary = sweep_summary(sweep, main, design, checks)
     summary.to_csv(job.output.table, index=False)
     document = {
-        "experiment": config["experiment"],
-        "sweep": config["bench"].get("sweep", {}),
+        "experiment": design.name,
+        "sweep": design.sweep,
         "rows": summary.astype(object).where(summary.notna(), None).to_dict(orient="records"),
         "chain": chain({"bench.csv": given.table, "summary.csv": job.output.table}),
     }

@@ -30,7 +30,7 @@ import statistics
 import numpy as np
 import pandas as pd
 
-from mnnrepro.engines.pairs import pair_names
+from mnnrepro.design import Design
 from mnnrepro.models import mnn_layout
 from mnnrepro.stats import compare_phase
 
@@ -103,7 +103,7 @@ def mechanism_table(
     bench: pd.DataFrame,
     layouts: dict[tuple[str, str], dict],
     bandwidth: dict,
-    config: dict,
+    design: Design,
     engine_formats: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """layouts: (model, format) -> its layout (ceiling.describe_model for MNN's export, the
@@ -133,7 +133,7 @@ def mechanism_table(
         )
         rows.append(
             {
-                "experiment": config["experiment"],
+                "experiment": design.name,
                 "device": device,
                 "model": model,
                 "variant": variant,
@@ -160,13 +160,13 @@ def mechanism_table(
     return pd.DataFrame(rows, columns=MECHANISM_COLUMNS)
 
 
-def energy_comparison(bench: pd.DataFrame, config: dict) -> list[dict]:
+def energy_comparison(bench: pd.DataFrame, design: Design) -> list[dict]:
     """Per device x model x pair x phase: tokens per joule, treatment / baseline, with the
     speedup's paired statistics (where both variants have energy readings), with the run's kind
     of interval (calibrated for the looks after a run that stopped on its verdict)."""
     from mnnrepro.intervals import experiment_intervals
 
-    stats_cfg, df = experiment_intervals(config)
+    stats_cfg, df = experiment_intervals(design)
     rng = np.random.default_rng(stats_cfg["seed"])
     out = []
     if "joules_per_token" not in bench:
@@ -176,7 +176,7 @@ def energy_comparison(bench: pd.DataFrame, config: dict) -> list[dict]:
     live = live[live["joules_per_token"] > 0]
     live["tps"] = 1.0 / live["joules_per_token"]  # tokens per joule, compared like tok/s
     for (device, model), group in live.groupby(["device", "model"]):
-        for pair in pair_names(config["comparison"]):
+        for pair in design.comparison.pair_names:
             for phase in ("prefill", "decode"):
                 part = group[(group["phase"] == phase) & group["variant"].isin(pair)]
                 if set(part["variant"]) != set(pair):
@@ -311,12 +311,12 @@ def ceiling_check(row: dict | None) -> dict:
 
 
 def mechanism_checks(
-    summary: pd.DataFrame, table: pd.DataFrame, bench: pd.DataFrame, config: dict
+    summary: pd.DataFrame, table: pd.DataFrame, bench: pd.DataFrame, design: Design
 ) -> list[dict]:
     from mnnrepro.analysis.conditions import with_dependence
     from mnnrepro.intervals import experiment_intervals
 
-    stats_cfg, df = experiment_intervals(config)
+    stats_cfg, df = experiment_intervals(design)
     checks = []
     by_variant = {(r["device"], r["model"], r["variant"]): r for r in table.to_dict("records")}
     for (device, model, baseline, treatment), rows in summary.groupby(
@@ -326,7 +326,7 @@ def mechanism_checks(
         where = {"device": device, "model": model, "baseline": baseline, "treatment": treatment}
         if {"prefill", "decode"} <= set(phases):
             part = bench[(bench["device"] == device) & (bench["model"] == model)]
-            part_cfg = with_dependence(stats_cfg, part, config)
+            part_cfg = with_dependence(stats_cfg, part, design)
             gap = gain_gap(part, baseline, treatment, part_cfg, df)
             checks.append({**where, **gain_order_check(phases["prefill"], phases["decode"], gap)})
         checks.append({**where, **ceiling_check(by_variant.get((device, model, treatment)))})
@@ -339,13 +339,13 @@ def mechanism_document(
     bench: pd.DataFrame,
     bandwidth: dict,
     layouts: dict[tuple[str, str], dict],
-    config: dict,
+    design: Design,
 ) -> dict:
     models: dict[str, dict] = {}  # model -> format -> its layout (MNN's export; the GGUF)
     for (model, fmt), layout in sorted(layouts.items()):
         models.setdefault(model, {})[fmt] = layout
     return {
-        "experiment": config["experiment"],
+        "experiment": design.name,
         "rules": {
             "ceiling": mnn_layout.__doc__.strip(),
             "checks": __doc__.strip(),
@@ -356,7 +356,7 @@ def mechanism_document(
         ],
         "models": models,
         "variants": table.replace({np.nan: None}).to_dict(orient="records"),
-        "energy": energy_comparison(bench, config),
+        "energy": energy_comparison(bench, design),
         "energy_conditions": energy_conditions(bench),
-        "checks": mechanism_checks(summary, table, bench, config),
+        "checks": mechanism_checks(summary, table, bench, design),
     }

@@ -12,7 +12,7 @@ from mnnrepro.analysis.explaining import mechanism_section
 from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct, reps_text
 from mnnrepro.analysis.vision import vision_section
 from mnnrepro.config import is_full_commit
-from mnnrepro.engines.pairs import pair_names
+from mnnrepro.design import Design
 from mnnrepro.repetitions import Repetitions
 from mnnrepro.toolchain.source import release_text
 
@@ -332,7 +332,11 @@ def markdown(
             *assumptions_section(summary),
             *(mechanism_section(mechanism, sweep) if mechanism else []),
             *(
-                where_time_goes(kernels, top, pair_names(document["comparison"]))
+                where_time_goes(
+                    kernels,
+                    top,
+                    Design.of({"comparison": document["comparison"]}).comparison.pair_names,
+                )
                 if kernels is not None
                 else []
             ),

@@ -19,7 +19,7 @@ from mnnrepro.analysis.conditions import (
     with_dependence,
 )
 from mnnrepro.analysis.text import reps_text
-from mnnrepro.engines.pairs import pair_names
+from mnnrepro.design import Design
 from mnnrepro.intervals import interval_name
 from mnnrepro.runs.precision import row_name
 from mnnrepro.stats import (
@@ -123,15 +123,13 @@ def speed_verdict(mode: str, gain_low: float, gain_high: float, claim, tolerance
 
 
 def aa_controls(
-    group: pd.DataFrame, config: dict, stats_cfg: dict, rng: np.random.Generator, df
+    group: pd.DataFrame, design: Design, stats_cfg: dict, rng: np.random.Generator, df
 ) -> dict:
     """Per phase: the baseline's 'speedup' over its own second run."""
-    from mnnrepro.config import aa_variant
-
-    again = aa_variant(config)
+    again = design.comparison.aa_variant
     if not again or again not in set(group["variant"]):
         return {}
-    baseline = config["comparison"]["baseline"]
+    baseline = design.comparison.baseline
     return {
         phase: compare_phase(group[group["phase"] == phase], baseline, again, stats_cfg, rng, df)
         for phase in PHASES
@@ -183,7 +181,7 @@ def stop_reason(stop: dict, result: dict, stats_cfg: dict, row: str = "") -> str
 def summarize(
     bench: pd.DataFrame,
     validity: dict[tuple[str, str], dict],
-    config: dict,
+    design: Design,
     modes: dict[tuple[tuple[str, str], str], str],
     stopping: dict[tuple[str, str], dict] | None = None,
 ) -> pd.DataFrame:
@@ -193,21 +191,20 @@ def summarize(
     from mnnrepro.intervals import experiment_intervals
 
     # a run that stopped on its verdict is judged on intervals its stopping rule keeps
-    stats_cfg, df = experiment_intervals(config)
-    comparison = config["comparison"]
+    stats_cfg, df = experiment_intervals(design)
+    comparison = design.comparison
     rng = np.random.default_rng(stats_cfg["seed"])
-    margin = comparison.get("aa_margin", 0.05)
-    hot_start = config.get("bench", {}).get("hot_start", "invalid")
+    hot_start = design.bench["hot_start"]
     rows = []
     for (device, model), group in bench.groupby(["device", "model"], sort=True):
         if group["emulated"].any():  # recorded in bench.csv, never in a speedup or a verdict
             log.info("%s / %s: emulated device, timings not judged", device, model)
             continue
-        group_cfg = with_dependence(stats_cfg, group, config)
-        aa = aa_controls(group, config, group_cfg, rng, df)
-        drift = aa_problems(aa, margin)
+        group_cfg = with_dependence(stats_cfg, group, design)
+        aa = aa_controls(group, design, group_cfg, rng, df)
+        drift = aa_problems(aa, comparison.aa_margin)
         stop = (stopping or {}).get((device, model)) or {}
-        for pair in pair_names(comparison):
+        for pair in comparison.pair_names:
             failed = [*failed_checks(validity[(device, model)], pair), *drift]
             failed += run_problems(group, pair, hot_start)
             mode = modes.get((pair, device))
@@ -215,7 +212,7 @@ def summarize(
                 raise ValueError(f"no mode for pair {pair} on device {device} (device_modes)")
             for phase in measured_phases(group, pair):
                 judged = JudgedRow(pair, phase, mode, failed, stop, aa)
-                rows.append(phase_row(group, judged, config, (group_cfg, df), rng))
+                rows.append(phase_row(group, judged, design, (group_cfg, df), rng))
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
@@ -232,22 +229,22 @@ class JudgedRow:
     aa: dict
 
 
-def phase_row(group: pd.DataFrame, row: JudgedRow, config: dict, chosen, rng) -> dict:
+def phase_row(group: pd.DataFrame, row: JudgedRow, design: Design, chosen, rng) -> dict:
     """One row of summary.csv: a pair's speedup in one phase on one device and model, with its
     interval (chosen: intervals.experiment_intervals'), conditions, checks and verdict."""
     stats_cfg, df = chosen
-    comparison, pair, phase = config["comparison"], row.pair, row.phase
+    comparison, pair, phase = design.comparison, row.pair, row.phase
     part = group[group["phase"] == phase]
     result = compare_phase(part, *pair, stats_cfg, rng, df)
     claimed = row.mode == "claim"
-    claim = comparison.get("claims", {}).get(phase) if claimed else None
+    claim = comparison.claims.get(phase) if claimed else None
     loaded = blocks_under_load(part, pair)
     verdict, reason = phase_verdict(
-        row.mode, result, claim, comparison["tolerance"], row.failed, loaded
+        row.mode, result, claim, comparison.tolerance, row.failed, loaded
     )
     (device,), (model,) = part["device"].unique(), part["model"].unique()
     return {
-        "experiment": config["experiment"],
+        "experiment": design.name,
         "device": device,
         "model": model,
         "phase": phase,
@@ -257,40 +254,39 @@ def phase_row(group: pd.DataFrame, row: JudgedRow, config: dict, chosen, rng) ->
         "blocks_stop_reason": stop_reason(row.stop, result, stats_cfg, row_name(*pair, phase)),
         **condition_fields(part, pair, loaded),
         "claim_gain": claim,
-        "reference_gain": comparison.get("reference_gains", {}).get(phase) if claimed else None,
-        "tolerance": comparison["tolerance"],
-        **aa_fields(row.aa, phase, comparison.get("aa_margin", 0.05)),
+        "reference_gain": comparison.reference_gains.get(phase) if claimed else None,
+        "tolerance": comparison.tolerance,
+        **aa_fields(row.aa, phase, comparison.aa_margin),
         "expectation": EXPECTATIONS[row.mode],
         "checks_passed": not row.failed,
         "verdict": verdict,
         "verdict_reason": reason,
-        **assumption_fields(part, row, config, stats_cfg, claim),
+        **assumption_fields(part, row, design, stats_cfg, claim),
     }
 
 
-def assumption_fields(part, judged, config: dict, stats_cfg: dict, claim) -> dict:
+def assumption_fields(part, judged, design: Design, stats_cfg: dict, claim) -> dict:
     """Beside the checks compare_phase makes on the blocks: the order effect, and the gain
     corrected for the bias of stopping on it."""
     return {
         "dependence_p": stats_cfg["dependence_p"],
         "serial_dependence": stats_cfg["serial_dependence"],
         "order_effect_p": order_effect_p(part, judged.pair),
-        "gain_bias_adjusted": stopped_gain(part, judged, config, stats_cfg, claim),
+        "gain_bias_adjusted": stopped_gain(part, judged, design, stats_cfg, claim),
     }
 
 
-def stopped_gain(part, judged, config: dict, stats_cfg: dict, claim) -> float | None:
+def stopped_gain(part, judged, design: Design, stats_cfg: dict, claim) -> float | None:
     """The gain at a run's stop corrected for the bias of stopping on it (Whitehead's
     bias-adjusted estimate, stats.bias_adjusted_mean): for a run that stops on its verdict,
     this row's stopping simulated at its blocks' standard deviation, the run's looks and look
     level, never before the look at which the run's other rows had all settled (the run
     stops on every row at once). None for other runs and rows without thresholds."""
-    from mnnrepro.repetitions import Repetitions
     from mnnrepro.runs.precision import bias_adjusted_log_gain, mode_thresholds
     from mnnrepro.stats import paired_blocks
 
-    repetitions = Repetitions.of(config.get("bench", {}).get("repetitions", 0))
-    thresholds = mode_thresholds(judged.mode, claim, config["comparison"]["tolerance"])
+    repetitions = design.repetitions
+    thresholds = mode_thresholds(judged.mode, claim, design.comparison.tolerance)
     if not repetitions.stops_on_verdict or not thresholds:
         return None
     pair = judged.pair
@@ -366,13 +362,13 @@ SPEEDUP_METHOD = (
 
 
 def summary_document(
-    summary: pd.DataFrame, validity: dict[tuple[str, str], dict], config: dict
+    summary: pd.DataFrame, validity: dict[tuple[str, str], dict], design: Design
 ) -> dict:
     return {
-        "experiment": config["experiment"],
-        "comparison": config["comparison"],
-        "stats": config["stats"],
-        "bench": config["bench"],
+        "experiment": design.name,
+        "comparison": design.comparison.section,
+        "stats": design.stats,
+        "bench": design.bench,
         "verdict_rule": " ".join((vd.RULE, vd.FALLBACK_RULE, vd.EQUALITY_RULE)),
         "speedup_method": SPEEDUP_METHOD,
         "validity": [{"device": d, "model": m, **v} for (d, m), v in sorted(validity.items())],

@@ -14,11 +14,10 @@ from mnnrepro.analysis.summary import (
     run_problems,
 )
 from mnnrepro.analysis.tables import bench_table
-from mnnrepro.engines.pairs import pair_names
+from mnnrepro.design import Design
 from mnnrepro.intervals import experiment_intervals
 from mnnrepro.records import read_record
 from mnnrepro.stats import compare_phase
-from mnnrepro.sweep_plan import sweep_repetitions
 
 MAIN = "main"
 POINT_COLUMNS = ["point", "prompt_tokens", "generate_tokens", "thread_num"]
@@ -72,7 +71,7 @@ def main_checks(summary_document: dict) -> dict[tuple[str, str, str, str], bool]
 def sweep_summary(
     sweep: pd.DataFrame,
     main: pd.DataFrame,
-    config: dict,
+    design: Design,
     checks: dict[tuple[str, str, str, str], bool] | None = None,
 ) -> pd.DataFrame:
     """The gain of every compared pair at every point (sweep points and the main one), with
@@ -80,18 +79,17 @@ def sweep_summary(
     problems (settings that ran differ from the config, implausible timings) and load: a point
     whose `checks_passed` is false is not evidence, whatever its gain."""
 
-    stats_cfg, comparison = config["stats"], config["comparison"]
-    rng = np.random.default_rng(stats_cfg["seed"])
-    bench = config["bench"]
+    comparison = design.comparison
+    rng = np.random.default_rng(design.stats["seed"])
     # each point's intervals as its own stopping rule asks
-    main_stats = experiment_intervals(config)
-    point_stats = experiment_intervals(config, sweep_repetitions(bench))
+    main_stats = experiment_intervals(design)
+    point_stats = experiment_intervals(design, design.sweep_repetitions)
     table = pd.concat([with_point(main, MAIN), sweep], ignore_index=True)
     rows = []
     for (device, model, point), group in table.groupby(["device", "model", "point"], sort=True):
         if group["emulated"].astype(bool).any():
             continue  # emulated timings are recorded, never compared
-        for pair in pair_names(comparison):
+        for pair in comparison.pair_names:
             rows_of_pair = group[group["variant"].isin(pair)]
             threads = rows_of_pair["thread_num"].dropna().unique()
             problems = run_problems(group, pair)
@@ -100,8 +98,8 @@ def sweep_summary(
                 part = group[group["phase"] == phase]
                 point_cfg, point_df = main_stats if point == MAIN else point_stats
                 r = compare_phase(part, *pair, point_cfg, rng, point_df)
-                claim = comparison.get("claims", {}).get(phase) if point == MAIN else None
-                where = {"experiment": config["experiment"], "device": device, "model": model}
+                claim = comparison.claims.get(phase) if point == MAIN else None
+                where = {"experiment": design.name, "device": device, "model": model}
                 rows.append(
                     {
                         **where,
@@ -109,7 +107,7 @@ def sweep_summary(
                         "phase": phase,
                         "baseline": pair[0],
                         "treatment": pair[1],
-                        **gain_of(r, claim, comparison["tolerance"]),
+                        **gain_of(r, claim, comparison.tolerance),
                         "blocks_under_load": blocks_under_load(part, pair),
                         "checks_passed": bool(main_passed) and not problems,
                         "problems": "; ".join(

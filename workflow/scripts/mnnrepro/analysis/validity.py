@@ -5,6 +5,7 @@ from __future__ import annotations
 from mnnrepro.analysis.attribution import execution_checks
 from mnnrepro.analysis.correctness import TEACHER_FORCED_RULE, GateRule, compare_answers
 from mnnrepro.analysis.engine_tests import engine_tests_check
+from mnnrepro.design import Design
 from mnnrepro.engines.base import supported_features
 from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import kind_of_record
@@ -255,7 +256,7 @@ def check(
     greedy: dict,
     facts: dict,
     model: str,
-    comparison: dict,
+    design: Design,
     correctness: dict,
     engines: dict[str, dict],
     variants: dict,
@@ -268,7 +269,7 @@ def check(
     (engine -> its own tests' record on this device) that the treatment passes them."""
     by_phase = {(p["variant"], p["phase"]): p for p in profiles or []}
     checks = []
-    for pair in Pair.compared(comparison, variants):
+    for pair in Pair.compared(design):
         names = pair.names
         line = greedy[pair.treatment]["engine"].get("device_supports", "")
         checks += [

@@ -80,21 +80,10 @@ def archived_member(archive: str, name: str) -> bytes | None:
     return data
 
 
-# Settings an archive's workflow may predate, with what it did before they existed: a replay
-# derives the archive's tables by the archive's own method, where today's default differs.
-PREDATED_SETTINGS = {
-    ("stats", "dependence"): "assume-independent",  # no interval was widened for dependence
-}
-
-
 def archived_config(archive: str) -> dict:
-    """The archive's resolved config (the workflow then validates it like a live config), with
-    PREDATED_SETTINGS where its resolved config does not name them."""
-    config = config_of(archive, archived_member(archive, CONFIG_NAME))
-    for (section, key), before in PREDATED_SETTINGS.items():
-        if isinstance(config.get(section), dict):
-            config[section].setdefault(key, before)
-    return config
+    """The archive's resolved config, as archived (the plan completes it with the settings
+    it predates, plan/experiment.PREDATED_SETTINGS, then validates it like a live config)."""
+    return config_of(archive, archived_member(archive, CONFIG_NAME))
 
 
 def config_of(archive: str, data: bytes | None) -> dict:

@@ -80,13 +80,14 @@ class EngineKind:
         return None, cls.no_test_suite
 
     @classmethod
-    def config_problems(cls, engines: dict[str, dict], config: dict) -> list[str]:
-        """What the engines of this kind (name -> config entry) need of the rest of the config,
-        one line per need, naming the key: its source tree, and a kind's own needs."""
+    def config_problems(cls, engines: dict[str, dict], tree: dict, models: dict) -> list[str]:
+        """What the engines of this kind (name -> config entry) need of the rest of the config
+        (tree: the kind's source section; models: `models`), one line per need, naming the key:
+        its source tree, and a kind's own needs."""
         without = sorted(
             name
             for name, spec in engines.items()
-            if cls.from_source and "source" not in cls.tree_of(spec, config)
+            if cls.from_source and "source" not in cls.tree_of(spec, tree)
         )
         if without:
             return [
@@ -97,11 +98,11 @@ class EngineKind:
         return []
 
     @classmethod
-    def tree_of(cls, spec: dict, config: dict) -> dict:
+    def tree_of(cls, spec: dict, section: dict) -> dict:
         """The source tree an engine of this kind is built from: the config's
-        `<source_section>`, with the engine's own `source`, `patches` and `kleidiai`
+        `<source_section>` (section), with the engine's own `source`, `patches` and `kleidiai`
         (`engines.<name>.<config_key>`) in place of the tree's where it names them."""
-        tree = dict(config.get(cls.source_section, {}))
+        tree = dict(section)
         own = spec.get(cls.config_key, {})
         tree.update({key: own[key] for key in ("source", "patches", "kleidiai") if key in own})
         return tree

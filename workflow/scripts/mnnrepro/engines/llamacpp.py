@@ -132,26 +132,24 @@ class LlamaCppEngine(BuiltFromSource):
     )
 
     @classmethod
-    def config_problems(cls, engines: dict[str, dict], config: dict) -> list[str]:
+    def config_problems(cls, engines: dict[str, dict], tree: dict, models: dict) -> list[str]:
         """Beside its source: KleidiAI pinned where a build asks for it (else llama.cpp
         downloads it at configure time), and a transformers checkpoint of every model (the
         GGUF is converted from it; a downloaded MNN export has none)."""
-        problems = super().config_problems(engines, config)
+        problems = super().config_problems(engines, tree, models)
         kleidiai = sorted(
             name
             for name, spec in engines.items()
             if spec[cls.config_key].get("flags", {}).get("GGML_CPU_KLEIDIAI") in (True, "ON")
         )
-        if kleidiai and "kleidiai" not in config.get(cls.source_section, {}):
+        if kleidiai and "kleidiai" not in tree:
             problems.append(
                 f"config key `llamacpp.kleidiai`: engines {kleidiai} build with "
                 "GGML_CPU_KLEIDIAI, which would download KleidiAI at configure time; pin its "
                 "archive (version, url, md5 or sha256)"
             )
         without = sorted(
-            m
-            for m, model in config.get("models", {}).items()
-            if "modelscope" in model and "checkpoint" not in model
+            m for m, model in models.items() if "modelscope" in model and "checkpoint" not in model
         )
         if without:
             problems.append(

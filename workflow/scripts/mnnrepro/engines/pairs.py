@@ -8,9 +8,12 @@ the profile's check of what ran and the verdicts (analysis) all ask the pair."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from mnnrepro.config import aa_variant, comparison_keys
 from mnnrepro.engines.registry import kind_of_record
+
+if TYPE_CHECKING:
+    from mnnrepro.design import Design
 
 CLAIM, FALLBACK, EQUAL = "claim", "fallback", "equal"
 
@@ -33,27 +36,25 @@ class Pair:
         return (self.baseline, self.treatment)
 
     @classmethod
-    def compared(cls, comparison: dict, variants: dict | None = None) -> list[Pair]:
-        """Every compared pair (the main one, then `comparison.also`), in config order; with
-        variants, each knows the engines its variants run (what its mode on a device asks)."""
-        policy = comparison.get("on_non_sme2_device", "fail")
-
-        def engine(name: str) -> str | None:
-            return variants[name]["engine"] if variants is not None else None
-
+    def compared(cls, design: Design) -> list[Pair]:
+        """Every compared pair (the main one, then `comparison.also`), in config order, each
+        knowing the engines its variants run (what its mode on a device asks; None where the
+        experiment names no variants)."""
+        comparison, engines = design.comparison, design.variant_engines
         return [
-            cls(key, p["baseline"], p["treatment"], engine(p["baseline"]),
-                engine(p["treatment"]), policy)
-            for key, p in comparison_keys(comparison)
+            cls(p.key, p.baseline, p.treatment, engines.get(p.baseline),
+                engines.get(p.treatment), comparison.on_non_sme2_device)
+            for p in comparison.pairs
         ]  # fmt: skip
 
     @classmethod
-    def judged(cls, comparison: dict) -> list[Pair]:
+    def judged(cls, design: Design) -> list[Pair]:
         """Every pair a summary judges: the compared pairs, then the A/A control (the baseline
-        against its twin, config.aa_variant) if asked."""
-        again = aa_variant({"comparison": comparison})
-        aa = [cls("comparison.aa_control", comparison["baseline"], again)] if again else []
-        return [*cls.compared(comparison), *aa]
+        against its twin, Comparison.aa_variant) if asked."""
+        comparison = design.comparison
+        again = comparison.aa_variant
+        aa = [cls("comparison.aa_control", comparison.baseline, again)] if again else []
+        return [*cls.compared(design), *aa]
 
     def runs_sme2_on(self, engines: dict[str, dict], facts: dict) -> bool:
         """Whether the treatment's SME2 kernels should run on this device: it needs SME2 and
@@ -77,11 +78,6 @@ class Pair:
             "key `comparison.on_non_sme2_device: fallback-check` to run it as a fallback check "
             "(expectation: no regression)"
         )
-
-
-def pair_names(comparison: dict) -> list[tuple[str, str]]:
-    """(baseline, treatment) of every compared pair (Pair.compared), as tables select them."""
-    return [pair.names for pair in Pair.compared(comparison)]
 
 
 def device_modes(pairs: list[Pair], engines: dict[str, dict], facts: dict[str, dict]) -> dict:

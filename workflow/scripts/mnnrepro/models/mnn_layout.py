@@ -49,12 +49,12 @@ def _json(path: Path) -> dict:
 def model_layout(model_dir: str | Path) -> dict:
     """The files and settings of an exported MNN LLM that the arithmetic needs."""
     model_dir = Path(model_dir)
-    config = _json(model_dir / "config.json")
+    files = _json(model_dir / "config.json")  # MNN's: which file holds what
     llm_config = _json(model_dir / "llm_config.json")
     export = _json(model_dir / "export_args.json")
-    weight = model_dir / config.get("llm_weight", "llm.mnn.weight")
-    graph = model_dir / config.get("llm_model", "llm.mnn")
-    embedding = model_dir / config.get("embedding_file", "embeddings_bf16.bin")
+    weight = model_dir / files.get("llm_weight", "llm.mnn.weight")
+    graph = model_dir / files.get("llm_model", "llm.mnn")
+    embedding = model_dir / files.get("embedding_file", "embeddings_bf16.bin")
     tied = llm_config.get("tie_embeddings") or []
     bits = export.get("quant_bit") or (tied[3] if len(tied) > 3 else None)
     block = export.get("quant_block") or (tied[4] if len(tied) > 4 else None)

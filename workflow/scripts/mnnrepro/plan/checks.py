@@ -15,9 +15,9 @@ from mnnrepro.config import (
     SME2_SETTINGS,
     aa_variant,
     check_schema,
-    comparison_keys,
     refuse,
 )
+from mnnrepro.design import Design
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.registry import KINDS, kind_of_spec
 from mnnrepro.files import sha256_file
@@ -43,7 +43,11 @@ def check_references(config: dict) -> None:
         *toolchain_problems(config),
         *device_reference_problems(config),
         *repetition_problems(config),
-        *sweep_problems(config),
+        *sweep_problems(
+            config.get("bench", {}).get("sweep") or {},
+            config["variants"],
+            Design.of(config).comparison.pairs,
+        ),
         *reserved_name_clashes(config),
         *kind_problems(config),
         *unmeasurable_claims(config),
@@ -102,13 +106,13 @@ def unmeasurable_claims(config: dict) -> list[str]:
             problems.append(
                 f"{key}: no model of this experiment takes images ({sorted(config['models'])})"
             )
-        for pair_key, pair in comparison_keys(config["comparison"]):
+        for pair in Design.of(config).comparison.pairs:
             for role in ("baseline", "treatment"):
-                variant = config["variants"].get(pair[role], {})
+                variant = config["variants"].get(getattr(pair, role), {})
                 spec = config["engines"].get(variant.get("engine"))
                 if spec is not None and not kind_of_spec(spec).takes_images:
                     problems.append(
-                        f"{key}: `{pair_key}.{role}` {pair[role]} runs engine "
+                        f"{key}: `{pair.key}.{role}` {getattr(pair, role)} runs engine "
                         f"{variant['engine']}, which takes no images"
                     )
     return problems
@@ -129,20 +133,21 @@ def variant_problems(config: dict) -> list[str]:
                 f"config key `variants.{name}.env.{var}`: set by the workflow itself "
                 f"(reserved: {sorted(RESERVED_ENV)})"
             )
-    for key, pair in comparison_keys(config["comparison"]):
+    for pair in Design.of(config).comparison.pairs:
         for role in ("baseline", "treatment"):
-            if pair[role] not in config["variants"]:
+            if getattr(pair, role) not in config["variants"]:
                 problems.append(
-                    f"config key `{key}.{role}`: {pair[role]!r} is not a variant; "
+                    f"config key `{pair.key}.{role}`: {getattr(pair, role)!r} is not a variant; "
                     f"defined variants: {sorted(config['variants'])}"
                 )
-        if pair["baseline"] == pair["treatment"]:
-            problems.append(f"config key `{key}`: baseline and treatment must differ")
+        if pair.baseline == pair.treatment:
+            problems.append(f"config key `{pair.key}`: baseline and treatment must differ")
     by_kind: dict = {}
     for name, spec in sorted(engines.items()):
         by_kind.setdefault(kind_of_spec(spec), {})[name] = spec
     for kind, of_kind in by_kind.items():
-        problems += kind.config_problems(of_kind, config)
+        tree = config.get(kind.source_section, {}) if kind.from_source else {}
+        problems += kind.config_problems(of_kind, tree, config.get("models", {}))
     for m, spec in config.get("models", {}).items():
         if "checkpoint" in spec and "modelscope" not in spec:
             problems.append(

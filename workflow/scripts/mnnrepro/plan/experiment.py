@@ -14,6 +14,20 @@ from mnnrepro.archive.replay import archived_config, archived_names, replay_name
 from mnnrepro.config import ConfigError, check_config_files, load_yaml, naming_its_file
 from mnnrepro.plan.checks import check
 
+# Settings an archive's workflow may predate, with what it did before they existed: a replay
+# derives the archive's tables by the archive's own method, where today's default differs.
+PREDATED_SETTINGS = {
+    ("stats", "dependence"): "assume-independent",  # no interval was widened for dependence
+}
+
+
+def with_predated_settings(config: dict) -> dict:
+    """An archived resolved config with PREDATED_SETTINGS where it does not name them."""
+    for (section, key), before in PREDATED_SETTINGS.items():
+        if isinstance(config.get(section), dict):
+            config[section].setdefault(key, before)
+    return config
+
 
 @dataclass(frozen=True)
 class Experiment:
@@ -76,7 +90,7 @@ def resolve(config: dict, configfiles, default_config: Path) -> Experiment:
             runs_engine_tests=config["engine_tests"]["enabled"],
         )
     try:  # the archived resolved config replaces this one, checked as a live one is
-        archived = archived_config(replay)
+        archived = with_predated_settings(archived_config(replay))
         check(archived, local_paths=False, fill_defaults=True)  # a replay builds nothing
         names = archived_names(replay)
     except (ConfigError, ValueError, OSError) as err:

@@ -200,7 +200,9 @@ def source_downloads(plan):
     """What the builds fetch: each source tree that is not a local checkout, and the NDK."""
     for engine in plan.built_engines:
         kind, spec = plan.engine_kinds[engine], plan.config["engines"][engine]
-        if "path" not in kind.tree_of(spec, plan.config).get("source", {}):
+        if "path" not in kind.tree_of(spec, plan.config.get(kind.source_section, {})).get(
+            "source", {}
+        ):
             yield f"the {kind.source_section} source"
         if spec[kind.config_key].get("platform") == "android-arm64":
             yield f"Android NDK {plan.config['toolchains']['ndk']['version']}"

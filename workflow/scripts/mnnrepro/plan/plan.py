@@ -18,6 +18,8 @@ from mnnrepro.config import (
     run_variants,
     vision_image_files,
 )
+from mnnrepro.design import SECTIONS as DESIGN_SECTIONS
+from mnnrepro.design import Design
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import kind_of_spec
@@ -55,8 +57,17 @@ class Plan(EngineInputs):
         self.devices = sorted(config["devices"])
         self.device_kinds = {n: device_kind(n, s) for n, s in config["devices"].items()}
         self.variants = sorted(config["variants"])
-        # what a run that stops on its precision judges (rule params: plain names)
-        self.judged_names = [pair.names for pair in Pair.judged(config["comparison"])]
+        # what the stages below the plan know of the experiment, one param of every job that
+        # judges (its pairs, statistics and repetitions; design.Design.of reads it back)
+        self.design_spec = canonical(
+            {
+                "experiment": experiment.name,
+                **{section: config[section] for section in DESIGN_SECTIONS},
+                "variants": {n: {"engine": v["engine"]} for n, v in config["variants"].items()},
+            }
+        )
+        self.design = Design.of(self.design_spec)
+        self.judged_names = [pair.names for pair in Pair.judged(self.design)]
         self._plan_engines(config)
         self._plan_measurement(config)
         self._plan_models()
@@ -80,8 +91,9 @@ class Plan(EngineInputs):
         self.sources = SourceTrees(config, self.engine_kinds, self.built_engines)
         # llama-quantize for this host: a host engine's build of the same flags holds it, else
         # its own build (quantizer_dir)
-        self.quantizer_dir = quantizer_dir(config)
-        holder = quantizer_engine(config, self.used_engines)
+        llamacpp, flags = config.get("llamacpp", {}), self.settings.quantizer_flags
+        self.quantizer_dir = quantizer_dir(llamacpp, flags)
+        holder = quantizer_engine(config["engines"], self.used_engines, flags)
         self.quantizer_bin = (
             f"results/engines/{self.engine_keys[holder]}/bin" if holder else self.quantizer_dir
         )
@@ -89,7 +101,7 @@ class Plan(EngineInputs):
         self.model_formats = sorted(set(self.engine_formats.values()))
 
     def _plan_measurement(self, config: dict) -> None:
-        self.sweep = sweep_points(config)
+        self.sweep = sweep_points(config["bench"], config["variants"])
         self.variant_threads = sorted(set(thread_nums(config["variants"]).values()))
         self.main_bench = canonical({k: v for k, v in config["bench"].items() if k != "sweep"})
         self.attribution = config["attribution"]["enabled"]
@@ -135,9 +147,10 @@ class Plan(EngineInputs):
     def _engine_key(self, name: str, spec: dict) -> str:
         kind = kind_of_spec(spec)
         if not kind.from_source:
-            return engine_key(name, spec, self.config)
-        config = {**self.config, kind.source_section: kind.tree_of(spec, self.config)}
-        return engine_key(name, spec, config, kind.config_key, kind.source_section)
+            return engine_key(name, spec)
+        tree = kind.tree_of(spec, self.config.get(kind.source_section, {}))
+        ndk_pin = self.settings.ndk_pin
+        return engine_key(name, spec, kind.config_key, kind.source_section, tree, ndk_pin)
 
     def models_from(self, source: str) -> list[str]:
         return [m for m in self.models if source in self.config["models"][m]]

@@ -12,7 +12,7 @@ from mnnrepro.toolchain.records import source_key
 
 def receipt_of(section: str, tree: dict) -> str:
     """resources/<section>/<the tree's key>/source.json: what fetch_source writes."""
-    return f"resources/{section}/{source_key({section: tree}, section)}/source.json"
+    return f"resources/{section}/{source_key(tree)}/source.json"
 
 
 class SourceTrees:
@@ -20,11 +20,14 @@ class SourceTrees:
         self.sections = sorted({k.source_section for k in KINDS if k.from_source})
         own = [(s, config.get(s, {})) for s in self.sections]
         built = [
-            (engine_kinds[e].source_section, engine_kinds[e].tree_of(config["engines"][e], config))
-            for e in built_engines
+            (
+                kind.source_section,
+                kind.tree_of(config["engines"][e], config.get(kind.source_section, {})),
+            )
+            for e, kind in ((e, engine_kinds[e]) for e in built_engines)
         ]
         # (section, key) -> the tree: what fetch_source provides for {tree}/{source}
-        self.trees = {(s, source_key({s: tree}, s)): tree for s, tree in own + built}
+        self.trees = {(s, source_key(tree)): tree for s, tree in own + built}
         self.section_receipts = {s: receipt_of(s, tree) for s, tree in own}
         self.engine_receipts = {
             e: receipt_of(s, tree) for e, (s, tree) in zip(built_engines, built, strict=True)

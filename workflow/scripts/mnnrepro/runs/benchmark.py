@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from mnnrepro.config import with_runtime_defaults
+from mnnrepro.design import Design
 from mnnrepro.devices.base import Device
 from mnnrepro.devices.power import PowerReader
 from mnnrepro.engines.base import BenchError, command_record
@@ -300,30 +301,25 @@ def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str
 
 
 def run_plan_for_rule(
-    job: DeviceJob,
-    raw_dir: str,
-    pairs: list[tuple[str, str]] = (),
-    stats: dict | None = None,
-    remeasure: str = "",
-    comparison: dict | None = None,
-    facts: str = "",
+    job: DeviceJob, raw_dir: str, design: Design, remeasure: str = "", facts: str = ""
 ) -> dict:
-    """The job's benchmark, resumable, in its interleaved schedule. comparison, facts (the
-    device's facts record): what a run that stops on its verdict judges after each block
-    (precision.verdict_thresholds); pairs, stats (the `stats` section): what its stopping
-    rule judges, at which level."""
-    from mnnrepro.intervals import family_size
+    """The job's benchmark, resumable, in its interleaved schedule, its blocks chosen by its
+    stopping rule (precision.stopping_decision): the judged pairs of the design at its level,
+    and for a run that stops on its verdict the rows' thresholds on this device (facts: the
+    device's facts record; precision.verdict_thresholds)."""
+    from mnnrepro.engines.pairs import Pair
     from mnnrepro.runs.schedule import interleaved
 
     engines, bench, variants = job.engines(), job.bench, job.variants
     specs = variant_specs(variants, engines, job.manifest_sha256())
     repetitions = Repetitions.of(bench["repetitions"])
     plan = interleaved(sorted(variants), repetitions.max)
-    stats = stats or {"ci_level": 0.95}
+    pairs = [pair.names for pair in Pair.judged(design)]
+    stats = design.stats
     rows = None
     if repetitions.stops_on_verdict:
-        rows = verdict_thresholds(comparison, variants, engines, read_json(facts))
-        stats = {**stats, "family": family_size(stats, comparison)}
+        rows = verdict_thresholds(design, engines, read_json(facts))
+        stats = {**stats, "family": design.family_size}
 
     def stop(records, blocks):
         cooldown = bench.get("cooldown_s", 0.0)

@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass
 
 from mnnrepro.config import refuse
+from mnnrepro.design import Design
 from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import unread_settings
 from mnnrepro.files import read_json
@@ -28,7 +29,7 @@ class GateJob:
     device_spec: dict
     gate: dict  # the `correctness` section
     variants: dict
-    comparison: dict
+    design: Design
     receipt: dict
     records: dict  # engine name -> its record
     tools: dict  # engine name -> its gate tool's record
@@ -46,7 +47,7 @@ class GateJob:
         params, given = job.params, job.input
         return cls(
             job.wildcards.device, params.device, params.correctness, params.variants,
-            params.comparison, read_json(given.receipt),
+            Design.of(params.design), read_json(given.receipt),
             {r["engine"]: r for r in map(read_json, given.engines)},
             {t["engine"]: t for t in map(read_json, given.gate_tools)},
             read_json(given.facts), reads_images(given.manifest, params.model_formats),
@@ -58,7 +59,7 @@ class GateJob:
     def answers(self) -> dict:
         """Refuse what cannot hold, then the gate's answers on the device (a lost phone
         waited for, the gate asked again)."""
-        pairs = Pair.compared(self.comparison, self.variants)
+        pairs = Pair.compared(self.design)
         for pair in pairs:  # before any run: raises where the comparison cannot hold here
             pair.mode_on(self.records, self.facts)
         unread = unread_settings(self.variants, self.records)  # a setting the engine ignores

@@ -14,12 +14,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mnnrepro.errors import ReproError
 from mnnrepro.repetitions import Repetitions
 from mnnrepro.stats import PHASES, t_interval
+
+if TYPE_CHECKING:
+    from mnnrepro.design import Design
 
 log = logging.getLogger(__name__)
 
@@ -81,42 +85,40 @@ def stopping_decision(
 # Simulated under the noise scenarios of a phone: benchmarks/results/sequential_stopping.md.
 
 
-def judged_row_names(comparison: dict) -> list[str]:
+def judged_row_names(design: Design) -> list[str]:
     """The rows a run that stops on its verdict judges, in order: each compared pair in each
     phase, the A/A control's (the baseline against its twin), the main pair's mechanism check.
     The stopping rule's thresholds (verdict_thresholds) and the summary's dependence check
     (analysis/conditions.run_dependence) are of these rows."""
     from mnnrepro.engines.pairs import Pair
 
-    pairs = [pair.names for pair in Pair.judged(comparison)]
+    pairs = [pair.names for pair in Pair.judged(design)]
     names = [
         row_name(baseline, treatment, phase) for baseline, treatment in pairs for phase in PHASES
     ]
     return [*names, row_name(*pairs[0], MECHANISM)]
 
 
-def verdict_thresholds(comparison: dict, variants: dict, engines: dict, facts: dict) -> dict:
+def verdict_thresholds(design: Design, engines: dict, facts: dict) -> dict:
     """Row name (judged_row_names) -> the speedups (ratios) at which its verdict changes; None:
     no claim, settled by precision. A compared pair's mode on this device is its own
     (engines.pairs.Pair.mode_on); the A/A control's is its margin; the mechanism check's, 1."""
-    from mnnrepro.config import aa_variant
     from mnnrepro.engines.pairs import Pair
 
-    tol, claims = comparison["tolerance"], comparison.get("claims", {})
-    modes = {
-        (pair.baseline, pair.treatment): pair.mode_on(engines, facts)
-        for pair in Pair.compared(comparison, variants)
-    }
-    margin = comparison.get("aa_margin", 0.05)
+    comparison = design.comparison
+    modes = {pair.names: pair.mode_on(engines, facts) for pair in Pair.compared(design)}
+    margin = comparison.aa_margin
     rows = {}
-    for name in judged_row_names(comparison):
+    for name in judged_row_names(design):
         baseline, treatment, what = row_parts(name)
         if what == MECHANISM:
             rows[name] = [1.0]
-        elif treatment == aa_variant({"comparison": comparison}):
+        elif treatment == comparison.aa_variant:
             rows[name] = [1 / (1 + margin), 1 + margin]
         else:
-            rows[name] = mode_thresholds(modes[(baseline, treatment)], claims.get(what), tol)
+            rows[name] = mode_thresholds(
+                modes[(baseline, treatment)], comparison.claims.get(what), comparison.tolerance
+            )
     return rows
 
 

@@ -19,6 +19,7 @@ from mnnrepro.archive.replay import (
     manifest_entries,
     open_archive,
 )
+from mnnrepro.config import experiment_named
 from mnnrepro.errors import DataError
 from mnnrepro.store.schema import insert_once, utc_now
 
@@ -87,9 +88,9 @@ def register_archive(store: str, archive: str) -> tuple[str, bool]:
 
 def read_run(archive: str, members: dict[str, bytes]) -> dict:
     config = config_of(archive, members.get(CONFIG_NAME))
-    if "experiment" not in config:
+    experiment = experiment_named(config)
+    if experiment is None:
         raise DataError(archive, f"{CONFIG_NAME} is not an experiment's config")
-    experiment = config["experiment"]
     root = f"results/{experiment}"
     return {
         "experiment": experiment,

@@ -244,27 +244,22 @@ def engine_programs(spec: dict) -> tuple[str, ...]:
     return ENGINE_TARGETS + ((QUANTIZER,) if spec["platform"] == "host" else ())
 
 
-def quantizer_flags(config: dict) -> dict:
-    return config.get("llamacpp", {}).get("quantizer", {}).get("flags", {})
-
-
-def quantizer_engine(config: dict, engines: list[str]) -> str | None:
-    """The first of `engines` (the used ones) that is a llama.cpp build for the host with
-    `llamacpp.quantizer.flags` as its flags: its build holds llama-quantize. None: the
-    quantizer is built alone (quantizer_dir)."""
-    for name in engines:
-        spec = config["engines"][name].get("llamacpp")
-        if spec and spec["platform"] == "host" and spec.get("flags", {}) == quantizer_flags(config):
+def quantizer_engine(engines: dict, used: list[str], flags: dict) -> str | None:
+    """The first of `used` (engine name -> config entry in `engines`) that is a llama.cpp
+    build for the host with `flags` (`llamacpp.quantizer.flags`) as its flags: its build
+    holds llama-quantize. None: the quantizer is built alone (quantizer_dir)."""
+    for name in used:
+        spec = engines[name].get("llamacpp")
+        if spec and spec["platform"] == "host" and spec.get("flags", {}) == flags:
             return name
     return None
 
 
-def quantizer_dir(config: dict) -> str:
+def quantizer_dir(tree: dict, flags: dict) -> str:
     """Where llama-quantize for this host is built to when no engine's build holds it: one
-    directory per llama.cpp tree and `llamacpp.quantizer.flags` (none: the key every
-    quantizer always had)."""
-    flags = quantizer_flags(config)
-    key = source_key(config, "llamacpp") + (f"-{short_digest(flags)}" if flags else "")
+    directory per llama.cpp tree (the `llamacpp` section) and `llamacpp.quantizer.flags`
+    (none: the key every quantizer always had)."""
+    key = source_key(tree) + (f"-{short_digest(flags)}" if flags else "")
     return f"results/tools/llama-quantize-{key}"
 
 

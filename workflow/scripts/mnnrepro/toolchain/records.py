@@ -130,22 +130,27 @@ TREE_COMPILERS = {
 
 
 def engine_key(
-    name: str, spec: dict, config: dict, section: str | None = None, tree: str = ""
+    name: str,
+    spec: dict,
+    section: str | None = None,
+    tree: str = "",
+    source: dict | None = None,
+    ndk_pin: dict | None = None,
 ) -> str:
     """`<name>-<digest>`: the directory name of an engine's outputs.
 
     The digest covers what defines the engine: for a build (`section`, the key of its
     definition in the engine's config entry, built from the source tree `tree`: `mnn` or
     `llamacpp`) its platform, -D flags, targets and expectations, the source (commit),
-    KleidiAI pin, and the toolchain (NDK pin, or the compiler's version); for a prebuilt
+    KleidiAI pin (`source`: the tree, EngineKind.tree_of), and the toolchain (`ndk_pin`:
+    `toolchains.ndk`, or the compiler's version); for a prebuilt
     engine (no section) its pin. Two configs that build differently (e.g. sme2-on for
     android-arm64 and for the host) never share, and never overwrite, each other's outputs;
     the same definition always maps to the same directory.
     """
     if section is None:
         return f"{name}-{short_digest(spec)}"
-    build = spec[section]
-    source = config.get(tree, {})
+    build, source = spec[section], source or {}
     material = {
         section: {
             "platform": build["platform"],
@@ -157,7 +162,7 @@ def engine_key(
             source.get("source", {}), source.get("kleidiai"), source.get("patches")
         ),
         "toolchain": (
-            config.get("toolchains", {}).get("ndk", {})
+            ndk_pin or {}
             if build["platform"] == "android-arm64"
             else compiler_version(build["platform"], TREE_COMPILERS[tree], build.get("flags"))
         ),
@@ -165,10 +170,10 @@ def engine_key(
     return f"{name}-{short_digest(material)}"
 
 
-def source_key(config: dict, section: str = "mnn") -> str:
-    """The directory key of a source tree's receipt (`mnn` or `llamacpp`): its source, its
-    KleidiAI pin and its patches (their sha256) where it has any."""
-    tree = config.get(section, {})
+def source_key(tree: dict) -> str:
+    """The directory key of a source tree's receipt (the `mnn` or `llamacpp` section, or an
+    engine's own tree): its source, its KleidiAI pin and its patches (their sha256) where it
+    has any."""
     material = {"source": tree.get("source", {}), "kleidiai": tree.get("kleidiai", {})}
     if tree.get("patches"):  # absent and empty: the key every unpatched tree always had
         material["patches"] = [p["sha256"] for p in tree["patches"]]

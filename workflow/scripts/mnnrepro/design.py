@@ -1,0 +1,110 @@
+"""What the stages below the plan know of an experiment, as one frozen type built once
+(Design.of) from the plan's spec of it (plan.Plan.design_spec: its name and its
+`comparison`, `stats` and `bench` sections, and each variant's engine), the schema's defaults
+applied there and nowhere else. The runs' stopping rule, the gate, the validity checks and
+the analysis receive it; none of them reads the config mapping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mnnrepro.config import with_schema_defaults
+from mnnrepro.repetitions import Repetitions
+from mnnrepro.stats import PHASES
+
+SECTIONS = ("comparison", "stats", "bench")
+
+
+@dataclass(frozen=True)
+class PairKey:
+    """A compared pair as the config names it: its key (`comparison`, `comparison.also.<i>`)
+    and its two variants."""
+
+    key: str
+    baseline: str
+    treatment: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`comparison`: the pairs, what the article claims per phase, and how it is judged."""
+
+    baseline: str
+    treatment: str
+    tolerance: float
+    claims: dict  # phase -> the claimed gain (`comparison.claims`)
+    reference_gains: dict  # phase -> a published gain shown beside it
+    aa_margin: float
+    aa_control: bool
+    on_non_sme2_device: str  # `fail` or `fallback-check`
+    pairs: tuple[PairKey, ...]  # the main pair, then `comparison.also`, in config order
+    section: dict  # as configured, defaults applied: what the summary's document quotes
+
+    @classmethod
+    def of(cls, section: dict) -> Comparison:
+        also = [
+            PairKey(f"comparison.also.{i}", p["baseline"], p["treatment"])
+            for i, p in enumerate(section["also"])
+        ]
+        return cls(
+            section["baseline"], section["treatment"], section["tolerance"],
+            dict(section["claims"]), dict(section["reference_gains"]), section["aa_margin"],
+            bool(section["aa_control"]), section["on_non_sme2_device"],
+            (PairKey("comparison", section["baseline"], section["treatment"]), *also),
+            section,
+        )  # fmt: skip
+
+    @property
+    def aa_variant(self) -> str | None:
+        """The A/A control's variant (the baseline once more), if the config asks for it."""
+        return f"{self.baseline}-again" if self.aa_control else None
+
+    @property
+    def pair_names(self) -> list[tuple[str, str]]:
+        """(baseline, treatment) of every compared pair, as tables select them."""
+        return [(p.baseline, p.treatment) for p in self.pairs]
+
+
+@dataclass(frozen=True)
+class Design:
+    name: str
+    comparison: Comparison
+    stats: dict  # `stats`, defaults applied
+    bench: dict  # `bench`, defaults applied (the main point's)
+    variant_engines: dict  # variant -> the engine it runs
+
+    @classmethod
+    def of(cls, spec: dict) -> Design:
+        """From the plan's spec (or a test's partial one: the schema completes each section)."""
+        sections = {
+            name: with_schema_defaults(dict(spec.get(name, {})), "properties", name)
+            for name in SECTIONS
+        }
+        engines = {name: v["engine"] for name, v in spec.get("variants", {}).items()}
+        return cls(
+            spec.get("experiment", ""),
+            Comparison.of(sections["comparison"]),
+            sections["stats"],
+            sections["bench"],
+            engines,
+        )
+
+    @property
+    def repetitions(self) -> Repetitions:
+        return Repetitions.of(self.bench.get("repetitions", 0))
+
+    @property
+    def sweep(self) -> dict:
+        """`bench.sweep` ({}: none)."""
+        return self.bench.get("sweep") or {}
+
+    @property
+    def sweep_repetitions(self) -> Repetitions:
+        """`bench.sweep.repetitions`, else the main point's."""
+        return Repetitions.of(self.sweep.get("repetitions", self.bench.get("repetitions", 0)))
+
+    @property
+    def family_size(self) -> int:
+        """How many rows share the level: every compared pair's in prefill and decode with
+        `stats.familywise`, else 1 (the level is per row)."""
+        return len(PHASES) * len(self.comparison.pairs) if self.stats.get("familywise") else 1
