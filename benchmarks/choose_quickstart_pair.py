@@ -26,6 +26,7 @@ from provenance import stamped  # noqa: E402
 
 from mnnrepro.analysis.tables import rows_from_record  # noqa: E402
 from mnnrepro.devices.local import LocalDevice  # noqa: E402
+from mnnrepro.engines.registry import EngineRecord  # noqa: E402
 from mnnrepro.runs.benchmark import run_schedule, variant_specs  # noqa: E402
 from mnnrepro.runs.schedule import interleaved  # noqa: E402
 from mnnrepro.runs.staging import push_receipt  # noqa: E402
@@ -55,7 +56,7 @@ BENCH = {
 
 
 def measure(model_dir: str, base: dict, treat: dict, reps: int, seed: int):
-    engine = describe_prebuilt("mnn-pypi", "mnn==3.6.1")
+    engine = EngineRecord.of(describe_prebuilt("mnn-pypi", "mnn==3.6.1"))
     specs = variant_specs(
         {"base": {"engine": "e", "runtime": base}, "treat": {"engine": "e", "runtime": treat}},
         {"e": engine},

@@ -56,6 +56,7 @@ from provenance import write_results  # noqa: E402
 from mnnrepro.analysis.correctness import ROUNDING, WRONG, GateRule, compare_forced  # noqa: E402
 from mnnrepro.devices.qemu import QemuDevice  # noqa: E402
 from mnnrepro.devices.userland import provide_userland  # noqa: E402
+from mnnrepro.engines.registry import EngineRecord  # noqa: E402
 from mnnrepro.files import write_json  # noqa: E402
 from mnnrepro.models.export import export_model  # noqa: E402
 from mnnrepro.models.synthetic import make_model  # noqa: E402
@@ -78,7 +79,9 @@ WEIGHT_ERRORS = {
     "weight noise 10 %": ("noise", 0.10),
     "weight noise 30 %": ("noise", 0.30),
 }
-PREBUILT = {"engine": "wheel", "kind": "prebuilt", "pin": "mnn==3.6.1", "version": "3.6.1"}
+PREBUILT = EngineRecord.of(
+    {"engine": "wheel", "kind": "prebuilt", "pin": "mnn==3.6.1", "version": "3.6.1"}
+)
 QEMU_CPUS = {
     "qemu-no-sme": "max,sme=off",
     "qemu-sme2-vl128": "max,sme-default-vector-length=16",

@@ -58,6 +58,7 @@ from mnnrepro.analysis.verdict import claim_verdict  # noqa: E402
 from mnnrepro.config import run_variants  # noqa: E402
 from mnnrepro.design import Design  # noqa: E402
 from mnnrepro.devices.kinds import DEVICE_KINDS  # noqa: E402
+from mnnrepro.engines.registry import EngineRecord  # noqa: E402
 from mnnrepro.plan.overview import last_affordable_look  # noqa: E402
 from mnnrepro.repetitions import Repetitions  # noqa: E402
 from mnnrepro.runs import precision  # noqa: E402
@@ -478,7 +479,7 @@ def quickstart_rule(runs: int, seed: int) -> dict:
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     rule = config["bench"]["repetitions"]
     every_block = {k: v for k, v in rule.items() if k != "looks"}
-    engines = {e: {"engine": e, "kind": "prebuilt"} for e in config["engines"]}
+    engines = {e: EngineRecord.of({"engine": e, "kind": "prebuilt"}) for e in config["engines"]}
     rows = precision.verdict_thresholds(
         Design.of(config), engines, {"device": "host", "sme2": False}
     )
@@ -658,7 +659,7 @@ def replay_bench_table(path: Path) -> dict:
     _, config = next(configs_of(experiment))
     records = precision.records_of_table(table)
     (device,) = table["device"].unique()
-    engines = {e: {"engine": e, "kind": "prebuilt"} for e in config["engines"]}
+    engines = {e: EngineRecord.of({"engine": e, "kind": "prebuilt"}) for e in config["engines"]}
     source = str(path.relative_to(ROOT))
     return replay(source, config, records, {"device": device, "sme2": False}, engines)
 
@@ -676,7 +677,9 @@ def main(argv: list[str] | None = None) -> int:
     cooldown = config["bench"].get("cooldown_s", 0)
     per_invocation_s = DEVICE_KINDS["adb"].assumed_invocation_s + cooldown
     per_block = len(run_variants(config))
-    engines = {e: {"engine": e, "kind": "prebuilt"} for e in config["engines"]}  # claim mode
+    engines = {
+        e: EngineRecord.of({"engine": e, "kind": "prebuilt"}) for e in config["engines"]
+    }  # claim mode
     rows = precision.verdict_thresholds(
         Design.of(config), engines, {"device": "phone", "sme2": True}
     )

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from xdist.scheduler import LoadGroupScheduling
 
+from mnnrepro.engines.registry import EngineRecord
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))  # loopback_adbd
@@ -477,13 +479,9 @@ SHORT_BENCH = {
     "max_other_load": None,
     "thermal_timeout_s": 0,
 }
-PREBUILT_ENGINE = {
-    "engine": "e",
-    "kind": "prebuilt",
-    "pin": "mnn==3.6.1",
-    "version": "3.6.1",
-    "files": [],
-}
+PREBUILT_ENGINE = EngineRecord.of(
+    {"engine": "e", "kind": "prebuilt", "pin": "mnn==3.6.1", "version": "3.6.1", "files": []}
+)
 
 
 def two_variant_specs(runtime_a: dict | None = None) -> dict:
@@ -561,6 +559,7 @@ def without_replay_section(replayed: Path) -> str:
 def pair_mode(treatment: dict, facts: dict, policy: str = "fail") -> str:
     """The mode of a pair whose treatment runs the engine record `treatment` on a device."""
     from mnnrepro.engines.pairs import Pair
+    from mnnrepro.engines.registry import EngineRecord
 
     pair = Pair("comparison", "off", "on", "baseline-engine", treatment["engine"], policy)
-    return pair.mode_on({treatment["engine"]: treatment}, facts)
+    return pair.mode_on({treatment["engine"]: EngineRecord.of(treatment)}, facts)

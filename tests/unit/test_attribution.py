@@ -22,6 +22,7 @@ from mnnrepro.devices import profilers
 from mnnrepro.devices.elf import read_symbols
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.engines.pairs import Pair
+from mnnrepro.engines.registry import EngineRecord
 
 QEMU_DATA = Path(__file__).resolve().parents[1] / "data" / "qemu"
 needs_perf = pytest.mark.skipif(
@@ -102,14 +103,16 @@ def test_a_missing_profiler_fails_naming_it(program, monkeypatch):
         device.close()
 
 
-def build_record(name: str) -> dict:
+def build_record(name: str) -> EngineRecord:
     """An MNN build record as build.json holds it: its SME2 kernels, found by disassembly."""
-    return {
-        "engine": name,
-        "kind": "build",
-        "target_arch": "aarch64",
-        "sme2": {"sme2_kernels": ["MNNGemm_SME2_fake"], "sme2_kernel_count": 1},
-    }
+    return EngineRecord.of(
+        {
+            "engine": name,
+            "kind": "build",
+            "target_arch": "aarch64",
+            "sme2": {"sme2_kernels": ["MNNGemm_SME2_fake"], "sme2_kernel_count": 1},
+        }
+    )
 
 
 def profiles_of(program: Path, runs: dict[str, tuple[str, ...]]) -> dict:

@@ -17,6 +17,7 @@ from conftest import SHORT_BENCH, two_variant_specs
 
 from mnnrepro.config import ConfigError
 from mnnrepro.devices.local import LocalDevice
+from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json, write_json
 from mnnrepro.plan.checks import check_references
 from mnnrepro.runs.benchmark import run_schedule
@@ -118,14 +119,19 @@ def test_a_rebuild_of_identical_inputs_keeps_every_measurement(checkout, tmp_pat
     measured = {"prompt_tokens": 8, "generate_tokens": 4, "warmup": 0}
 
     def key(record, **extra):
-        return measurement_key({"engine": record, "runtime": {}, "env": {}, **extra}, measured)
+        return measurement_key(
+            {"engine": EngineRecord.of(record), "runtime": {}, "env": {}, **extra}, measured
+        )
 
     assert key(records[0]) == key(records[1])
     raw = tmp_path / "raw" / "rep-000.json"
     write_json(raw, {"status": "ok", "plan_key": key(records[0])})
     assert done_record(raw, key(records[1])) is not None
     # what was measured changed: another artifact, another env
-    changed = {**records[0], "files": [{**records[0]["files"][0], "sha256": "0" * 64}]}
+    records = [EngineRecord.of(record) for record in records]
+    changed = EngineRecord.of(
+        {**records[0], "files": [{**records[0]["files"][0], "sha256": "0" * 64}]}
+    )
     assert engine_identity(changed) != engine_identity(records[0])
     assert done_record(raw, key(changed)) is None
     assert done_record(raw, key(records[1], env={"MNN_CPU_TARGET": "2"})) is None

@@ -19,7 +19,7 @@ from mnnrepro.design import Design
 from mnnrepro.devices.base import CommandResult
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.engines.pairs import Pair
-from mnnrepro.engines.registry import kind_of_record
+from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.runs.engine_tests import (
     CRASH,
     FAIL,
@@ -97,7 +97,10 @@ def test_the_stand_in_suite_is_built_pushed_with_the_engine_and_run(root, tmp_pa
             device, record, suite, str(engine_dir), {**SETTINGS, "tests": ["op/nothing"]}
         )
     without = {**record, "test_suite": None}
-    assert kind_of_record(without).test_suite(without) == (None, "built without MNN_BUILD_TEST")
+    assert EngineRecord.of(without).kind.test_suite(without) == (
+        None,
+        "built without MNN_BUILD_TEST",
+    )
 
 
 def record_of(root, device: str, cpu: str, engine: str) -> dict:

@@ -20,7 +20,7 @@ from mnnrepro.engines.llamacpp import (
     parse_output,
     sme_selected,
 )
-from mnnrepro.engines.registry import kind_of_record, kind_of_spec
+from mnnrepro.engines.registry import EngineRecord, kind_of_record, kind_of_spec
 from mnnrepro.models.gguf_convert_main import declared_pre_tokenizer, update_script_text
 from mnnrepro.plan.checks import check
 from mnnrepro.toolchain.llamacpp import changelog_names
@@ -155,13 +155,15 @@ def test_llama_engine_keys_follow_their_own_source_tree(control_config):
 
 
 def record(arch="aarch64", count=145, engine="llama"):
-    return {
-        "engine": engine,
-        "kind": "llamacpp",
-        "target_arch": arch,
-        "sme": {"kleidiai_sme_function_count": count},
-        "files": [],
-    }
+    return EngineRecord.of(
+        {
+            "engine": engine,
+            "kind": "llamacpp",
+            "target_arch": arch,
+            "sme": {"kleidiai_sme_function_count": count},
+            "files": [],
+        }
+    )
 
 
 VARIANTS = {

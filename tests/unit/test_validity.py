@@ -12,9 +12,10 @@ from mnnrepro.analysis.summary import summarize
 from mnnrepro.analysis.validity import check, kernel_checks
 from mnnrepro.design import Design
 from mnnrepro.engines.pairs import Pair, device_modes
+from mnnrepro.engines.registry import EngineRecord
 
-ON = {"engine": "sme2-on", "kind": "build", "sme2": {"sme2_kernel_count": 14}}
-OFF = {"engine": "sme2-off", "kind": "build", "sme2": {"sme2_kernel_count": 0}}
+ON = EngineRecord.of({"engine": "sme2-on", "kind": "build", "sme2": {"sme2_kernel_count": 14}})
+OFF = EngineRecord.of({"engine": "sme2-off", "kind": "build", "sme2": {"sme2_kernel_count": 0}})
 VARIANTS = {"off": {"engine": "sme2-off"}, "on": {"engine": "sme2-on"}}
 COMPARISON = {"baseline": "off", "treatment": "on", "tolerance": 0.1, "claims": {"prefill": 0.81}}
 SME2_PHONE = {"device": "x300", "sme2": True, "cpu_features": ["sme2"]}
@@ -62,7 +63,7 @@ def test_kernel_checks_static_and_runtime():
     )
     assert [c["passed"] for c in good] == [True, True]
     # the "ON" build came out without SME2 kernels, and the device line says sme2: 0
-    broken = {"sme2-on": {**OFF, "engine": "sme2-on"}, "sme2-off": OFF}
+    broken = {"sme2-on": EngineRecord.of({**OFF, "engine": "sme2-on"}), "sme2-off": OFF}
     swapped = kernel_checks(
         greedy("The device supports: sme2: 0"), ("off", "on"), broken, VARIANTS, SME2_PHONE
     )
@@ -192,8 +193,10 @@ def test_aa_variant_runs_like_the_baseline():
 # ---- SME2 absent (x86 host builds), one binary masked at run time, several pairs ----------
 
 X86_FILES = [{"path": "llm_bench", "sha256": "a" * 64}]
-HOST_ON = {"engine": "sme2-on", "kind": "build", "target_arch": "x86_64", "files": X86_FILES}
-HOST_OFF = {**HOST_ON, "engine": "sme2-off"}
+HOST_ON = EngineRecord.of(
+    {"engine": "sme2-on", "kind": "build", "target_arch": "x86_64", "files": X86_FILES}
+)
+HOST_OFF = EngineRecord.of({**HOST_ON, "engine": "sme2-off"})
 X86_HOST = {"device": "host", "sme2": False, "cpu_features": ["avx2"]}
 
 
@@ -238,7 +241,7 @@ def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
 def test_x86_builds_that_are_not_byte_identical_fail_the_equality_check():
     """On x86 MNN_SME2 changes nothing: two builds whose files differ differ in something else
     (a flag, a compiler), which the pair would then measure as if it were SME2."""
-    other = {**HOST_OFF, "files": [{"path": "llm_bench", "sha256": "b" * 64}]}
+    other = EngineRecord.of({**HOST_OFF, "files": [{"path": "llm_bench", "sha256": "b" * 64}]})
     (absent,) = kernel_checks(
         greedy("The device supports: sme2: 0"),
         ("off", "on"),

@@ -10,6 +10,7 @@ import pytest
 from test_bench import BENCH, CountingDevice, specs, staged
 
 from mnnrepro.design import Design
+from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json
 from mnnrepro.runs.benchmark import STEPS, run_schedule
 from mnnrepro.runs.precision import StoppingRule, row_state, verdict_stop, verdict_thresholds
@@ -52,18 +53,22 @@ def test_its_coverage_holds_at_every_look():
     assert anytime_miss.mean() <= 0.05 < 0.2 < t_miss.mean()
 
 
-ON = {
-    "engine": "sme2-on",
-    "kind": "build",
-    "target_arch": "aarch64",
-    "sme2": {"sme2_kernel_count": 14},
-}
-OFF = {
-    "engine": "sme2-off",
-    "kind": "build",
-    "target_arch": "aarch64",
-    "sme2": {"sme2_kernel_count": 0},
-}
+ON = EngineRecord.of(
+    {
+        "engine": "sme2-on",
+        "kind": "build",
+        "target_arch": "aarch64",
+        "sme2": {"sme2_kernel_count": 14},
+    }
+)
+OFF = EngineRecord.of(
+    {
+        "engine": "sme2-off",
+        "kind": "build",
+        "target_arch": "aarch64",
+        "sme2": {"sme2_kernel_count": 0},
+    }
+)
 VARIANTS = {
     "off": {"engine": "sme2-off"},
     "on": {"engine": "sme2-on"},
@@ -90,7 +95,7 @@ def test_each_row_is_settled_by_the_thresholds_of_its_own_verdict():
     assert phone["off/on prefill>decode"] == [1.0]  # the mechanism check
     old = verdict_thresholds(DESIGN, engines, {"device": "p", "sme2": False})
     assert old["off/on prefill"] == pytest.approx([0.9])  # the fallback check's floor
-    host = {**ON, "target_arch": "x86_64", "sme2": {"sme2_kernel_count": 0}}
+    host = EngineRecord.of({**ON, "target_arch": "x86_64", "sme2": {"sme2_kernel_count": 0}})
     equal = verdict_thresholds(DESIGN, {"sme2-on": host, "sme2-off": OFF}, {})
     assert equal["off/on decode"] == pytest.approx([0.9, 1.1])  # the equality band
     unclaimed = verdict_thresholds(

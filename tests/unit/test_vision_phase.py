@@ -17,6 +17,7 @@ from pathlib import Path
 from conftest import SHORT_BENCH
 
 from mnnrepro.devices.local import LocalDevice
+from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import file_table, read_json, sha256_file
 from mnnrepro.runs.benchmark import run_schedule, variant_specs
 from mnnrepro.runs.raw_files import measurement_key
@@ -71,7 +72,9 @@ def test_a_builds_benchmark_asks_the_images_through_mnn_vision_after_llm_bench(t
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"llm_model": "llm.mnn"}))
     (model / "llm_config.json").write_text(json.dumps({"image_pad": 474, "is_visual": True}))
-    specs = variant_specs({"a": {"engine": "e", "runtime": {"thread_num": 1}}}, {"e": record}, "0")
+    specs = variant_specs(
+        {"a": {"engine": "e", "runtime": {"thread_num": 1}}}, {"e": EngineRecord.of(record)}, "0"
+    )
     device = LocalDevice("host")
     try:
         receipt = push_receipt(device, {"mnn": str(model)}, "m", {"e": bin_dir}, {"e": tool_dir})
@@ -105,7 +108,7 @@ def test_a_builds_benchmark_asks_the_images_through_mnn_vision_after_llm_bench(t
     assert step["tool"]["command"]["env"] == {"LD_LIBRARY_PATH": receipt["engines"]["e"]}
     # the image set and the tool are part of what the measurement is: another image, or
     # another mnn_vision, measures again
-    measured = measured_vision(bench, record)
+    measured = measured_vision(bench, EngineRecord.of(record))
     assert measured["images"] == [sha256_file(IMAGE)]
     assert measured["tool_sha256"] == sha256_file(tool_dir / "mnn_vision")
     assert raw["plan_key"] == key_of(specs["a"], bench)

@@ -1,10 +1,10 @@
-from mnnrepro.engines.registry import kind_of_record
+from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
 
 log = log_to(snakemake.log[0])
-engine = read_json(snakemake.input.build)
-record = kind_of_record(engine).build_gate_tool(
+engine = EngineRecord.of(read_json(snakemake.input.build))
+record = engine.kind.build_gate_tool(
     engine,
     read_json(snakemake.input.source),
     snakemake.input.bin,

@@ -1,19 +1,19 @@
 from mnnrepro.analysis.attribution import read_profiles
 from mnnrepro.analysis.validity import check
 from mnnrepro.design import Design
+from mnnrepro.engines.records import engine_records
 from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
 from mnnrepro.records import read_record
 
 log_to(snakemake.log[0])
-engines = {e["engine"]: e for e in (read_record(p, "engine") for p in snakemake.input.engines)}
 result = check(
     read_record(snakemake.input.greedy, "greedy"),
     read_record(snakemake.input.facts, "device_facts"),
     snakemake.wildcards.model,
     Design.of(snakemake.params.design),
     snakemake.params.correctness,
-    engines,
+    engine_records(snakemake.input.engines),
     snakemake.params.variants,
     read_profiles(snakemake.input.profiles) if snakemake.input.profiles else None,
     snakemake.params.attribution,

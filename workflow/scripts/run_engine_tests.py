@@ -1,4 +1,4 @@
-from mnnrepro.engines.registry import kind_of_record
+from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
 from mnnrepro.records import read_record
@@ -7,8 +7,8 @@ from mnnrepro.runs.on_device import on_device
 from mnnrepro.runs.staging import stage_engine
 
 log = log_to(snakemake.log[0])
-record = read_record(snakemake.input.record, "engine")
-suite, reason = kind_of_record(record).test_suite(record)
+record = EngineRecord.of(read_record(snakemake.input.record, "engine"))
+suite, reason = record.kind.test_suite(record)
 if suite is None:  # nothing to run: the device is not asked
     result = without_suite(snakemake.wildcards.device, record, reason)
 else:

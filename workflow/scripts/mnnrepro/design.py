@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from mnnrepro.config import with_schema_defaults
 from mnnrepro.repetitions import Repetitions
-from mnnrepro.stats import PHASES
 
 SECTIONS = ("comparison", "stats", "bench")
 
@@ -102,9 +101,3 @@ class Design:
     def sweep_repetitions(self) -> Repetitions:
         """`bench.sweep.repetitions`, else the main point's."""
         return Repetitions.of(self.sweep.get("repetitions", self.bench.get("repetitions", 0)))
-
-    @property
-    def family_size(self) -> int:
-        """How many rows share the level: every compared pair's in prefill and decode with
-        `stats.familywise`, else 1 (the level is per row)."""
-        return len(PHASES) * len(self.comparison.pairs) if self.stats.get("familywise") else 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from mnnrepro.errors import DataError
@@ -47,13 +48,22 @@ def file_table(root: str | os.PathLike) -> list[dict]:
     return rows
 
 
+def plain(value):
+    """JSON's default for a read-only record type (a Mapping, e.g. engines.registry's
+    EngineRecord): written as the mapping it holds."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 def write_json(path: str | os.PathLike, payload) -> None:
     """Write JSON atomically: a reader never sees a half-written file under the final name."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.part-{os.getpid()}")
     tmp.write_text(
-        json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+        json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False, default=plain) + "\n",
+        encoding="utf-8",
     )
     os.replace(tmp, path)
 

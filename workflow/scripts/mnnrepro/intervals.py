@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mnnrepro.repetitions import Repetitions
-from mnnrepro.stats import log_ratio_interval, sequential_t_level
+from mnnrepro.stats import PHASES, log_ratio_interval, sequential_t_level
 
 if TYPE_CHECKING:
     from mnnrepro.design import Design
@@ -48,12 +48,18 @@ def run_intervals(stats_cfg: dict, repetitions, family: int = 1) -> tuple[dict, 
     }, None
 
 
+def family_size(design: Design) -> int:
+    """How many rows share the level: every compared pair's in prefill and decode with
+    `stats.familywise`, else 1 (the level is per row)."""
+    return len(PHASES) * len(design.comparison.pairs) if design.stats.get("familywise") else 1
+
+
 def experiment_intervals(design: Design, repetitions=None) -> tuple[dict, int | None]:
     """run_intervals for an experiment (its `bench.repetitions` unless given; its level shared
-    over its judged pairs' rows with `stats.familywise`: Design.family_size)."""
+    over its judged pairs' rows with `stats.familywise`: family_size)."""
     if repetitions is None:
         repetitions = design.repetitions
-    return run_intervals(design.stats, repetitions, design.family_size)
+    return run_intervals(design.stats, repetitions, family_size(design))
 
 
 def interval_name(stats_cfg: dict, df: int | None) -> str:

@@ -19,7 +19,6 @@ from pathlib import Path
 import pandas as pd
 
 from mnnrepro.engines.pairs import Pair
-from mnnrepro.engines.registry import kind_of_record
 from mnnrepro.files import read_json
 from mnnrepro.stats import PHASES
 from mnnrepro.toolchain.kernels import SME2_SYMBOL
@@ -125,7 +124,7 @@ def execution_checks(
     baseline's profiled phases (the image questions' included), and every engine library's
     symbols resolved. profiles: (variant, phase) -> profile."""
     treat = engines[pair.treatment_engine]
-    kind = kind_of_record(treat)
+    kind = treat.kind
     base_variant, treat_variant = names = pair.names
     missing = [f"{v} {p}" for v in names for p in PHASES if (v, p) not in profiles]
     if missing:

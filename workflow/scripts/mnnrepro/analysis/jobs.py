@@ -30,6 +30,7 @@ def write_summary(job, mapper) -> None:
     from mnnrepro.analysis.summary import summarize, summary_document
     from mnnrepro.analysis.tables import BENCH_COLUMNS, bench_table_from
     from mnnrepro.engines.pairs import Pair, device_modes
+    from mnnrepro.engines.records import engine_records
 
     given, params = job.input, job.params
     design = Design.of(params.design)
@@ -38,7 +39,7 @@ def write_summary(job, mapper) -> None:
     table = read_table(given.table, BENCH_COLUMNS, DERIVE_AGAIN)
     validity = records_of(given.validity, "validity", lambda v: (v["device"], v["model"]))
     facts = records_of(given.facts, "device_facts", lambda f: f["device"])
-    engines = records_of(given.engines, "engine", lambda e: e["engine"])
+    engines = engine_records(given.engines)
     indexes = [read_record(p, "run_index") for p in given.runs]
     stopping = {(i["device"], i["model"]): i.get("stopping") for i in indexes}
     modes = device_modes(Pair.compared(design), engines, facts)

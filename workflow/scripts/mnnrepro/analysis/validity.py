@@ -8,7 +8,6 @@ from mnnrepro.analysis.engine_tests import engine_tests_check
 from mnnrepro.design import Design
 from mnnrepro.engines.base import supported_features
 from mnnrepro.engines.pairs import Pair
-from mnnrepro.engines.registry import kind_of_record
 
 
 def correctness_check(greedy: dict, pair: tuple[str, str], correctness: dict) -> dict:
@@ -87,9 +86,9 @@ def kernel_checks(
     base_variant, treat_variant = pair
     base = engines[variants[base_variant]["engine"]]
     treat = engines[variants[treat_variant]["engine"]]
-    if kind_of_record(treat).sme_switch:
+    if treat.kind.sme_switch:
         return switch_checks(greedy, pair, base, treat, variants, facts)
-    if not any(kind_of_record(r).carries_sme2_kernels(r) for r in (base, treat)):
+    if not any(r.kind.carries_sme2_kernels(r) for r in (base, treat)):
         return []  # e.g. prebuilt engines: the comparison is not about kernels of their own
     checks, final = static_kernel_checks(greedy, pair, base, treat, variants)
     if final:  # SME2 cannot exist for these builds: nothing can run either
@@ -130,7 +129,7 @@ def static_kernel_checks(greedy, pair, base: dict, treat: dict, variants: dict):
                 "details": {"line": line, "env": variants[base_variant].get("env", {})},
             }
         )
-    elif kind_of_record(treat).sme2_impossible(treat):
+    elif treat.kind.sme2_impossible(treat):
         differ = differing_files(base, treat)
         same = "are byte-identical" if not differ else f"differ in {differ}"
         checks.append(
@@ -168,7 +167,7 @@ def switch_checks(
     """An engine whose SME kernels are switched off at run time (llama.cpp's KleidiAI kernels,
     `GGML_KLEIDIAI_SME=0`): one binary, the switch set in the baseline only, the kernels in the
     build where SME2 can exist, and on an SME2 device the engine saying which it chose."""
-    kind = kind_of_record(treat)
+    kind = treat.kind
     base_variant, treat_variant = pair
     env = {v: variants[v].get("env", {}).get(kind.sme_switch) for v in pair}
     count = treat.get("sme", {}).get("kleidiai_sme_function_count", 0)
@@ -230,7 +229,7 @@ def vector_length_check(
     written for: the gate's verdict there is explained before it is read. An engine that
     itself declines SME2 there (its feature line, runtime_line, says `sme2: 0`, as MNN with
     patches/mnn-sme2-vector-length.patch does) does not run them: that passes."""
-    supported = kind_of_record(treat).sme2_vector_lengths_bits
+    supported = treat.kind.sme2_vector_lengths_bits
     bits = device_vector_length_bits(facts)
     if not facts.get("sme2") or not supported or bits is None:
         return []

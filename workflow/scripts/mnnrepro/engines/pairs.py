@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mnnrepro.engines.registry import kind_of_record
+from mnnrepro.engines.registry import EngineRecord
 
 if TYPE_CHECKING:
     from mnnrepro.design import Design
@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 CLAIM, FALLBACK, EQUAL = "claim", "fallback", "equal"
 
 
-def needs_sme2(engine_record: dict) -> bool:
-    return kind_of_record(engine_record).needs_sme2(engine_record)
+def needs_sme2(engine_record: EngineRecord) -> bool:
+    return engine_record.kind.needs_sme2(engine_record)
 
 
 @dataclass(frozen=True)
@@ -56,16 +56,16 @@ class Pair:
         aa = [cls("comparison.aa_control", comparison.baseline, again)] if again else []
         return [*cls.compared(design), *aa]
 
-    def runs_sme2_on(self, engines: dict[str, dict], facts: dict) -> bool:
+    def runs_sme2_on(self, engines: dict[str, EngineRecord], facts: dict) -> bool:
         """Whether the treatment's SME2 kernels should run on this device: it needs SME2 and
         the device has it (what the profile's check of what ran expects)."""
         return bool(facts.get("sme2")) and needs_sme2(engines[self.treatment_engine])
 
-    def mode_on(self, engines: dict[str, dict], facts: dict) -> str:
+    def mode_on(self, engines: dict[str, EngineRecord], facts: dict) -> str:
         """CLAIM, FALLBACK or EQUAL on this device; raises early where the comparison cannot
         hold (engines: the engine records by name; facts: the device's)."""
         treatment = engines[self.treatment_engine]
-        if kind_of_record(treatment).sme2_impossible(treatment):
+        if treatment.kind.sme2_impossible(treatment):
             return EQUAL
         if not needs_sme2(treatment) or facts.get("sme2"):
             return CLAIM
@@ -80,6 +80,8 @@ class Pair:
         )
 
 
-def device_modes(pairs: list[Pair], engines: dict[str, dict], facts: dict[str, dict]) -> dict:
+def device_modes(
+    pairs: list[Pair], engines: dict[str, EngineRecord], facts: dict[str, dict]
+) -> dict:
     """(pair's variant names, device) -> its mode, for every pair on every device."""
     return {(p.names, name): p.mode_on(engines, f) for p in pairs for name, f in facts.items()}

@@ -1,6 +1,9 @@
-"""Every engine kind, and the kind of a config entry or an engine record."""
+"""Every engine kind, the kind of a config entry, and an engine record with its kind."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 from mnnrepro.engines.base import EngineKind
 from mnnrepro.engines.llamacpp import LlamaCppEngine
@@ -10,12 +13,37 @@ from mnnrepro.engines.prebuilt import PrebuiltEngine
 KINDS: tuple[type[EngineKind], ...] = (PrebuiltEngine, BuiltEngine, LlamaCppEngine)
 
 
-def kind_of_record(record: dict) -> type[EngineKind]:
+def kind_of_record(record: Mapping) -> type[EngineKind]:
     """The kind of an engine record (engine.json / build.json: its `kind`)."""
     for kind in KINDS:
         if kind.kind == record.get("kind"):
             return kind
     raise ValueError(f"engine record of unknown kind {record.get('kind')!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class EngineRecord(Mapping):
+    """An engine record (engine.json / build.json) as read, its kind a field, looked up once
+    where it is read (EngineRecord.of; engines/records.engine_records); read-only as the
+    mapping it was written as, and written back as that mapping (files.plain)."""
+
+    kind: type[EngineKind]
+    fields: Mapping
+
+    @classmethod
+    def of(cls, fields: Mapping) -> EngineRecord:
+        if isinstance(fields, EngineRecord):
+            return fields
+        return cls(kind_of_record(fields), fields)
+
+    def __getitem__(self, key):
+        return self.fields[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self.fields)
+
+    def __len__(self) -> int:
+        return len(self.fields)
 
 
 def kind_of_spec(spec: dict) -> type[EngineKind]:
@@ -26,9 +54,9 @@ def kind_of_spec(spec: dict) -> type[EngineKind]:
     raise ValueError(f"engine config {sorted(spec)} names no engine kind")
 
 
-def engine_for(record: dict, receipt: dict) -> EngineKind:
+def engine_for(record: EngineRecord, receipt: dict) -> EngineKind:
     """The engine a record describes, ready to run on the device of a push receipt."""
-    return kind_of_record(record)(record, receipt)
+    return record.kind(record, receipt)
 
 
 def kind_of_tree(tree: str) -> type[EngineKind]:

@@ -19,7 +19,7 @@ from mnnrepro.design import Design
 from mnnrepro.devices.base import Device
 from mnnrepro.devices.power import PowerReader
 from mnnrepro.engines.base import BenchError, command_record
-from mnnrepro.engines.registry import engine_for, kind_of_record
+from mnnrepro.engines.registry import engine_for
 from mnnrepro.files import read_json, sha256_file, write_json
 from mnnrepro.repetitions import Repetitions
 from mnnrepro.runs.gates import quiet_gate, thermal_gate
@@ -294,7 +294,7 @@ def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str
             "runtime": with_runtime_defaults(variant.get("runtime", {})),
             "env": variant.get("env", {}),
             "model_manifest_sha256": manifest_sha256,
-            **(runner if kind_of_record(engines[variant["engine"]]).runs_through_runner else {}),
+            **(runner if engines[variant["engine"]].kind.runs_through_runner else {}),
         }
         for name, variant in variants.items()
     }
@@ -308,6 +308,7 @@ def run_plan_for_rule(
     and for a run that stops on its verdict the rows' thresholds on this device (facts: the
     device's facts record; precision.verdict_thresholds)."""
     from mnnrepro.engines.pairs import Pair
+    from mnnrepro.intervals import family_size
     from mnnrepro.runs.schedule import interleaved
 
     engines, bench, variants = job.engines(), job.bench, job.variants
@@ -319,7 +320,7 @@ def run_plan_for_rule(
     rows = None
     if repetitions.stops_on_verdict:
         rows = verdict_thresholds(design, engines, read_json(facts))
-        stats = {**stats, "family": design.family_size}
+        stats = {**stats, "family": family_size(design)}
 
     def stop(records, blocks):
         cooldown = bench.get("cooldown_s", 0.0)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from mnnrepro.config import refuse
 from mnnrepro.design import Design
 from mnnrepro.engines.pairs import Pair
+from mnnrepro.engines.records import engine_records
 from mnnrepro.engines.registry import unread_settings
 from mnnrepro.files import read_json
 from mnnrepro.runs.greedy import forced_plan, gate_prompts, label_answers, run_greedy
@@ -48,7 +49,7 @@ class GateJob:
         return cls(
             job.wildcards.device, params.device, params.correctness, params.variants,
             Design.of(params.design), read_json(given.receipt),
-            {r["engine"]: r for r in map(read_json, given.engines)},
+            engine_records(given.engines),
             {t["engine"]: t for t in map(read_json, given.gate_tools)},
             read_json(given.facts), reads_images(given.manifest, params.model_formats),
             list(zip(params.image_names, given.images, strict=True)), params.timeout_s,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json, sha256_file
 from mnnrepro.runs.vision import vision_phase_images
 
@@ -49,7 +50,7 @@ class DeviceJob:
     @cached_property
     def records(self) -> dict[str, dict]:
         """Record path -> the engine record it holds, read once."""
-        return {path: read_json(path) for path in self.engine_records}
+        return {path: EngineRecord.of(read_json(path)) for path in self.engine_records}
 
     def engines(self) -> dict[str, dict]:
         """Engine name -> its record."""

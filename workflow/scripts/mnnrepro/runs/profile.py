@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mnnrepro.devices.profilers import ProfilerError
 from mnnrepro.engines.base import command_record
-from mnnrepro.engines.registry import engine_for, kind_of_record
+from mnnrepro.engines.registry import engine_for
 from mnnrepro.files import read_json, write_json
 from mnnrepro.runs.benchmark import variant_specs
 from mnnrepro.runs.job import DeviceJob
@@ -79,7 +79,7 @@ def profile_one(device, variant, phase, spec, receipt, bench, attribution, path,
     """One profiled invocation of variant in phase (bench: that phase's settings), written to
     path; kept when path holds a profile of the same measurement."""
     record = spec["engine"]
-    kind = kind_of_record(record)
+    kind = record.kind
     key = profile_key(device, spec, bench, attribution)
     entry = {"variant": variant, "phase": phase, "path": str(path)}
     if path.is_file() and read_json(path).get("profile_key") == key:

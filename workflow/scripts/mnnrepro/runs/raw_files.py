@@ -10,25 +10,28 @@ import logging
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mnnrepro.engines.registry import kind_of_record
-from mnnrepro.files import read_json, sha256_file, sha256_text
+from mnnrepro.files import plain, read_json, sha256_file, sha256_text
 from mnnrepro.runs.schedule import Invocation
+
+if TYPE_CHECKING:
+    from mnnrepro.engines.registry import EngineRecord
 
 log = logging.getLogger(__name__)
 
 
 def plan_key(spec: dict) -> str:
     """Identity of one variant's measurement: changes whenever what it measures changes."""
-    return sha256_text(json.dumps(spec, sort_keys=True))
+    return sha256_text(json.dumps(spec, sort_keys=True, default=plain))
 
 
-def engine_identity(record: dict) -> dict:
+def engine_identity(record: EngineRecord) -> dict:
     """What of an engine a measurement depends on: its kind, its pin or its build definition
     (platform, flags, source commit), and the content of every file it runs. Not where it
     was built, when, or how long it took: a rebuild of the same inputs keeps every
     measurement, a changed artifact measures again."""
-    return kind_of_record(record).identity(record)
+    return record.kind.identity(record)
 
 
 def measurement_key(spec: dict, measured: dict) -> str:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from mnnrepro.devices.base import Device
-from mnnrepro.engines.registry import kind_of_record
+from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import sha256_file
 from mnnrepro.models.formats import FORMATS
 
@@ -82,10 +82,10 @@ def check_receipt(device: Device, receipt: dict) -> None:
     device.verify({f["device_path"]: f["sha256"] for f in receipt["files"]})
 
 
-def engine_files(record: dict, receipt: dict) -> dict[str, str]:
+def engine_files(record: EngineRecord, receipt: dict) -> dict[str, str]:
     """Device path -> sha256 of the files one engine runs from, re-verified before each run:
     its kind's, and the prebuilt runner where the kind runs through it."""
-    kind = kind_of_record(record)
+    kind = record.kind
     files = kind.device_files(record, receipt)
     if kind.runs_through_runner:
         files[receipt["runner"]] = sha256_file(RUNNER)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 
-from mnnrepro.engines.registry import kind_of_record
 from mnnrepro.errors import DataError
 from mnnrepro.models.formats import FORMATS
 from mnnrepro.records import HINTS, read_record
@@ -56,7 +55,7 @@ def measured_vision(bench: dict, engine_record: dict) -> dict | None:
     content and, for a kind that asks them with a tool of its own (EngineKind.vision_tool),
     that tool by content; None for an engine that does not ask them, or no image set."""
     vision = bench.get("vision_set")
-    kind = kind_of_record(engine_record)
+    kind = engine_record.kind
     if not vision or not kind.takes_images:
         return None
     measured = {"text": vision["text"], "images": [i["sha256"] for i in vision["images"]]}
