@@ -233,7 +233,9 @@ class Stream:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.conn.send(message(A_CLSE, self.local_id, self.remote_id))
+            # a connection the fault matrix cut (a reboot, a lost transport) has no one to tell
+            with contextlib.suppress(OSError):
+                self.conn.send(message(A_CLSE, self.local_id, self.remote_id))
 
 
 class Connection:

@@ -136,13 +136,14 @@ def profiles_of(program: Path, runs: dict[str, tuple[str, ...]]) -> dict:
 ATTRIBUTION = {"min_sme2_share": 0.01, "max_unresolved_share": 0.2}
 VARIANTS = {"off": {"engine": "off"}, "on": {"engine": "on"}}
 ENGINES = {"off": build_record("off"), "on": build_record("on")}
-PAIR = Pair.compared(
-    Design.of({"comparison": {"baseline": "off", "treatment": "on"}, "variants": VARIANTS})
-)[0]
+# on a device without SME2 the pair is a fallback check (no SME2 kernels expected to run)
+COMPARISON = {"baseline": "off", "treatment": "on", "on_non_sme2_device": "fallback-check"}
+PAIR = Pair.compared(Design.of({"comparison": COMPARISON, "variants": VARIANTS}))[0]
 
 
 def sme2_check(profiles: dict, facts: dict) -> dict:
-    checks = execution_checks(profiles, PAIR, ENGINES, facts, ATTRIBUTION)
+    mode = PAIR.mode_on(ENGINES, {"device": "d", **facts})
+    checks = execution_checks(profiles, PAIR, ENGINES, mode, ATTRIBUTION)
     return {c["name"].split(" (")[0]: c for c in checks}
 
 
@@ -340,7 +341,8 @@ COUNTED = {**ATTRIBUTION, "min_sme2_blocks": 1}  # QEMU's profiles: executed blo
 
 def kernels_ran(profiles: dict, facts: dict) -> dict:
     """The pair (off, on)'s check "SME2 kernels ran ...", judged on executed blocks."""
-    checks = execution_checks(profiles, PAIR, ENGINES, facts, COUNTED)
+    mode = PAIR.mode_on(ENGINES, {"device": "d", **facts})
+    checks = execution_checks(profiles, PAIR, ENGINES, mode, COUNTED)
     return next(c for c in checks if c["name"].startswith("SME2 kernels ran"))
 
 

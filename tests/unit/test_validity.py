@@ -11,7 +11,7 @@ from mnnrepro.analysis import verdict as vd
 from mnnrepro.analysis.summary import summarize
 from mnnrepro.analysis.validity import check, kernel_checks
 from mnnrepro.design import Design
-from mnnrepro.engines.pairs import Pair, device_modes
+from mnnrepro.engines.pairs import Pair, device_modes, modes_of, modes_record
 from mnnrepro.engines.registry import EngineRecord
 
 ON = EngineRecord.of({"engine": "sme2-on", "kind": "build", "sme2": {"sme2_kernel_count": 14}})
@@ -104,7 +104,7 @@ def table(gains, device="x300"):
 
 def claimed(bench: pd.DataFrame, config: dict) -> dict:
     """Every compared pair judged against its claim on every device of bench: the mode these
-    tests choose (engines.pairs.device_modes decides it from records and facts in a run)."""
+    tests choose (engines.pairs.modes_record decides it from records and facts in a run)."""
     pairs = Pair.compared(Design.of(config))
     return {(p.names, device): "claim" for p in pairs for device in bench["device"].unique()}
 
@@ -120,8 +120,8 @@ CONFIG = {
 def test_device_matrix_judges_a_non_sme2_device_by_no_regression():
     facts = {"x300": SME2_PHONE, "d9400": OLD_PHONE}
     config = {**CONFIG, "comparison": {**COMPARISON, "on_non_sme2_device": "fallback-check"}}
-    pairs = Pair.compared(Design.of(config))
-    modes = device_modes(pairs, {"sme2-on": ON, "sme2-off": OFF}, facts)
+    engines = {"sme2-on": ON, "sme2-off": OFF}
+    modes = device_modes([modes_record(Design.of(config), engines, f) for f in facts.values()])
     assert modes == {(("off", "on"), "x300"): "claim", (("off", "on"), "d9400"): "fallback"}
     bench = pd.concat(
         [table({"prefill": 0.8, "decode": 0.1}), table({"prefill": 0.0, "decode": 0.0}, "d9400")]
@@ -148,6 +148,7 @@ def test_broken_variant_is_invalid_with_the_reason(tiny_model, workflow_model, t
         {"device": "host"},
         "m",
         Design.of({"comparison": COMPARISON, "variants": VARIANTS}),
+        {},  # no profiles: no check asks a pair's mode
         {"min_agreement": 1.0},
         engines,
         VARIANTS,
@@ -209,7 +210,8 @@ def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
     assert [c["passed"] for c in checks] == [True]
     assert "SME2 absent on x86_64" in checks[0]["name"]
     assert "artifacts are byte-identical" in checks[0]["evidence"]
-    modes = device_modes(Pair.compared(Design.of(CONFIG)), engines, {"host": X86_HOST})
+    on_host = modes_record(Design.of(CONFIG), engines, X86_HOST)
+    modes = device_modes([on_host])
     same = summarize(
         table({"prefill": 0.0, "decode": 0.01}, "host"),
         {
@@ -218,6 +220,7 @@ def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
                 X86_HOST,
                 "m",
                 Design.of({"comparison": COMPARISON, "variants": VARIANTS}),
+                modes_of(on_host),
                 {"min_agreement": 1.0},
                 engines,
                 VARIANTS,
@@ -291,6 +294,7 @@ def test_every_pair_of_comparison_also_is_judged_with_its_own_checks():
         SME2_PHONE,
         "m",
         Design.of({"comparison": comparison, "variants": MASK_VARIANTS}),
+        modes_of(modes_record(Design.of(config), {"sme2-on": ON, "sme2-off": OFF}, SME2_PHONE)),
         {"min_agreement": 1.0},
         {"sme2-on": ON, "sme2-off": OFF},
         MASK_VARIANTS,
@@ -355,7 +359,7 @@ def test_firmware_that_changes_mid_experiment_makes_the_pair_invalid():
 
 def test_a_pair_without_a_mode_on_a_device_is_never_judged_as_if_claimed():
     """How a pair is judged on a device is decided from its records and facts
-    (engines.pairs.device_modes); a mode that was not decided stops the summary."""
+    (engines.pairs.modes_record); a mode that was not decided stops the summary."""
     bench = table({"prefill": 0.8, "decode": 0.1})
     checks = {("x300", "m"): {"checks": []}}
     with pytest.raises(ValueError, match=r"no mode for pair \('off', 'on'\) on device x300"):

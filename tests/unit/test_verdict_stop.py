@@ -10,6 +10,7 @@ import pytest
 from test_bench import BENCH, CountingDevice, specs, staged
 
 from mnnrepro.design import Design
+from mnnrepro.engines.pairs import modes_of, modes_record
 from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json
 from mnnrepro.runs.benchmark import STEPS, run_schedule
@@ -86,22 +87,28 @@ COMPARISON = {
 DESIGN = Design.of({"comparison": COMPARISON, "variants": VARIANTS})
 
 
+def thresholds(design, engines, facts) -> dict:
+    """The verdict thresholds of the pairs' modes on a device, as the workflow decides them
+    (engines.pairs.modes_record, rule decide_pair_modes)."""
+    return verdict_thresholds(design, modes_of(modes_record(design, engines, facts)))
+
+
 def test_each_row_is_settled_by_the_thresholds_of_its_own_verdict():
     engines = {"sme2-on": ON, "sme2-off": OFF}
-    phone = verdict_thresholds(DESIGN, engines, {"device": "p", "sme2": True})
+    phone = thresholds(DESIGN, engines, {"device": "p", "sme2": True})
     assert phone["off/on prefill"] == pytest.approx([1.71, 1.91])  # the claim band
     assert phone["off/on decode"] == pytest.approx([1.03, 1.23])
     assert phone["off/off-again prefill"] == pytest.approx([1 / 1.05, 1.05])  # the A/A margin
     assert phone["off/on prefill>decode"] == [1.0]  # the mechanism check
-    old = verdict_thresholds(DESIGN, engines, {"device": "p", "sme2": False})
+    old = thresholds(DESIGN, engines, {"device": "p", "sme2": False})
     assert old["off/on prefill"] == pytest.approx([0.9])  # the fallback check's floor
     host = EngineRecord.of({**ON, "target_arch": "x86_64", "sme2": {"sme2_kernel_count": 0}})
-    equal = verdict_thresholds(DESIGN, {"sme2-on": host, "sme2-off": OFF}, {})
+    equal = thresholds(DESIGN, {"sme2-on": host, "sme2-off": OFF}, {"device": "h"})
     assert equal["off/on decode"] == pytest.approx([0.9, 1.1])  # the equality band
-    unclaimed = verdict_thresholds(
+    unclaimed = thresholds(
         Design.of({"comparison": {**COMPARISON, "claims": {}}, "variants": VARIANTS}),
         engines,
-        {"sme2": True},
+        {"device": "p", "sme2": True},
     )
     assert unclaimed["off/on prefill"] is None  # settled by precision
 

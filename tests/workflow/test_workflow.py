@@ -194,6 +194,7 @@ RULES = {
     "export_mnn_model",
     "describe_engine",
     "collect_device_facts",
+    "decide_pair_modes",
     "run_greedy",
     "run_bench",
     "check_validity",

@@ -8,10 +8,33 @@ TABLE_PARAMS = dict(
 STATISTICS_PARAMS = dict(**TABLE_PARAMS, design=PLAN.design_spec)
 
 
+# How each compared pair is judged on the device (claim, fallback check or equality),
+# decided once from its facts and the engines' records, before the gate runs anything there
+# (a replay derives them again from the archived facts and engine records).
+rule decide_pair_modes:
+    input:
+        facts="results/{experiment}/devices/{device}.json",
+        engines=PLAN.engine_files,
+    output:
+        modes="results/{experiment}/modes/{device}.json",
+    log:
+        "logs/decide_pair_modes/{experiment}/{device}.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        design=PLAN.design_spec,
+    message:
+        "How each compared pair is judged on device {wildcards.device}"
+    script:
+        "../scripts/decide_pair_modes.py"
+
+
 rule check_validity:
     input:
         greedy="results/{experiment}/greedy/{device}/{model}.json",
         facts="results/{experiment}/devices/{device}.json",
+        modes="results/{experiment}/modes/{device}.json",
         engines=PLAN.engine_files,
         profiles=PLAN.profile_index,
         engine_tests=PLAN.device_engine_tests,
@@ -108,8 +131,7 @@ rule compute_summary:
         table="results/{experiment}/bench.csv",
         runs=PLAN.run_indexes,
         validity=PLAN.validity_files,
-        facts=PLAN.device_facts,
-        engines=PLAN.engine_files,
+        modes=PLAN.pair_mode_files,  # how each pair is judged on each device
         kernels=PLAN.kernel_table,  # chained in summary.json for its plot
     output:
         table=report(

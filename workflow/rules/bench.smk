@@ -35,6 +35,7 @@ rule run_greedy:
         engines=PLAN.engine_files,
         gate_tools=PLAN.gate_tool_records,
         facts="results/{experiment}/devices/{device}.json",
+        modes="results/{experiment}/modes/{device}.json",  # refused there if one cannot hold
         userland=PLAN.userland,
         receipt="results/{experiment}/pushed/{device}/{model}.json",
         runner=PLAN.engine_runner,
@@ -71,6 +72,7 @@ BENCH_INPUTS = dict(
     engines=PLAN.engine_files,
     gate_tools=PLAN.gate_tool_records,  # the tool a kind asks the vision phase with is in its key
     facts="results/{experiment}/devices/{device}.json",
+    modes="results/{experiment}/modes/{device}.json",  # the rows a verdict stop judges
     userland=PLAN.userland,
     greedy="results/{experiment}/greedy/{device}/{model}.json",
     receipt="results/{experiment}/pushed/{device}/{model}.json",

@@ -33,6 +33,7 @@ HINTS = {
     "greedy": "delete it to run the correctness gate again",
     "device_facts": "delete it to collect the device facts again",
     "validity": "delete it to check validity again",
+    "pair_modes": "delete it to decide the pairs' modes on the device again",
     "engine": "delete it to describe or build the engine again",
     "model_manifest": "delete it to prepare the model again",
     "summary": "delete it to compute the summary again",

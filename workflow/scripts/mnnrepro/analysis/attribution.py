@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from mnnrepro.engines.pairs import Pair
+from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json
 from mnnrepro.stats import PHASES
 from mnnrepro.toolchain.kernels import SME2_SYMBOL
@@ -115,14 +116,15 @@ def sme2_share(profile: dict) -> tuple[int, float | None]:
 def execution_checks(
     profiles: dict[tuple[str, str], dict],
     pair: Pair,
-    engines: dict[str, dict],
-    facts: dict,
+    engines: dict[str, EngineRecord],
+    mode: str,
     attribution: dict,
 ) -> list[dict]:
     """The kernels that ran, per pair: the treatment's SME2 kernels in its prefill profile
-    (where the device has SME2 and the pair is about SME2 kernels), none in any of the
-    baseline's profiled phases (the image questions' included), and every engine library's
-    symbols resolved. profiles: (variant, phase) -> profile."""
+    (where the pair is judged against its claim and is about SME2 kernels: mode, the pair's
+    on the device, engines.pairs.modes_record), none in any of the baseline's profiled phases
+    (the image questions' included), and every engine library's symbols resolved. profiles:
+    (variant, phase) -> profile."""
     treat = engines[pair.treatment_engine]
     kind = treat.kind
     base_variant, treat_variant = names = pair.names
@@ -140,7 +142,7 @@ def execution_checks(
     checks = [resolution_check(profiles, names, attribution)]
     if not (kind.carries_sme2_kernels(treat) or kind.sme_switch):
         return checks  # e.g. the prebuilt wheel's thread pairs: not about SME2 kernels
-    checks.append(sme2_run_check(profiles, names, pair.runs_sme2_on(engines, facts), attribution))
+    checks.append(sme2_run_check(profiles, names, pair.runs_sme2(mode, engines), attribution))
     return checks
 
 
@@ -174,9 +176,9 @@ def resolution_check(profiles: dict, pair: tuple[str, str], attribution: dict) -
 def sme2_run_check(
     profiles: dict, pair: tuple[str, str], expect_sme2: bool, attribution: dict
 ) -> dict:
-    """The treatment's SME2 kernels carried its prefill (expect_sme2: the device has SME2
-    and the treatment needs it, engines.pairs.Pair.runs_sme2_on) and the baseline ran none,
-    in every phase profiled for both."""
+    """The treatment's SME2 kernels carried its prefill (expect_sme2: the pair is judged
+    against its claim and the treatment needs SME2, engines.pairs.Pair.runs_sme2) and the
+    baseline ran none, in every phase profiled for both."""
     base_variant, treat_variant = pair
     # every phase profiled for both variants: the image questions' too, where they were asked
     both = set.intersection(*({p for (v, p) in profiles if v == variant} for variant in pair))

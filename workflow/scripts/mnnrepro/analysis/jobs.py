@@ -29,8 +29,7 @@ def write_summary(job, mapper) -> None:
     archive.replay.raw_path_mapper) give."""
     from mnnrepro.analysis.summary import summarize, summary_document
     from mnnrepro.analysis.tables import BENCH_COLUMNS, bench_table_from
-    from mnnrepro.engines.pairs import Pair, device_modes
-    from mnnrepro.engines.records import engine_records
+    from mnnrepro.engines.pairs import device_modes
 
     given, params = job.input, job.params
     design = Design.of(params.design)
@@ -38,11 +37,9 @@ def write_summary(job, mapper) -> None:
     check_same_table(given.table, derived, "the raw records", DERIVE_AGAIN)
     table = read_table(given.table, BENCH_COLUMNS, DERIVE_AGAIN)
     validity = records_of(given.validity, "validity", lambda v: (v["device"], v["model"]))
-    facts = records_of(given.facts, "device_facts", lambda f: f["device"])
-    engines = engine_records(given.engines)
     indexes = [read_record(p, "run_index") for p in given.runs]
     stopping = {(i["device"], i["model"]): i.get("stopping") for i in indexes}
-    modes = device_modes(Pair.compared(design), engines, facts)
+    modes = device_modes([read_record(p, "pair_modes") for p in given.modes])
     summary = summarize(table, validity, design, modes, stopping)
     summary.to_csv(job.output.table, index=False)
     document = summary_document(summary, validity, design)

@@ -256,6 +256,7 @@ def check(
     facts: dict,
     model: str,
     design: Design,
+    modes: dict[tuple[str, str], str],
     correctness: dict,
     engines: dict[str, dict],
     variants: dict,
@@ -264,7 +265,8 @@ def check(
     engine_tests: dict[str, dict] | None = None,
 ) -> dict:
     """Every check of every compared pair (each check names its pair); with profiles (what
-    ran, analysis/attribution.py) also the kernels each pair executed; with engine_tests
+    ran, analysis/attribution.py) also the kernels each pair executed, as its mode on the
+    device asks (modes: engines.pairs.modes_of the device's pair modes); with engine_tests
     (engine -> its own tests' record on this device) that the treatment passes them."""
     by_phase = {(p["variant"], p["phase"]): p for p in profiles or []}
     checks = []
@@ -278,6 +280,6 @@ def check(
             *vector_length_check(names, engines[pair.treatment_engine], facts, line),
         ]
         if profiles is not None:
-            checks += execution_checks(by_phase, pair, engines, facts, attribution)
+            checks += execution_checks(by_phase, pair, engines, modes[names], attribution)
         checks += engine_tests_check(pair, engine_tests or {})
     return {"device": facts["device"], "model": model, "checks": checks}

@@ -56,10 +56,11 @@ class Pair:
         aa = [cls("comparison.aa_control", comparison.baseline, again)] if again else []
         return [*cls.compared(design), *aa]
 
-    def runs_sme2_on(self, engines: dict[str, EngineRecord], facts: dict) -> bool:
-        """Whether the treatment's SME2 kernels should run on this device: it needs SME2 and
-        the device has it (what the profile's check of what ran expects)."""
-        return bool(facts.get("sme2")) and needs_sme2(engines[self.treatment_engine])
+    def runs_sme2(self, mode: str, engines: dict[str, EngineRecord]) -> bool:
+        """Whether the treatment's SME2 kernels should run on a device where the pair has this
+        mode: judged against its claim, and the treatment needs SME2 (what the profile's
+        check of what ran expects)."""
+        return mode == CLAIM and needs_sme2(engines[self.treatment_engine])
 
     def mode_on(self, engines: dict[str, EngineRecord], facts: dict) -> str:
         """CLAIM, FALLBACK or EQUAL on this device; raises early where the comparison cannot
@@ -80,8 +81,26 @@ class Pair:
         )
 
 
-def device_modes(
-    pairs: list[Pair], engines: dict[str, EngineRecord], facts: dict[str, dict]
-) -> dict:
-    """(pair's variant names, device) -> its mode, for every pair on every device."""
-    return {(p.names, name): p.mode_on(engines, f) for p in pairs for name, f in facts.items()}
+def modes_record(design: Design, engines: dict[str, EngineRecord], facts: dict) -> dict:
+    """The pair modes of one device (rule decide_pair_modes): each compared pair's mode there
+    (Pair.mode_on), decided once, when the device's facts and the engines' records exist,
+    and read by the gate, the stopping rule, the validity checks and the summary (modes_of).
+    Raises where a comparison cannot hold on the device: before any run."""
+    return {
+        "device": facts["device"],
+        "modes": [
+            {"pair": p.key, "baseline": p.baseline, "treatment": p.treatment,
+             "mode": p.mode_on(engines, facts)}
+            for p in Pair.compared(design)
+        ],
+    }  # fmt: skip
+
+
+def modes_of(record: dict) -> dict[tuple[str, str], str]:
+    """(baseline, treatment) -> the pair's mode on the device of a pair modes record."""
+    return {(m["baseline"], m["treatment"]): m["mode"] for m in record["modes"]}
+
+
+def device_modes(records: list[dict]) -> dict[tuple[tuple[str, str], str], str]:
+    """(pair's variant names, device) -> its mode, from every device's pair modes record."""
+    return {(names, r["device"]): mode for r in records for names, mode in modes_of(r).items()}

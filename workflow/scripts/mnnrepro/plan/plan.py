@@ -289,6 +289,10 @@ class Plan(EngineInputs):
     def device_facts(self, wildcards=None) -> list[str]:
         return self.results("devices/{device}.json", device=self.devices)
 
+    def pair_mode_files(self, wildcards=None) -> list[str]:
+        """Every device's pair modes (rule decide_pair_modes): derived, never archived."""
+        return self.results("modes/{device}.json", device=self.devices)
+
     def phones_ready(self, wildcards=None) -> list:
         """What an engine build waits for: the facts of the experiment's phones, whose job
         refuses a phone not ready (locked, low battery, full, unauthorized) before any build

@@ -301,12 +301,12 @@ def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str
 
 
 def run_plan_for_rule(
-    job: DeviceJob, raw_dir: str, design: Design, remeasure: str = "", facts: str = ""
+    job: DeviceJob, raw_dir: str, design: Design, modes: dict, remeasure: str = ""
 ) -> dict:
     """The job's benchmark, resumable, in its interleaved schedule, its blocks chosen by its
     stopping rule (precision.stopping_decision): the judged pairs of the design at its level,
-    and for a run that stops on its verdict the rows' thresholds on this device (facts: the
-    device's facts record; precision.verdict_thresholds)."""
+    and for a run that stops on its verdict the rows' thresholds by the pairs' modes on this
+    device (engines.pairs.modes_of; precision.verdict_thresholds)."""
     from mnnrepro.engines.pairs import Pair
     from mnnrepro.intervals import family_size
     from mnnrepro.runs.schedule import interleaved
@@ -319,7 +319,7 @@ def run_plan_for_rule(
     stats = design.stats
     rows = None
     if repetitions.stops_on_verdict:
-        rows = verdict_thresholds(design, engines, read_json(facts))
+        rows = verdict_thresholds(design, modes)
         stats = {**stats, "family": family_size(design)}
 
     def stop(records, blocks):

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 from mnnrepro.config import refuse
 from mnnrepro.design import Design
-from mnnrepro.engines.pairs import Pair
+from mnnrepro.engines.pairs import Pair, modes_of
 from mnnrepro.engines.records import engine_records
 from mnnrepro.engines.registry import unread_settings
 from mnnrepro.files import read_json
+from mnnrepro.records import read_record
 from mnnrepro.runs.greedy import forced_plan, gate_prompts, label_answers, run_greedy
 from mnnrepro.runs.on_device import on_device, surviving
 from mnnrepro.runs.staging import stage_images
@@ -35,6 +36,7 @@ class GateJob:
     records: dict  # engine name -> its record
     tools: dict  # engine name -> its gate tool's record
     facts: dict
+    modes: dict  # (baseline, treatment) -> the pair's mode here (engines.pairs.modes_of)
     vision: bool  # the model takes images: the image prompts are asked too
     images: list  # (name as configured, local file)
     timeout_s: float
@@ -51,7 +53,8 @@ class GateJob:
             Design.of(params.design), read_json(given.receipt),
             engine_records(given.engines),
             {t["engine"]: t for t in map(read_json, given.gate_tools)},
-            read_json(given.facts), reads_images(given.manifest, params.model_formats),
+            read_json(given.facts), modes_of(read_record(given.modes, "pair_modes")),
+            reads_images(given.manifest, params.model_formats),
             list(zip(params.image_names, given.images, strict=True)), params.timeout_s,
             params.prompt_tokens, read_json(given.reference) if given.reference else None,
             params.emulation_reference,
@@ -60,9 +63,8 @@ class GateJob:
     def answers(self) -> dict:
         """Refuse what cannot hold, then the gate's answers on the device (a lost phone
         waited for, the gate asked again)."""
-        pairs = Pair.compared(self.design)
-        for pair in pairs:  # before any run: raises where the comparison cannot hold here
-            pair.mode_on(self.records, self.facts)
+        pairs = Pair.compared(self.design)  # their modes here decided (rule decide_pair_modes)
+        log.info("pair modes: %s", self.modes)
         unread = unread_settings(self.variants, self.records)  # a setting the engine ignores
         if unread:
             refuse(unread)

@@ -99,14 +99,12 @@ def judged_row_names(design: Design) -> list[str]:
     return [*names, row_name(*pairs[0], MECHANISM)]
 
 
-def verdict_thresholds(design: Design, engines: dict, facts: dict) -> dict:
+def verdict_thresholds(design: Design, modes: dict[tuple[str, str], str]) -> dict:
     """Row name (judged_row_names) -> the speedups (ratios) at which its verdict changes; None:
-    no claim, settled by precision. A compared pair's mode on this device is its own
-    (engines.pairs.Pair.mode_on); the A/A control's is its margin; the mechanism check's, 1."""
-    from mnnrepro.engines.pairs import Pair
-
+    no claim, settled by precision. A compared pair's by its mode on this device (modes:
+    engines.pairs.modes_of the device's pair modes); the A/A control's by its margin; the
+    mechanism check's, 1."""
     comparison = design.comparison
-    modes = {pair.names: pair.mode_on(engines, facts) for pair in Pair.compared(design)}
     margin = comparison.aa_margin
     rows = {}
     for name in judged_row_names(design):
