@@ -30,7 +30,7 @@ from mnnrepro.engines.registry import EngineRecord  # noqa: E402
 from mnnrepro.runs.benchmark import run_schedule, variant_specs  # noqa: E402
 from mnnrepro.runs.schedule import interleaved  # noqa: E402
 from mnnrepro.runs.staging import push_receipt  # noqa: E402
-from mnnrepro.stats import compare_phase  # noqa: E402
+from mnnrepro.stats import Interval, compare_phase  # noqa: E402
 from mnnrepro.toolchain.records import describe_prebuilt  # noqa: E402
 
 CANDIDATES = {
@@ -77,9 +77,7 @@ def measure(model_dir: str, base: dict, treat: dict, reps: int, seed: int):
     out = {}
     for phase in ("prefill", "decode"):
         part = table[table["phase"] == phase]
-        out[phase] = compare_phase(
-            part, "base", "treat", {"ci_level": 0.95, "target_half_width": 0.02, "seed": seed}
-        )
+        out[phase] = compare_phase(part, "base", "treat", Interval("t", 0.95, None, 0, seed), 0.02)
     return out, table
 
 

@@ -55,10 +55,12 @@ from provenance import write_results  # noqa: E402
 
 from mnnrepro import stats  # noqa: E402
 from mnnrepro.analysis.verdict import claim_verdict  # noqa: E402
-from mnnrepro.config import run_variants  # noqa: E402
+from mnnrepro.config import run_variants, with_schema_defaults  # noqa: E402
 from mnnrepro.design import Design  # noqa: E402
 from mnnrepro.devices.kinds import DEVICE_KINDS  # noqa: E402
+from mnnrepro.engines.pairs import modes_of, modes_record  # noqa: E402
 from mnnrepro.engines.registry import EngineRecord  # noqa: E402
+from mnnrepro.intervals import run_intervals  # noqa: E402
 from mnnrepro.plan.overview import last_affordable_look  # noqa: E402
 from mnnrepro.repetitions import Repetitions  # noqa: E402
 from mnnrepro.runs import precision  # noqa: E402
@@ -265,20 +267,32 @@ def true_ratios(config: dict, rows: dict, gains: dict) -> dict[str, float]:
     return out
 
 
+def thresholds_on(config: dict, engines: dict, facts: dict) -> dict:
+    """The judged rows' thresholds on a device with these facts, by the pairs' modes there as
+    the workflow decides them (engines.pairs.modes_record)."""
+    design = Design.of(config)
+    return precision.verdict_thresholds(design, modes_of(modes_record(design, engines, facts)))
+
+
+def workflow_rule(repetitions: dict, **stats_given) -> precision.StoppingRule:
+    """The workflow's stopping rule for these repetitions, on the interval it judges them on
+    (intervals.run_intervals: the `stats` section's defaults, 95 %, with stats_given)."""
+    section = with_schema_defaults(stats_given, "properties", "stats")
+    return precision.StoppingRule.of(repetitions, run_intervals(section, repetitions))
+
+
 def rules_of(repetitions: dict) -> dict[str, precision.StoppingRule]:
     """The workflow's rule and what it is compared with, on the same looks and budget: the
     same boundary assuming independent blocks, the anytime-valid interval (the boundary this
     workflow used before), and the plain Student t (what optional stopping costs it)."""
-    rule = precision.StoppingRule.of(repetitions, {"ci_level": 0.95})
+    rule = workflow_rule(repetitions)
 
     def kind(interval):
         return lambda logs, widen=False: stats.log_ratio_interval(logs, 0.95, interval)
 
     return {
         "workflow": rule,
-        "independent": precision.StoppingRule.of(
-            repetitions, {"ci_level": 0.95, "dependence": "assume-independent"}
-        ),
+        "independent": workflow_rule(repetitions, dependence="assume-independent"),
         "anytime": replace(rule, interval=kind("anytime"), check_dependence=False),
         "plain_t": replace(rule, interval=kind("t"), check_dependence=False),
     }
@@ -480,9 +494,7 @@ def quickstart_rule(runs: int, seed: int) -> dict:
     rule = config["bench"]["repetitions"]
     every_block = {k: v for k, v in rule.items() if k != "looks"}
     engines = {e: EngineRecord.of({"engine": e, "kind": "prebuilt"}) for e in config["engines"]}
-    rows = precision.verdict_thresholds(
-        Design.of(config), engines, {"device": "host", "sme2": False}
-    )
+    rows = thresholds_on(config, engines, {"device": "host", "sme2": False})
     mechanism = next(n for n in rows if precision.row_parts(n)[2] == precision.MECHANISM)
     noise, measured = measured_run(QUICKSTART_RUN)
     reference = config["comparison"]["reference_gains"]
@@ -497,7 +509,7 @@ def quickstart_rule(runs: int, seed: int) -> dict:
         ),
         ("the measured noise, equal gains (no mechanism)", noise, equal),
     ]
-    planned = precision.StoppingRule.of(rule, {"ci_level": 0.95})
+    planned = workflow_rule(rule)
     comparisons = (
         ("2 planned looks, calibrated", planned),
         (
@@ -511,7 +523,7 @@ def quickstart_rule(runs: int, seed: int) -> dict:
         (
             "anytime, every block",
             replace(
-                precision.StoppingRule.of(every_block, {"ci_level": 0.95}),
+                workflow_rule(every_block),
                 interval=lambda logs, widen=False: stats.log_ratio_interval(logs, 0.95, "anytime"),
                 check_dependence=False,
             ),
@@ -591,7 +603,7 @@ def replay(source: str, config: dict, records: list[dict], facts: dict, engines:
     would have stopped and whether each row's verdict there (on the rule's interval) equals
     the one the full run gave (all its blocks, fixed in advance: Student t)."""
     rule, rule_from = replay_rule(config["experiment"])
-    rows = precision.verdict_thresholds(Design.of(config), engines, facts)
+    rows = thresholds_on(config, engines, facts)
     ratios = {n: precision.block_log_ratios(records, n) for n in rows}
     total = min(r.size for r in ratios.values())
     out = {"source": source, "rule": rule, "rule_from": rule_from, "blocks_recorded": total}
@@ -600,7 +612,7 @@ def replay(source: str, config: dict, records: list[dict], facts: dict, engines:
         stop = precision.verdict_stop(
             {n: r[:blocks] for n, r in ratios.items()},
             rows,
-            precision.StoppingRule.of({**rule, "max": min(rule["max"], total)}, {"ci_level": 0.95}),
+            workflow_rule({**rule, "max": min(rule["max"], total)}),
             blocks,
             0.0,
         )
@@ -680,9 +692,7 @@ def main(argv: list[str] | None = None) -> int:
     engines = {
         e: EngineRecord.of({"engine": e, "kind": "prebuilt"}) for e in config["engines"]
     }  # claim mode
-    rows = precision.verdict_thresholds(
-        Design.of(config), engines, {"device": "phone", "sme2": True}
-    )
+    rows = thresholds_on(config, engines, {"device": "phone", "sme2": True})
     results = []
     comparison = config["comparison"]
     for i, s in enumerate(scenarios(comparison["claims"], comparison["tolerance"])):

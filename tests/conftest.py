@@ -484,6 +484,14 @@ PREBUILT_ENGINE = EngineRecord.of(
 )
 
 
+def design_stats(**given) -> dict:
+    """A `stats` section as a run's design holds it: given keys, the schema's defaults for the
+    rest (design.Design.of, the one place defaults are applied)."""
+    from mnnrepro.design import Design
+
+    return Design.of({"comparison": {"baseline": "a", "treatment": "b"}, "stats": given}).stats
+
+
 def two_variant_specs(runtime_a: dict | None = None) -> dict:
     """Variants `a` (1 thread, unless runtime_a) and `b` (2 threads) of the prebuilt engine."""
     from mnnrepro.runs.benchmark import variant_specs

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import PREBUILT_ENGINE, SHORT_BENCH, two_variant_specs
+from conftest import PREBUILT_ENGINE, SHORT_BENCH, design_stats, two_variant_specs
 
 from mnnrepro.devices.base import CommandResult
 from mnnrepro.devices.local import LocalDevice
@@ -117,12 +117,14 @@ def test_failed_invocation_is_retried_then_reported(tiny_model, tmp_path):
 def test_precision_on_demand_stops_where_the_records_say_and_resumes_the_same(tiny_model, tmp_path):
     """Real invocations; the stopping rule decides from their raw records. A target no real
     run reaches (1e-6) runs to max; a rerun keeps every record and stops at the same block."""
+    from mnnrepro.intervals import run_intervals
     from mnnrepro.runs.precision import stopping_decision
 
     def stop_at(target):
         repetitions = {"min": 4, "max": 5, "target_half_width": target}
+        chosen = run_intervals(design_stats(), repetitions)
         return lambda records, blocks: stopping_decision(
-            records, blocks, repetitions, [("a", "b")], {"ci_level": 0.95}
+            records, blocks, repetitions, [("a", "b")], chosen
         )
 
     plan = interleaved(["a", "b"], 5)

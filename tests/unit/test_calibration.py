@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import design_stats
 
 from mnnrepro.analysis.calibration import (
     NOISE,
@@ -13,8 +14,12 @@ from mnnrepro.analysis.calibration import (
     coverage,
     stopping_coverage,
 )
+from mnnrepro.intervals import run_intervals
 from mnnrepro.runs.precision import stopping_decision
-from mnnrepro.stats import paired_ratio
+from mnnrepro.stats import Interval, paired_ratio
+
+T_95 = Interval("t", 0.95, None, 0, 0)  # Student t at 95 %
+CHOSEN_95 = run_intervals(design_stats(ci_level=0.95), 10)  # a run's interval, at 95 %
 
 SIMS = 2000
 
@@ -46,9 +51,9 @@ def test_stopping_at_a_target_half_width_keeps_coverage(noise, n_min, target):
 
 def test_wilcoxon_is_the_exact_paired_test():
     base = np.array([10.0, 11, 12, 13, 14, 15])
-    p = paired_ratio(base, base * 1.1, 0.95)["p_wilcoxon"]
+    p = paired_ratio(base, base * 1.1, Interval("t", 0.95, None, 0, 0))["p_wilcoxon"]
     assert p == pytest.approx(2 / 2**6)  # all six pairs up: exact two-sided p
-    assert paired_ratio(base, base, 0.95)["p_wilcoxon"] == 1.0
+    assert paired_ratio(base, base, Interval("t", 0.95, None, 0, 0))["p_wilcoxon"] == 1.0
 
 
 # ---- the stopping decision on raw records ---------------------------------------------------
@@ -79,22 +84,22 @@ ON_DEMAND = {"min": 4, "max": 8, "target_half_width": 0.02}
 
 def test_fixed_repetitions_stop_exactly_there():
     rs = records([1.3] * 5, [1.0] * 5)
-    assert stopping_decision(rs, 4, 5, PAIRS, {"ci_level": 0.95}) is None
-    assert stopping_decision(rs, 5, 5, PAIRS, {"ci_level": 0.95})["reason"] == "fixed repetitions"
+    assert stopping_decision(rs, 4, 5, PAIRS, CHOSEN_95) is None
+    assert stopping_decision(rs, 5, 5, PAIRS, CHOSEN_95)["reason"] == "fixed repetitions"
 
 
 def test_precision_on_demand_stops_at_the_target_or_at_max_and_says_which():
     quiet = records([1.3] * 8, [1.0, 1.001, 0.999, 1.0, 1.0, 1.0, 1.0, 1.0])
-    assert stopping_decision(quiet, 3, ON_DEMAND, PAIRS, {"ci_level": 0.95}) is None  # before min
-    stop = stopping_decision(quiet, 4, ON_DEMAND, PAIRS, {"ci_level": 0.95})
+    assert stopping_decision(quiet, 3, ON_DEMAND, PAIRS, CHOSEN_95) is None  # before min
+    stop = stopping_decision(quiet, 4, ON_DEMAND, PAIRS, CHOSEN_95)
     assert stop["reason"] == "target half-width 2.0% reached"
     assert set(stop["half_widths"]) == {"off/on prefill", "off/on decode"}
     noisy = records([1.3] * 8, [1.0, 1.2, 0.8, 1.1, 0.9, 1.2, 0.8, 1.0])
-    assert stopping_decision(noisy, 5, ON_DEMAND, PAIRS, {"ci_level": 0.95}) is None
-    stop = stopping_decision(noisy, 8, ON_DEMAND, PAIRS, {"ci_level": 0.95})
+    assert stopping_decision(noisy, 5, ON_DEMAND, PAIRS, CHOSEN_95) is None
+    stop = stopping_decision(noisy, 8, ON_DEMAND, PAIRS, CHOSEN_95)
     assert stop["reason"].startswith("max 8 blocks reached")
     # a function of the records: a resumed run decides the same
-    assert stopping_decision(noisy, 8, ON_DEMAND, PAIRS, {"ci_level": 0.95}) == stop
+    assert stopping_decision(noisy, 8, ON_DEMAND, PAIRS, CHOSEN_95) == stop
 
 
 def test_joint_stopping_waits_for_every_ci_and_says_when_the_target_was_missed():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import design_stats
 
 from mnnrepro.analysis.mechanism import NEAR_CEILING, ceiling_check, gain_gap, gain_order_check
 from mnnrepro.design import Design
@@ -57,17 +58,17 @@ def test_the_summary_judges_the_gap_the_stopping_rule_settles():
 
     table = pd.read_csv(ROOT / "benchmarks" / "results" / "ci_halfwidth-bench.csv")
     rule = {"min": 6, "max": 10, "until": "verdict"}
-    stats_cfg, df = run_intervals({"ci_level": 0.95, "seed": 1}, rule)
-    found = gain_gap(table, "one-thread", "two-threads", stats_cfg, df)
+    chosen = run_intervals(design_stats(ci_level=0.95, seed=1), rule)
+    found = gain_gap(table, "one-thread", "two-threads", chosen.interval)
     name = "one-thread/two-threads prefill>decode"
     logs = block_log_ratios(records_of_table(table), name)
-    stopping = StoppingRule.of(rule, {"ci_level": 0.95})
+    stopping = StoppingRule.of(rule, chosen)
     stop = verdict_stop({name: logs}, {name: [1.0]}, stopping, logs.size, 0.0)
     state = stop["rows"][name]
     assert found["n_pairs"] == logs.size == 10
     assert (found["ci_low"], found["ci_high"]) == pytest.approx((state["low"], state["high"]))
-    t_cfg, t_df = run_intervals({"ci_level": 0.95, "seed": 1}, 10)
-    t_gap = gain_gap(table, "one-thread", "two-threads", t_cfg, t_df)
+    fixed = run_intervals(design_stats(ci_level=0.95, seed=1), 10)
+    t_gap = gain_gap(table, "one-thread", "two-threads", fixed.interval)
     assert t_gap["ci_high"] - t_gap["ci_low"] < found["ci_high"] - found["ci_low"]
 
 

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import design_stats
 
 from mnnrepro import assumptions, stats
 from mnnrepro.intervals import interval_name, run_intervals
@@ -170,16 +171,16 @@ def test_the_bias_adjusted_gain_removes_the_bias_of_stopping_on_a_threshold():
 
 
 def test_the_familywise_level_is_shared_over_the_rows_and_named():
-    per_row, _ = run_intervals({"ci_level": 0.95}, 10)
-    family, _ = run_intervals({"ci_level": 0.95}, 10, family=4)
-    assert per_row["ci_level"] == 0.95 and family["ci_level"] == pytest.approx(0.9875)
-    assert interval_name(family, None) == (
+    per_row = run_intervals(design_stats(ci_level=0.95), 10)
+    family = run_intervals(design_stats(ci_level=0.95), 10, family=4)
+    assert per_row.interval.level == 0.95 and family.interval.level == pytest.approx(0.9875)
+    assert interval_name(family) == (
         "t on log ratios; 98.75% per row: all 4 rows at once 95% (Bonferroni)"
     )
     rule = {"min": 6, "max": 28, "until": "verdict"}
-    stopped, _ = run_intervals({"ci_level": 0.95}, rule, family=4)
-    assert stopped["ci_level"] == stats.sequential_t_level(range(6, 29), 0.9875)
-    assert interval_name(stopped, None) == (
-        f"t on log ratios at {stopped['ci_level']:.2%} per look, calibrated for a stop at any "
+    stopped = run_intervals(design_stats(ci_level=0.95), rule, family=4)
+    assert stopped.interval.level == stats.sequential_t_level(range(6, 29), 0.9875)
+    assert interval_name(stopped) == (
+        f"t on log ratios at {stopped.interval.level:.2%} per look, calibrated for a stop at any "
         "of blocks 6-28: 98.75% per row at the stop; all 4 rows at once 95% (Bonferroni)"
     )

@@ -4,7 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mnnrepro.stats import compare_phase, paired_ratio, reps_for_half_width
+from mnnrepro.stats import Interval, compare_phase, paired_ratio, reps_for_half_width
+
+T_95 = Interval("t", 0.95, None, 0, 0)  # Student t at 95 %, the degrees of freedom n - 1
+BOOTSTRAP = Interval("bootstrap", 0.95, None, 2000, 3)
 
 
 def simulate(rng, n, true_ratio, cv=0.05, drift=0.1):
@@ -20,7 +23,7 @@ def test_ci_covers_true_ratio_in_at_least_93_of_100_simulations():
     for seed in range(100):
         rng = np.random.default_rng(seed)
         base, treat = simulate(rng, 20, true_ratio)
-        ci = paired_ratio(base, treat, 0.95)
+        ci = paired_ratio(base, treat, T_95)
         covered += ci["ci_low"] <= true_ratio <= ci["ci_high"]
     assert covered >= 93
 
@@ -28,10 +31,10 @@ def test_ci_covers_true_ratio_in_at_least_93_of_100_simulations():
 def test_same_seed_same_ci_and_fewer_reps_wider_ci():
     rng = np.random.default_rng(7)
     base, treat = simulate(rng, 40, 1.13)
-    a = paired_ratio(base, treat, 0.95, "bootstrap", np.random.default_rng(3), 2000)
-    b = paired_ratio(base, treat, 0.95, "bootstrap", np.random.default_rng(3), 2000)
+    a = paired_ratio(base, treat, BOOTSTRAP, np.random.default_rng(3))
+    b = paired_ratio(base, treat, BOOTSTRAP, np.random.default_rng(3))
     assert a == b
-    few = paired_ratio(base[:5], treat[:5], 0.95)
+    few = paired_ratio(base[:5], treat[:5], T_95)
     assert few["ci_high"] - few["ci_low"] > a["ci_high"] - a["ci_low"]
 
 
@@ -39,7 +42,7 @@ def test_pairing_removes_shared_drift():
     """Strong drift common to both variants must not widen the paired CI."""
     rng = np.random.default_rng(11)
     base, treat = simulate(rng, 10, 1.5, cv=0.01, drift=0.5)
-    ci = paired_ratio(base, treat, 0.95)
+    ci = paired_ratio(base, treat, T_95)
     assert ci["ci_high"] - ci["ci_low"] < 0.05
 
 
@@ -48,9 +51,7 @@ def test_compare_phase_reports_companions():
     base, treat = simulate(rng, 12, 1.3)
     rows = [{"block": i, "variant": "off", "tps": b} for i, b in enumerate(base)]
     rows += [{"block": i, "variant": "on", "tps": t} for i, t in enumerate(treat)]
-    result = compare_phase(
-        pd.DataFrame(rows), "off", "on", {"ci_level": 0.95, "target_half_width": 0.02}
-    )
+    result = compare_phase(pd.DataFrame(rows), "off", "on", T_95, 0.02)
     assert result["n_pairs"] == 12
     assert result["ci_low"] < result["ratio"] < result["ci_high"]
     assert result["median_treatment_tps"] > result["median_baseline_tps"]
@@ -67,7 +68,7 @@ def test_reps_for_half_width_scales_with_square():
 @pytest.mark.parametrize("bad", [([1.0], [1.0]), ([1.0, 2.0], [1.0]), ([1.0, 0.0], [1.0, 1.0])])
 def test_paired_ratio_rejects_bad_samples(bad):
     with pytest.raises(ValueError):
-        paired_ratio(np.array(bad[0]), np.array(bad[1]), 0.95)
+        paired_ratio(np.array(bad[0]), np.array(bad[1]), T_95)
 
 
 def test_extreme_but_legal_results_are_reported_and_plotted_bounded(tmp_path):
@@ -82,12 +83,11 @@ def test_extreme_but_legal_results_are_reported_and_plotted_bounded(tmp_path):
 
     rows = [{"block": 0, "variant": "off", "tps": 10.0}, {"block": 0, "variant": "on", "tps": 10.0}]
     rows += [{"block": 1, "variant": "off", "tps": 10.0}, {"block": 1, "variant": "on", "tps": 1e4}]
-    stats_cfg = {"ci_level": 0.95, "target_half_width": 0.02}
-    result = compare_phase(pd.DataFrame(rows), "off", "on", stats_cfg)
+    result = compare_phase(pd.DataFrame(rows), "off", "on", T_95, 0.02)
     assert result["ci_high"] / result["ci_low"] > 1e12  # the interval is as wide as in the field
     assert result["reps_for_target"] == REPS_CAP + 1
     assert reps_text(result["reps_for_target"]) == f"more than {REPS_CAP}"
-    assert f"more than {REPS_CAP} needed" in stop_reason({}, result, stats_cfg)
+    assert f"more than {REPS_CAP} needed" in stop_reason({}, result, 0.02)
     summary = pd.DataFrame(
         [
             {

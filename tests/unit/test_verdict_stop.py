@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import design_stats
 from test_bench import BENCH, CountingDevice, specs, staged
 
 from mnnrepro.design import Design
 from mnnrepro.engines.pairs import modes_of, modes_record
 from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json
+from mnnrepro.intervals import run_intervals
 from mnnrepro.runs.benchmark import STEPS, run_schedule
 from mnnrepro.runs.precision import StoppingRule, row_state, verdict_stop, verdict_thresholds
 from mnnrepro.runs.schedule import interleaved
@@ -22,7 +24,7 @@ RULE = {"min": 6, "max": 30, "target_half_width": 0.03, "until": "verdict"}
 
 
 def stop_rule(repetitions: dict, ci_level: float = 0.95) -> StoppingRule:
-    return StoppingRule.of(repetitions, {"ci_level": ci_level})
+    return StoppingRule.of(repetitions, run_intervals(design_stats(ci_level=ci_level), repetitions))
 
 
 def test_the_anytime_interval_is_wider_than_t_holds_the_mean_and_narrows():
@@ -215,8 +217,8 @@ def test_with_planned_looks_it_stops_only_at_them_on_the_calibrated_t_interval()
     assert (stop["rows"]["prefill>decode"]["low"], stop["rows"]["prefill>decode"]["high"]) == (
         pytest.approx((float(low), float(high)))
     )
-    stats_cfg, df = run_intervals({"ci_level": 0.95}, rule)
-    assert (stats_cfg["interval"], stats_cfg["ci_level"], df) == ("t", pytest.approx(level), None)
+    chosen = run_intervals(design_stats(ci_level=0.95), rule).interval
+    assert (chosen.kind, chosen.level, chosen.df) == ("t", pytest.approx(level), None)
     # settled only from block 7: not a look, so the run goes on to the next one
     late = np.r_[[0.3, 0.05, 0.5, 0.1, 0.4, 0.0], np.full(4, 0.3)]
 
@@ -273,4 +275,5 @@ def test_a_real_schedule_stops_on_its_records_and_a_resumed_run_stops_at_the_sam
 def verdict_stop_from(records, blocks, rule, rows):
     from mnnrepro.runs.precision import stopping_decision
 
-    return stopping_decision(records, blocks, rule, [("a", "b")], {"ci_level": 0.95}, rows, 0.0)
+    chosen = run_intervals(design_stats(ci_level=0.95), rule)
+    return stopping_decision(records, blocks, rule, [("a", "b")], chosen, rows, 0.0)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import copy_repository, run_snakemake
+from conftest import copy_repository, design_stats, run_snakemake
 
 from mnnrepro.intervals import interval_name, run_intervals
 
@@ -147,12 +147,8 @@ def interval(config, message, found):
     """The interval the summary computes and names in summary.csv (`interval`): after a run that
     stops on its verdict t at the level calibrated for its looks, after precision on demand t
     with the first look's degrees of freedom."""
-    from mnnrepro.config import load_schema
-
-    defaults = load_schema()["properties"]["stats"]["properties"]
-    stats = {k: v["default"] for k, v in defaults.items() if "default" in v}
-    stats.update(config.get("stats", {}))
-    return found[1] == interval_name(*run_intervals(stats, config["bench"]["repetitions"]))
+    stats = design_stats(**config.get("stats", {}))
+    return found[1] == interval_name(run_intervals(stats, config["bench"]["repetitions"]))
 
 
 # (a claim as a message words it, what in the config makes it true)

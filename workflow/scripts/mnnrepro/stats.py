@@ -41,6 +41,30 @@ ALL_PHASES = PHASES + VISION_PHASES
 SPANNING_PHASES = ("first_token",)  # its time holds other phases' times
 
 INTERVALS = ("t", "bootstrap", "anytime")
+
+
+@dataclass(frozen=True)
+class Interval:
+    """How a speedup's interval is computed, as numbers (intervals.run_intervals chooses it):
+    its kind (one of INTERVALS), its level, the t quantile's degrees of freedom (None: n - 1),
+    the bootstrap's resamples and seed, and whether it is widened for serial dependence found
+    in the run (log_ratio_interval)."""
+
+    kind: str
+    level: float
+    df: int | None
+    n_boot: int
+    seed: int
+    widen: bool = False
+
+    def of(self, log_ratio: np.ndarray, rng: np.random.Generator | None = None):
+        """(low, high) of the mean of these per-block log ratios, as ratios."""
+        rng = rng or np.random.default_rng(self.seed)
+        return log_ratio_interval(
+            log_ratio, self.level, self.kind, rng, self.n_boot, self.df, self.widen
+        )
+
+
 # the mixture's prior scale (Lindon et al.'s phi): where, in blocks, the interval is tightest
 ANYTIME_PHI = 1.0
 
@@ -222,15 +246,11 @@ def bootstrap_interval(
 def paired_ratio(
     baseline: np.ndarray,
     treatment: np.ndarray,
-    ci_level: float,
-    interval: str = "t",
+    interval: Interval,
     rng: np.random.Generator | None = None,
-    n_boot: int = 10000,
-    df: int | None = None,
-    widen: bool = False,
 ) -> dict:
-    """The geometric-mean speedup and its interval (widen: for serial dependence found in the
-    run, log_ratio_interval), with the checks of what the interval assumes."""
+    """The geometric-mean speedup and its interval, with the checks of what the interval
+    assumes."""
     baseline = np.asarray(baseline, dtype=float)
     treatment = np.asarray(treatment, dtype=float)
     if baseline.shape != treatment.shape or baseline.size < 2:
@@ -238,14 +258,14 @@ def paired_ratio(
     if (baseline <= 0).any() or (treatment <= 0).any():
         raise ValueError("throughputs must be positive")
     log_ratio = np.log(treatment) - np.log(baseline)
-    low, high = log_ratio_interval(log_ratio, ci_level, interval, rng, n_boot, df, widen)
+    low, high = interval.of(log_ratio, rng)
     return {
         "ratio": float(np.exp(log_ratio.mean())),
         "ci_low": low,
         "ci_high": high,
         "n_pairs": int(log_ratio.size),
         "p_wilcoxon": wilcoxon_p(log_ratio),
-        **assumption_checks(log_ratio, widen and interval != "bootstrap"),
+        **assumption_checks(log_ratio, interval.widen and interval.kind != "bootstrap"),
     }
 
 
@@ -348,25 +368,16 @@ def compare_phase(
     table: pd.DataFrame,
     baseline: str,
     treatment: str,
-    stats: dict,
+    interval: Interval,
+    target_half_width: float,
     rng: np.random.Generator | None = None,
-    df: int | None = None,
 ) -> dict:
-    """table: the rows of one device x model x phase; stats: the `stats` section as
-    intervals.run_intervals chose it, with `widen` where serial dependence was found in the
-    run (log_ratio_interval); df: see t_interval."""
+    """table: the rows of one device x model x phase; interval: how its interval is computed
+    (intervals.ChosenInterval.interval); target_half_width: the relative half-width whose
+    blocks it estimates (reps_for_half_width)."""
     paired = paired_blocks(table, baseline, treatment)
     base, treat = paired[baseline].to_numpy(), paired[treatment].to_numpy()
-    result = paired_ratio(
-        base,
-        treat,
-        stats["ci_level"],
-        stats.get("interval", "t"),
-        rng or np.random.default_rng(stats.get("seed", 0)),
-        stats.get("n_boot", 10000),
-        df,
-        stats.get("widen", False),
-    )
+    result = paired_ratio(base, treat, interval, rng)
     return {
         **result,
         "median_baseline_tps": float(np.median(base)),
@@ -375,10 +386,7 @@ def compare_phase(
         "cv_treatment": cv(treat),
         "half_width_rel": half_width(result),
         "reps_for_target": reps_for_half_width(
-            result["n_pairs"],
-            result["ratio"],
-            result["ci_low"],
-            result["ci_high"],
-            stats["target_half_width"],
+            result["n_pairs"], result["ratio"], result["ci_low"], result["ci_high"],
+            target_half_width,
         ),
-    }
+    }  # fmt: skip

@@ -11,6 +11,7 @@ import pandas as pd
 
 if TYPE_CHECKING:
     from mnnrepro.design import Design
+    from mnnrepro.intervals import ChosenInterval
 
 
 def hot_starts(rows: pd.DataFrame) -> int | None:
@@ -136,20 +137,10 @@ def run_dependence(group: pd.DataFrame, design: Design) -> float:
     return dependence_p([block_log_ratios(records, n) for n in names])
 
 
-def with_dependence(stats_cfg: dict, group: pd.DataFrame, design: Design) -> dict:
-    """The chosen `stats` (intervals.run_intervals) with one device x model's dependence check
-    (run_dependence): `widen` where dependence was found and the config widens for it."""
-    from mnnrepro.assumptions import DEPENDENCE_P
-    from mnnrepro.intervals import widens_for_dependence
-
-    p = run_dependence(group, design)
-    found = bool(p < DEPENDENCE_P)
-    return {
-        **stats_cfg,
-        "dependence_p": p,
-        "serial_dependence": found,
-        "widen": found and widens_for_dependence(stats_cfg),
-    }
+def with_dependence(chosen: ChosenInterval, group: pd.DataFrame, design: Design):
+    """The chosen interval (intervals.run_intervals) with one device x model's dependence
+    check (run_dependence): widened where dependence was found and the config widens for it."""
+    return chosen.with_dependence(run_dependence(group, design))
 
 
 def order_effect_p(part: pd.DataFrame, pair: tuple[str, str]) -> float | None:

@@ -32,7 +32,7 @@ import pandas as pd
 
 from mnnrepro.design import Design
 from mnnrepro.models import mnn_layout
-from mnnrepro.stats import compare_phase
+from mnnrepro.stats import Interval, compare_phase
 
 NEAR_CEILING = 0.5  # share of the decode ceiling that counts as bandwidth-bound
 GB = 1e9
@@ -166,8 +166,8 @@ def energy_comparison(bench: pd.DataFrame, design: Design) -> list[dict]:
     of interval (calibrated for the looks after a run that stopped on its verdict)."""
     from mnnrepro.intervals import experiment_intervals
 
-    stats_cfg, df = experiment_intervals(design)
-    rng = np.random.default_rng(stats_cfg["seed"])
+    chosen = experiment_intervals(design)
+    rng = np.random.default_rng(chosen.interval.seed)
     out = []
     if "joules_per_token" not in bench:
         return out
@@ -181,7 +181,7 @@ def energy_comparison(bench: pd.DataFrame, design: Design) -> list[dict]:
                 part = group[(group["phase"] == phase) & group["variant"].isin(pair)]
                 if set(part["variant"]) != set(pair):
                     continue
-                r = compare_phase(part, *pair, stats_cfg, rng, df)
+                r = compare_phase(part, *pair, chosen.interval, chosen.target_half_width, rng)
                 if r["n_pairs"] < 2:
                     continue
                 out.append(
@@ -229,25 +229,16 @@ def energy_conditions(bench: pd.DataFrame) -> list[dict]:
     return out
 
 
-def gain_gap(part: pd.DataFrame, baseline: str, treatment: str, stats_cfg: dict, df) -> dict:
+def gain_gap(part: pd.DataFrame, baseline: str, treatment: str, interval: Interval) -> dict:
     """Prefill's speedup over decode's, block by block (the same row the stopping rule judges,
-    runs/precision.block_log_ratios), with the summary's kind of interval (stats_cfg, df: as
-    intervals.run_intervals gives them)."""
+    runs/precision.block_log_ratios), with the summary's kind of interval (interval: as
+    intervals.run_intervals chose it)."""
     from mnnrepro.runs.precision import MECHANISM, block_log_ratios, records_of_table, row_name
-    from mnnrepro.stats import log_ratio_interval
 
     logs = block_log_ratios(records_of_table(part), row_name(baseline, treatment, MECHANISM))
     if logs.size < 2:
         return {"ratio": None, "ci_low": None, "ci_high": None, "n_pairs": int(logs.size)}
-    low, high = log_ratio_interval(
-        logs,
-        stats_cfg["ci_level"],
-        stats_cfg.get("interval", "t"),
-        np.random.default_rng(stats_cfg.get("seed", 0)),
-        stats_cfg.get("n_boot", 10000),
-        df,
-        stats_cfg.get("widen", False),
-    )
+    low, high = interval.of(logs)
     return {
         "ratio": float(np.exp(logs.mean())),
         "ci_low": low,
@@ -316,7 +307,7 @@ def mechanism_checks(
     from mnnrepro.analysis.conditions import with_dependence
     from mnnrepro.intervals import experiment_intervals
 
-    stats_cfg, df = experiment_intervals(design)
+    chosen = experiment_intervals(design)
     checks = []
     by_variant = {(r["device"], r["model"], r["variant"]): r for r in table.to_dict("records")}
     for (device, model, baseline, treatment), rows in summary.groupby(
@@ -326,8 +317,8 @@ def mechanism_checks(
         where = {"device": device, "model": model, "baseline": baseline, "treatment": treatment}
         if {"prefill", "decode"} <= set(phases):
             part = bench[(bench["device"] == device) & (bench["model"] == model)]
-            part_cfg = with_dependence(stats_cfg, part, design)
-            gap = gain_gap(part, baseline, treatment, part_cfg, df)
+            part_interval = with_dependence(chosen, part, design).interval
+            gap = gain_gap(part, baseline, treatment, part_interval)
             checks.append({**where, **gain_order_check(phases["prefill"], phases["decode"], gap)})
         checks.append({**where, **ceiling_check(by_variant.get((device, model, treatment)))})
     return checks

@@ -20,7 +20,7 @@ from mnnrepro.analysis.conditions import (
 )
 from mnnrepro.analysis.text import reps_text
 from mnnrepro.design import Design
-from mnnrepro.intervals import interval_name
+from mnnrepro.intervals import ChosenInterval, interval_name
 from mnnrepro.runs.precision import row_name
 from mnnrepro.stats import (
     ALL_PHASES,
@@ -123,16 +123,16 @@ def speed_verdict(mode: str, gain_low: float, gain_high: float, claim, tolerance
 
 
 def aa_controls(
-    group: pd.DataFrame, design: Design, stats_cfg: dict, rng: np.random.Generator, df
+    group: pd.DataFrame, design: Design, chosen: ChosenInterval, rng: np.random.Generator
 ) -> dict:
     """Per phase: the baseline's 'speedup' over its own second run."""
     again = design.comparison.aa_variant
     if not again or again not in set(group["variant"]):
         return {}
-    baseline = design.comparison.baseline
+    baseline, interval = design.comparison.baseline, chosen.interval
     return {
-        phase: compare_phase(group[group["phase"] == phase], baseline, again, stats_cfg, rng, df)
-        for phase in PHASES
+        phase: compare_phase(part, baseline, again, interval, chosen.target_half_width, rng)
+        for phase, part in ((p, group[group["phase"] == p]) for p in PHASES)
     }
 
 
@@ -157,10 +157,11 @@ def aa_problems(aa: dict, margin: float) -> list[str]:
     return problems
 
 
-def stop_reason(stop: dict, result: dict, stats_cfg: dict, row: str = "") -> str:
+def stop_reason(stop: dict, result: dict, target: float, row: str = "") -> str:
     """Why the run has this many blocks, and for a fixed number whether the target CI
-    half-width (`stats.target_half_width`) was reached or how many blocks it would take; after
-    a stop on the verdict, also when this row (`baseline/treatment phase`) settled."""
+    half-width (target: `stats.target_half_width`) was reached or how many blocks it would
+    take; after a stop on the verdict, also when this row (`baseline/treatment phase`)
+    settled."""
     reason = stop.get("reason", "")
     state = stop.get("rows", {}).get(row)
     if state is not None:
@@ -171,7 +172,6 @@ def stop_reason(stop: dict, result: dict, stats_cfg: dict, row: str = "") -> str
         )
     if reason and reason != "fixed repetitions":
         return reason  # precision on demand says it itself
-    target = stats_cfg["target_half_width"]
     reached = result["half_width_rel"] <= target
     return f"fixed {result['n_pairs']} repetitions; target half-width {target:.1%} " + (
         "reached" if reached else f"not reached (~{reps_text(result['reps_for_target'])} needed)"
@@ -191,17 +191,17 @@ def summarize(
     from mnnrepro.intervals import experiment_intervals
 
     # a run that stopped on its verdict is judged on intervals its stopping rule keeps
-    stats_cfg, df = experiment_intervals(design)
+    chosen = experiment_intervals(design)
     comparison = design.comparison
-    rng = np.random.default_rng(stats_cfg["seed"])
+    rng = np.random.default_rng(chosen.interval.seed)
     hot_start = design.bench["hot_start"]
     rows = []
     for (device, model), group in bench.groupby(["device", "model"], sort=True):
         if group["emulated"].any():  # recorded in bench.csv, never in a speedup or a verdict
             log.info("%s / %s: emulated device, timings not judged", device, model)
             continue
-        group_cfg = with_dependence(stats_cfg, group, design)
-        aa = aa_controls(group, design, group_cfg, rng, df)
+        group_chosen = with_dependence(chosen, group, design)
+        aa = aa_controls(group, design, group_chosen, rng)
         drift = aa_problems(aa, comparison.aa_margin)
         stop = (stopping or {}).get((device, model)) or {}
         for pair in comparison.pair_names:
@@ -212,7 +212,7 @@ def summarize(
                 raise ValueError(f"no mode for pair {pair} on device {device} (device_modes)")
             for phase in measured_phases(group, pair):
                 judged = JudgedRow(pair, phase, mode, failed, stop, aa)
-                rows.append(phase_row(group, judged, design, (group_cfg, df), rng))
+                rows.append(phase_row(group, judged, design, group_chosen, rng))
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
@@ -229,13 +229,14 @@ class JudgedRow:
     aa: dict
 
 
-def phase_row(group: pd.DataFrame, row: JudgedRow, design: Design, chosen, rng) -> dict:
+def phase_row(
+    group: pd.DataFrame, row: JudgedRow, design: Design, chosen: ChosenInterval, rng
+) -> dict:
     """One row of summary.csv: a pair's speedup in one phase on one device and model, with its
     interval (chosen: intervals.experiment_intervals'), conditions, checks and verdict."""
-    stats_cfg, df = chosen
     comparison, pair, phase = design.comparison, row.pair, row.phase
     part = group[group["phase"] == phase]
-    result = compare_phase(part, *pair, stats_cfg, rng, df)
+    result = compare_phase(part, *pair, chosen.interval, chosen.target_half_width, rng)
     claimed = row.mode == "claim"
     claim = comparison.claims.get(phase) if claimed else None
     loaded = blocks_under_load(part, pair)
@@ -250,8 +251,10 @@ def phase_row(group: pd.DataFrame, row: JudgedRow, design: Design, chosen, rng) 
         "phase": phase,
         "baseline": pair[0],
         "treatment": pair[1],
-        **interval_fields(result, stats_cfg, df),
-        "blocks_stop_reason": stop_reason(row.stop, result, stats_cfg, row_name(*pair, phase)),
+        **interval_fields(result, chosen),
+        "blocks_stop_reason": stop_reason(
+            row.stop, result, chosen.target_half_width, row_name(*pair, phase)
+        ),
         **condition_fields(part, pair, loaded),
         "claim_gain": claim,
         "reference_gain": comparison.reference_gains.get(phase) if claimed else None,
@@ -261,22 +264,22 @@ def phase_row(group: pd.DataFrame, row: JudgedRow, design: Design, chosen, rng) 
         "checks_passed": not row.failed,
         "verdict": verdict,
         "verdict_reason": reason,
-        **assumption_fields(part, row, design, stats_cfg, claim),
+        **assumption_fields(part, row, design, chosen, claim),
     }
 
 
-def assumption_fields(part, judged, design: Design, stats_cfg: dict, claim) -> dict:
+def assumption_fields(part, judged, design: Design, chosen: ChosenInterval, claim) -> dict:
     """Beside the checks compare_phase makes on the blocks: the order effect, and the gain
     corrected for the bias of stopping on it."""
     return {
-        "dependence_p": stats_cfg["dependence_p"],
-        "serial_dependence": stats_cfg["serial_dependence"],
+        "dependence_p": chosen.dependence_p,
+        "serial_dependence": chosen.serial_dependence,
         "order_effect_p": order_effect_p(part, judged.pair),
-        "gain_bias_adjusted": stopped_gain(part, judged, design, stats_cfg, claim),
+        "gain_bias_adjusted": stopped_gain(part, judged, design, chosen, claim),
     }
 
 
-def stopped_gain(part, judged, design: Design, stats_cfg: dict, claim) -> float | None:
+def stopped_gain(part, judged, design: Design, chosen: ChosenInterval, claim) -> float | None:
     """The gain at a run's stop corrected for the bias of stopping on it (Whitehead's
     bias-adjusted estimate, stats.bias_adjusted_mean): for a run that stops on its verdict,
     this row's stopping simulated at its blocks' standard deviation, the run's looks and look
@@ -298,10 +301,10 @@ def stopped_gain(part, judged, design: Design, stats_cfg: dict, claim) -> float 
         logs,
         row_name(*pair, judged.phase),
         repetitions.stopping_looks(),
-        stats_cfg["ci_level"],
+        chosen.interval.level,
         thresholds,
         judged.stop.get("rows", {}),
-        seed=stats_cfg["seed"],
+        seed=chosen.interval.seed,
     )
     return float(np.exp(adjusted) - 1)
 
@@ -325,7 +328,7 @@ def phase_verdict(mode, result, claim, tolerance, failed, loaded) -> tuple[str, 
     return verdict, reason
 
 
-def interval_fields(result: dict, stats_cfg: dict, df) -> dict:
+def interval_fields(result: dict, chosen: ChosenInterval) -> dict:
     """compare_phase's result as summary columns: the speedup, the gain and its interval, and
     how the interval was computed."""
     return {
@@ -333,12 +336,12 @@ def interval_fields(result: dict, stats_cfg: dict, df) -> dict:
         "gain": result["ratio"] - 1,
         "gain_ci_low": result["ci_low"] - 1,
         "gain_ci_high": result["ci_high"] - 1,
-        "ci_level": stats_cfg["ci_level"],
-        "n_boot": stats_cfg["n_boot"],
-        "seed": stats_cfg["seed"],
-        "interval": interval_name(stats_cfg, df),
-        "row_level": stats_cfg["row_level"],
-        "family_rows": stats_cfg["family"],
+        "ci_level": chosen.interval.level,
+        "n_boot": chosen.interval.n_boot,
+        "seed": chosen.interval.seed,
+        "interval": interval_name(chosen),
+        "row_level": chosen.row_level,
+        "family_rows": chosen.family,
     }
 
 

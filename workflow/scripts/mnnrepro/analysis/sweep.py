@@ -82,8 +82,8 @@ def sweep_summary(
     comparison = design.comparison
     rng = np.random.default_rng(design.stats["seed"])
     # each point's intervals as its own stopping rule asks
-    main_stats = experiment_intervals(design)
-    point_stats = experiment_intervals(design, design.sweep_repetitions)
+    main_interval = experiment_intervals(design)
+    point_interval = experiment_intervals(design, design.sweep_repetitions)
     table = pd.concat([with_point(main, MAIN), sweep], ignore_index=True)
     rows = []
     for (device, model, point), group in table.groupby(["device", "model", "point"], sort=True):
@@ -96,8 +96,8 @@ def sweep_summary(
             main_passed = (checks or {}).get((device, model, *pair))
             for phase in ("prefill", "decode"):
                 part = group[group["phase"] == phase]
-                point_cfg, point_df = main_stats if point == MAIN else point_stats
-                r = compare_phase(part, *pair, point_cfg, rng, point_df)
+                chosen = main_interval if point == MAIN else point_interval
+                r = compare_phase(part, *pair, chosen.interval, chosen.target_half_width, rng)
                 claim = comparison.claims.get(phase) if point == MAIN else None
                 where = {"experiment": design.name, "device": device, "model": model}
                 rows.append(

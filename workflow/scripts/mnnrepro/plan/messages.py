@@ -53,7 +53,7 @@ class JobMessages:
     def __init__(self, plan):
         self.plan = plan
         # the interval compute_summary gives every speedup and names in summary.csv
-        self.interval = interval_name(*experiment_intervals(plan.design))
+        self.interval = interval_name(experiment_intervals(plan.design))
 
     def model_pins(self, wildcards) -> str:
         return model_pins(self.plan.config["models"][wildcards.model]["modelscope"])

@@ -308,23 +308,20 @@ def run_plan_for_rule(
     and for a run that stops on its verdict the rows' thresholds by the pairs' modes on this
     device (engines.pairs.modes_of; precision.verdict_thresholds)."""
     from mnnrepro.engines.pairs import Pair
-    from mnnrepro.intervals import family_size
+    from mnnrepro.intervals import experiment_intervals
     from mnnrepro.runs.schedule import interleaved
 
     engines, bench, variants = job.engines(), job.bench, job.variants
     specs = variant_specs(variants, engines, job.manifest_sha256())
-    repetitions = Repetitions.of(bench["repetitions"])
+    repetitions = Repetitions.of(bench["repetitions"])  # the point's (a sweep's own)
     plan = interleaved(sorted(variants), repetitions.max)
     pairs = [pair.names for pair in Pair.judged(design)]
-    stats = design.stats
-    rows = None
-    if repetitions.stops_on_verdict:
-        rows = verdict_thresholds(design, modes)
-        stats = {**stats, "family": family_size(design)}
+    chosen = experiment_intervals(design, repetitions)
+    rows = verdict_thresholds(design, modes) if repetitions.stops_on_verdict else None
 
     def stop(records, blocks):
-        cooldown = bench.get("cooldown_s", 0.0)
-        return stopping_decision(records, blocks, repetitions, pairs, stats, rows, cooldown)
+        cooldown = bench["cooldown_s"]
+        return stopping_decision(records, blocks, repetitions, pairs, chosen, rows, cooldown)
 
     with on_device(job.device_name, job.device_spec, "the benchmark") as device:
         asked = with_vision_set(device, bench, job.images, job.tools())

@@ -24,6 +24,7 @@ from mnnrepro.stats import PHASES, t_interval
 
 if TYPE_CHECKING:
     from mnnrepro.design import Design
+    from mnnrepro.intervals import ChosenInterval
 
 log = logging.getLogger(__name__)
 
@@ -44,15 +45,15 @@ def half_widths(records: list[dict], pairs, ci_level: float, df: int | None) -> 
 
 
 def stopping_decision(
-    records, blocks: int, repetitions, pairs, stats_cfg: dict, rows=None, cooldown_s=0.0
+    records, blocks: int, repetitions, pairs, chosen: ChosenInterval, rows=None, cooldown_s=0.0
 ) -> dict | None:
     """After `blocks` complete blocks: None to go on, else why the run stops here (pairs: the
     judged pairs; rows: the judged rows' thresholds, verdict_thresholds', for a run that stops
-    on the verdict; stats_cfg: the `stats` section and `family`, the rows sharing its level)."""
-    ci_level = stats_cfg["ci_level"]
+    on the verdict; chosen: the interval its rows are judged on, intervals.run_intervals)."""
+    ci_level = chosen.interval.level
     repetitions = Repetitions.of(repetitions)
     if repetitions.stops_on_verdict:
-        rule = StoppingRule.of(repetitions, stats_cfg)
+        rule = StoppingRule.of(repetitions, chosen)
         return verdict_decision(records, blocks, rule, rows, cooldown_s)
     n_min, n_max, target = repetitions.min, repetitions.max, repetitions.target_half_width
     if target is None:
@@ -200,7 +201,7 @@ def block_log_ratios(records: list[dict], row: str) -> np.ndarray:
 
 
 def row_state(log_ratios: np.ndarray, thresholds, target: float | None, interval) -> dict:
-    """The row's interval (as ratios; interval: intervals.stopping_interval's) and whether it
+    """The row's interval (as ratios; interval: StoppingRule.interval's) and whether it
     settles the row. A row that judges no claim, in a run with no target half-width, asks
     nothing of the run: settled."""
     asks_nothing = thresholds is None and target is None
@@ -256,19 +257,23 @@ class StoppingRule:
     check_dependence: bool = True
 
     @classmethod
-    def of(cls, repetitions, stats_cfg: dict) -> StoppingRule:
-        from mnnrepro.intervals import stopping_interval, widens_for_dependence
+    def of(cls, repetitions, chosen: ChosenInterval) -> StoppingRule:
+        """chosen: the interval the run's rows are judged on (intervals.run_intervals for
+        these repetitions), the one the summary then reports."""
+        from dataclasses import replace
 
         repetitions = Repetitions.of(repetitions)
+
+        def interval(logs, widen=False):
+            return replace(chosen.interval, widen=widen).of(logs)
+
         return cls(
             repetitions=repetitions,
             looks=tuple(repetitions.stopping_looks()),
-            interval=stopping_interval(
-                repetitions, stats_cfg["ci_level"], stats_cfg.get("family", 1)
-            ),
+            interval=interval,
             target=repetitions.target_half_width,
             budget_s=repetitions.budget_s,
-            check_dependence=widens_for_dependence(stats_cfg),
+            check_dependence=chosen.widens_for_dependence,
         )
 
     def judged_on(self, ratios: dict[str, np.ndarray]):
