@@ -17,4 +17,3 @@ rule collect_device_facts:
         "Collecting facts of device {wildcards.device}"
     script:
         "../scripts/collect_device_facts.py"
-

@@ -1,5 +1,6 @@
 """The settings the rules hand their jobs, read once from the resolved config (live or
-replayed): each section canonical (sorted keys), so that a job's params change, and the job
+replayed; the pairs, statistics and repetitions a judging job gets are the design's,
+Plan.design_spec): each section canonical (sorted keys), so that a job's params change, and the job
 reruns, exactly when a setting it is given changes. Rules read these, never the config."""
 
 from __future__ import annotations
@@ -11,14 +12,11 @@ from mnnrepro.config import canonical
 
 @dataclass(frozen=True)
 class Settings:
-    comparison: dict  # the pairs, claims, tolerance and policies the verdicts apply
-    stats: dict  # the intervals' level, kind, seed
     bench: dict  # what one invocation measures and how often (with the sweep)
     correctness: dict  # the gate's prompts and thresholds
     attribution: dict  # profiling: enabled, devices, rates, thresholds
     bandwidth: dict  # the bandwidth probe's settings
     engine_tests: dict  # the engines' own tests: which, how long, at which precision
-    variants: dict  # every variant's engine and runtime
     ndk_pin: dict  # toolchains.ndk: the NDK's URL and checksum
     emulation_pins: dict  # toolchains.emulation: QEMU's packages and their hashes
     emulation_reference: str  # emulation.reference: the device emulated CPUs are checked against
@@ -29,14 +27,11 @@ class Settings:
     def of(cls, config: dict) -> Settings:
         toolchains = config.get("toolchains", {})
         return cls(
-            comparison=canonical(config["comparison"]),
-            stats=canonical(config["stats"]),
             bench=canonical(config["bench"]),
             correctness=canonical(config["correctness"]),
             attribution=canonical(config["attribution"]),
             bandwidth=canonical(config.get("bandwidth", {})),
             engine_tests=canonical(config.get("engine_tests", {})),
-            variants=canonical(config["variants"]),
             ndk_pin=canonical(toolchains.get("ndk", {})),
             emulation_pins=canonical(toolchains.get("emulation", {})),
             emulation_reference=config.get("emulation", {}).get("reference", ""),
@@ -49,8 +44,3 @@ class Settings:
     @property
     def max_other_load(self):
         return self.bench["max_other_load"]
-
-    @property
-    def repetitions(self) -> dict:
-        """What an analysis of the records needs of `bench`: how the run chose its blocks."""
-        return canonical({"repetitions": self.bench["repetitions"]})
