@@ -1,0 +1,303 @@
+"""ONNX Runtime's KleidiAI switch, checked before it becomes an engine kind (issue 62's facts).
+
+    python benchmarks/ort_kleidiai.py [--workdir DIR]
+
+Everything here is real: the pinned PyPI wheels of onnxruntime 1.32.0 and onnxruntime-genai
+0.18.0 (cp311, manylinux_2_28, aarch64 and x86_64; sha256-checked downloads), and the aarch64
+ones run in the workflow's own emulated device (QEMU user mode in the pinned arm64 userland of
+config/emulated-sme2.yaml, mnnrepro.devices.qemu.QemuDevice). It reports:
+
+* what the libraries carry: the KleidiAI kernel-table names (`kai_run_*`, by SME2, SME and
+  other) in each architecture's stripped libonnxruntime.so, the session option
+  `mlas.disable_kleidiai`, the newest GLIBC symbol version it needs;
+* that both wheels import in the emulated userland, and what genai's model builder (its
+  source, in the wheel) maps and imports: Qwen3ForCausalLM, onnx_ir, torch, transformers;
+* which code one int4 MatMulNBits (block 32, accuracy level 4: the KleidiAI path, as genai's
+  builder writes a model's MatMuls) runs, with KleidiAI on and off (`mlas.disable_kleidiai`),
+  on an emulated CPU without SME (`max,sme=off`) and with SME2 at every streaming vector
+  length from 128 to 2048 bits: the translated blocks that hold SME instructions (QEMU
+  `-d in_asm`: `smstart`, outer products `*mopa`), and the output's largest difference from
+  KleidiAI's NEON kernels on the same weights and input.
+
+Writes benchmarks/results/ort_kleidiai.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+
+from provenance import write_results  # noqa: E402
+
+from mnnrepro.devices.qemu import QemuDevice  # noqa: E402
+from mnnrepro.devices.userland import provide_userland  # noqa: E402
+from mnnrepro.fetch import download  # noqa: E402
+from mnnrepro.files import write_json  # noqa: E402
+from mnnrepro.unpack import safe_extract_zip  # noqa: E402
+
+FILES = "https://files.pythonhosted.org/packages"
+# (wheel, architecture) -> (address, sha256): PyPI's simple index, 2026-12-05
+WHEELS = {
+    ("onnxruntime", "aarch64"): (
+        f"{FILES}/b7/30/103820b32e9dc1d1fcfc5b519fd2de5bd699d25a25895caf5d726350d1b5/"
+        "onnxruntime-1.32.0-cp311-cp311-manylinux_2_28_aarch64.whl",
+        "2303372a85299b6757b0e11e1cbf13e410ddf7e10c37f4b37e99d1c90e7daf7c",
+    ),
+    ("onnxruntime", "x86_64"): (
+        f"{FILES}/1d/46/e6f356c9539d2eed44126de3421a81e217da2ad91b22dc11b379cb1e384f/"
+        "onnxruntime-1.32.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "5a34fc4dfeb5a7b4a74c95dcba1e773d722abda720b474edf1b0c419dc6d163d",
+    ),
+    ("onnxruntime_genai", "aarch64"): (
+        f"{FILES}/e9/6e/33f4a61a8116512531659cde67a0ac20844bcee5968047d4a1f9003c2d3d/"
+        "onnxruntime_genai-0.18.0-cp311-cp311-manylinux_2_28_aarch64.whl",
+        "5cba84b83dcf658ebc3e124af98d6d0d3d3ccb40e9aedf7633486e95c9b7b713",
+    ),
+    ("onnxruntime_genai", "x86_64"): (
+        f"{FILES}/3c/cb/d3fe096d4447098d934070fccf52d3a5d557d6a96b29358b791bad184ef2/"
+        "onnxruntime_genai-0.18.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "af9e2a4efb447feea2cfa10e24aedef1e4f01635c00f6cca759ee13254ee27db",
+    ),
+}
+# the emulated CPUs: no SME, then SME2 at each streaming vector length (QEMU takes bytes)
+CPUS = {"no SME (max,sme=off)": "max,sme=off"} | {
+    f"SME2 at {bits} bits": f"max,sme-default-vector-length={bits // 8}"
+    for bits in (128, 256, 512, 1024, 2048)
+}
+K, N, BLOCK, ROWS = 256, 256, 32, 64  # one MatMulNBits: N x K int4 weights, ROWS input rows
+SME_CODE = re.compile(rb"\bsmstart\b|mopa\b")
+# one translated block in QEMU's -d in_asm log: from an "IN:" line to the blank line after it
+BLOCK_TEXT = re.compile(rb"^IN:.*?(?:\n\n|\Z)", re.S | re.M)
+
+RUN = """
+import sys, numpy as np, onnxruntime as ort
+options = ort.SessionOptions()
+options.intra_op_num_threads = 1
+options.add_session_config_entry("mlas.disable_kleidiai", sys.argv[2])
+session = ort.InferenceSession(sys.argv[1], options, providers=["CPUExecutionProvider"])
+np.save(sys.argv[4], session.run(None, {"A": np.load(sys.argv[3])})[0])
+"""
+IMPORTS = """
+import onnxruntime, onnxruntime_genai
+print(onnxruntime.__version__, onnxruntime_genai.__version__)
+"""
+
+
+def wheel_sites(work: Path) -> dict[str, Path]:
+    """Architecture -> a site directory holding both pinned wheels, downloaded and checked."""
+    sites = {}
+    for (name, arch), (url, sha256) in WHEELS.items():
+        wheel = download(url, work / "wheels" / url.rsplit("/", 1)[1], sha256)
+        unpacked = work / "unpacked" / f"{name}-{arch}"
+        if not unpacked.is_dir():
+            safe_extract_zip(wheel, unpacked)
+        site = sites.setdefault(arch, work / f"site-{arch}")
+        if not (site / name).exists():
+            site.mkdir(parents=True, exist_ok=True)
+            (site / name).symlink_to(unpacked / name)
+    return sites
+
+
+def library_facts(site: Path) -> dict:
+    """What one architecture's libonnxruntime.so carries, read from its bytes."""
+    (library,) = (site / "onnxruntime" / "capi").glob("libonnxruntime.so.*")
+    data = library.read_bytes()
+    kernels = sorted({m.decode() for m in re.findall(rb"kai_run_[a-z0-9_]+", data)})
+    glibc = sorted({m.decode() for m in re.findall(rb"GLIBC_2\.\d+", data)}, key=glibc_key)
+    return {
+        "library": library.name,
+        "kleidiai_kernels": len(kernels),
+        "sme2_kernels": [k for k in kernels if "_sme2_" in k],
+        "sme_kernels": [k for k in kernels if "_sme_" in k],
+        "disable_kleidiai_option": b"mlas.disable_kleidiai" in data,
+        "newest_glibc": glibc[-1] if glibc else None,
+    }
+
+
+def glibc_key(version: str) -> int:
+    return int(version.rsplit(".", 1)[1])
+
+
+def matmul_model(work: Path) -> tuple[Path, Path]:
+    """One int4 MatMulNBits (block 32, accuracy level 4) with random weights, and its input."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    packed = rng.integers(0, 256, size=(N, K // BLOCK, BLOCK // 2), dtype=np.uint8)
+    scales = rng.random(N * K // BLOCK).astype(np.float32) * 0.01 + 0.001
+    node = helper.make_node(
+        "MatMulNBits", ["A", "B", "scales"], ["Y"], domain="com.microsoft",
+        K=K, N=N, bits=4, block_size=BLOCK, accuracy_level=4,
+    )  # fmt: skip
+    graph = helper.make_graph(
+        [node],
+        "matmul_nbits",
+        [helper.make_tensor_value_info("A", TensorProto.FLOAT, ["M", K])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["M", N])],
+        [numpy_helper.from_array(packed, "B"), numpy_helper.from_array(scales, "scales")],
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 9
+    path, inputs = work / "matmul_nbits.onnx", work / "input.npy"
+    onnx.save(model, path)
+    np.save(inputs, rng.standard_normal((ROWS, K)).astype(np.float32))
+    return path, inputs
+
+
+def emulated(work: Path, cpu: str) -> QemuDevice:
+    """The workflow's QEMU device in the pinned userland (fetched once into work)."""
+    import yaml
+
+    receipt = work / "emulation" / "userland.json"
+    if not receipt.is_file():
+        pins = yaml.safe_load((ROOT / "config" / "emulated-sme2.yaml").read_text())
+        receipt.parent.mkdir(parents=True, exist_ok=True)
+        write_json(receipt, provide_userland(pins["toolchains"]["emulation"], receipt.parent))
+    return QemuDevice(f"qemu-{cpu}", {"userland": str(receipt), "cpu": cpu})
+
+
+def sme_blocks(log: Path) -> int:
+    """Translated blocks of the run that hold an SME instruction (streaming mode, outer
+    products)."""
+    return sum(bool(SME_CODE.search(b)) for b in BLOCK_TEXT.findall(log.read_bytes()))
+
+
+def cell(device: QemuDevice, site: Path, files: tuple[Path, Path], disable: str, out: Path):
+    """One run of the MatMulNBits on device: (SME blocks translated, its output)."""
+    import numpy as np
+
+    script, log = out.with_suffix(".py"), out.with_suffix(".log")
+    script.write_text(RUN)
+    env = {"PYTHONPATH": f"{site}:{device.site_dirs()[0]}"}
+    argv = [device.userland["python"], str(script), str(files[0]), disable, str(files[1]), str(out)]
+    result = device.run(argv, 600, env, ["-d", "in_asm", "-D", str(log)])
+    if not result.ok:
+        raise RuntimeError(f"{device.name}: {result.stderr[-2000:]}")
+    blocks = sme_blocks(log)
+    log.unlink()
+    return blocks, np.load(out)
+
+
+def kernel_cells(work: Path, site: Path) -> list[dict]:
+    """Every emulated CPU, KleidiAI on and off: the SME code it ran and how far its output is
+    from KleidiAI's NEON kernels' (no SME) on the same weights and input."""
+    import numpy as np
+
+    files = matmul_model(work)
+    rows, reference = [], None
+    for label, cpu in CPUS.items():
+        device = emulated(work, cpu)
+        for disable in ("0", "1"):
+            blocks, output = cell(device, site, files, disable, work / f"y-{cpu}-{disable}.npy")
+            if reference is None:  # the first cell: no SME, KleidiAI on (its NEON kernels)
+                reference = output
+            rows.append(
+                {
+                    "cpu": label,
+                    "qemu_cpu": cpu,
+                    "kleidiai": disable == "0",
+                    "sme_blocks": blocks,
+                    "max_abs_diff_from_kleidiai_neon": float(np.abs(output - reference).max()),
+                    "output_abs_sum": float(np.abs(output).sum()),
+                }
+            )
+            print(rows[-1], flush=True)
+    return rows
+
+
+def imports_in(work: Path, site: Path) -> str:
+    """What `import onnxruntime, onnxruntime_genai` prints (their versions) in the emulated
+    userland."""
+    device = emulated(work, "max")
+    script = work / "imports.py"
+    script.write_text(IMPORTS)
+    env = {"PYTHONPATH": f"{site}:{device.site_dirs()[0]}"}
+    result = device.run([device.userland["python"], str(script)], 600, env)
+    return result.stdout.strip() if result.ok else f"failed: {result.stderr.strip()[-400:]}"
+
+
+def builder_facts(site: Path) -> dict:
+    """What genai's model builder (onnxruntime_genai/models/builder.py) maps and imports."""
+    text = (site / "onnxruntime_genai" / "models" / "builder.py").read_text()
+    imported = set(re.findall(r"^(?:import|from) (\w+)", text, re.M))
+    return {
+        "maps_qwen3": '"Qwen3ForCausalLM"' in text,
+        "imports": sorted(imported & {"onnx_ir", "torch", "transformers", "onnx"}),
+    }
+
+
+def markdown(result: dict) -> list[str]:
+    lines = ["# ONNX Runtime's KleidiAI switch under the emulated SME2 CPUs", ""]
+    lines += [
+        "`python benchmarks/ort_kleidiai.py`: the pinned PyPI wheels onnxruntime 1.32.0 and "
+        "onnxruntime-genai 0.18.0 (cp311, manylinux_2_28), the aarch64 ones in the workflow's "
+        "emulated device (QEMU user mode, config/emulated-sme2.yaml's pinned userland).",
+        "",
+        "| libonnxruntime.so | KleidiAI kernel names | SME2 | SME | `mlas.disable_kleidiai` "
+        "| newest GLIBC |",
+        "|---|---|---|---|---|---|",
+    ]
+    for arch, f in result["libraries"].items():
+        lines.append(
+            f"| {arch} | {f['kleidiai_kernels']} | {len(f['sme2_kernels'])} | "
+            f"{len(f['sme_kernels'])} | {'yes' if f['disable_kleidiai_option'] else 'no'} | "
+            f"{f['newest_glibc']} |"
+        )
+    builder = result["builder"]
+    lines += [
+        "",
+        f"In the emulated userland (aarch64), `import onnxruntime, onnxruntime_genai` prints "
+        f"`{result['imports']}`. genai's model builder maps Qwen3ForCausalLM: "
+        f"{'yes' if builder['maps_qwen3'] else 'no'}; it imports {', '.join(builder['imports'])}.",
+    ]
+    lines += [
+        "",
+        f"One int4 MatMulNBits ({N} x {K}, block {BLOCK}, accuracy level 4), {ROWS} input rows, "
+        "1 thread; SME blocks: translated blocks holding `smstart` or an outer product "
+        "(`*mopa`); the difference is the output's largest from KleidiAI's NEON kernels "
+        "(no SME, KleidiAI on) on the same weights and input; the outputs' mean magnitude is "
+        f"{result['cells'][0]['output_abs_sum'] / (ROWS * N):.3f}. QEMU translates a block only "
+        "to run it: a translated SME block is SME code that ran.",
+        "",
+        "| emulated CPU | KleidiAI | SME blocks | max abs difference |",
+        "|---|---|---|---|",
+    ]
+    for r in result["cells"]:
+        lines.append(
+            f"| {r['cpu']} | {'on' if r['kleidiai'] else 'off (mlas.disable_kleidiai)'} | "
+            f"{r['sme_blocks']} | {r['max_abs_diff_from_kleidiai_neon']:.3g} |"
+        )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", default="", help="kept and reused (downloads are cached)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(args.workdir or scratch).resolve()
+        work.mkdir(parents=True, exist_ok=True)
+        sites = wheel_sites(work)
+        result = {
+            "wheels": {f"{n}-{a}": sha for (n, a), (_, sha) in WHEELS.items()},
+            "libraries": {arch: library_facts(site) for arch, site in sorted(sites.items())},
+            "imports": imports_in(work, sites["aarch64"]),
+            "builder": builder_facts(sites["x86_64"]),
+            "cells": kernel_cells(work, sites["aarch64"]),
+        }
+    write_results("ort_kleidiai", result, markdown(result))
+    print("\n".join(markdown(result)))
+
+
+if __name__ == "__main__":
+    main()
