@@ -1,0 +1,121 @@
+"""The types that cross the rule boundary: the design every judging job gets (design.Design),
+engine records with their kind (engines.registry.EngineRecord), and a pair's mode on a device,
+decided once (engines.pairs.modes_record)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from mnnrepro.design import Design
+from mnnrepro.engines.pairs import modes_of, modes_record
+from mnnrepro.engines.prebuilt import PrebuiltEngine
+from mnnrepro.engines.registry import EngineRecord
+from mnnrepro.files import read_json, write_json
+from mnnrepro.plan.plan import plan_of
+
+
+def test_a_partial_spec_is_completed_with_the_schemas_defaults_there_only(root):
+    """A test's partial spec and the plan's spec of the quickstart config give the same design:
+    the schema's defaults are applied by Design.of, which every job reads its spec with."""
+    partial = Design.of({"comparison": {"baseline": "a", "treatment": "b"}})
+    schema = yaml.safe_load((root / "workflow/schemas/config.schema.yaml").read_text())
+    stats = schema["properties"]["stats"]["properties"]
+    assert partial.stats["ci_level"] == stats["ci_level"]["default"]
+    assert (
+        partial.comparison.tolerance
+        == schema["properties"]["comparison"]["properties"]["tolerance"]["default"]
+    )
+    assert (
+        partial.repetitions.max
+        == schema["properties"]["bench"]["properties"]["repetitions"]["default"]
+    )
+    path = root / "config" / "config.yaml"
+    plan = plan_of(yaml.safe_load(path.read_text()), path, root)
+    assert Design.of(json.loads(json.dumps(plan.design_spec))) == plan.design
+
+
+def test_the_pairs_are_the_main_one_then_also_in_config_order_and_the_aa_twin_is_named():
+    design = Design.of(
+        {
+            "comparison": {
+                "baseline": "off",
+                "treatment": "on",
+                "aa_control": True,
+                "also": [{"baseline": "masked", "treatment": "on"}],
+            },
+            "variants": {v: {"engine": f"e-{v}"} for v in ("off", "on", "masked")},
+        }
+    )
+    comparison = design.comparison
+    assert [p.key for p in comparison.pairs] == ["comparison", "comparison.also.0"]
+    assert comparison.pair_names == [("off", "on"), ("masked", "on")]
+    assert comparison.aa_variant == "off-again"
+    assert design.variant_engines["masked"] == "e-masked"
+
+
+def test_an_engine_record_carries_its_kind_and_is_written_as_the_mapping_it_was(tmp_path):
+    fields = {"engine": "e", "kind": "prebuilt", "pin": "mnn==3.6.1", "files": []}
+    record = EngineRecord.of(fields)
+    assert record.kind is PrebuiltEngine and record["engine"] == "e" and dict(record) == fields
+    assert EngineRecord.of(record) is record  # built once: a record stays as it is
+    write_json(tmp_path / "spec.json", {"engine": record})
+    assert read_json(tmp_path / "spec.json") == {"engine": fields}
+    with pytest.raises(ValueError, match="engine record of unknown kind 'gguf'"):
+        EngineRecord.of({**fields, "kind": "gguf"})
+
+
+def test_a_pairs_mode_is_decided_once_per_device_and_read_back_by_its_names():
+    design = Design.of(
+        {
+            "comparison": {
+                "baseline": "off",
+                "treatment": "on",
+                "on_non_sme2_device": "fallback-check",
+            },
+            "variants": {"off": {"engine": "off"}, "on": {"engine": "on"}},
+        }
+    )
+    build = {"kind": "build", "target_arch": "aarch64", "files": []}
+    engines = {
+        "off": EngineRecord.of({**build, "engine": "off", "sme2": {"sme2_kernel_count": 0}}),
+        "on": EngineRecord.of({**build, "engine": "on", "sme2": {"sme2_kernel_count": 9}}),
+    }
+    phone = modes_record(design, engines, {"device": "x300", "sme2": True})
+    old = modes_record(design, engines, {"device": "d9400", "sme2": False})
+    assert phone["modes"] == [
+        {"pair": "comparison", "baseline": "off", "treatment": "on", "mode": "claim"}
+    ]
+    assert modes_of(phone) == {("off", "on"): "claim"}
+    assert modes_of(old) == {("off", "on"): "fallback"}
+
+
+PACKAGE_READS_CONFIG = re.compile(r"\bconfig\[|\bconfig\.get\(")
+
+
+def test_the_config_mapping_is_read_only_by_the_plan_and_config(root):
+    """Below the plan, stages receive types (design.Design, the sections a helper needs):
+    no module outside plan/ and config.py indexes the config mapping."""
+    package = root / "workflow" / "scripts" / "mnnrepro"
+    readers = [
+        f"{path.relative_to(package)}:{n}"
+        for path in sorted(package.rglob("*.py"))
+        if path.parent.name != "plan" and path.name != "config.py"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if PACKAGE_READS_CONFIG.search(line)
+    ]
+    assert readers == []
+
+
+def test_an_engine_records_kind_is_looked_up_only_where_records_are_read(root):
+    """engines.registry.EngineRecord.of looks the kind up; everything else asks record.kind."""
+    scripts = root / "workflow" / "scripts"
+    lookups = [
+        str(path.relative_to(scripts))
+        for path in sorted(scripts.rglob("*.py"))
+        if "kind_of_record(" in path.read_text() and path.name != "registry.py"
+    ]
+    assert lookups == []
