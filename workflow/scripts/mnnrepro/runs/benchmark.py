@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -112,20 +113,37 @@ def sampling(reader, bench: dict):
         yield sampler
 
 
-def run_engine(device: Device, spec, receipt, bench, device_out, power_reader, clock) -> dict:
+@dataclass(frozen=True)
+class Measuring:
+    """What every invocation of one schedule on one device shares: the device, what was pushed
+    to it (its receipt), the bench settings the job measures under (`measured`: those a raw
+    record's key holds), the device's output file, its power reader, and the label of a
+    re-measurement (`--config remeasure`; "" for none)."""
+
+    device: Device
+    receipt: dict
+    bench: dict
+    measured: dict
+    out: str
+    power_reader: object
+    remeasure: str = ""
+
+
+def run_engine(run: Measuring, spec: dict, clock: list[float]) -> dict:
     """The engine's run (power sampled) and the vision step: the record's payload. clock gets
     a mark when the engine starts and when it ends. On an emulated device a failed run is kept
     as `failed` (emulated timings are never compared); on a real one it stops the job."""
+    device, receipt, bench, power_reader = run.device, run.receipt, run.bench, run.power_reader
     engine = engine_for(spec["engine"], receipt)
     argv, env = engine.bench_command(
-        device, engine.model_path(receipt), spec["runtime"], bench, device_out
+        device, engine.model_path(receipt), spec["runtime"], bench, run.out
     )
     env = {**spec.get("env", {}), **env}  # the variant's env; the engine's own wins
     clock.append(time.monotonic())
     sampler = None
     try:
         with sampling(power_reader, bench) as sampler:
-            payload = run_one(device, engine, argv, env, device_out, bench)
+            payload = run_one(device, engine, argv, env, run.out, bench)
         payload["power"] = sampler.record() if sampler else unavailable(power_reader)
         clock.append(time.monotonic())
         step = vision_step(device, engine, receipt, spec["runtime"], env, bench, power_reader)
@@ -138,21 +156,11 @@ def run_engine(device: Device, spec, receipt, bench, device_out, power_reader, c
     return payload
 
 
-def measure(
-    device: Device,
-    inv: Invocation,
-    spec: dict,
-    receipt: dict,
-    bench: dict,
-    where: dict,
-    key: str,
-    remeasure: str,
-    path: Path,
-) -> dict:
+def measure(run: Measuring, inv: Invocation, spec: dict, key: str, path: Path) -> dict:
     """One invocation, measured now: gates first, then the engine (with power sampled) and the
-    vision step; its record, with where its device time went. where: the device's output file
-    (`out`), its power reader and the settings it measures under (`measured`)."""
-    device_out, power_reader, measured = where["out"], where["power_reader"], where["measured"]
+    vision step; its record (raw key `key`, written to `path`), with where its device time
+    went."""
+    device, bench, remeasure = run.device, run.bench, run.remeasure
     clock = [time.monotonic()]  # where the device's time goes, step by step
     if bench["cooldown_s"]:
         time.sleep(bench["cooldown_s"])
@@ -162,10 +170,10 @@ def measure(
     quiet = quiet_gate(device, bench)
     clock.append(time.monotonic())
     screen = device.screen_state()
-    device.verify(engine_files(spec["engine"], receipt))
+    device.verify(engine_files(spec["engine"], run.receipt))
     cpufreq_before = device.cpufreq()
     started = time.time()
-    payload = run_engine(device, spec, receipt, bench, device_out, power_reader, clock)
+    payload = run_engine(run, spec, clock)
     record = {
         "status": "ok",
         "emulated": device.emulated,
@@ -184,7 +192,7 @@ def measure(
         "quiet_gate": quiet,
         "cpufreq_before": cpufreq_before,
         "cpufreq_after": device.cpufreq(),
-        "bench": measured,
+        "bench": run.measured,
         "spec": spec,
         **payload,
     }
@@ -229,8 +237,9 @@ def run_schedule(
     raw_dir = Path(raw_dir)
     check_receipt(device, receipt)
     measured = {k: bench[k] for k in ("prompt_tokens", "generate_tokens", "warmup")}
-    device_out = device.scratch("invocation.json")
     power_reader = device.power_reader() if bench.get("power_sample_s") else "not asked for"
+    out = device.scratch("invocation.json")
+    run = Measuring(device, receipt, bench, measured, out, power_reader, remeasure)
     index, records, stopped = [], [], None
     done = 0
     per_block = len({inv.variant for inv in plan})
@@ -245,8 +254,7 @@ def run_schedule(
             print(f"{progress}: kept (measured earlier)", flush=True)
             done += 1
         else:
-            where = {"out": device_out, "power_reader": power_reader, "measured": measured}
-            step = partial(measure, device, inv, spec, receipt, bench, where, key, remeasure, path)
+            step = partial(measure, run, inv, spec, key, path)
             record = surviving_invocation(device, inv, step)
             write_json(path, record)
             print(f"{progress}: measured", flush=True)
