@@ -17,7 +17,14 @@ config/emulated-sme2.yaml, mnnrepro.devices.qemu.QemuDevice). It reports:
   on an emulated CPU without SME (`max,sme=off`) and with SME2 at every streaming vector
   length from 128 to 2048 bits: the translated blocks that hold SME instructions (QEMU
   `-d in_asm`: `smstart`, outer products `*mopa`), and the output's largest difference from
-  KleidiAI's NEON kernels on the same weights and input.
+  KleidiAI's NEON kernels on the same weights and input;
+* the same question asked of a whole model through genai: the workflow's tiny synthetic Qwen3
+  checkpoint (mnnrepro.models.synthetic, seed 0) converted by genai's own model builder to int4
+  for the CPU (run on this host from the x86_64 wheel, with the pinned onnx_ir wheel it
+  imports), then 24 greedy tokens after a 16-token prompt in the emulated userland through
+  genai's Python API, `mlas.disable_kleidiai` given as a session option in a config overlay:
+  the SME code it ran, the first step's largest logit difference from KleidiAI's NEON kernels,
+  and the first generated token where its answer departs from theirs.
 
 Writes benchmarks/results/ort_kleidiai.{json,md}.
 """
@@ -66,6 +73,13 @@ WHEELS = {
         "af9e2a4efb447feea2cfa10e24aedef1e4f01635c00f6cca759ee13254ee27db",
     ),
 }
+ONNX_IR = (  # genai's model builder imports it; PyPI's simple index, 2026-12-05
+    f"{FILES}/eb/80/1a63440081d94e25b96be6b29119f41119fe5c9521063edbdb7baeeb9589/"
+    "onnx_ir-1.1.0-py3-none-any.whl",
+    "76cc313a788c073b75271c1b6abb172aaf90fcc6335ed40f9f3238b2064a2fa3",
+)
+PROMPT = [5, 17, 33, 101, 250, 7, 9, 400, 12, 13, 14, 15, 16, 600, 601, 3]
+NEW_TOKENS = 24
 # the emulated CPUs: no SME, then SME2 at each streaming vector length (QEMU takes bytes)
 CPUS = {"no SME (max,sme=off)": "max,sme=off"} | {
     f"SME2 at {bits} bits": f"max,sme-default-vector-length={bits // 8}"
@@ -83,6 +97,27 @@ options.intra_op_num_threads = 1
 options.add_session_config_entry("mlas.disable_kleidiai", sys.argv[2])
 session = ort.InferenceSession(sys.argv[1], options, providers=["CPUExecutionProvider"])
 np.save(sys.argv[4], session.run(None, {"A": np.load(sys.argv[3])})[0])
+"""
+GENERATE = """
+import json, sys
+import numpy as np
+import onnxruntime_genai as og
+model_dir, disable, out, prompt, new = sys.argv[1:6]
+prompt = json.loads(prompt)
+config = og.Config(model_dir)
+options = {"mlas.disable_kleidiai": disable, "intra_op_num_threads": 1}
+config.overlay(json.dumps({"model": {"decoder": {"session_options": options}}}))
+model = og.Model(config)
+params = og.GeneratorParams(model)
+params.set_search_options(do_sample=False, max_length=len(prompt) + int(new))
+generator = og.Generator(model, params)
+generator.append_tokens(np.array([prompt], dtype=np.int32))
+first = np.array(generator.get_logits()).reshape(-1)
+tokens = []
+while not generator.is_done():
+    generator.generate_next_token()
+    tokens.append(int(generator.get_next_tokens()[0]))
+json.dump({"tokens": tokens, "first_logits": first.tolist()}, open(out, "w"))
 """
 IMPORTS = """
 import onnxruntime, onnxruntime_genai
@@ -215,6 +250,81 @@ def kernel_cells(work: Path, site: Path) -> list[dict]:
     return rows
 
 
+def genai_model(work: Path, sites: dict[str, Path]) -> Path:
+    """The tiny synthetic Qwen3 converted to int4 for the CPU by genai's own model builder."""
+    import subprocess
+
+    from mnnrepro.models.synthetic import make_model
+
+    out = work / "genai-model"
+    if (out / "genai_config.json").is_file():
+        return out
+    make_model("tiny", 0, work / "checkpoint")
+    url, sha256 = ONNX_IR
+    onnx_ir = work / "unpacked" / "onnx_ir"
+    if not onnx_ir.is_dir():
+        safe_extract_zip(download(url, work / "wheels" / url.rsplit("/", 1)[1], sha256), onnx_ir)
+    builder = sites["x86_64"] / "onnxruntime_genai" / "models" / "builder.py"
+    argv = [sys.executable, str(builder), "-i", str(work / "checkpoint"), "-o", str(out)]
+    argv += ["-p", "int4", "-e", "cpu", "-c", str(work / "builder-cache")]
+    env = {  # the checkpoint is local: nothing is asked of the Hugging Face hub
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": f"{sites['x86_64']}:{onnx_ir}",
+        "HF_HUB_OFFLINE": "1",
+        "HOME": str(work),
+    }
+    subprocess.run(argv, env=env, check=True, capture_output=True)
+    return out
+
+
+def first_departure(tokens: list[int], reference: list[int]) -> int | None:
+    """The first generated token (1-based) where tokens depart from reference; None: never."""
+    for n, (a, b) in enumerate(zip(tokens, reference, strict=False), 1):
+        if a != b:
+            return n
+    return None if len(tokens) == len(reference) else min(len(tokens), len(reference)) + 1
+
+
+def genai_cells(work: Path, sites: dict[str, Path]) -> list[dict]:
+    """Greedy answers of the converted model on every emulated CPU, KleidiAI on and off."""
+    import json
+
+    import numpy as np
+
+    model = genai_model(work, sites)
+    script = work / "generate.py"
+    script.write_text(GENERATE)
+    rows, reference = [], None
+    for label, cpu in CPUS.items():
+        device = emulated(work, cpu)
+        for disable in ("0", "1"):
+            out, log = work / f"g-{cpu}-{disable}.json", work / f"g-{cpu}-{disable}.log"
+            argv = [device.userland["python"], str(script), str(model), disable, str(out)]
+            argv += [json.dumps(PROMPT), str(NEW_TOKENS)]
+            env = {"PYTHONPATH": f"{sites['aarch64']}:{device.site_dirs()[0]}"}
+            result = device.run(argv, 600, env, ["-d", "in_asm", "-D", str(log)])
+            if not result.ok:
+                raise RuntimeError(f"{device.name}: {result.stderr[-2000:]}")
+            blocks = sme_blocks(log)
+            log.unlink()
+            answer = json.loads(out.read_text())
+            reference = reference or answer  # no SME, KleidiAI on: its NEON kernels
+            logits, first = np.array(answer["first_logits"]), np.array(reference["first_logits"])
+            rows.append(
+                {
+                    "cpu": label,
+                    "kleidiai": disable == "0",
+                    "sme_blocks": blocks,
+                    "max_logit_diff": float(np.abs(logits - first).max()),
+                    "mean_abs_logit": float(np.abs(first).mean()),
+                    "departs_at_token": first_departure(answer["tokens"], reference["tokens"]),
+                    "tokens": answer["tokens"],
+                }
+            )
+            print({k: v for k, v in rows[-1].items() if k != "tokens"}, flush=True)
+    return rows
+
+
 def imports_in(work: Path, site: Path) -> str:
     """What `import onnxruntime, onnxruntime_genai` prints (their versions) in the emulated
     userland."""
@@ -277,6 +387,25 @@ def markdown(result: dict) -> list[str]:
             f"| {r['cpu']} | {'on' if r['kleidiai'] else 'off (mlas.disable_kleidiai)'} | "
             f"{r['sme_blocks']} | {r['max_abs_diff_from_kleidiai_neon']:.3g} |"
         )
+    genai = result["genai"]
+    lines += [
+        "",
+        f"The tiny synthetic Qwen3 (seed 0) converted by genai's builder (int4, CPU), "
+        f"{NEW_TOKENS} greedy tokens after a {len(PROMPT)}-token prompt through genai's API, "
+        "`mlas.disable_kleidiai` in a config overlay; compared with KleidiAI's NEON kernels "
+        f"(no SME, KleidiAI on); the first step's mean |logit| is {genai[0]['mean_abs_logit']:.2f} "
+        "(random weights).",
+        "",
+        "| emulated CPU | KleidiAI | SME blocks | first step: max logit difference "
+        "| answer departs at token |",
+        "|---|---|---|---|---|",
+    ]
+    for r in genai:
+        lines.append(
+            f"| {r['cpu']} | {'on' if r['kleidiai'] else 'off (mlas.disable_kleidiai)'} | "
+            f"{r['sme_blocks']} | {r['max_logit_diff']:.3g} | "
+            f"{r['departs_at_token'] or 'never'} |"
+        )
     return lines
 
 
@@ -294,6 +423,7 @@ def main() -> None:
             "imports": imports_in(work, sites["aarch64"]),
             "builder": builder_facts(sites["x86_64"]),
             "cells": kernel_cells(work, sites["aarch64"]),
+            "genai": genai_cells(work, sites),
         }
     write_results("ort_kleidiai", result, markdown(result))
     print("\n".join(markdown(result)))
