@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from provenance import stamped  # noqa: E402
 
 from mnnrepro.analysis.tables import rows_from_record  # noqa: E402
+from mnnrepro.design import variants_of  # noqa: E402
 from mnnrepro.devices.local import LocalDevice  # noqa: E402
 from mnnrepro.engines.registry import EngineRecord  # noqa: E402
 from mnnrepro.runs.benchmark import run_schedule, variant_specs  # noqa: E402
@@ -58,7 +59,9 @@ BENCH = {
 def measure(model_dir: str, base: dict, treat: dict, reps: int, seed: int):
     engine = EngineRecord.of(describe_prebuilt("mnn-pypi", "mnn==3.6.1"))
     specs = variant_specs(
-        {"base": {"engine": "e", "runtime": base}, "treat": {"engine": "e", "runtime": treat}},
+        variants_of(
+            {"base": {"engine": "e", "runtime": base}, "treat": {"engine": "e", "runtime": treat}}
+        ),
         {"e": engine},
         "bench",
     )

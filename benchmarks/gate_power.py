@@ -54,6 +54,7 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 from provenance import write_results  # noqa: E402
 
 from mnnrepro.analysis.correctness import ROUNDING, WRONG, GateRule, compare_forced  # noqa: E402
+from mnnrepro.design import Variant  # noqa: E402
 from mnnrepro.devices.qemu import QemuDevice  # noqa: E402
 from mnnrepro.devices.userland import provide_userland  # noqa: E402
 from mnnrepro.engines.registry import EngineRecord  # noqa: E402
@@ -206,7 +207,9 @@ def emulated(workdir: Path) -> dict[str, QemuDevice]:
 def device_answers(device, model_dir: Path, precision: str, texts, forced=None) -> list[dict]:
     """Greedy answers through the workflow's own runner on a device (staged, verified)."""
     receipt = push_receipt(device, {"mnn": str(model_dir)}, model_dir.name)
-    variant = {"runtime": {"precision": precision, "thread_num": 1}}
+    variant = Variant.of(
+        "v", {"engine": "wheel", "runtime": {"precision": precision, "thread_num": 1}}
+    )
     payload = run_greedy(
         device, receipt, PREBUILT, variant, texts, MAX_NEW_TOKENS, 3600, forced=forced
     )

@@ -494,13 +494,14 @@ def design_stats(**given) -> dict:
 
 def two_variant_specs(runtime_a: dict | None = None) -> dict:
     """Variants `a` (1 thread, unless runtime_a) and `b` (2 threads) of the prebuilt engine."""
+    from mnnrepro.design import variants_of
     from mnnrepro.runs.benchmark import variant_specs
 
     variants = {
         "a": {"engine": "e", "runtime": runtime_a or {"thread_num": 1}},
         "b": {"engine": "e", "runtime": {"thread_num": 2}},
     }
-    return variant_specs(variants, {"e": PREBUILT_ENGINE}, "0" * 64)
+    return variant_specs(variants_of(variants), {"e": PREBUILT_ENGINE}, "0" * 64)
 
 
 def assert_png(path: Path, min_side: int = 100) -> None:

@@ -176,6 +176,7 @@ def gate(spec: dict, receipt: dict) -> dict:
     """run_greedy.py's step (one prompt, one variant): on the device, survived."""
     from conftest import PREBUILT_ENGINE
 
+    from mnnrepro.design import Variant
     from mnnrepro.runs.greedy import run_greedy
     from mnnrepro.runs.on_device import on_device, surviving
 
@@ -184,7 +185,9 @@ def gate(spec: dict, receipt: dict) -> dict:
         return surviving(
             device,
             stage,
-            lambda: run_greedy(device, receipt, PREBUILT_ENGINE, {"runtime": {}}, ["hi"], 4, 120),
+            lambda: run_greedy(
+                device, receipt, PREBUILT_ENGINE, Variant.of("v", {"engine": "e"}), ["hi"], 4, 120
+            ),
         )
 
 

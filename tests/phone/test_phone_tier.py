@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from conftest import PREBUILT_ENGINE, start_loopback_phone, stop_loopback_phone
 
+from mnnrepro.design import Variant
 from mnnrepro.devices.adb import AdbDevice
 from mnnrepro.devices.power import PowerReader
 from mnnrepro.engines.base import supported_features
@@ -196,7 +197,9 @@ def test_each_engine_answers_a_short_prompt_and_prints_its_feature_line(
         receipt = push_receipt(
             phone, {"mnn": str(engine["model"])}, "tier-model", engine["dirs"], engine["tools"]
         )
-        variant = {"runtime": {"thread_num": 1}, "env": {"MNN_CPU_TARGET": "2"}}
+        variant = Variant.of(
+            "v", {"engine": "e", "runtime": {"thread_num": 1}, "env": {"MNN_CPU_TARGET": "2"}}
+        )
         answers = run_greedy(phone, receipt, record, variant, ["hello"], 4, 300, engine["tool"])
         (answer,) = answers["answers"]
         assert len(answer["tokens"]) == 4, answer

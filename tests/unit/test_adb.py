@@ -12,6 +12,7 @@ import time
 import pytest
 from conftest import ILLUSTRATIVE_PROPS, PREBUILT_ENGINE, ROOT, SHORT_BENCH, two_variant_specs
 
+from mnnrepro.design import Variant
 from mnnrepro.devices.adb import AdbDevice, AdbDeviceError
 from mnnrepro.files import read_json
 from mnnrepro.runs.benchmark import run_schedule
@@ -22,6 +23,7 @@ from mnnrepro.runs.staging import push_receipt
 
 BENCH = {**SHORT_BENCH, "max_temp_c": 60, "thermal_timeout_s": 5}
 ENGINE = PREBUILT_ENGINE
+ONE_THREAD = Variant.of("v", {"engine": "e", "runtime": {"thread_num": 1}})
 specs = two_variant_specs
 
 
@@ -92,7 +94,15 @@ def test_corrupted_file_on_the_device_is_refused_by_name(loopback_phone, tiny_mo
     with open(runner, "a") as fh:  # the device's file system is the sandbox on this host
         fh.write("# tampered\n")
     with pytest.raises(AdbDeviceError, match=r"refusing to run on phone: .*prebuilt_runner.py"):
-        run_greedy(AdbDevice("phone", spec), receipt, ENGINE, {"runtime": {}}, ["hi"], 4, 60)
+        run_greedy(
+            AdbDevice("phone", spec),
+            receipt,
+            ENGINE,
+            Variant.of("v", {"engine": "e"}),
+            ["hi"],
+            4,
+            60,
+        )
 
 
 def test_commands_are_quoted_not_executed(loopback_phone, tmp_path):
@@ -139,9 +149,7 @@ def test_env_reaches_the_command_quoted(loopback_phone, tmp_path):
 def test_greedy_and_interleaved_bench_on_the_phone(loopback_phone, tiny_model, tmp_path):
     _, spec = loopback_phone
     receipt = push_receipt(AdbDevice("phone", spec), {"mnn": str(tiny_model)}, "tiny")
-    greedy = run_greedy(
-        AdbDevice("phone", spec), receipt, ENGINE, {"runtime": {"thread_num": 1}}, ["hi"], 4, 60
-    )
+    greedy = run_greedy(AdbDevice("phone", spec), receipt, ENGINE, ONE_THREAD, ["hi"], 4, 60)
     assert len(greedy["answers"][0]["tokens"]) == 4
     index, _ = run_schedule(
         AdbDevice("phone", spec),

@@ -9,6 +9,7 @@ import yaml
 from conftest import run_snakemake
 
 from mnnrepro.config import ConfigError, check_schema
+from mnnrepro.design import variants_of
 from mnnrepro.engines.registry import kind_of_spec
 from mnnrepro.plan.checks import check
 
@@ -391,9 +392,14 @@ def test_mnns_sme2_settings_are_refused_where_no_engine_reads_them(root):
         check(cfg)
     variants = {"one": {"engine": "old", "runtime": {"cpu_sme_core_num": 1}}}
     old = {"engine": "old", "version": "3.2.5", "reads_settings": ["cpu_sme2_neon_division_ratio"]}
-    (problem,) = unread_settings(variants, {"old": old})
+    (problem,) = unread_settings(variants_of(variants), {"old": old})
     assert problem.startswith("config key `variants.one.runtime.cpu_sme_core_num`: engine old")
-    assert unread_settings(variants, {"old": {**old, "reads_settings": ["cpu_sme_core_num"]}}) == []
+    assert (
+        unread_settings(
+            variants_of(variants), {"old": {**old, "reads_settings": ["cpu_sme_core_num"]}}
+        )
+        == []
+    )
 
 
 def test_the_wheel_reads_mnns_sme2_settings_in_its_own_library():

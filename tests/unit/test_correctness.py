@@ -280,6 +280,7 @@ def test_the_runner_fed_the_reference_tokens_reproduces_its_steps(tiny_model, tm
     records them and its own top-1 at each step."""
     from conftest import PREBUILT_ENGINE
 
+    from mnnrepro.design import Variant
     from mnnrepro.devices.local import LocalDevice
     from mnnrepro.runs.greedy import run_greedy
     from mnnrepro.runs.staging import push_receipt
@@ -287,7 +288,7 @@ def test_the_runner_fed_the_reference_tokens_reproduces_its_steps(tiny_model, tm
     device = LocalDevice("host")
     try:
         receipt = push_receipt(device, {"mnn": str(tiny_model)}, "tiny")
-        variant = {"runtime": {"thread_num": 1}}
+        variant = Variant.of("v", {"engine": "e", "runtime": {"thread_num": 1}})
         free = run_greedy(device, receipt, PREBUILT_ENGINE, variant, ["hello"], 6, 120)
         tokens = free["answers"][0]["tokens"]
         again = run_greedy(

@@ -119,3 +119,22 @@ def test_an_engine_records_kind_is_looked_up_only_where_records_are_read(root):
         if "kind_of_record(" in path.read_text() and path.name != "registry.py"
     ]
     assert lookups == []
+
+
+def test_a_variant_keeps_its_runtime_as_configured_and_completes_it_where_measured(root):
+    """The gate passes the runtime as configured (the engine keeps its own defaults); a raw
+    record's key holds every runtime key (Variant.full_runtime: the schema's defaults)."""
+    from mnnrepro.design import variants_of
+
+    schema = yaml.safe_load((root / "workflow/schemas/config.schema.yaml").read_text())
+    runtime = schema["$defs"]["runtime"]["properties"]
+    (variant,) = variants_of({"two": {"engine": "e", "runtime": {"thread_num": 2}}}).values()
+    assert (variant.name, variant.engine, variant.runtime, variant.env) == (
+        "two",
+        "e",
+        {"thread_num": 2},
+        {},
+    )
+    defaulted = {k for k, spec in runtime.items() if "default" in spec}
+    assert set(variant.full_runtime) == defaulted | {"thread_num"}
+    assert variant.full_runtime["thread_num"] == 2

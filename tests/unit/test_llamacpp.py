@@ -13,6 +13,7 @@ from conftest import pair_mode
 
 from mnnrepro.analysis.validity import switch_checks
 from mnnrepro.config import ConfigError
+from mnnrepro.design import variants_of
 from mnnrepro.engines.llamacpp import (
     LlamaBenchParseError,
     LlamaCppEngine,
@@ -186,27 +187,38 @@ def passed(checks):
 
 def test_the_switch_pair_passes_only_with_one_binary_the_switch_and_the_kernels():
     sme2 = {"sme2": True}
-    good = switch_checks(answers(True, False), ("off", "on"), record(), record(), VARIANTS, sme2)
+    good = switch_checks(
+        answers(True, False), ("off", "on"), record(), record(), variants_of(VARIANTS), sme2
+    )
     assert all(c["passed"] for c in good) and len(good) == 3
     # the switch not set in the baseline: both variants would run the SME kernels
     unswitched = {**VARIANTS, "off": {"engine": "llama", "env": {}}}
-    bad = switch_checks(answers(True, True), ("off", "on"), record(), record(), unswitched, sme2)
+    bad = switch_checks(
+        answers(True, True), ("off", "on"), record(), record(), variants_of(unswitched), sme2
+    )
     assert [c["passed"] for c in bad] == [False, True, False]
     # an arm64 build without KleidiAI's SME kernels (GGML_CPU_KLEIDIAI off)
     none = switch_checks(
-        answers(False, False), ("off", "on"), record(count=0), record(count=0), VARIANTS, sme2
+        answers(False, False),
+        ("off", "on"),
+        record(count=0),
+        record(count=0),
+        variants_of(VARIANTS),
+        sme2,
     )
     assert [c["passed"] for c in none] == [True, False, False]
     # two different binaries are not the switch pair
     other = record(engine="llama2")
-    two = switch_checks(answers(True, False), ("off", "on"), other, record(), VARIANTS, sme2)
+    two = switch_checks(
+        answers(True, False), ("off", "on"), other, record(), variants_of(VARIANTS), sme2
+    )
     assert not two[0]["passed"]
 
 
 def test_on_x86_the_switch_pair_expects_no_kernels_and_no_run_time_choice():
     x86 = record(arch="x86_64", count=0)
     checks = switch_checks(
-        answers(False, False), ("off", "on"), x86, x86, VARIANTS, {"sme2": False}
+        answers(False, False), ("off", "on"), x86, x86, variants_of(VARIANTS), {"sme2": False}
     )
     assert [c["passed"] for c in checks] == [True, True]  # no run-time check without SME2
     wrong = switch_checks(
@@ -214,7 +226,7 @@ def test_on_x86_the_switch_pair_expects_no_kernels_and_no_run_time_choice():
         ("off", "on"),
         record(arch="x86_64"),
         record(arch="x86_64"),
-        VARIANTS,
+        variants_of(VARIANTS),
         {"sme2": False},
     )
     assert not wrong[1]["passed"]  # SME kernels in an x86 build: something else was built

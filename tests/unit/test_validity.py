@@ -10,7 +10,7 @@ from conftest import TINY_VL, greedy_answers, pair_mode
 from mnnrepro.analysis import verdict as vd
 from mnnrepro.analysis.summary import summarize
 from mnnrepro.analysis.validity import check, kernel_checks
-from mnnrepro.design import Design
+from mnnrepro.design import Design, variants_of
 from mnnrepro.engines.pairs import Pair, device_modes, modes_of, modes_record
 from mnnrepro.engines.registry import EngineRecord
 
@@ -59,13 +59,21 @@ def test_fallback_verdict(ci, expected):
 def test_kernel_checks_static_and_runtime():
     engines = {"sme2-on": ON, "sme2-off": OFF}
     good = kernel_checks(
-        greedy("The device supports: sme2: 1"), ("off", "on"), engines, VARIANTS, SME2_PHONE
+        greedy("The device supports: sme2: 1"),
+        ("off", "on"),
+        engines,
+        variants_of(VARIANTS),
+        SME2_PHONE,
     )
     assert [c["passed"] for c in good] == [True, True]
     # the "ON" build came out without SME2 kernels, and the device line says sme2: 0
     broken = {"sme2-on": EngineRecord.of({**OFF, "engine": "sme2-on"}), "sme2-off": OFF}
     swapped = kernel_checks(
-        greedy("The device supports: sme2: 0"), ("off", "on"), broken, VARIANTS, SME2_PHONE
+        greedy("The device supports: sme2: 0"),
+        ("off", "on"),
+        broken,
+        variants_of(VARIANTS),
+        SME2_PHONE,
     )
     assert [c["passed"] for c in swapped] == [False, False]
     assert "treatment sme2-on: 0 MNN SME2 kernels" in swapped[0]["evidence"]
@@ -151,7 +159,7 @@ def test_broken_variant_is_invalid_with_the_reason(tiny_model, workflow_model, t
         {},  # no profiles: no check asks a pair's mode
         {"min_agreement": 1.0},
         engines,
-        VARIANTS,
+        variants_of(VARIANTS),
     )
     assert not validity["checks"][0]["passed"]
     bench = table({"prefill": 0.8, "decode": 0.1}, "host")
@@ -205,7 +213,11 @@ def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
     engines = {"sme2-on": HOST_ON, "sme2-off": HOST_OFF}
     assert pair_mode(HOST_ON, X86_HOST, "fail") == "equal"  # never raises
     checks = kernel_checks(
-        greedy("The device supports: sme2: 0"), ("off", "on"), engines, VARIANTS, X86_HOST
+        greedy("The device supports: sme2: 0"),
+        ("off", "on"),
+        engines,
+        variants_of(VARIANTS),
+        X86_HOST,
     )
     assert [c["passed"] for c in checks] == [True]
     assert "SME2 absent on x86_64" in checks[0]["name"]
@@ -223,7 +235,7 @@ def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
                 modes_of(on_host),
                 {"min_agreement": 1.0},
                 engines,
-                VARIANTS,
+                variants_of(VARIANTS),
             )
         },
         Design.of(CONFIG),
@@ -249,7 +261,7 @@ def test_x86_builds_that_are_not_byte_identical_fail_the_equality_check():
         greedy("The device supports: sme2: 0"),
         ("off", "on"),
         {"sme2-on": HOST_ON, "sme2-off": other},
-        VARIANTS,
+        variants_of(VARIANTS),
         X86_HOST,
     )
     assert not absent["passed"]
@@ -275,11 +287,15 @@ def masked_greedy(cpu_target_line):
 def test_one_binary_masked_at_run_time_must_say_sme2_0():
     engines = {"sme2-on": ON, "sme2-off": OFF}
     line = "MNN_CPU_TARGET=2 effective ARM features: fp16=1, i8sdot=1, i8mm=1, sme2=0"
-    good = kernel_checks(masked_greedy(line), ("masked", "on"), engines, MASK_VARIANTS, SME2_PHONE)
+    good = kernel_checks(
+        masked_greedy(line), ("masked", "on"), engines, variants_of(MASK_VARIANTS), SME2_PHONE
+    )
     assert [c["passed"] for c in good] == [True, True]
     assert "masked at run time in masked" in good[0]["name"]
     # a build without MNN_PIPELINE_PROFILE ignores MNN_CPU_TARGET: it prints no such line
-    ignored = kernel_checks(masked_greedy(""), ("masked", "on"), engines, MASK_VARIANTS, SME2_PHONE)
+    ignored = kernel_checks(
+        masked_greedy(""), ("masked", "on"), engines, variants_of(MASK_VARIANTS), SME2_PHONE
+    )
     assert not ignored[0]["passed"]
     assert "no MNN_CPU_TARGET line" in ignored[0]["evidence"]
 
@@ -297,7 +313,7 @@ def test_every_pair_of_comparison_also_is_judged_with_its_own_checks():
         modes_of(modes_record(Design.of(config), {"sme2-on": ON, "sme2-off": OFF}, SME2_PHONE)),
         {"min_agreement": 1.0},
         {"sme2-on": ON, "sme2-off": OFF},
-        MASK_VARIANTS,
+        variants_of(MASK_VARIANTS),
     )
     both = pd.concat([bench, masked])
     summary = summarize(both, {("x300", "m"): validity}, Design.of(config), claimed(both, config))

@@ -1,6 +1,6 @@
 from mnnrepro.analysis.attribution import read_profiles
 from mnnrepro.analysis.validity import check
-from mnnrepro.design import Design
+from mnnrepro.design import Design, variants_of
 from mnnrepro.engines.pairs import modes_of
 from mnnrepro.engines.records import engine_records
 from mnnrepro.files import read_json, write_json
@@ -16,7 +16,7 @@ result = check(
     modes_of(read_record(snakemake.input.modes, "pair_modes")),
     snakemake.params.correctness,
     engine_records(snakemake.input.engines),
-    snakemake.params.variants,
+    variants_of(snakemake.params.variants),
     read_profiles(snakemake.input.profiles) if snakemake.input.profiles else None,
     snakemake.params.attribution,
     {r["engine"]: r for r in map(read_json, snakemake.input.engine_tests)},

@@ -2,16 +2,42 @@
 (Design.of) from the plan's spec of it (plan.Plan.design_spec: its name and its
 `comparison`, `stats` and `bench` sections, and each variant's engine), the schema's defaults
 applied there and nowhere else. The runs' stopping rule, the gate, the validity checks and
-the analysis receive it; none of them reads the config mapping."""
+the analysis receive it; none of them reads the config mapping. A job that runs variants gets
+them as Variant (variants_of the specs its rule hands it)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mnnrepro.config import with_schema_defaults
+from mnnrepro.config import with_runtime_defaults, with_schema_defaults
 from mnnrepro.repetitions import Repetitions
 
 SECTIONS = ("comparison", "stats", "bench")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A variant (`variants.<name>`, or a sweep point's copy of it): the engine it runs, its
+    runtime settings as configured (full_runtime: every key, the schema's defaults for the
+    rest) and the environment it runs with."""
+
+    name: str
+    engine: str
+    runtime: dict
+    env: dict
+
+    @classmethod
+    def of(cls, name: str, spec: dict) -> Variant:
+        return cls(name, spec["engine"], dict(spec.get("runtime", {})), dict(spec.get("env", {})))
+
+    @property
+    def full_runtime(self) -> dict:
+        return with_runtime_defaults(self.runtime)
+
+
+def variants_of(specs: dict) -> dict[str, Variant]:
+    """Variant name -> the variant, from the specs a rule hands its job (Plan.variant_specs)."""
+    return {name: Variant.of(name, spec) for name, spec in specs.items()}
 
 
 @dataclass(frozen=True)

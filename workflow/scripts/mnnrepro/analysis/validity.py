@@ -84,8 +84,8 @@ def kernel_checks(
     baseline by MNN_CPU_TARGET, which must say `sme2=0`).
     """
     base_variant, treat_variant = pair
-    base = engines[variants[base_variant]["engine"]]
-    treat = engines[variants[treat_variant]["engine"]]
+    base = engines[variants[base_variant].engine]
+    treat = engines[variants[treat_variant].engine]
     if treat.kind.sme_switch:
         return switch_checks(greedy, pair, base, treat, variants, facts)
     if not any(r.kind.carries_sme2_kernels(r) for r in (base, treat)):
@@ -126,7 +126,7 @@ def static_kernel_checks(greedy, pair, base: dict, treat: dict, variants: dict):
                 "passed": "sme2=0" in line,
                 "evidence": f"{base_variant} printed {line or 'no MNN_CPU_TARGET line'!r} "
                 "(needs an MNN_PIPELINE_PROFILE build and env MNN_CPU_TARGET < 3)",
-                "details": {"line": line, "env": variants[base_variant].get("env", {})},
+                "details": {"line": line, "env": variants[base_variant].env},
             }
         )
     elif treat.kind.sme2_impossible(treat):
@@ -169,7 +169,7 @@ def switch_checks(
     build where SME2 can exist, and on an SME2 device the engine saying which it chose."""
     kind = treat.kind
     base_variant, treat_variant = pair
-    env = {v: variants[v].get("env", {}).get(kind.sme_switch) for v in pair}
+    env = {v: variants[v].env.get(kind.sme_switch) for v in pair}
     count = treat.get("sme", {}).get("kleidiai_sme_function_count", 0)
     impossible = kind.sme2_impossible(treat)
     expected = "none (no SME2 on this architecture)" if impossible else "some"

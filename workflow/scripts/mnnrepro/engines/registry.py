@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mnnrepro.engines.base import EngineKind
 from mnnrepro.engines.llamacpp import LlamaCppEngine
 from mnnrepro.engines.mnn_build import BuiltEngine
 from mnnrepro.engines.prebuilt import PrebuiltEngine
+
+if TYPE_CHECKING:
+    from mnnrepro.design import Variant
 
 KINDS: tuple[type[EngineKind], ...] = (PrebuiltEngine, BuiltEngine, LlamaCppEngine)
 
@@ -67,7 +71,7 @@ def kind_of_tree(tree: str) -> type[EngineKind]:
     raise ValueError(f"no engine kind is built from a source tree named {tree!r}")
 
 
-def unread_settings(variants: dict, engines: dict[str, dict]) -> list[str]:
+def unread_settings(variants: dict[str, Variant], engines: dict[str, EngineRecord]) -> list[str]:
     """A variant's SME2 setting (config.SME2_SETTINGS) that its engine's binaries do not read
     (the record's `reads_settings`: an MNN version without the setting would run as if it
     were not given), one line each, naming the key; checked before any run."""
@@ -75,10 +79,10 @@ def unread_settings(variants: dict, engines: dict[str, dict]) -> list[str]:
 
     problems = []
     for name, variant in sorted(variants.items()):
-        record = engines[variant["engine"]]
+        record = engines[variant.engine]
         reads = record.get("reads_settings", [])
         for key in SME2_SETTINGS:
-            if key in variant.get("runtime", {}) and key not in reads:
+            if key in variant.runtime and key not in reads:
                 problems.append(
                     f"config key `variants.{name}.runtime.{key}`: engine {record['engine']} "
                     f"({record.get('version', 'unknown version')}) does not read it (its "

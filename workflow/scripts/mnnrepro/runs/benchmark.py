@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from mnnrepro.config import with_runtime_defaults
-from mnnrepro.design import Design
+from mnnrepro.design import Design, Variant
 from mnnrepro.devices.base import Device
 from mnnrepro.devices.power import PowerReader
 from mnnrepro.engines.base import BenchError, command_record
-from mnnrepro.engines.registry import engine_for
+from mnnrepro.engines.registry import EngineRecord, engine_for
 from mnnrepro.files import read_json, sha256_file, write_json
 from mnnrepro.repetitions import Repetitions
 from mnnrepro.runs.gates import quiet_gate, thermal_gate
@@ -289,7 +288,9 @@ def device_time(clock: list[float], end: float) -> dict:
     return {**steps, "total": round(end - clock[0], 3)}
 
 
-def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str) -> dict:
+def variant_specs(
+    variants: dict[str, Variant], engines: dict[str, EngineRecord], manifest_sha256: str
+) -> dict:
     """What identifies each variant's measurement: engine (with file hashes), runtime, model.
 
     An engine that runs through the prebuilt runner depends on it too (it holds the timing
@@ -298,11 +299,11 @@ def variant_specs(variants: dict, engines: dict[str, dict], manifest_sha256: str
     runner = {"runner_sha256": sha256_file(RUNNER)}
     return {
         name: {
-            "engine": engines[variant["engine"]],
-            "runtime": with_runtime_defaults(variant.get("runtime", {})),
-            "env": variant.get("env", {}),
+            "engine": engines[variant.engine],
+            "runtime": variant.full_runtime,
+            "env": variant.env,
             "model_manifest_sha256": manifest_sha256,
-            **(runner if engines[variant["engine"]].kind.runs_through_runner else {}),
+            **(runner if engines[variant.engine].kind.runs_through_runner else {}),
         }
         for name, variant in variants.items()
     }

@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass
 
 from mnnrepro.config import refuse
-from mnnrepro.design import Design
+from mnnrepro.design import Design, Variant, variants_of
 from mnnrepro.engines.pairs import Pair, modes_of
 from mnnrepro.engines.records import engine_records
 from mnnrepro.engines.registry import unread_settings
@@ -30,7 +30,7 @@ class GateJob:
     device_name: str
     device_spec: dict
     gate: dict  # the `correctness` section
-    variants: dict
+    variants: dict[str, Variant]
     design: Design
     receipt: dict
     records: dict  # engine name -> its record
@@ -49,7 +49,7 @@ class GateJob:
         """From a Snakemake job of rule run_greedy."""
         params, given = job.params, job.input
         return cls(
-            job.wildcards.device, params.device, params.correctness, params.variants,
+            job.wildcards.device, params.device, params.correctness, variants_of(params.variants),
             Design.of(params.design), read_json(given.receipt),
             engine_records(given.engines),
             {t["engine"]: t for t in map(read_json, given.gate_tools)},
@@ -89,7 +89,7 @@ class GateJob:
 
     def answers_of(self, device, name: str, sent: list[dict], forced=None) -> dict:
         variant = self.variants[name]
-        engine = variant["engine"]
+        engine = variant.engine
         payload = run_greedy(
             device, self.receipt, self.records[engine], variant, [p["sent"] for p in sent],
             self.gate["max_new_tokens"], self.timeout_s, self.tools.get(engine),

@@ -34,11 +34,11 @@ def run_greedy(
         expected.update({f"{base}/{f['path']}": f["sha256"] for f in tool["files"]})
     device.verify(expected)
     ask = GreedyAsk(
-        variant.get("runtime", {}),
+        variant.runtime,
         prompts,
         max_new_tokens,
         timeout,
-        variant.get("env", {}),
+        variant.env,
         prompt_tokens,
         forced,
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from mnnrepro.design import Variant, variants_of
 from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json, sha256_file
 from mnnrepro.runs.vision import vision_phase_images
@@ -21,7 +22,7 @@ class DeviceJob:
     receipt: str  # the push's receipt (runs/staging.push_receipt)
     manifest: str  # the model's manifest: its sha256 enters every measurement's key
     engine_records: list[str]
-    variants: dict
+    variants: dict[str, Variant]
     bench: dict
     # (name as configured, local file) of the vision phase's images, for a vision model
     images: list[tuple[str, str]] = field(default_factory=list)
@@ -36,7 +37,7 @@ class DeviceJob:
             receipt=job.input.receipt,
             manifest=job.input.manifest,
             engine_records=list(job.input.engines),
-            variants=job.params.variants,
+            variants=variants_of(job.params.variants),
             bench=job.params.bench,
             images=vision_phase_images(
                 job.params.image_names,
