@@ -138,3 +138,34 @@ def test_a_variant_keeps_its_runtime_as_configured_and_completes_it_where_measur
     defaulted = {k for k, spec in runtime.items() if "default" in spec}
     assert set(variant.full_runtime) == defaulted | {"thread_num"}
     assert variant.full_runtime["thread_num"] == 2
+
+
+def test_a_model_entry_is_read_once_as_where_it_comes_from():
+    from mnnrepro.models.spec import Model
+
+    tiny = Model.of(
+        "t", {"synthetic": {"shape": "tiny", "seed": 3, "quant_bit": 4, "quant_block": 64}}
+    )
+    assert (tiny.source, tiny.synthetic.shape, tiny.synthetic.seed, tiny.weights) == (
+        "synthetic",
+        "tiny",
+        3,
+        None,
+    )
+    assert tiny.synthetic.settings == {
+        "shape": "tiny",
+        "seed": 3,
+        "quant_bit": 4,
+        "quant_block": 64,
+    }
+    mnn = {"id": "MNN/Qwen3-VL-4B-Instruct-MNN", "revision": "r1"}
+    original = {"id": "Qwen/Qwen3-VL-4B-Instruct", "revision": "r2"}
+    download = Model.of("d", {"modelscope": mnn, "checkpoint": {"modelscope": original}})
+    assert download.source == "modelscope"
+    assert (download.repository("model"), download.repository("checkpoint")) == (mnn, original)
+    exported = Model.of("e", {"export": {"from": {"path": "/ckpt"}, "hqq": True}})
+    assert (exported.source, exported.weights, exported.synthetic) == (
+        "export",
+        {"path": "/ckpt"},
+        None,
+    )

@@ -10,6 +10,7 @@ from importlib import metadata
 
 from mnnrepro.models.export import RUNNER, export_model
 from mnnrepro.models.mnn_files import REQUIRED_FILES
+from mnnrepro.models.spec import Model
 from mnnrepro.models.synthetic import SHAPES, make_model
 from mnnrepro.runs.staging import RUNNER as RUNNER_PATH
 
@@ -102,7 +103,7 @@ def test_export_source_with_hqq_yields_a_model_the_engine_runs(tmp_path):
             "extra_args": [],
         }
     }
-    source, settings, extra = export_settings(spec)
+    source, settings, extra = export_settings(Model.of("m", spec))
     assert (source, extra) == ("export", ["--hqq", "--lm_quant_bit", "8"])
     manifest = export_model(
         str(tmp_path / "hf"),

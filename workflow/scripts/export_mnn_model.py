@@ -1,9 +1,12 @@
 from mnnrepro.files import file_table, write_json
 from mnnrepro.logs import log_to
 from mnnrepro.models.export import export_model, export_settings
+from mnnrepro.models.spec import Model
 
 log = log_to(snakemake.log[0])
-source, settings, extra = export_settings(snakemake.params.spec)
+source, settings, extra = export_settings(
+    Model.of(snakemake.wildcards.model, snakemake.params.spec)
+)
 manifest = export_model(
     snakemake.input.hf,
     snakemake.output.model,

@@ -4,13 +4,11 @@ from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
 from mnnrepro.models.mnn_files import is_vision_model, missing_files
 from mnnrepro.models.modelscope import fetch_model
+from mnnrepro.models.spec import Model
 
 log_to(snakemake.log[0])
-spec = snakemake.params.spec
-if snakemake.params.route == "model":  # an MNN export, used as downloaded
-    repo = spec["modelscope"]
-else:  # the original weights: to export, or for the engines that convert the model themselves
-    repo = (spec["export"]["from"] if "export" in spec else spec["checkpoint"])["modelscope"]
+model = Model.of(snakemake.wildcards.model, snakemake.params.spec)
+repo = model.repository(snakemake.params.route)
 manifest = fetch_model(repo, snakemake.params.cache, snakemake.output[0], snakemake.wildcards.model)
 if snakemake.params.route == "model":  # it must be loadable
     missing = missing_files(Path(snakemake.output[0]))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from mnnrepro.files import file_table, sha256_file
 from mnnrepro.models.mnn_files import is_vision_model, missing_files
+from mnnrepro.models.spec import Model
 
 RUNNER = Path(__file__).with_name("llmexport_main.py")
 
@@ -152,11 +153,11 @@ def export_model(
     }
 
 
-def export_settings(spec: dict) -> tuple[str, dict, list[str]]:
-    """A model entry -> (source kind, its settings, extra llmexport arguments)."""
-    if "synthetic" in spec:
-        return "synthetic", spec["synthetic"], []
-    settings = spec["export"]
+def export_settings(model: Model) -> tuple[str, dict, list[str]]:
+    """A model -> (source kind, its settings, extra llmexport arguments)."""
+    if model.synthetic is not None:
+        return "synthetic", model.synthetic.settings, []
+    settings = model.export
     extra = []
     for flag in ("hqq", "awq", "sym"):
         if settings.get(flag):

@@ -56,12 +56,10 @@ class JobMessages:
         self.interval = interval_name(experiment_intervals(plan.design))
 
     def model_pins(self, wildcards) -> str:
-        return model_pins(self.plan.config["models"][wildcards.model]["modelscope"])
+        return model_pins(self.plan.model_entries[wildcards.model].download)
 
     def checkpoint_pins(self, wildcards) -> str:
-        spec = self.plan.config["models"][wildcards.model]
-        source = spec["export"]["from"] if "export" in spec else spec["checkpoint"]
-        return model_pins(source["modelscope"])
+        return model_pins(self.plan.model_entries[wildcards.model].weights["modelscope"])
 
     def source_pins(self, wildcards) -> str:
         return source_pins(self.plan.sources.tree(wildcards.tree, wildcards.source))

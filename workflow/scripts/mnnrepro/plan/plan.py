@@ -25,6 +25,7 @@ from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import kind_of_spec
 from mnnrepro.files import where_run
 from mnnrepro.models.formats import FORMATS
+from mnnrepro.models.spec import Model
 from mnnrepro.plan.code import code_of, tool_digests
 from mnnrepro.plan.engine_inputs import EngineInputs
 from mnnrepro.plan.experiment import Experiment, resolve
@@ -120,13 +121,14 @@ class Plan(EngineInputs):
         ]
 
     def _plan_models(self) -> None:
+        self.model_entries = {m: Model.of(m, self.config["models"][m]) for m in self.models}
         self.synthetic_models = self.models_from("synthetic")
         self.downloaded_models = self.models_from("modelscope")
         self.exported_models = self.models_from("export")
-        # models whose original weights come from ModelScope: to export, or (beside an MNN
-        # download) for the engines that convert it themselves
+        # models whose original weights are fetched or given: to export, or (beside an MNN
+        # download, `checkpoint`) for the engines that convert it themselves
         self.checkpoint_models = sorted(
-            set(self.exported_models) | set(self.models_from("checkpoint"))
+            m for m, model in self.model_entries.items() if model.weights is not None
         )
         self.convertible_models = sorted(set(self.synthetic_models) | set(self.checkpoint_models))
 
@@ -153,7 +155,8 @@ class Plan(EngineInputs):
         return engine_key(name, spec, kind.config_key, kind.source_section, tree, ndk_pin)
 
     def models_from(self, source: str) -> list[str]:
-        return [m for m in self.models if source in self.config["models"][m]]
+        """The models that come from source (models/spec.SOURCES)."""
+        return [m for m, model in self.model_entries.items() if model.source == source]
 
     def results(self, pattern: str, **lists) -> list[str]:
         """results/<experiment>/<pattern> for every combination of `lists` (Snakemake's
@@ -244,13 +247,12 @@ class Plan(EngineInputs):
 
     def checkpoint(self, wildcards) -> str:
         """The transformers checkpoint llmexport converts: synthetic, downloaded, or local."""
-        spec = self.config["models"][wildcards.model]
-        if "synthetic" in spec:
+        model = self.model_entries[wildcards.model]
+        if model.synthetic is not None:
             return f"results/models/{wildcards.model}/hf"
-        source = spec["export"]["from"] if "export" in spec else spec["checkpoint"]
-        if "modelscope" in source:
+        if "modelscope" in model.weights:
             return f"resources/checkpoints/{wildcards.model}"
-        return source["path"]
+        return model.weights["path"]
 
     def checkpoint_dirs(self, wildcards) -> list[str]:
         """The checkpoint a model was converted from, where the workflow has it (the vision
