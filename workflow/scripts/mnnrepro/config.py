@@ -279,7 +279,12 @@ def experiment_named(config: dict) -> str | None:
 def aa_variant(config: dict) -> str | None:
     """Name of the A/A control variant (the baseline once more), if the config asks for it."""
     comparison = config["comparison"]
-    return f"{comparison['baseline']}-again" if comparison.get("aa_control") else None
+    return twin_of(comparison["baseline"]) if comparison.get("aa_control") else None
+
+
+def twin_of(baseline: str) -> str:
+    """The A/A control's variant: the baseline once more, under this name."""
+    return f"{baseline}-again"
 
 
 def run_variants(config: dict) -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mnnrepro.config import with_runtime_defaults, with_schema_defaults
+from mnnrepro.config import twin_of, with_runtime_defaults, with_schema_defaults
 from mnnrepro.repetitions import Repetitions
 
 SECTIONS = ("comparison", "stats", "bench")
@@ -82,7 +82,7 @@ class Comparison:
     @property
     def aa_variant(self) -> str | None:
         """The A/A control's variant (the baseline once more), if the config asks for it."""
-        return f"{self.baseline}-again" if self.aa_control else None
+        return twin_of(self.baseline) if self.aa_control else None
 
     @property
     def pair_names(self) -> list[tuple[str, str]]:
