@@ -1,7 +1,7 @@
 from mnnrepro.analysis.attribution import read_profiles
 from mnnrepro.analysis.validity import check
 from mnnrepro.design import Design, variants_of
-from mnnrepro.engines.pairs import modes_of
+from mnnrepro.engines.pairs import modes_at
 from mnnrepro.engines.records import engine_records
 from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
@@ -13,7 +13,7 @@ result = check(
     read_record(snakemake.input.facts, "device_facts"),
     snakemake.wildcards.model,
     Design.of(snakemake.params.design),
-    modes_of(read_record(snakemake.input.modes, "pair_modes")),
+    modes_at(snakemake.input.modes),
     snakemake.params.correctness,
     engine_records(snakemake.input.engines),
     variants_of(snakemake.params.variants),

@@ -1,8 +1,7 @@
 from mnnrepro.design import Design
-from mnnrepro.engines.pairs import modes_of
+from mnnrepro.engines.pairs import modes_at
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
-from mnnrepro.records import read_record
 from mnnrepro.runs.benchmark import run_plan_for_rule
 from mnnrepro.runs.job import DeviceJob
 
@@ -11,7 +10,7 @@ index = run_plan_for_rule(
     DeviceJob.of(snakemake),  # a vision model's main benchmark asks its images; a sweep none
     raw_dir=snakemake.params.raw_dir,
     design=Design.of(snakemake.params.design),
-    modes=modes_of(read_record(snakemake.input.modes, "pair_modes")),
+    modes=modes_at(snakemake.input.modes),
     remeasure=snakemake.params.remeasure,
 )
 index.update(experiment=snakemake.wildcards.experiment, model=snakemake.wildcards.model)

@@ -101,6 +101,13 @@ def modes_of(record: dict) -> dict[tuple[str, str], str]:
     return {(m["baseline"], m["treatment"]): m["mode"] for m in record["modes"]}
 
 
+def modes_at(path: str) -> dict[tuple[str, str], str]:
+    """modes_of the pair modes record at path (rule decide_pair_modes; checked as one)."""
+    from mnnrepro.records import read_record
+
+    return modes_of(read_record(path, "pair_modes"))
+
+
 def device_modes(records: list[dict]) -> dict[tuple[tuple[str, str], str], str]:
     """(pair's variant names, device) -> its mode, from every device's pair modes record."""
     return {(names, r["device"]): mode for r in records for names, mode in modes_of(r).items()}

@@ -11,11 +11,10 @@ from dataclasses import dataclass
 
 from mnnrepro.config import refuse
 from mnnrepro.design import Design, Variant, variants_of
-from mnnrepro.engines.pairs import Pair, modes_of
+from mnnrepro.engines.pairs import Pair, modes_at
 from mnnrepro.engines.records import engine_records
 from mnnrepro.engines.registry import unread_settings
 from mnnrepro.files import read_json
-from mnnrepro.records import read_record
 from mnnrepro.runs.greedy import forced_plan, gate_prompts, label_answers, run_greedy
 from mnnrepro.runs.on_device import on_device, surviving
 from mnnrepro.runs.staging import stage_images
@@ -53,7 +52,7 @@ class GateJob:
             Design.of(params.design), read_json(given.receipt),
             engine_records(given.engines),
             {t["engine"]: t for t in map(read_json, given.gate_tools)},
-            read_json(given.facts), modes_of(read_record(given.modes, "pair_modes")),
+            read_json(given.facts), modes_at(given.modes),
             reads_images(given.manifest, params.model_formats),
             list(zip(params.image_names, given.images, strict=True)), params.timeout_s,
             params.prompt_tokens, read_json(given.reference) if given.reference else None,
