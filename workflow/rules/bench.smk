@@ -34,8 +34,8 @@ rule run_greedy:
         manifest="results/models/{model}/manifest.json",
         engines=PLAN.engine_files,
         gate_tools=PLAN.gate_tool_records,
-        facts="results/{experiment}/devices/{device}.json",
-        modes="results/{experiment}/modes/{device}.json",  # refused there if one cannot hold
+        # each pair's mode here (decided from the device's facts; refused if one cannot hold)
+        modes="results/{experiment}/modes/{device}.json",
         userland=PLAN.userland,
         receipt="results/{experiment}/pushed/{device}/{model}.json",
         runner=PLAN.engine_runner,
@@ -71,7 +71,6 @@ BENCH_INPUTS = dict(
     manifest="results/models/{model}/manifest.json",
     engines=PLAN.engine_files,
     gate_tools=PLAN.gate_tool_records,  # the tool a kind asks the vision phase with is in its key
-    facts="results/{experiment}/devices/{device}.json",
     modes="results/{experiment}/modes/{device}.json",  # the rows a verdict stop judges
     userland=PLAN.userland,
     greedy="results/{experiment}/greedy/{device}/{model}.json",

@@ -34,7 +34,6 @@ class GateJob:
     receipt: dict
     records: dict  # engine name -> its record
     tools: dict  # engine name -> its gate tool's record
-    facts: dict
     modes: dict  # (baseline, treatment) -> the pair's mode here (engines.pairs.modes_of)
     vision: bool  # the model takes images: the image prompts are asked too
     images: list  # (name as configured, local file)
@@ -52,7 +51,7 @@ class GateJob:
             Design.of(params.design), read_json(given.receipt),
             engine_records(given.engines),
             {t["engine"]: t for t in map(read_json, given.gate_tools)},
-            read_json(given.facts), modes_at(given.modes),
+            modes_at(given.modes),
             reads_images(given.manifest, params.model_formats),
             list(zip(params.image_names, given.images, strict=True)), params.timeout_s,
             params.prompt_tokens, read_json(given.reference) if given.reference else None,
