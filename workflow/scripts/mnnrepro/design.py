@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from mnnrepro.config import twin_of, with_runtime_defaults, with_schema_defaults
 from mnnrepro.repetitions import Repetitions
+from mnnrepro.sweep_plan import sweep_repetitions
 
 SECTIONS = ("comparison", "stats", "bench")
 
@@ -116,7 +117,7 @@ class Design:
 
     @property
     def repetitions(self) -> Repetitions:
-        return Repetitions.of(self.bench.get("repetitions", 0))
+        return Repetitions.of(self.bench["repetitions"])
 
     @property
     def sweep(self) -> dict:
@@ -126,4 +127,4 @@ class Design:
     @property
     def sweep_repetitions(self) -> Repetitions:
         """`bench.sweep.repetitions`, else the main point's."""
-        return Repetitions.of(self.sweep.get("repetitions", self.bench.get("repetitions", 0)))
+        return Repetitions.of(sweep_repetitions(self.bench))
