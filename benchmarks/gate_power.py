@@ -51,14 +51,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
+from emulated import userland_receipt  # noqa: E402
 from provenance import write_results  # noqa: E402
 
 from mnnrepro.analysis.correctness import ROUNDING, WRONG, GateRule, compare_forced  # noqa: E402
 from mnnrepro.design import Variant  # noqa: E402
 from mnnrepro.devices.qemu import QemuDevice  # noqa: E402
-from mnnrepro.devices.userland import provide_userland  # noqa: E402
 from mnnrepro.engines.registry import EngineRecord  # noqa: E402
-from mnnrepro.files import write_json  # noqa: E402
 from mnnrepro.models.export import export_model  # noqa: E402
 from mnnrepro.models.synthetic import make_model  # noqa: E402
 from mnnrepro.runs import prebuilt_runner as runner  # noqa: E402
@@ -194,13 +193,7 @@ def answers(config: Path, runtime: dict, texts: list[str], forced=None) -> list[
 
 def emulated(workdir: Path) -> dict[str, QemuDevice]:
     """The workflow's QEMU devices, in the pinned userland of config/emulated-sme2.yaml."""
-    import yaml
-
-    receipt = workdir / "emulation" / "userland.json"
-    if not receipt.is_file():
-        pins = yaml.safe_load((ROOT / "config" / "emulated-sme2.yaml").read_text())
-        receipt.parent.mkdir(parents=True, exist_ok=True)
-        write_json(receipt, provide_userland(pins["toolchains"]["emulation"], receipt.parent))
+    receipt = userland_receipt(workdir)
     return {n: QemuDevice(n, {"userland": str(receipt), "cpu": c}) for n, c in QEMU_CPUS.items()}
 
 

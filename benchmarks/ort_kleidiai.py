@@ -41,12 +41,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
+from emulated import userland_receipt  # noqa: E402
 from provenance import write_results  # noqa: E402
 
 from mnnrepro.devices.qemu import QemuDevice  # noqa: E402
-from mnnrepro.devices.userland import provide_userland  # noqa: E402
 from mnnrepro.fetch import download  # noqa: E402
-from mnnrepro.files import write_json  # noqa: E402
 from mnnrepro.unpack import safe_extract_zip  # noqa: E402
 
 FILES = "https://files.pythonhosted.org/packages"
@@ -191,14 +190,7 @@ def matmul_model(work: Path) -> tuple[Path, Path]:
 
 def emulated(work: Path, cpu: str) -> QemuDevice:
     """The workflow's QEMU device in the pinned userland (fetched once into work)."""
-    import yaml
-
-    receipt = work / "emulation" / "userland.json"
-    if not receipt.is_file():
-        pins = yaml.safe_load((ROOT / "config" / "emulated-sme2.yaml").read_text())
-        receipt.parent.mkdir(parents=True, exist_ok=True)
-        write_json(receipt, provide_userland(pins["toolchains"]["emulation"], receipt.parent))
-    return QemuDevice(f"qemu-{cpu}", {"userland": str(receipt), "cpu": cpu})
+    return QemuDevice(f"qemu-{cpu}", {"userland": str(userland_receipt(work)), "cpu": cpu})
 
 
 def sme_blocks(log: Path) -> int:
