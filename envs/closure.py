@@ -55,6 +55,16 @@ FROM_FETCHED_TREES = {
     "gguf": {"numpy", "pyyaml", "tqdm", "requests"},
 }
 
+# Modules the device-side runner imports from an engine's fetched wheels, staged on the device
+# and put on its PYTHONPATH (ONNX Runtime GenAI: toolchain/ort_genai.py), never from the env ->
+# the distributions they need from the device's Python.
+FROM_FETCHED_TREES |= {"onnxruntime": {"numpy"}, "onnxruntime_genai": {"numpy"}}
+# ... and genai's model builder in those wheels (models/onnx_builder_main.py runs it), which
+# imports these at onnxruntime-genai 0.18.0.
+FROM_FETCHED_TREES |= {
+    "builder": {"onnx-ir", "onnx", "torch", "transformers", "onnxruntime", "numpy", "safetensors"}
+}
+
 # The installer itself.
 INSTALLER_OWNED = {"pip"}  # pinned in the conda part of every env
 
@@ -171,6 +181,15 @@ def stdlib(name: str) -> bool:
     return name in sys.stdlib_module_names or name == "__future__"
 
 
+def sibling_module(path: Path | None, top: str) -> Path | None:
+    """Our module that a program of the package imports by its bare name from its own
+    directory (the device-side runner's modules, staged beside it: runs/staging.py)."""
+    if path is None or not path.is_relative_to(SCRIPTS / PACKAGE):
+        return None
+    sibling = path.parent / f"{top}.py"
+    return sibling if sibling.is_file() else None
+
+
 def closure_of(scripts: list[Path], names_imported: set[str] = frozenset()) -> Closure:
     """The import closure of these scripts (and everything they start), and of modules that
     something else imports (`names_imported`)."""
@@ -198,6 +217,9 @@ def closure_of(scripts: list[Path], names_imported: set[str] = frozenset()) -> C
                     if file is not None:
                         result.modules.add(module_of(file))
                         todo.append(file)
+            elif sibling := sibling_module(path, top):  # a staged program's module beside it
+                result.modules.add(module_of(sibling))
+                todo.append(sibling)
             elif top and not stdlib(top) and top not in PROVIDED_BY_SNAKEMAKE:
                 result.third_party.add(top)
     providers = metadata.packages_distributions()

@@ -11,6 +11,7 @@ import pytest
 from mnnrepro.engines.base import EngineKind
 from mnnrepro.engines.llamacpp import LlamaCppEngine
 from mnnrepro.engines.mnn_build import BuiltEngine
+from mnnrepro.engines.ort_genai import OrtGenaiEngine
 from mnnrepro.engines.prebuilt import PrebuiltEngine
 from mnnrepro.engines.registry import KINDS, kind_of_record, kind_of_spec
 
@@ -19,7 +20,7 @@ PACKAGE = ROOT / "workflow" / "scripts" / "mnnrepro"
 
 
 def test_every_kind_is_registered_once_and_says_what_defines_it():
-    assert set(KINDS) == {PrebuiltEngine, BuiltEngine, LlamaCppEngine}
+    assert set(KINDS) == {PrebuiltEngine, BuiltEngine, LlamaCppEngine, OrtGenaiEngine}
     for attribute in ("kind", "config_key"):
         values = [getattr(kind, attribute) for kind in KINDS]
         assert all(values) and len(set(values)) == len(values), attribute
@@ -28,11 +29,14 @@ def test_every_kind_is_registered_once_and_says_what_defines_it():
         PrebuiltEngine: "mnn",
         BuiltEngine: "mnn",
         LlamaCppEngine: "gguf",
+        OrtGenaiEngine: "onnx",
     }
     assert [k for k in KINDS if k.from_source] == [BuiltEngine, LlamaCppEngine]
     assert all(k.source_section for k in KINDS if k.from_source)
-    assert [k for k in KINDS if k.runs_through_runner] == [PrebuiltEngine]
-    assert [k for k in KINDS if k.sme_switch] == [LlamaCppEngine]
+    assert [k for k in KINDS if k.runs_through_runner] == [PrebuiltEngine, OrtGenaiEngine]
+    assert [k for k in KINDS if k.sme_switch] == [LlamaCppEngine, OrtGenaiEngine]
+    # what a device stages of an engine: a build's files, or its unpacked wheels
+    assert [k for k in KINDS if k.stages_files] == [BuiltEngine, LlamaCppEngine, OrtGenaiEngine]
 
 
 def test_a_config_entry_and_a_record_find_their_kind_and_nothing_else():
@@ -55,6 +59,17 @@ def test_sme2_questions_are_the_kinds():
     assert not PrebuiltEngine.sme2_impossible(wheel)
     assert BuiltEngine.carries_sme2_kernels(arm) and not BuiltEngine.sme2_impossible(arm)
     assert BuiltEngine.sme2_impossible(x86)
+    # ONNX Runtime's wheels: SME2 exists where their library's kernel tables name SME2 kernels
+    # (the aarch64 wheel's), and cannot where they name none (the x86-64 wheel has no KleidiAI)
+    ort_arm = {"kind": "ort-genai", "library": {"sme2_kernels": ["kai_run_x_sme2_mopa"]}}
+    ort_x86 = {"kind": "ort-genai", "library": {"sme2_kernels": []}}
+    assert OrtGenaiEngine.needs_sme2(ort_arm) and not OrtGenaiEngine.sme2_impossible(ort_arm)
+    assert OrtGenaiEngine.sme2_impossible(ort_x86) and not OrtGenaiEngine.needs_sme2(ort_x86)
+    # a profile names each SME2 kernel's run function and its assembly body (devices/stripped)
+    assert OrtGenaiEngine.sme2_kernel_names(ort_arm) == [
+        "kai_kernel_x_sme2_mopa",
+        "kai_run_x_sme2_mopa",
+    ]
 
 
 SOURCES = [

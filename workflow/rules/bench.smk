@@ -8,7 +8,7 @@ rule push_to_device:
         manifest="results/models/{model}/manifest.json",
         facts="results/{experiment}/devices/{device}.json",
         userland=PLAN.userland,
-        engines=PLAN.built_engine_dirs,
+        engines=PLAN.staged_engine_dirs,
         gate_tools=PLAN.gate_tool_dirs,
         runner=PLAN.engine_runner,
     output:
@@ -20,7 +20,8 @@ rule push_to_device:
         "../../envs/bench.yaml"
     params:
         device=PLAN.device_spec,
-        engine_names=PLAN.built_engines,
+        engine_names=PLAN.staged_engines,
+        tool_engines=PLAN.built_engines,
         model_formats=PLAN.model_formats,
     message:
         "Pushing model {wildcards.model} and the engine runner to device {wildcards.device}"

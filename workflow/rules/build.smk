@@ -55,6 +55,8 @@ rule build_engine:
         "logs/build_engine/{engine}.log",
     benchmark:
         "logs/build_engine/{engine}.benchmark.tsv"
+    wildcard_constraints:
+        engine=PLAN.keys_of(PLAN.built_engines),
     conda:
         "../../envs/build.yaml"
     threads: all_cores()

@@ -1,4 +1,5 @@
-# Engines: which MNN runs, pinned and hashed.
+# Engines run as they are published: MNN's wheel (checked in the environment) and ONNX
+# Runtime GenAI's wheels (pinned, fetched, unpacked), pinned and hashed.
 
 
 rule describe_engine:
@@ -17,3 +18,27 @@ rule describe_engine:
         "Checking and hashing MNN engine {wildcards.engine}"
     script:
         "../scripts/describe_engine.py"
+
+
+# ONNX Runtime GenAI: its platform's pinned wheels (onnxruntime, onnxruntime-genai), downloaded
+# by sha256 and unpacked side by side: the files a device's Python imports (staged by hash).
+rule fetch_ort_genai:
+    output:
+        record="results/engines/{engine}/wheels.json",
+        site=directory("results/engines/{engine}/bin"),
+    log:
+        "logs/fetch_ort_genai/{engine}.log",
+    wildcard_constraints:
+        engine=PLAN.keys_of(PLAN.wheel_engines),
+    localrule: True  # the network is where Snakemake runs, not a compute node
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        name=PLAN.engine_name,
+        platform=PLAN.engine_platform,
+        pins=PLAN.wheel_pins,
+        cache="resources/wheels",
+    message:
+        "Fetching ONNX Runtime GenAI's pinned wheels ({params.platform}) for engine {wildcards.engine}"
+    script:
+        "../scripts/fetch_ort_genai.py"

@@ -134,6 +134,34 @@ rule convert_gguf_model:
         "../scripts/convert_gguf_model.py"
 
 
+# ONNX Runtime GenAI's model: the same checkpoint converted by genai's own model builder (in
+# the pinned wheel) to int4 for the CPU, the path on which ONNX Runtime runs KleidiAI's kernels.
+rule convert_onnx_model:
+    input:
+        hf=PLAN.checkpoint,
+        site=PLAN.builder_site,
+    output:
+        model=directory(PLAN.onnx_model_dir),
+        record="results/models/{model}/onnx.json",
+        layout="results/models/{model}/layout-onnx.json",  # the decode ceiling's, like MNN's
+    log:
+        "logs/convert_onnx_model/{model}.log",
+    benchmark:
+        "logs/convert_onnx_model/{model}.benchmark.tsv"
+    wildcard_constraints:
+        model=PLAN.alternatives(PLAN.convertible_models),
+    conda:
+        "../../envs/export.yaml"
+    resources:
+        mem_mb=6000,
+    params:
+        cache="resources/build/onnx-builder/{model}",
+    message:
+        "Converting model {wildcards.model} to ONNX int4 with ONNX Runtime GenAI's model builder"
+    script:
+        "../scripts/convert_onnx_model.py"
+
+
 # `snakemake models_all`: every model of the experiment, nothing else.
 # What a decode step reads and a prefill token computes, from the model's files (the decode
 # ceiling's denominator; a replay restores it from the archive).

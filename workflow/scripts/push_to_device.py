@@ -13,7 +13,7 @@ with on_device(snakemake.wildcards.device, snakemake.params.device, "the push") 
             dict(zip(snakemake.params.model_formats, snakemake.input.model, strict=True)),
             snakemake.wildcards.model,
             dict(zip(snakemake.params.engine_names, snakemake.input.engines, strict=True)),
-            dict(zip(snakemake.params.engine_names, snakemake.input.gate_tools, strict=True)),
+            dict(zip(snakemake.params.tool_engines, snakemake.input.gate_tools, strict=True)),
         ),
     )
 print(

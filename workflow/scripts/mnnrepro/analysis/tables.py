@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from mnnrepro.config import SME2_SETTINGS
@@ -16,9 +18,10 @@ KEY_COLUMNS = ["experiment", "device", "model", "variant", "phase"]
 
 # the variant's runtime settings, one column each (the schema's `runtime` keys with a default)
 RUNTIME_COLUMNS = ("backend_type", "thread_num", "precision", "memory", "power")
-# ... and those without one (MNN's SME2 settings): a column only where a variant sets one, so a
-# run that sets none has the table it always had (and an archive replays to it, byte for byte)
-OPTIONAL_RUNTIME_COLUMNS = SME2_SETTINGS
+# ... and those without one (MNN's SME2 settings, ONNX Runtime's session options as one JSON
+# text): a column only where a variant sets one, so a run that sets none has the table it
+# always had (and an archive replays to it, byte for byte)
+OPTIONAL_RUNTIME_COLUMNS = (*SME2_SETTINGS, "session_options")
 BENCH_COLUMNS = [
     *KEY_COLUMNS,
     "block",
@@ -326,7 +329,13 @@ def bench_table(
 
 def runtime_columns(runtime: dict) -> dict:
     """A record's runtime settings as bench.csv's columns (the optional ones where set)."""
-    optional = {key: runtime[key] for key in OPTIONAL_RUNTIME_COLUMNS if key in runtime}
+    optional = {
+        key: json.dumps(runtime[key], sort_keys=True)
+        if isinstance(runtime[key], dict)
+        else runtime[key]
+        for key in OPTIONAL_RUNTIME_COLUMNS
+        if key in runtime
+    }
     return {**{key: runtime.get(key) for key in RUNTIME_COLUMNS}, **optional}
 
 

@@ -165,12 +165,13 @@ def switch_checks(
     greedy: dict, pair: tuple[str, str], base: dict, treat: dict, variants: dict, facts: dict
 ) -> list[dict]:
     """An engine whose SME kernels are switched off at run time (llama.cpp's KleidiAI kernels,
-    `GGML_KLEIDIAI_SME=0`): one binary, the switch set in the baseline only, the kernels in the
-    build where SME2 can exist, and on an SME2 device the engine saying which it chose."""
+    `GGML_KLEIDIAI_SME=0`; ONNX Runtime's, session option `mlas.disable_kleidiai` "1"): one
+    binary, the switch set in the baseline only, the kernels in the build where SME2 can
+    exist, and on an SME2 device the engine saying which it chose, where it says so."""
     kind = treat.kind
     base_variant, treat_variant = pair
-    env = {v: variants[v].env.get(kind.sme_switch) for v in pair}
-    count = treat.get("sme", {}).get("kleidiai_sme_function_count", 0)
+    env = {v: kind.switch_value(variants[v]) for v in pair}
+    count = kind.sme_kernel_count(treat)
     impossible = kind.sme2_impossible(treat)
     expected = "none (no SME2 on this architecture)" if impossible else "some"
     checks = [
@@ -179,7 +180,7 @@ def switch_checks(
             f"(same binary as {treat_variant})",
             "pair": list(pair),
             "passed": base["engine"] == treat["engine"]
-            and env[base_variant] == "0"
+            and env[base_variant] == kind.switch_off
             and env[treat_variant] in (None, ""),
             "evidence": f"engines {base['engine']} / {treat['engine']}; {kind.sme_switch}: "
             f"{base_variant}={env[base_variant]!r}, {treat_variant}={env[treat_variant]!r}",
@@ -190,12 +191,12 @@ def switch_checks(
             "pair": list(pair),
             # none can exist off arm64: both variants then run the same code (equality)
             "passed": count == 0 if impossible else count > 0,
-            "evidence": f"{treat['engine']}: {count} KleidiAI functions that execute SME "
-            f"instructions; expectation: {expected}",
+            "evidence": f"{treat['engine']}: {count} KleidiAI {kind.sme_kernels_are}; "
+            f"expectation: {expected}",
             "details": {"kleidiai_sme_function_count": count},
         },
     ]
-    if facts.get("sme2"):
+    if facts.get("sme2") and kind.reports_sme_choice:
         chosen = {v: greedy[v]["engine"].get("kleidiai_sme", False) for v in pair}
         checks.append(
             {

@@ -1,8 +1,9 @@
 """The function symbols and loadable segments of an ELF file, read with the standard library.
 
 What the QEMU attribution needs to turn an executed guest address into a function: a shared
-library's functions (`.symtab` where the file keeps it, else `.dynsym`) with their address
-ranges, and its PT_LOAD segments (file offset -> address). ELF64 little-endian only: every
+library's functions (`.symtab` where the file keeps it, else `.dynsym` and what a stripped
+library keeps for itself: devices/stripped.py) with their address ranges, and its PT_LOAD
+segments (file offset -> address). ELF64 little-endian only: every
 engine this project builds or runs (x86-64, arm64) is that. Kept rather than pyelftools: it
 reads two tables, and the attribution job's environment (envs/bench.yaml, pushed to devices'
 userlands too) would otherwise carry a dependency for them.
@@ -15,6 +16,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from mnnrepro.devices.stripped import recovered_functions
 from mnnrepro.errors import DataError
 
 SHT_SYMTAB, SHT_DYNSYM = 2, 11
@@ -123,6 +125,10 @@ def read_symbols(path: str | Path) -> ElfSymbols:
     )
     table = tables.get(SHT_SYMTAB) or tables.get(SHT_DYNSYM)
     functions = function_symbols(data, sections, table) if table is not None else {}
+    if SHT_SYMTAB not in tables:  # stripped: what the library keeps for itself names the rest
+        for start, function in recovered_functions(data, sections, section_name).items():
+            if start not in functions or function[1].startswith("kai_"):
+                functions[start] = function
     starts = sorted(functions)
     ends = []
     for i, start in enumerate(starts):

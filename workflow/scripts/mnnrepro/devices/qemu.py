@@ -59,11 +59,15 @@ class QemuDevice(LocalDevice):
 
     def run(self, argv, timeout, env=None, qemu_options=()):
         qemu = [self.userland["qemu"], "-cpu", self.cpu, "-L", self.userland["sysroot"]]
+        env = dict(env or {})
+        # the userland's packages always stay importable: a PYTHONPATH asked for (an engine's
+        # staged wheels) comes before them
+        python_path = [p for p in (env.pop("PYTHONPATH", ""), self.userland["site"]) if p]
         guest_env = {
             "PATH": "/usr/bin:/bin",
             "LANG": "C.UTF-8",
-            "PYTHONPATH": self.userland["site"],
-            **(env or {}),
+            "PYTHONPATH": ":".join(python_path),
+            **env,
         }
         command = [*qemu, *qemu_options, *argv]
         return run_process(argv, command, timeout, self.workdir, guest_env, clean_env=True)

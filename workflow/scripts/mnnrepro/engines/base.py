@@ -52,6 +52,8 @@ class EngineKind:
     # run through the prebuilt runner (runs/prebuilt_runner.py), whose timing loop a
     # measurement then depends on
     runs_through_runner = False
+    # the modules the runner imports for it, staged beside the runner (runs/staging.py)
+    runner_modules: tuple[str, ...] = ()
     # asks the vision phase's image questions (bench.vision; runs/vision.py) in its benchmark
     takes_images = False
     # the program beside its gate tool that asks them after the benchmark (vision_command);
@@ -62,6 +64,16 @@ class EngineKind:
     # the environment variable that switches the kind's SME kernels off in the same binary
     # ("0"), whose pairs get the switch's checks instead of MNN's kernel checks
     sme_switch = ""
+    switch_off = "0"  # the switch's value that turns them off (in the baseline only)
+    # what the kind's kernel count (sme_kernel_count) counts, for the switch's check
+    sme_kernels_are = "functions that execute SME instructions"
+    # its gate's engine facts say whether it chose its SME kernels (`kleidiai_sme`)
+    reports_sme_choice = False
+    # its files are staged on the device by hash under its key (results/engines/<key>/bin):
+    # a build's, or unpacked wheels
+    stages_files = False
+    # made of pinned wheels (`ort_genai.wheels.<platform>`), fetched and unpacked by a rule
+    fetches_wheels = False
     # the streaming vector lengths (bits) its SME2 kernels are written for; () = any
     sme2_vector_lengths_bits: tuple[int, ...] = ()
     # environment variables the engine reads as integers (atoi: a word there is silently 0)
@@ -139,6 +151,16 @@ class EngineKind:
         raise NotImplementedError
 
     @classmethod
+    def switch_value(cls, variant) -> str | None:
+        """The sme_switch's value in a variant (design.Variant): an environment variable."""
+        return variant.env.get(cls.sme_switch)
+
+    @classmethod
+    def sme_kernel_count(cls, record: dict) -> int:
+        """A switched kind's SME kernels in its build (what the switch turns off)."""
+        return 0
+
+    @classmethod
     def carries_sme2_kernels(cls, record: dict) -> bool:
         """Whether kernels of the engine's own can be SME2 code (its kernel checks apply)."""
         return False
@@ -205,6 +227,7 @@ class BuiltFromSource(EngineKind):
 
     record_name = "build.json"
     from_source = True
+    stages_files = True
 
     def __init__(self, record: dict, receipt: dict):
         self.record = record
@@ -283,6 +306,21 @@ def supported_features(line: str) -> dict[str, bool]:
     the line names `sme2` whether or not the CPU has it."""
     _, found, rest = line.partition("supports:")
     return {k: v == "1" for k, v in FEATURE.findall(rest)} if found else {}
+
+
+def checkpoint_problems(models: dict, engines: dict, engine: str, converter: str) -> list[str]:
+    """A model downloaded as an MNN export has no transformers checkpoint for an engine kind
+    that converts the checkpoint itself: one line naming `models`."""
+    without = sorted(
+        m for m, model in models.items() if "modelscope" in model and "checkpoint" not in model
+    )
+    if not without:
+        return []
+    return [
+        f"config key `models`: {without} are MNN exports downloaded as they are; the "
+        f"{engine} engines {sorted(engines)} need the transformers checkpoint {converter} "
+        "converts (`synthetic`, `export`, or `checkpoint.modelscope` beside `modelscope`)"
+    ]
 
 
 def files_of(record: dict) -> list[tuple[str, str]]:

@@ -24,6 +24,7 @@ from mnnrepro.engines.base import (
     BenchError,
     BuiltFromSource,
     GreedyAsk,
+    checkpoint_problems,
 )
 from mnnrepro.toolchain import llamacpp, tools
 from mnnrepro.toolchain.records import BuildJob
@@ -121,6 +122,7 @@ class LlamaCppEngine(BuiltFromSource):
     source_section = "llamacpp"
     sme_switch = SME_SWITCH
     integer_env = (SME_SWITCH,)
+    reports_sme_choice = True  # ggml's `kleidiai:` lines
     source_forms = "sdist or path, with `llamacpp.kleidiai` where it builds KleidiAI"
     # llama.cpp's own tests do not reach the kernels compared here: test-backend-ops checks
     # other backends against the CPU backend, which it skips (ggml-org/llama.cpp #6028), and
@@ -148,16 +150,7 @@ class LlamaCppEngine(BuiltFromSource):
                 "GGML_CPU_KLEIDIAI, which would download KleidiAI at configure time; pin its "
                 "archive (version, url, md5 or sha256)"
             )
-        without = sorted(
-            m for m, model in models.items() if "modelscope" in model and "checkpoint" not in model
-        )
-        if without:
-            problems.append(
-                f"config key `models`: {without} are MNN exports downloaded as they are; the "
-                f"llama.cpp engines {sorted(engines)} need the transformers checkpoint "
-                "(`synthetic`, `export`, or `checkpoint.modelscope` beside `modelscope`)"
-            )
-        return problems
+        return problems + checkpoint_problems(models, engines, "llama.cpp", "its converter")
 
     @classmethod
     def provide_source(cls, tree: dict, cache) -> dict:
@@ -178,6 +171,10 @@ class LlamaCppEngine(BuiltFromSource):
     @classmethod
     def sme2_kernel_names(cls, record: dict) -> list[str]:
         return record.get("sme", {}).get("kleidiai_sme_functions", [])
+
+    @classmethod
+    def sme_kernel_count(cls, record: dict) -> int:
+        return record.get("sme", {}).get("kleidiai_sme_function_count", 0)
 
     @classmethod
     def needs_sme2(cls, record: dict) -> bool:

@@ -28,6 +28,7 @@ class PrebuiltEngine(EngineKind):
     no_test_suite = "the PyPI wheel ships no test suite"
     sme2_settings = True
     sme2_vector_lengths_bits = (512,)  # the wheel's SME2 kernels are MNN's (mnn_build.py)
+    runner_engine = "mnn"  # the runner's --engine
 
     def __init__(self, record: dict, receipt: dict):
         self.record, self.runner = record, receipt["runner"]
@@ -53,9 +54,7 @@ class PrebuiltEngine(EngineKind):
     ) -> tuple[list[str], dict]:
         runtime = with_runtime_defaults(runtime)
         argv = [
-            device.python(),
-            self.runner,
-            "bench",
+            *self.runner_argv(device, "bench"),
             "--config",
             model_config,
             "--runtime",
@@ -73,7 +72,15 @@ class PrebuiltEngine(EngineKind):
         if vision:
             images = [i["device_path"] for i in vision["images"]]
             argv += ["--images", json.dumps(images), "--image-text", vision["text"]]
-        return argv, {}
+        return argv, self.runner_env()
+
+    def runner_argv(self, device, mode: str) -> list[str]:
+        """The runner in `mode` for this kind's engine, on the device's Python."""
+        return [device.python(), self.runner, mode, "--engine", self.runner_engine]
+
+    def runner_env(self) -> dict:
+        """What the runner's environment needs beside the variant's own (env)."""
+        return {}
 
     def read_bench(self, device, result, out: str) -> dict:
         return json.loads(fetch_text(device, out))
@@ -86,11 +93,9 @@ class PrebuiltEngine(EngineKind):
         payload, answers = None, []
         for i, prompt in enumerate(ask.prompts):  # one process per prompt: a crash is its prompt's
             argv = [
-                device.python(),
-                self.runner,
-                "greedy",
+                *self.runner_argv(device, "greedy"),
                 "--config",
-                receipt["model_config"],
+                self.model_path(receipt),
                 "--runtime",
                 json.dumps(runtime, sort_keys=True),
                 "--out",
@@ -102,8 +107,9 @@ class PrebuiltEngine(EngineKind):
             ]
             if ask.forced is not None:
                 argv += ["--forced", json.dumps([ask.forced[i]])]
-            result = device.run(argv, timeout=ask.timeout, env=ask.env or None)
-            command = command_record(argv, ask.env, result)
+            env = {**(ask.env or {}), **self.runner_env()}
+            result = device.run(argv, timeout=ask.timeout, env=env or None)
+            command = command_record(argv, env, result)
             if result.ok:
                 payload = json.loads(fetch_text(device, out))
                 answers += [{**a, "command": command} for a in payload["answers"]]

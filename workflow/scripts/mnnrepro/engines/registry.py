@@ -9,12 +9,18 @@ from typing import TYPE_CHECKING
 from mnnrepro.engines.base import EngineKind
 from mnnrepro.engines.llamacpp import LlamaCppEngine
 from mnnrepro.engines.mnn_build import BuiltEngine
+from mnnrepro.engines.ort_genai import OrtGenaiEngine
 from mnnrepro.engines.prebuilt import PrebuiltEngine
 
 if TYPE_CHECKING:
     from mnnrepro.design import Variant
 
-KINDS: tuple[type[EngineKind], ...] = (PrebuiltEngine, BuiltEngine, LlamaCppEngine)
+KINDS: tuple[type[EngineKind], ...] = (
+    PrebuiltEngine,
+    BuiltEngine,
+    LlamaCppEngine,
+    OrtGenaiEngine,
+)
 
 
 def kind_of_record(record: Mapping) -> type[EngineKind]:
@@ -88,4 +94,25 @@ def unread_settings(variants: dict[str, Variant], engines: dict[str, EngineRecor
                     f"({record.get('version', 'unknown version')}) does not read it (its "
                     f"libraries hold no `{key}`)"
                 )
+        problems += unread_session_options(name, variant, record)
     return problems
+
+
+def unread_session_options(name: str, variant: Variant, record: EngineRecord) -> list[str]:
+    """A variant's ONNX Runtime session options its engine does not read: every one for a
+    kind that takes none, else each key its library does not hold (ONNX Runtime would ignore
+    it silently), one line each naming the key. The kind's own SME switch is always taken: a
+    library without KleidiAI (the x86-64 wheel) holds no such key and runs the same code with
+    it, which is what a pair there is judged on (equality)."""
+    asked = variant.runtime.get("session_options", {})
+    key = f"variants.{name}.runtime.session_options"
+    held = record.get("library", {}).get("session_options")
+    if asked and held is None:
+        return [f"config key `{key}`: engine {record['engine']} ({record.kind.kind}) takes none"]
+    return [
+        f"config key `{key}.{option}`: engine {record['engine']} ({record.get('version')}) "
+        f"holds no such session option (ONNX Runtime would ignore it); its library holds "
+        f"{', '.join(o for o in held if o.startswith(option.split('.')[0] + '.'))[:300]}"
+        for option in sorted(asked)
+        if option not in held and option != record.kind.sme_switch
+    ]

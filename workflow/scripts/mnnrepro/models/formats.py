@@ -26,5 +26,6 @@ FORMATS: dict[str, ModelFormat] = {
         # MNN's export keeps the device path it always had (models/<model>)
         ModelFormat("mnn", "layout.json", "", config_file="config.json", reads_images=True),
         ModelFormat("gguf", "layout-gguf.json", "-gguf"),
+        ModelFormat("onnx", "layout-onnx.json", "-onnx"),  # genai's model directory
     )
 }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from mnnrepro.config import canonical
 from mnnrepro.engines.registry import kind_of_spec
+from mnnrepro.toolchain.records import engine_key
 
 
 class EngineInputs:
@@ -25,8 +26,37 @@ class EngineInputs:
     def _per_built_engine(self, name: str) -> list[str]:
         return [f"results/engines/{self.engine_keys[e]}/{name}" for e in self.built_engines]
 
-    def built_engine_dirs(self, wildcards=None) -> list[str]:
-        return self._per_built_engine("bin")
+    def _engine_key(self, name: str, spec: dict) -> str:
+        kind = kind_of_spec(spec)
+        if kind.fetches_wheels:  # the wheels it is made of are part of what defines it
+            return engine_key(name, {**spec, "wheels": self.wheel_pins_of(spec)})
+        if not kind.from_source:
+            return engine_key(name, spec)
+        tree = kind.tree_of(spec, self.config.get(kind.source_section, {}))
+        ndk_pin = self.settings.ndk_pin
+        return engine_key(name, spec, kind.config_key, kind.source_section, tree, ndk_pin)
+
+    def wheel_pins_of(self, spec: dict) -> list[dict]:
+        """The pinned wheels of an engine that runs fetched wheels (its platform's)."""
+        return self.config["ort_genai"]["wheels"][kind_of_spec(spec).platform(spec)]
+
+    def wheel_pins(self, wildcards) -> list[dict]:
+        """The pinned wheels the engine {engine} is made of (`ort_genai.wheels.<platform>`)."""
+        return canonical(
+            self.wheel_pins_of(self.config["engines"][self.engine_of_key[wildcards.engine]])
+        )
+
+    def engine_platform(self, wildcards) -> str:
+        spec = self.config["engines"][self.engine_of_key[wildcards.engine]]
+        return kind_of_spec(spec).platform(spec)
+
+    def keys_of(self, engines: list[str]) -> str:
+        """A wildcard constraint matching the keys of these engines."""
+        return "|".join(self.engine_keys[e] for e in engines) or "(?!)"
+
+    def staged_engine_dirs(self, wildcards=None) -> list[str]:
+        """The files each staged engine runs from (a build's, or unpacked wheels)."""
+        return [f"results/engines/{self.engine_keys[e]}/bin" for e in self.staged_engines]
 
     def gate_tool_dirs(self, wildcards=None) -> list[str]:
         return self._per_built_engine("gate-tool")

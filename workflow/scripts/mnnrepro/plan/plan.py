@@ -34,12 +34,12 @@ from mnnrepro.plan.settings import Settings
 from mnnrepro.plan.sources import SourceTrees
 from mnnrepro.sweep_plan import sweep_points, thread_nums
 from mnnrepro.toolchain.llamacpp import quantizer_dir, quantizer_engine
-from mnnrepro.toolchain.records import engine_key
 
 # the layout file of each model format: MNN's (describe_model_layout), GGUF's (its conversion)
 LAYOUT_FILES = {name: f.layout_file for name, f in FORMATS.items()}
 MNN_MODEL_DIR = FORMATS["mnn"].folder()
 GGUF_MODEL_DIR = FORMATS["gguf"].folder()
+ONNX_MODEL_DIR = FORMATS["onnx"].folder()
 
 
 class Plan(EngineInputs):
@@ -50,8 +50,12 @@ class Plan(EngineInputs):
         self.settings = Settings.of(config)  # what the rules hand their jobs
         self.experiment = experiment
         self.scripts = scripts
-        # the prebuilt engine's device-side runner holds the timing loop: an input of every run
-        self.engine_runner = where_run(scripts / "mnnrepro/runs/prebuilt_runner.py")
+        # the device-side runner holds the timing loop (with the module it imports for ONNX
+        # Runtime GenAI): an input of every run
+        self.engine_runner = [
+            where_run(scripts / "mnnrepro/runs" / name)
+            for name in ("prebuilt_runner.py", "genai_llm.py")
+        ]
         # the gate tools' and the bandwidth probe's sources: an edit rebuilds them, not MNN
         self.gate_tool_code, self.probe_code = tool_digests(scripts / "mnnrepro/toolchain")
         self.models = sorted(config["models"])
@@ -85,10 +89,19 @@ class Plan(EngineInputs):
         # the engines the variants run (an engine no variant names is neither built nor run)
         self.used_engines = sorted({config["variants"][v]["engine"] for v in self.variants})
         self.built_engines = [e for e in self.used_engines if self.engine_kinds[e].from_source]
+        # the engines whose files are staged on a device (results/engines/<key>/bin)
+        self.staged_engines = [e for e in self.used_engines if self.engine_kinds[e].stages_files]
+        self.wheel_engines = [e for e in self.used_engines if self.engine_kinds[e].fetches_wheels]
         # results/engines/<name>-<digest of what defines the engine>: configs that define an
         # engine differently never overwrite each other's builds
         self.engine_keys = {n: self._engine_key(n, s) for n, s in config["engines"].items()}
         self.engine_of_key = {key: name for name, key in self.engine_keys.items()}
+        # genai's model builder: the one in the first such engine's unpacked wheels
+        self.builder_site = (
+            f"results/engines/{self.engine_keys[self.wheel_engines[0]]}/bin"
+            if self.wheel_engines
+            else []
+        )
         self.sources = SourceTrees(config, self.engine_kinds, self.built_engines)
         # llama-quantize for this host: a host engine's build of the same flags holds it, else
         # its own build (quantizer_dir)
@@ -133,7 +146,7 @@ class Plan(EngineInputs):
         self.convertible_models = sorted(set(self.synthetic_models) | set(self.checkpoint_models))
 
     # where each model format's files lie
-    mnn_model_dir, gguf_model_dir = MNN_MODEL_DIR, GGUF_MODEL_DIR
+    mnn_model_dir, gguf_model_dir, onnx_model_dir = MNN_MODEL_DIR, GGUF_MODEL_DIR, ONNX_MODEL_DIR
 
     def code_of(self, script: str) -> str:
         """The digest of what an analysis job runs of this workflow's code (plan/code.py): its
@@ -145,14 +158,6 @@ class Plan(EngineInputs):
     def alternatives(names) -> str:
         """A wildcard constraint matching exactly these names ((?!) matches nothing)."""
         return "|".join(names) or "(?!)"
-
-    def _engine_key(self, name: str, spec: dict) -> str:
-        kind = kind_of_spec(spec)
-        if not kind.from_source:
-            return engine_key(name, spec)
-        tree = kind.tree_of(spec, self.config.get(kind.source_section, {}))
-        ndk_pin = self.settings.ndk_pin
-        return engine_key(name, spec, kind.config_key, kind.source_section, tree, ndk_pin)
 
     def models_from(self, source: str) -> list[str]:
         """The models that come from source (models/spec.SOURCES)."""

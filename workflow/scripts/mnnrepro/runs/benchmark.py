@@ -36,7 +36,7 @@ from mnnrepro.runs.raw_files import (
     supersede,
 )
 from mnnrepro.runs.schedule import Invocation
-from mnnrepro.runs.staging import RUNNER, check_receipt, engine_files
+from mnnrepro.runs.staging import RUNNER, RUNNER_MODULES, check_receipt, engine_files
 from mnnrepro.runs.vision import with_measured_vision, with_vision_set
 from mnnrepro.stats import VISION_PHASES
 
@@ -296,14 +296,23 @@ def variant_specs(
     An engine that runs through the prebuilt runner depends on it too (it holds the timing
     loop), so its hash is part of the measurement: a changed runner measures everything again.
     """
-    runner = {"runner_sha256": sha256_file(RUNNER)}
+
+    def runner(kind) -> dict:
+        if not kind.runs_through_runner:
+            return {}
+        modules = {n: sha256_file(RUNNER_MODULES[n]) for n in kind.runner_modules}
+        return {
+            "runner_sha256": sha256_file(RUNNER),
+            **({"runner_modules": modules} if modules else {}),
+        }
+
     return {
         name: {
             "engine": engines[variant.engine],
             "runtime": variant.full_runtime,
             "env": variant.env,
             "model_manifest_sha256": manifest_sha256,
-            **(runner if engines[variant.engine].kind.runs_through_runner else {}),
+            **runner(engines[variant.engine].kind),
         }
         for name, variant in variants.items()
     }

@@ -1,7 +1,10 @@
-"""Device-side runner for the prebuilt (PyPI) MNN engine.
+"""Device-side runner for the engines run through a device's Python: the prebuilt (PyPI) MNN
+engine, and ONNX Runtime GenAI (``--engine ort-genai``, its pinned wheels on PYTHONPATH).
 
 This file is staged onto the device and run there with the device's Python, so it
-imports nothing from mnnrepro: only the standard library, numpy and MNN.
+imports nothing from mnnrepro: only the standard library, numpy and MNN or onnxruntime_genai.
+Both engines run the same timing loop and gate below: ``genai_llm.GenaiLlm`` (staged beside
+this file) answers the calls they make of MNN's ``Llm`` with genai's ``Generator``.
 
 It measures what MNN's ``llm_bench -kv true`` measures at 3.6.1 (the paper path) for one
 configuration and one repetition (``-rep 1``), in one context:
@@ -90,8 +93,15 @@ def captured_fd_stdout():
             box.append(sink.read().decode("utf-8", "replace"))
 
 
-def load_llm(config_path: str, runtime: dict):
-    """Create and load an MNN LLM; returns (llm, what the engine printed while loading)."""
+def load_llm(config_path: str, runtime: dict, engine: str = "mnn"):
+    """Create and load an LLM (MNN's from its config.json; ONNX Runtime GenAI's from its model
+    directory); returns (llm, what the engine printed while loading)."""
+    if engine == "ort-genai":
+        from genai_llm import GenaiLlm  # staged beside this file (runs/staging.py)
+
+        with captured_fd_stdout() as printed:
+            llm = GenaiLlm(config_path, runtime)
+        return llm, printed[0]
     # MNN prints "The device supports: ..." on import; keep it as a fact.
     with captured_fd_stdout() as printed:
         import MNN.llm as mnn_llm
@@ -243,9 +253,13 @@ def greedy_answer(llm, prompt: str, max_new_tokens: int, forced: list[int] | Non
     return answer if forced is None else {**answer, "forced_tokens": [int(t) for t in forced]}
 
 
-def engine_facts(supports_line: str) -> dict:
+def engine_facts(supports_line: str, engine: str = "mnn") -> dict:
     from importlib import metadata
 
+    if engine == "ort-genai":
+        from genai_llm import genai_facts
+
+        return genai_facts()
     try:
         version = metadata.version("mnn")
     except metadata.PackageNotFoundError:  # pragma: no cover - MNN built from source
@@ -265,7 +279,7 @@ def engine_facts(supports_line: str) -> dict:
 def run_bench(args) -> dict:
     runtime = json.loads(args.runtime)
     load_start = time.perf_counter()
-    llm, printed = load_llm(args.config, runtime)
+    llm, printed = load_llm(args.config, runtime, args.engine)
     load_s = time.perf_counter() - load_start
     images = json.loads(args.images)
     image_pad = image_pad_id(args.config) if images else None
@@ -317,13 +331,13 @@ def run_bench(args) -> dict:
             },
             *(vision_results(vision) if vision else []),
         ],
-        "engine": engine_facts(printed),
+        "engine": engine_facts(printed, args.engine),
     }
 
 
 def run_greedy(args) -> dict:
     runtime = json.loads(args.runtime)
-    llm, printed = load_llm(args.config, runtime)
+    llm, printed = load_llm(args.config, runtime, args.engine)
     prompts = json.loads(args.prompts)
     forced = json.loads(args.forced) if args.forced else [None] * len(prompts)
     if len(forced) != len(prompts):
@@ -336,7 +350,7 @@ def run_greedy(args) -> dict:
         "kind": "greedy",
         "runtime": runtime,
         "answers": answers,
-        "engine": engine_facts(printed),
+        "engine": engine_facts(printed, args.engine),
     }
 
 
@@ -352,7 +366,10 @@ def write_atomically(path: str, payload: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=["bench", "greedy"])
-    parser.add_argument("--config", required=True, help="the model's MNN config.json")
+    parser.add_argument("--engine", choices=["mnn", "ort-genai"], default="mnn")
+    parser.add_argument(
+        "--config", required=True, help="the model's MNN config.json, or genai's model directory"
+    )
     parser.add_argument("--runtime", default="{}", help="JSON overrides of config.json")
     parser.add_argument("--out", required=True)
     parser.add_argument("--prompt-tokens", type=int, default=512)

@@ -14,6 +14,9 @@ from mnnrepro.files import sha256_file
 from mnnrepro.models.formats import FORMATS
 
 RUNNER = Path(__file__).with_name("prebuilt_runner.py")
+# the modules the runner imports for some engine kinds (EngineKind.runner_modules), staged
+# beside it: Python finds them in the runner's own directory
+RUNNER_MODULES = {name: Path(__file__).with_name(name) for name in ("genai_llm.py",)}
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +46,9 @@ def push_receipt(
     }
     where = {
         "runner": device.stage(RUNNER, "engines/prebuilt-runner"),
+        "runner_modules": {
+            name: device.stage(path, f"engines/{name}") for name, path in RUNNER_MODULES.items()
+        },
         "engines": staged(engine_dirs, ""),
         "gate_tools": staged(tool_dirs, "-gate-tool"),
         "models": models,
@@ -89,6 +95,8 @@ def engine_files(record: EngineRecord, receipt: dict) -> dict[str, str]:
     files = kind.device_files(record, receipt)
     if kind.runs_through_runner:
         files[receipt["runner"]] = sha256_file(RUNNER)
+        for name in kind.runner_modules:
+            files[receipt["runner_modules"][name]] = sha256_file(RUNNER_MODULES[name])
     return files
 
 

@@ -1,0 +1,141 @@
+"""The third stack end to end: ONNX Runtime GenAI from its pinned PyPI wheels (the real
+download), the synthetic checkpoint converted by genai's own model builder, its KleidiAI switch
+(session option `mlas.disable_kleidiai`) as a pair: on this host (x86-64, whose wheel has no
+KleidiAI: an equality check), and on the emulated CPUs (QEMU without SME, and SME2 at 512
+bits: the gate, the benchmark rows and what ran). Bad input gets one line naming its key."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import copy_repository, debian_archive_reachable, pypi_reachable, run_snakemake
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.network,
+    pytest.mark.skipif(not pypi_reachable(), reason="needs the network (PyPI: the wheels)"),
+]
+
+ORT = "tests/workflow/config-ort.yaml"
+SWITCH = "mlas.disable_kleidiai"
+# the int4 GEMM KleidiAI runs a prefill's MatMulNBits with on an SME2 CPU (outer products),
+# and the GEMV of a decode step (dot products): found here in the emulated profiles
+PREFILL_KERNEL = "kai_kernel_matmul_clamp_f32_qai8dxp1vlx4_qsi4c32p4vlx4_1vlx4vl_sme2_mopa"
+DECODE_KERNEL = "kai_kernel_matmul_clamp_f32_qai8dxp1x4_qsi4c32p4vlx4_1x4vl_sme2_dot"
+
+
+def test_the_ort_pair_runs_on_this_host_as_an_equality_check(root, seed_models, tmp_path):
+    repo = copy_repository(root, tmp_path / "repo")
+    seed_models(repo, yaml.safe_load((repo / ORT).read_text())["models"], checkpoint=True)
+    run_snakemake(repo, "--cores", "2", "--configfile", ORT)
+    out = repo / "results" / "ort"
+
+    (record,) = [json.loads(p.read_text()) for p in repo.glob("results/engines/ort-*/wheels.json")]
+    assert record["kind"] == "ort-genai" and record["target_arch"] == "x86_64"
+    assert record["versions"] == {"onnxruntime": "1.32.0", "onnxruntime_genai": "0.18.0"}
+    assert record["library"]["kleidiai_kernels"] == []  # the x86-64 wheel has no KleidiAI
+    assert "session.intra_op.allow_spinning" in record["library"]["session_options"]
+    model = json.loads((repo / "results/models/synth-tiny/onnx.json").read_text())
+    assert {"genai_config.json", "model.onnx", "model.onnx.data"} <= {
+        f["path"] for f in model["files"]
+    }
+    assert model["layout"]["matmul_nbits"] > 0  # int4, as genai's builder writes for the CPU
+
+    bench = pd.read_csv(out / "bench.csv")
+    assert set(bench["variant"]) == {"ort-no-kleidiai", "ort-default"}
+    assert (bench.groupby(["variant", "phase"]).size() == 2).all()  # 2 repetitions each
+    switched = bench[bench["variant"] == "ort-no-kleidiai"]["session_options"].unique()
+    assert [json.loads(s) for s in switched] == [{SWITCH: "1"}]
+    modes = json.loads((out / "modes/host.json").read_text())["modes"]
+    assert [m["mode"] for m in modes] == ["equal"]  # SME2 cannot exist in the x86-64 wheel
+    summary = pd.read_csv(out / "summary.csv")
+    assert set(summary["expectation"]) == {"no difference"}
+    validity = json.loads((out / "validity/host/synth-tiny.json").read_text())
+    checks = {c["name"]: c for c in validity["checks"]}
+    gate = checks["correctness gate (teacher-forced token ids, ort-default vs ort-no-kleidiai)"]
+    assert gate["passed"]  # the same code with the switch on or off: identical answers
+    assert all(p["kind"] == "identical" for p in gate["details"]["prompts"])
+    switch = checks["SME kernels switched off in ort-no-kleidiai only (same binary as ort-default)"]
+    assert switch["passed"] and switch["details"]["env"] == {
+        "ort-no-kleidiai": "1",
+        "ort-default": None,
+    }
+
+    # a session option the library does not hold (a typo: ONNX Runtime would ignore it) is
+    # refused before any run, one line naming the key
+    config = yaml.safe_load((repo / ORT).read_text())
+    config["variants"]["ort-default"]["runtime"]["session_options"] = {"mlas.disable_kleidai": "1"}
+    (repo / "typo.yaml").write_text(yaml.safe_dump(config))
+    proc = run_snakemake(repo, "--cores", "2", "--configfile", "typo.yaml", check=False)
+    assert proc.returncode != 0
+    (line,) = [
+        ln for ln in (proc.stdout + proc.stderr).splitlines() if "mlas.disable_kleidai`" in ln
+    ]
+    assert "config key `variants.ort-default.runtime.session_options.mlas.disable_kleidai`" in line
+    assert "holds no such session option" in line
+
+
+@pytest.mark.skipif(
+    not debian_archive_reachable(), reason="needs Debian's archive: the emulated userland"
+)
+def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
+    root, seed_models, tmp_path
+):
+    cfg = yaml.safe_load((root / "config/emulated-sme2.yaml").read_text())
+    cfg["experiment"] = "ort-emulated"
+    cfg["engines"] = {"ort": {"ort_genai": {"platform": "linux-arm64"}}}
+    cfg["models"] = {"synth-tiny": cfg["models"]["synth-tiny"]}
+    cfg["devices"] = {name: cfg["devices"][name] for name in ("qemu-no-sme", "qemu-sme2-vl512")}
+    cfg["variants"] = yaml.safe_load((root / ORT).read_text())["variants"]
+    cfg["comparison"] = {
+        "baseline": "ort-no-kleidiai",
+        "treatment": "ort-default",
+        "on_non_sme2_device": "fallback-check",
+    }
+    cfg["correctness"].update(prompts=["你好"], max_new_tokens=8)
+    cfg["bench"].update(quiet_timeout_s=0, quiet_window_s=0.1)
+    config_path = tmp_path / "ort-emulated.yaml"
+    config_path.write_text(yaml.safe_dump(cfg, allow_unicode=True))
+    seed_models(tmp_path, cfg["models"], checkpoint=True)
+    run_snakemake(
+        root, "--cores", "2", "--configfile", str(config_path), "--directory", str(tmp_path)
+    )
+    out = tmp_path / "results" / "ort-emulated"
+
+    (record,) = [
+        json.loads(p.read_text()) for p in tmp_path.glob("results/engines/ort-*/wheels.json")
+    ]
+    assert record["target_arch"] == "aarch64" and len(record["library"]["sme2_kernels"]) == 11
+    assert SWITCH in record["library"]["session_options"]
+    modes = json.loads((out / "modes/qemu-sme2-vl512.json").read_text())["modes"]
+    assert [m["mode"] for m in modes] == ["claim"]
+    bench = pd.read_csv(out / "bench.csv")
+    assert set(bench["device"]) == {"qemu-no-sme", "qemu-sme2-vl512"}  # recorded, never judged
+    for device in ("qemu-no-sme", "qemu-sme2-vl512"):
+        validity = json.loads((out / f"validity/{device}/synth-tiny.json").read_text())
+        failed = [c["name"] for c in validity["checks"] if not c["passed"]]
+        assert failed == [], (device, failed)
+    # what ran: KleidiAI's SME2 kernels, named from the stripped library's kernel tables, in
+    # prefill (the outer-product GEMM) and decode (the dot-product GEMV) with KleidiAI on, on
+    # the SME2 CPU only; none with the switch set, none on the CPU without SME
+    kernels = pd.read_csv(out / "kernels.csv", keep_default_na=False)
+    sme2 = kernels[kernels["sme2_kernel"] & (kernels["count"] > 0)]
+    ran = sme2.groupby(["device", "variant", "phase"])["symbol"].agg(set)
+    assert set(ran.index) == {
+        ("qemu-sme2-vl512", "ort-default", "prefill"),
+        ("qemu-sme2-vl512", "ort-default", "decode"),
+    }
+    assert PREFILL_KERNEL in ran[("qemu-sme2-vl512", "ort-default", "prefill")]
+    assert DECODE_KERNEL in ran[("qemu-sme2-vl512", "ort-default", "decode")]
+    engine_code = kernels[kernels["engine_library"]]
+    # the stripped library's blocks resolve to functions (unwind entries, the kernel tables)
+    # but for a few in code that has neither (hand-written helpers): 0.03 % here
+    unresolved = engine_code[engine_code["symbol"] == ""]["count"].sum()
+    assert unresolved / engine_code["count"].sum() < 0.001
+    # the engine's process is told of SME2 on the SME2 CPU only (what cpuinfo reads)
+    greedy = json.loads((out / "greedy/qemu-sme2-vl512/synth-tiny.json").read_text())
+    line = greedy["ort-default"]["engine"]["device_supports"]
+    assert line.endswith("sme:1, sme2:1")
