@@ -127,9 +127,11 @@ def source_facts(source: dict) -> dict:
     }
 
 
-def agreement(workdir: Path) -> pd.DataFrame:
+def agreement(workdir: Path, experiment: str = EXPERIMENT) -> pd.DataFrame:
+    """Per variant and device: its answers judged against the same variant's on the
+    experiment's reference CPU (results/<experiment>/emulation/<model>.csv)."""
     table = pd.read_csv(
-        workdir / f"results/{EXPERIMENT}/emulation/{MODEL}.csv", keep_default_na=False
+        workdir / f"results/{experiment}/emulation/{MODEL}.csv", keep_default_na=False
     )
     table["vl"] = pd.to_numeric(table["sme_vector_length_bits"], errors="coerce").fillna(0)
     rows = []
@@ -181,10 +183,10 @@ def printed_before_the_device_line(workdir: Path) -> list[dict]:
     ]
 
 
-def kernels_ran(workdir: Path) -> pd.DataFrame:
+def kernels_ran(workdir: Path, experiment: str = EXPERIMENT) -> pd.DataFrame:
     """Per source, device and phase: the engine's executed blocks and the SME2 kernels'
     (analysis/attribution.phase_summary), and the three SME2 kernels that ran most."""
-    kernels = pd.read_csv(workdir / f"results/{EXPERIMENT}/kernels.csv", keep_default_na=False)
+    kernels = pd.read_csv(workdir / f"results/{experiment}/kernels.csv", keep_default_na=False)
     sme2 = kernels[kernels["sme2_kernel"] & kernels["engine_library"]]
     top = sme2.groupby(["variant", "device", "phase", "symbol"])["count"].sum()
     rows = []

@@ -181,10 +181,15 @@ def stdlib(name: str) -> bool:
     return name in sys.stdlib_module_names or name == "__future__"
 
 
+# Our modules the device-side runner imports by their bare names from its own directory, where
+# they are staged beside it (runs/staging.RUNNER_MODULES).
+RUNNER_MODULES = {"genai_llm"}
+
+
 def sibling_module(path: Path | None, top: str) -> Path | None:
-    """Our module that a program of the package imports by its bare name from its own
-    directory (the device-side runner's modules, staged beside it: runs/staging.py)."""
-    if path is None or not path.is_relative_to(SCRIPTS / PACKAGE):
+    """A runner module (RUNNER_MODULES) that a program of the package imports from its own
+    directory: ours, followed like the package's modules."""
+    if path is None or top not in RUNNER_MODULES or not path.is_relative_to(SCRIPTS / PACKAGE):
         return None
     sibling = path.parent / f"{top}.py"
     return sibling if sibling.is_file() else None

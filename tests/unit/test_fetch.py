@@ -278,3 +278,53 @@ def test_the_shipped_debian_pins_have_a_permanent_mirror(root):
         pins = yaml.safe_load((root / "config" / name).read_text())["toolchains"]["emulation"]
         for pkg in [pins["qemu"], *pins["arm64_packages"]]:
             assert any(m.startswith("https://snapshot.debian.org/file/") for m in pkg["mirrors"])
+
+
+def wheel_zip(package: str) -> bytes:
+    """A wheel-shaped zip: the package's directory, and for onnxruntime a library whose bytes
+    hold what toolchain/ort_genai reads (a KleidiAI kernel name, a session option)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr(f"{package}/__init__.py", "")
+        if package == "onnxruntime":
+            library = b"\x7fELF\0kai_run_matmul_x_sme2_mopa\0mlas.disable_kleidiai\0GLIBC_2.28\0"
+            zf.writestr("onnxruntime/capi/libonnxruntime.so.1.32.0", library)
+    return buf.getvalue()
+
+
+def wheel_pins(server) -> list[dict]:
+    pins = []
+    for package, version in (("onnxruntime", "1.32.0"), ("onnxruntime_genai", "0.18.0")):
+        path = f"/{package}-{version}-cp311-cp311-manylinux_2_28_aarch64.whl"
+        body = wheel_zip(package)
+        server.files[path] = body
+        pins.append({"url": server.url(path), "sha256": hashlib.sha256(body).hexdigest()})
+    return pins
+
+
+def test_the_ort_wheels_are_fetched_verified_unpacked_and_read(server, tmp_path):
+    from mnnrepro.toolchain.ort_genai import fetch_wheels
+
+    record = fetch_wheels("linux-arm64", wheel_pins(server), tmp_path / "cache", tmp_path / "site")
+    assert record["versions"] == {"onnxruntime": "1.32.0", "onnxruntime_genai": "0.18.0"}
+    assert record["target_arch"] == "aarch64" and record["python"] == "cp311"
+    assert record["library"]["sme2_kernels"] == ["kai_run_matmul_x_sme2_mopa"]
+    assert record["library"]["session_options"] == ["mlas.disable_kleidiai"]
+    assert (tmp_path / "site/onnxruntime_genai/__init__.py").is_file()
+
+
+def test_an_ort_wheel_whose_hash_differs_is_refused_naming_its_key(server, tmp_path):
+    from mnnrepro.toolchain.ort_genai import WheelError, fetch_wheels
+
+    pins = wheel_pins(server)
+    pins[1]["sha256"] = "0" * 64
+    with pytest.raises(FetchError) as err:
+        fetch_wheels("linux-arm64", pins, tmp_path / "cache", tmp_path / "site")
+    assert str(err.value).startswith("config key `ort_genai.wheels.linux-arm64[1]`: ")
+    assert "\n" not in str(err.value) and not (tmp_path / "site").exists()
+    assert not list((tmp_path / "cache").glob("onnxruntime_genai*"))  # nothing half-kept
+    # the two wheels in the wrong order: the key that names the wrong one
+    with pytest.raises(
+        WheelError, match=r"`ort_genai.wheels.linux-arm64\[0\]`: expected the onnxruntime wheel"
+    ):
+        fetch_wheels("linux-arm64", wheel_pins(server)[::-1], tmp_path / "cache", tmp_path / "site")

@@ -233,3 +233,7 @@ def test_the_dashboard_renders_in_headless_chromium_without_console_errors(
     assert all(re.search(r' fill="#[0-9a-f]{6}"', p) for p in points)  # a verdict's colour
     assert proc.stdout.count('aria-roledescription="rect mark"') == cells == 1 + 6 * 2
     assert proc.stdout.count('<h2 id="run-') == 3  # the two runs and the foreign file
+    # each judged run's summary.md rendered (its tables, its headings under the run's), not
+    # shown as Markdown text
+    assert proc.stdout.count('<div class="summary">') == 2
+    assert proc.stdout.count("<h4>Verdicts</h4>") == 2 and "|---|" not in proc.stdout

@@ -13,6 +13,9 @@ import pytest
 import yaml
 from conftest import copy_repository, debian_archive_reachable, pypi_reachable, run_snakemake
 
+from mnnrepro.models.onnx_genai import ConversionError, convert
+from mnnrepro.models.synthetic import make_model
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.network,
@@ -63,6 +66,18 @@ def test_the_ort_pair_runs_on_this_host_as_an_equality_check(root, seed_models, 
         "ort-no-kleidiai": "1",
         "ort-default": None,
     }
+
+    # a checkpoint genai's builder cannot convert (an architecture it does not map): one line
+    # naming the model, with the builder's own last words
+    (site,) = repo.glob("results/engines/ort-*/bin")
+    make_model("tiny", 0, tmp_path / "unmapped")
+    checkpoint_config = tmp_path / "unmapped/config.json"
+    spec = json.loads(checkpoint_config.read_text())
+    checkpoint_config.write_text(json.dumps({**spec, "architectures": ["NoSuchForCausalLM"]}))
+    with (tmp_path / "convert.log").open("w") as log, pytest.raises(ConversionError) as err:
+        convert("unmapped", tmp_path / "unmapped", site, tmp_path / "onnx", tmp_path / "c", log)
+    assert str(err.value).startswith("model unmapped: genai's model builder could not convert")
+    assert "\n" not in str(err.value) and not (tmp_path / "onnx").exists()
 
     # a session option the library does not hold (a typo: ONNX Runtime would ignore it) is
     # refused before any run, one line naming the key

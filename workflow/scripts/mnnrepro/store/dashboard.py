@@ -2,7 +2,7 @@
 judged run's gains with their intervals per device and phase, a line per run and pair named by
 the treatment engine's version (a build's commit), the claim band where a claim
 was judged, the verdict and whether the validity checks passed at a glance; each point links
-to its run's summary, which the page holds below the chart."""
+to its run's summary, which the page holds below the chart, rendered (markdown_it)."""
 
 from __future__ import annotations
 
@@ -125,14 +125,35 @@ def checks_chart(checks: pd.DataFrame) -> alt.Chart:
 
 
 def run_sections(runs: pd.DataFrame) -> str:
-    parts = ["<h1>Runs</h1>"]
+    parts = [
+        "<style>.summary table{border-collapse:collapse}"
+        ".summary td,.summary th{border:1px solid #ccc;padding:2px 6px}</style>",
+        "<h1>Runs</h1>",
+    ]
     for r in runs.itertuples():
         parts.append(
             f'<h2 id="run-{r.run_id}">{html.escape(r.experiment)} {r.run_id[:12]} '
             f"({html.escape(r.origin)}, registered {r.registered_at})</h2>"
         )
-        parts.append(f"<pre>{html.escape(r.summary_md or 'foreign results: never judged')}</pre>")
+        parts.append(
+            rendered(r.summary_md) if r.summary_md else "<p>foreign results: never judged</p>"
+        )
     return "\n".join(parts)
+
+
+def rendered(summary_md: str) -> str:
+    """A run's summary.md as HTML (CommonMark with its tables), raw HTML in it escaped: a
+    summary's text (a config's, an engine's output) never becomes markup of the page. Its
+    headings move two levels down, under the run's own."""
+    from markdown_it import MarkdownIt
+
+    markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
+    page = markdown.render(summary_md)
+    for level in (4, 3, 2, 1):
+        page = page.replace(f"<h{level}>", f"<h{level + 2}>").replace(
+            f"</h{level}>", f"</h{level + 2}>"
+        )
+    return f'<div class="summary">{page}</div>'
 
 
 def write_dashboard(store: str, out: str) -> None:
