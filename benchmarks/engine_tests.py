@@ -19,7 +19,6 @@ outcome beside the gate's verdict on the same CPU, and where they disagree.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import sys
@@ -31,7 +30,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from mnn_vector_length import key_value  # noqa: E402
+from mnn_vector_length import workdir_of, workflow_parser  # noqa: E402
 from provenance import measured_record, write_results  # noqa: E402
 from real_mnn import snakemake  # noqa: E402
 
@@ -172,14 +171,8 @@ def markdown(result: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--source", type=key_value, action="append", default=[])
-    parser.add_argument("--kleidiai", type=key_value, action="append", default=[])
-    parser.add_argument("--workdir", type=Path, required=True)
-    parser.add_argument("--cores", type=int, default=2)
-    args = parser.parse_args(argv)
-    workdir = args.workdir.resolve()
-    workdir.mkdir(parents=True, exist_ok=True)
+    args = workflow_parser(__doc__.split("\n\n")[0]).parse_args(argv)
+    workdir = workdir_of(args)
     config = derived_config(dict(args.source)["mnn"], dict(args.kleidiai))
     config_path = workdir / f"{EXPERIMENT}.yaml"
     config_path.write_text(yaml.safe_dump(config))

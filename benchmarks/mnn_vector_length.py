@@ -65,6 +65,25 @@ def key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
+def workflow_parser(description: str, sources: bool = True) -> argparse.ArgumentParser:
+    """The arguments of a benchmark that runs an emulated experiment through the workflow:
+    local checkouts (`--source`, where it builds MNN), KleidiAI mirrors, its working directory
+    and cores."""
+    parser = argparse.ArgumentParser(description=description)
+    if sources:
+        parser.add_argument("--source", type=key_value, action="append", default=[])
+    parser.add_argument("--kleidiai", type=key_value, action="append", default=[])
+    parser.add_argument("--workdir", type=Path, required=True)
+    parser.add_argument("--cores", type=int, default=2)
+    return parser
+
+
+def workdir_of(args: argparse.Namespace) -> Path:
+    workdir = args.workdir.resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    return workdir
+
+
 def derived_config(sources: dict[str, str], mirrors: dict[str, str]) -> dict:
     """config/mnn-vector-length.yaml with local checkouts, KleidiAI mirrors and the patch's
     absolute path (the workflow runs in another directory)."""
@@ -298,9 +317,7 @@ def markdown(result: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--source", type=key_value, action="append", default=[])
-    parser.add_argument("--kleidiai", type=key_value, action="append", default=[])
+    parser = workflow_parser(__doc__.split("\n\n")[0])
     parser.add_argument(
         "--static",
         type=key_value,
@@ -308,12 +325,9 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="NAME=CHECKOUT: a source read, not built or run (its SME2 assembly compared)",
     )
-    parser.add_argument("--workdir", type=Path, required=True)
-    parser.add_argument("--cores", type=int, default=2)
     args = parser.parse_args(argv)
     sources = dict(args.source)
-    workdir = args.workdir.resolve()
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = workdir_of(args)
     config_path = workdir / "mnn-vector-length.yaml"
     config_path.write_text(yaml.safe_dump(derived_config(sources, dict(args.kleidiai))))
     run = snakemake(workdir, str(config_path), None, args.cores)

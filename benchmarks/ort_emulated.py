@@ -26,7 +26,6 @@ tables).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -36,7 +35,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from mnn_vector_length import agreement, kernels_ran, key_value  # noqa: E402
+from mnn_vector_length import agreement, kernels_ran, workdir_of, workflow_parser  # noqa: E402
 from provenance import measured_record, write_results  # noqa: E402
 from real_mnn import snakemake  # noqa: E402
 
@@ -167,13 +166,8 @@ def markdown(result: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kleidiai", type=key_value, action="append", default=[])
-    parser.add_argument("--workdir", type=Path, required=True)
-    parser.add_argument("--cores", type=int, default=2)
-    args = parser.parse_args(argv)
-    workdir = args.workdir.resolve()
-    workdir.mkdir(parents=True, exist_ok=True)
+    args = workflow_parser(__doc__.split("\n\n")[0], sources=False).parse_args(argv)
+    workdir = workdir_of(args)
     config = derived_config(dict(args.kleidiai))
     config_path = workdir / "ort-emulated.yaml"
     config_path.write_text(yaml.safe_dump(config, allow_unicode=True))

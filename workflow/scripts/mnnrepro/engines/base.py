@@ -65,6 +65,7 @@ class EngineKind:
     # ("0"), whose pairs get the switch's checks instead of MNN's kernel checks
     sme_switch = ""
     switch_off = "0"  # the switch's value that turns them off (in the baseline only)
+    switch_turns_off = "the engine's SME kernels"  # what the switch turns off, as the report says
     # what the kind's kernel count (sme_kernel_count) counts, for the switch's check
     sme_kernels_are = "functions that execute SME instructions"
     # its gate's engine facts say whether it chose its SME kernels (`kleidiai_sme`)

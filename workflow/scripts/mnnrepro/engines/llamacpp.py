@@ -123,6 +123,7 @@ class LlamaCppEngine(BuiltFromSource):
     sme_switch = SME_SWITCH
     integer_env = (SME_SWITCH,)
     reports_sme_choice = True  # ggml's `kleidiai:` lines
+    switch_turns_off = "KleidiAI's SME kernels; its NEON ones stay"
     source_forms = "sdist or path, with `llamacpp.kleidiai` where it builds KleidiAI"
     # llama.cpp's own tests do not reach the kernels compared here: test-backend-ops checks
     # other backends against the CPU backend, which it skips (ggml-org/llama.cpp #6028), and

@@ -35,6 +35,7 @@ class OrtGenaiEngine(PrebuiltEngine):
     sme_switch = SWITCH
     switch_off = "1"  # the switch's value in the baseline: KleidiAI off
     sme_kernels_are = "SME2 kernels named in its library's kernel tables"
+    switch_turns_off = "all of KleidiAI's kernels, SME2 and NEON: MLAS's own NEON kernels run"
     runner_engine = "ort-genai"
     runner_modules = ("genai_llm.py",)  # runs/genai_llm.py: genai behind the runner's calls
     no_test_suite = "the PyPI wheels ship no test suite"
