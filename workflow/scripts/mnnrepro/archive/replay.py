@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from mnnrepro.archive.pack import verify_manifest
 from mnnrepro.config import load_yaml
+from mnnrepro.engines.registry import KINDS
 from mnnrepro.errors import DataError
 from mnnrepro.models.formats import FORMATS
 from mnnrepro.records import read_record
@@ -30,7 +31,7 @@ RECORDS = (
     *("profiles", "engine_tests"),
 )
 RAW_DIRS = {"runs": "raw", "sweep/runs": "sweep/raw"}  # where each kind of index's raw files are
-ENGINE_RECORDS = ("build.json", "engine.json")
+ENGINE_RECORDS = tuple(sorted({kind.record_name for kind in KINDS}))  # each kind's record
 
 
 def replay_name(archive: str) -> str:

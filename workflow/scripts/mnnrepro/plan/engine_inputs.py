@@ -11,8 +11,8 @@ from mnnrepro.toolchain.records import engine_key
 
 class EngineInputs:
     def engine_record(self, engine: str) -> str:
-        """What an engine's rules write: a built engine's build.json, a prebuilt one's
-        engine.json."""
+        """What an engine's rules write: its kind's record (a build's build.json, MNN's wheel's
+        engine.json, ONNX Runtime's wheels' wheels.json)."""
         name = self.engine_kinds[engine].record_name
         return f"{self.experiment.engines_dir}/{self.engine_keys[engine]}/{name}"
 
