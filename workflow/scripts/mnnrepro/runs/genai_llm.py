@@ -11,6 +11,20 @@ import json
 import platform
 
 
+def import_genai():
+    """onnxruntime_genai from the engine's staged wheels; one line where this Python cannot
+    import them (the pinned wheels are built for one CPython: `ort_genai.wheels`)."""
+    try:
+        import onnxruntime_genai
+    except ImportError as err:
+        raise SystemExit(
+            f"onnxruntime_genai cannot be imported by Python {platform.python_version()} on "
+            f"{platform.machine()} (config key `ort_genai.wheels`: the pinned wheels are built "
+            f"for one CPython and machine): {err}"
+        ) from None
+    return onnxruntime_genai
+
+
 class GenaiLogits:
     def __init__(self, values):
         self.values = values
@@ -31,7 +45,7 @@ class GenaiLlm:
     configuration entries, `mlas.disable_kleidiai` among them)."""
 
     def __init__(self, model_dir: str, runtime: dict):
-        import onnxruntime_genai as og
+        og = import_genai()
 
         config = og.Config(model_dir)
         options = {"intra_op_num_threads": int(runtime.get("thread_num", 4))}
@@ -84,11 +98,10 @@ def hwcap2_line() -> str:
 def genai_facts() -> dict:
     """The versions imported (from the staged wheels) and what the process is told of SME."""
     import onnxruntime
-    import onnxruntime_genai
 
     return {
         "onnxruntime_version": onnxruntime.__version__,
-        "onnxruntime_genai_version": onnxruntime_genai.__version__,
+        "onnxruntime_genai_version": import_genai().__version__,
         "device_supports": hwcap2_line(),
         "python": platform.python_version(),
         "machine": platform.machine(),
