@@ -127,6 +127,16 @@ def patches_pinned(config, message, found):
     )
 
 
+def wheels_pinned(config, message, found):
+    from mnnrepro.config import load_schema
+
+    default = load_schema()["properties"]["ort_genai"]["properties"]["wheels"]["default"]
+    wheels = config.get("ort_genai", {}).get("wheels") or default
+    platform = re.search(r"wheels for (\S+) \(", message).group(1)
+    pins = wheels.get(platform, [])
+    return len(pins) == int(found[1]) and all(p.get("sha256") for p in pins)
+
+
 def ndk_pinned(config, message, found):
     ndk = config.get("toolchains", {}).get("ndk", {})
     return bool(ndk.get("sha256") and ndk.get("revision"))
@@ -162,6 +172,7 @@ CLAIMS = [
     (r"KleidiAI (\S+), checksum pinned", kleidiai_pinned),
     (r"sdist (\S+), sha256 pinned", sdist_pinned),
     (r"(\d+) patch\(es\), sha256 pinned", patches_pinned),
+    (r"(\d+) wheel\(s\), sha256 pinned", wheels_pinned),
     (r"an installed NDK of the pinned revision, else the pinned download", ndk_pinned),
     (r"the arm64 userland \(pinned, verified\)", userland_pinned),
     (r"CI: (.+)\) and ", interval),

@@ -37,8 +37,9 @@ rule fetch_ort_genai:
         name=PLAN.engine_name,
         platform=PLAN.engine_platform,
         pins=PLAN.wheel_pins,
+        said=PLAN.messages.wheel_pins,
         cache="resources/wheels",
     message:
-        "Fetching ONNX Runtime GenAI's pinned wheels ({params.platform}) for engine {wildcards.engine}"
+        "Fetching ONNX Runtime GenAI's wheels for {params.platform} ({params.said}) for engine {wildcards.engine}"
     script:
         "../scripts/fetch_ort_genai.py"

@@ -63,3 +63,9 @@ class JobMessages:
 
     def source_pins(self, wildcards) -> str:
         return source_pins(self.plan.sources.tree(wildcards.tree, wildcards.source))
+
+    def wheel_pins(self, wildcards) -> str:
+        """What the engine's wheels are pinned by (`ort_genai.wheels.<platform>`: each one's
+        sha256, which the schema requires)."""
+        pins = self.plan.wheel_pins(wildcards)
+        return f"{len(pins)} wheel(s), sha256 pinned"
