@@ -60,6 +60,7 @@ def pytest_xdist_auto_num_workers(config):
 LONGEST_FIRST = (
     "tests/workflow/test_control.py",
     "tests/workflow/test_emulation_workflow.py",
+    "tests/workflow/test_ort.py",
     "tests/workflow/test_workflow.py",
     "tests/workflow/test_slurm.py",
     "tests/workflow/test_readme.py",
