@@ -61,8 +61,9 @@ class EngineKind:
     vision_tool = ""
 
     source_section = ""  # a from-source kind: the top-level config key of its source tree
-    # the environment variable that switches the kind's SME kernels off in the same binary
-    # ("0"), whose pairs get the switch's checks instead of MNN's kernel checks
+    # what switches the kind's SME kernels off in the same binary (an environment variable,
+    # or a runtime setting: switch_value), whose pairs get the switch's checks instead of
+    # MNN's kernel checks
     sme_switch = ""
     switch_off = "0"  # the switch's value that turns them off (in the baseline only)
     switch_turns_off = "the engine's SME kernels"  # what the switch turns off, as the report says
