@@ -263,8 +263,7 @@ class BuiltFromSource(EngineKind):
 
     @classmethod
     def device_files(cls, record: dict, receipt: dict) -> dict[str, str]:
-        base = receipt["engines"][record["engine"]]
-        return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}
+        return staged_files(record, receipt)
 
     @classmethod
     def sme2_impossible(cls, record: dict) -> bool:
@@ -310,19 +309,11 @@ def supported_features(line: str) -> dict[str, bool]:
     return {k: v == "1" for k, v in FEATURE.findall(rest)} if found else {}
 
 
-def checkpoint_problems(models: dict, engines: dict, engine: str, converter: str) -> list[str]:
-    """A model downloaded as an MNN export has no transformers checkpoint for an engine kind
-    that converts the checkpoint itself: one line naming `models`."""
-    without = sorted(
-        m for m, model in models.items() if "modelscope" in model and "checkpoint" not in model
-    )
-    if not without:
-        return []
-    return [
-        f"config key `models`: {without} are MNN exports downloaded as they are; the "
-        f"{engine} engines {sorted(engines)} need the transformers checkpoint {converter} "
-        "converts (`synthetic`, `export`, or `checkpoint.modelscope` beside `modelscope`)"
-    ]
+def staged_files(record: dict, receipt: dict) -> dict[str, str]:
+    """Device path -> sha256 of an engine's files staged under its key (a build's, or unpacked
+    wheels: EngineKind.stages_files), where the push receipt put them."""
+    base = receipt["engines"][record["engine"]]
+    return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}
 
 
 def files_of(record: dict) -> list[tuple[str, str]]:

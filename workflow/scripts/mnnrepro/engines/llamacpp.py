@@ -24,8 +24,8 @@ from mnnrepro.engines.base import (
     BenchError,
     BuiltFromSource,
     GreedyAsk,
-    checkpoint_problems,
 )
+from mnnrepro.models.spec import checkpoint_problems
 from mnnrepro.toolchain import llamacpp, tools
 from mnnrepro.toolchain.records import BuildJob
 

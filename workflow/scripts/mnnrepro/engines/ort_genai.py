@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mnnrepro.engines.base import checkpoint_problems, files_of
+from mnnrepro.engines.base import files_of, staged_files
 from mnnrepro.engines.prebuilt import PrebuiltEngine
+from mnnrepro.models.spec import checkpoint_problems
 
 MODEL_FORMAT = "onnx"  # results/models/<model>/onnx: genai's model directory
 SWITCH = "mlas.disable_kleidiai"  # the session option (toolchain/ort_genai.SWITCH)
@@ -63,8 +64,7 @@ class OrtGenaiEngine(PrebuiltEngine):
 
     @classmethod
     def device_files(cls, record: dict, receipt: dict) -> dict[str, str]:
-        base = receipt["engines"][record["engine"]]
-        return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}
+        return staged_files(record, receipt)
 
     @classmethod
     def switch_value(cls, variant) -> str | None:

@@ -53,3 +53,18 @@ class Model:
         (route `model`), or the original weights (`checkpoint`: to export, or for the engines
         that convert the model themselves)."""
         return self.download if route == "model" else self.weights["modelscope"]
+
+
+def checkpoint_problems(models: dict, engines: dict, engine: str, converter: str) -> list[str]:
+    """A model downloaded as an MNN export has no transformers checkpoint for an engine kind
+    that converts the checkpoint itself: one line naming `models`."""
+    without = sorted(
+        m for m, model in models.items() if "modelscope" in model and "checkpoint" not in model
+    )
+    if not without:
+        return []
+    return [
+        f"config key `models`: {without} are MNN exports downloaded as they are; the "
+        f"{engine} engines {sorted(engines)} need the transformers checkpoint {converter} "
+        "converts (`synthetic`, `export`, or `checkpoint.modelscope` beside `modelscope`)"
+    ]

@@ -297,14 +297,14 @@ def variant_specs(
     loop), so its hash is part of the measurement: a changed runner measures everything again.
     """
 
+    runner_sha256 = sha256_file(RUNNER)  # hashed once, not once per variant
+    module_sha256 = {name: sha256_file(path) for name, path in RUNNER_MODULES.items()}
+
     def runner(kind) -> dict:
         if not kind.runs_through_runner:
             return {}
-        modules = {n: sha256_file(RUNNER_MODULES[n]) for n in kind.runner_modules}
-        return {
-            "runner_sha256": sha256_file(RUNNER),
-            **({"runner_modules": modules} if modules else {}),
-        }
+        modules = {n: module_sha256[n] for n in kind.runner_modules}
+        return {"runner_sha256": runner_sha256, **({"runner_modules": modules} if modules else {})}
 
     return {
         name: {
