@@ -131,24 +131,11 @@ def test_ctrl_c_mid_benchmark_then_rerun_finishes_only_the_rest(
     config_path.write_text(yaml.safe_dump(cfg))
     seed_models(tmp_path, cfg["models"])
     raw = tmp_path / "results" / "tiny-adb" / "raw"
-    proc = subprocess.Popen(
-        command(root, tmp_path, config_path),
-        cwd=root,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group, like a shell job
-        # Ctrl-C must reach it however pytest was started: a shell's background job inherits
-        # SIGINT as ignored, and so would Snakemake (then the run would finish, exit 0)
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    deadline = time.monotonic() + 300
-    while len(list(raw.rglob("rep-*.json"))) < 2:
-        assert proc.poll() is None, "snakemake ended before the benchmark was interrupted"
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole group
-    proc.wait(timeout=120)
-    assert proc.returncode != 0
+
+    def two_done():
+        return len(list(raw.rglob("rep-*.json"))) >= 2
+
+    interrupted(root, tmp_path, config_path, two_done, signal.SIGINT)
     kept = len(list(raw.rglob("rep-*.json")))
     assert 2 <= kept < 6
 
@@ -200,18 +187,24 @@ def test_adb_servers_one_experiment_on_phones_behind_two_servers(
 
 def interrupted(root, tmp_path, config_path, when, signum):
     """Start the experiment, send signum to its whole process group (Ctrl-C: SIGINT from the
-    terminal; kill -9: SIGKILL) once when() holds; returns once it has ended."""
-    proc = subprocess.Popen(
-        command(root, tmp_path, config_path),
-        cwd=root,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
+    terminal; kill -9: SIGKILL) once when() holds; returns once it has ended. Snakemake's output
+    goes to a file whose end the failure shows when it ends before it was interrupted."""
+    output = tmp_path / f"interrupted-{time.monotonic_ns()}.log"
+    with output.open("wb") as sink:
+        proc = subprocess.Popen(
+            command(root, tmp_path, config_path),
+            cwd=root,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, like a shell job
+            # Ctrl-C must reach it however pytest was started: a shell's background job
+            # inherits SIGINT as ignored, and so would Snakemake (then the run would finish)
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
     deadline = time.monotonic() + 300
     while not when():
-        assert proc.poll() is None, "snakemake ended before it was interrupted"
+        if proc.poll() is not None:
+            pytest.fail(f"snakemake ended before it was interrupted:\n{output.read_text()[-4000:]}")
         assert time.monotonic() < deadline
         time.sleep(0.1)
     os.killpg(proc.pid, signum)
