@@ -212,6 +212,19 @@ def interrupted(root, tmp_path, config_path, when, signum):
     assert proc.returncode != 0
 
 
+def marked_incomplete(workdir, output) -> None:
+    """What a kill -9 leaves when it strikes between a job writing its whole output and
+    Snakemake booking the job as done: the output, still marked incomplete (Snakemake's own
+    marker, .snakemake/incomplete/<urlsafe base64 of its path>)."""
+    import base64
+
+    assert output.is_file()
+    key = base64.urlsafe_b64encode(str(output.relative_to(workdir)).encode()).decode()
+    marker = workdir / ".snakemake" / "incomplete" / key
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"external_jobid": None}))
+
+
 def test_ctrl_c_and_kill_9_at_each_stage_then_the_rerun_finishes(
     root, loopback_phone, seed_models, tmp_path
 ):
@@ -220,7 +233,8 @@ def test_ctrl_c_and_kill_9_at_each_stage_then_the_rerun_finishes(
     test_ctrl_c_mid_benchmark_then_rerun_finishes_only_the_rest): each rerun goes on from there
     (after a kill -9, Snakemake's own `--unlock` first, as it says), nothing half-written is
     kept under a final name, the repetitions done are kept byte for byte, and the finished run
-    has each invocation once."""
+    has each invocation once. A kill -9 can also strike after a job wrote its output and before
+    Snakemake booked it (marked_incomplete): the rerun does that job again instead of refusing."""
     from fault_matrix import ENGINE, GATE, digests, half_written
 
     phone, spec = loopback_phone
@@ -242,6 +256,8 @@ def test_ctrl_c_and_kill_9_at_each_stage_then_the_rerun_finishes(
             assert not list((out / stage).rglob("*.json"))  # no result of the stage
             if signum == signal.SIGKILL:
                 run(root, tmp_path, config_path, "--unlock")
+        if stage == "pushed":  # a job killed after its output was whole, before it was booked
+            marked_incomplete(tmp_path, out / "devices" / "phone.json")
 
     phone.struck.clear()
     phone.inject(ENGINE, "stall", 0.0, 60.0, nth=3)  # the benchmark, two repetitions done
