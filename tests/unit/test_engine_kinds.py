@@ -3,6 +3,7 @@ the workflow asks the kind instead of testing its name."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -70,6 +71,47 @@ def test_sme2_questions_are_the_kinds():
         "kai_kernel_x_sme2_mopa",
         "kai_run_x_sme2_mopa",
     ]
+
+
+# ort_genai_tool bench's line on the tiny synthetic model (x86-64 wheel, warm-up 1, P=16, N=4),
+# as captured from the tool built by the workflow
+TOOL_BENCH_LINE = (
+    '{"tool": "ort_genai_tool", "warmup": 1, "prompt_tokens": 16, "generate_tokens": 4, '
+    '"prefill_s": 0.000517443, "decode_s": 0.000423064, "context_after_prefill": 16, '
+    '"context_after_decode": 20, "last_token": 429}'
+)
+TOOL_SUPPORTS = "The process supports (AT_HWCAP2, x86_64: no Arm features): sme:0, sme2:0"
+
+
+def test_onnx_runtimes_c_api_runner_is_its_engines_choice_and_its_output_is_checked():
+    """`runner: c-api` gets a gate tool (ort_genai_tool) and leaves the Python runner; the
+    tool's bench line becomes the runner's payload (tok/s = tokens / seconds), and a line that
+    ran something else than asked, or none, is refused in one line."""
+    from mnnrepro.engines.ort_genai import ToolOutputError, overlay, parse_tool_bench
+
+    c_api = {"ort_genai": {"platform": "host", "runner": "c-api"}}
+    python = {"ort_genai": {"platform": "host"}}
+    assert OrtGenaiEngine.builds_gate_tool(c_api) and not OrtGenaiEngine.builds_gate_tool(python)
+    assert not OrtGenaiEngine.through_runner({"kind": "ort-genai", "runner": "c-api"})
+    assert OrtGenaiEngine.through_runner({"kind": "ort-genai"})  # records from before: python
+    assert LlamaCppEngine.builds_gate_tool({}) and not PrebuiltEngine.builds_gate_tool({})
+    runtime = {"thread_num": 2, "session_options": {"mlas.disable_kleidiai": "1"}}
+    options = {"intra_op_num_threads": 2, "mlas.disable_kleidiai": "1"}
+    assert overlay(runtime) == json.dumps({"model": {"decoder": {"session_options": options}}})
+
+    parsed = parse_tool_bench(TOOL_BENCH_LINE + "\n", TOOL_SUPPORTS + "\n", 16, 4)
+    ran = json.loads(TOOL_BENCH_LINE)
+    prefill, decode = parsed["results"]
+    assert (prefill["phase"], prefill["tokens"], prefill["context_start"]) == ("prefill", 16, 0)
+    assert prefill["tps"] == 16 / ran["prefill_s"] and decode["tps"] == 4 / ran["decode_s"]
+    assert (decode["tokens"], decode["context_start"]) == (4, 16)
+    assert parsed["engine"]["device_supports"] == TOOL_SUPPORTS
+    with pytest.raises(
+        ToolOutputError, match=r"ran 16 \+ 4 tokens to a context of \(16, 20\), asked 32 \+ 4"
+    ):
+        parse_tool_bench(TOOL_BENCH_LINE, "", 32, 4)
+    with pytest.raises(ToolOutputError, match="printed no JSON line"):
+        parse_tool_bench("Failed to load onnxruntime\n", "", 16, 4)
 
 
 SOURCES = [

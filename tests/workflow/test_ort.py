@@ -1,7 +1,8 @@
 """The third stack end to end: ONNX Runtime GenAI from its pinned PyPI wheels (the real
 download), the synthetic checkpoint converted by genai's own model builder, its KleidiAI switch
 (session option `mlas.disable_kleidiai`) as a pair: on this host (x86-64, whose wheel has no
-KleidiAI: an equality check), and on the emulated CPUs (QEMU without SME, and SME2 at 512
+KleidiAI: an equality check; once through genai's Python API, once through its C API as a
+phone without Python runs it), and on the emulated CPUs (QEMU without SME, and SME2 at 512
 bits: the gate, the benchmark rows and what ran). Bad input gets one line naming its key."""
 
 from __future__ import annotations
@@ -30,13 +31,44 @@ PREFILL_KERNEL = "kai_kernel_matmul_clamp_f32_qai8dxp1vlx4_qsi4c32p4vlx4_1vlx4vl
 DECODE_KERNEL = "kai_kernel_matmul_clamp_f32_qai8dxp1x4_qsi4c32p4vlx4_1x4vl_sme2_dot"
 
 
+C_API = ("ort-c-no-kleidiai", "ort-c-default")  # the same pair through ort_genai_tool
+
+
+def assert_c_api_answers_as_python(repo, out) -> None:
+    """genai's C API tool (runner: c-api, built here against the wheel's library) answers the
+    gate as the Python runner does on the same model and session options: the same prompt
+    tokens, the same token ids, and every step's top-k logits equal as float32 (the tool
+    prints 9 significant digits: a float32's exact value)."""
+    import numpy as np
+
+    (tool,) = [json.loads(p.read_text()) for p in repo.glob("results/engines/*/gate-tool.json")]
+    assert tool["engine"] == "ort-c" and tool["linked"] == ["libonnxruntime-genai.so"]
+    greedy = json.loads((out / "greedy/host/synth-tiny.json").read_text())
+    for python, c_api in zip(("ort-no-kleidiai", "ort-default"), C_API, strict=True):
+        ours_said, theirs_said = greedy[c_api]["engine"], greedy[python]["engine"]
+        assert ours_said["tool"] == "ort_genai_tool"
+        assert ours_said["device_supports"] == theirs_said["device_supports"]
+        for ours, theirs in zip(greedy[c_api]["answers"], greedy[python]["answers"], strict=True):
+            assert ours["prompt_tokens"] == theirs["prompt_tokens"]
+            assert ours["tokens"] == theirs["tokens"]
+            for step, reference in zip(ours["steps"], theirs["steps"], strict=True):
+                top, expected = np.array(step["top"]), np.array(reference["top"])
+                assert (top[:, 0] == expected[:, 0]).all()
+                assert (top[:, 1].astype(np.float32) == expected[:, 1].astype(np.float32)).all()
+
+
 def test_the_ort_pair_runs_on_this_host_as_an_equality_check(root, seed_models, tmp_path):
     repo = copy_repository(root, tmp_path / "repo")
     seed_models(repo, yaml.safe_load((repo / ORT).read_text())["models"], checkpoint=True)
     run_snakemake(repo, "--cores", "2", "--configfile", ORT)
     out = repo / "results" / "ort"
 
-    (record,) = [json.loads(p.read_text()) for p in repo.glob("results/engines/ort-*/wheels.json")]
+    found = {
+        json.loads(p.read_text())["engine"]: p for p in repo.glob("results/engines/*/wheels.json")
+    }
+    records = {engine: json.loads(path.read_text()) for engine, path in found.items()}
+    assert {e: r["runner"] for e, r in records.items()} == {"ort": "python", "ort-c": "c-api"}
+    record = records["ort"]
     assert record["kind"] == "ort-genai" and record["target_arch"] == "x86_64"
     assert record["versions"] == {"onnxruntime": "1.32.0", "onnxruntime_genai": "0.18.0"}
     assert record["library"]["kleidiai_kernels"] == []  # the x86-64 wheel has no KleidiAI
@@ -48,16 +80,19 @@ def test_the_ort_pair_runs_on_this_host_as_an_equality_check(root, seed_models, 
     assert model["layout"]["matmul_nbits"] > 0  # int4, as genai's builder writes for the CPU
 
     bench = pd.read_csv(out / "bench.csv")
-    assert set(bench["variant"]) == {"ort-no-kleidiai", "ort-default"}
+    assert set(bench["variant"]) == {"ort-no-kleidiai", "ort-default", *C_API}
     assert (bench.groupby(["variant", "phase"]).size() == 2).all()  # 2 repetitions each
-    switched = bench[bench["variant"] == "ort-no-kleidiai"]["session_options"].unique()
-    assert [json.loads(s) for s in switched] == [{SWITCH: "1"}]
+    for baseline in ("ort-no-kleidiai", "ort-c-no-kleidiai"):
+        switched = bench[bench["variant"] == baseline]["session_options"].unique()
+        assert [json.loads(s) for s in switched] == [{SWITCH: "1"}]
     modes = json.loads((out / "modes/host.json").read_text())["modes"]
-    assert [m["mode"] for m in modes] == ["equal"]  # SME2 cannot exist in the x86-64 wheel
+    assert [m["mode"] for m in modes] == ["equal", "equal"]  # no SME2 in the x86-64 wheel
     summary = pd.read_csv(out / "summary.csv")
     assert set(summary["expectation"]) == {"no difference"}
     validity = json.loads((out / "validity/host/synth-tiny.json").read_text())
+    assert [c["name"] for c in validity["checks"] if not c["passed"]] == []
     checks = {c["name"]: c for c in validity["checks"]}
+    assert_c_api_answers_as_python(repo, out)
     gate = checks["correctness gate (teacher-forced token ids, ort-default vs ort-no-kleidiai)"]
     assert gate["passed"]  # the same code with the switch on or off: identical answers
     assert all(p["kind"] == "identical" for p in gate["details"]["prompts"])
@@ -69,7 +104,7 @@ def test_the_ort_pair_runs_on_this_host_as_an_equality_check(root, seed_models, 
 
     # a checkpoint genai's builder cannot convert (an architecture it does not map): one line
     # naming the model, with the builder's own last words
-    (site,) = repo.glob("results/engines/ort-*/bin")
+    site = found["ort"].parent / "bin"
     make_model("tiny", 0, tmp_path / "unmapped")
     checkpoint_config = tmp_path / "unmapped/config.json"
     spec = json.loads(checkpoint_config.read_text())
@@ -104,7 +139,8 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
     cfg["engines"] = {"ort": {"ort_genai": {"platform": "linux-arm64"}}}
     cfg["models"] = {"synth-tiny": cfg["models"]["synth-tiny"]}
     cfg["devices"] = {name: cfg["devices"][name] for name in ("qemu-no-sme", "qemu-sme2-vl512")}
-    cfg["variants"] = yaml.safe_load((root / ORT).read_text())["variants"]
+    variants = yaml.safe_load((root / ORT).read_text())["variants"]
+    cfg["variants"] = {n: v for n, v in variants.items() if v["engine"] == "ort"}
     cfg["comparison"] = {
         "baseline": "ort-no-kleidiai",
         "treatment": "ort-default",

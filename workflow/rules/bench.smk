@@ -21,7 +21,7 @@ rule push_to_device:
     params:
         device=PLAN.device_spec,
         engine_names=PLAN.staged_engines,
-        tool_engines=PLAN.built_engines,
+        tool_engines=PLAN.tool_engines,
         model_formats=PLAN.model_formats,
     message:
         "Pushing model {wildcards.model} and the engine runner to device {wildcards.device}"

@@ -72,8 +72,8 @@ rule build_engine:
 
 rule build_gate_tool:
     input:
-        source=PLAN.source_receipt,
-        build="results/engines/{engine}/build.json",
+        source=PLAN.gate_tool_source,
+        record=PLAN.keyed_engine_record,
         bin="results/engines/{engine}/bin",
     output:
         record="results/engines/{engine}/gate-tool.json",
@@ -88,8 +88,8 @@ rule build_gate_tool:
         build_dir="resources/build/{engine}-gate-tool",
         code=PLAN.gate_tool_code,
     message:
-        "Building the correctness gate's token-id tool (and an MNN engine's vision-phase tool) "
-        "against engine {wildcards.engine}"
+        "Building the correctness gate's token-id tool (an MNN engine's vision-phase tool; "
+        "ONNX Runtime GenAI's C API runner) against engine {wildcards.engine}"
     script:
         "../scripts/build_gate_tool.py"
 

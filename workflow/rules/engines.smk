@@ -36,6 +36,7 @@ rule fetch_ort_genai:
     params:
         name=PLAN.engine_name,
         platform=PLAN.engine_platform,
+        runner=PLAN.wheels_runner,
         pins=PLAN.wheel_pins,
         said=PLAN.messages.wheel_pins,
         cache="resources/wheels",

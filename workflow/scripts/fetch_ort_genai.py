@@ -11,6 +11,11 @@ record = fetch_wheels(
 )
 write_json(
     snakemake.output.record,
-    {"kind": "ort-genai", "engine": snakemake.params.name, **record},
+    {
+        "kind": "ort-genai",
+        "engine": snakemake.params.name,
+        **record,
+        "runner": snakemake.params.runner,
+    },
 )
 print(f"fetched {[w['file'] for w in record['wheels']]}", file=log)

@@ -89,6 +89,16 @@ class EngineKind:
     no_test_suite = "this kind of engine has no test suite"
 
     @classmethod
+    def builds_gate_tool(cls, spec: dict) -> bool:
+        """Whether the engine of this config entry gets a gate tool (rule build_gate_tool)."""
+        return cls.from_source
+
+    @classmethod
+    def through_runner(cls, record: dict) -> bool:
+        """Whether this engine runs through the prebuilt runner (runs_through_runner)."""
+        return cls.runs_through_runner
+
+    @classmethod
     def test_suite(cls, record: dict) -> tuple[str | None, str]:
         """(the engine's own test suite, relative to its directory; None: none, and why)."""
         return None, cls.no_test_suite

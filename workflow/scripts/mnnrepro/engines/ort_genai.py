@@ -8,18 +8,101 @@ KleidiAI's kernels are chosen at run time by ONNX Runtime's MLAS; the session op
 `mlas.disable_kleidiai` "1" (a variant's `runtime.session_options`) turns all of them off in
 the same library, SME2 and KleidiAI's NEON kernels alike, and MLAS's own NEON kernels run
 instead. The library is stripped: its KleidiAI kernels are named for the profiles from its
-kernel tables (devices/stripped.py)."""
+kernel tables (devices/stripped.py).
+
+With `runner: c-api` the device needs no Python: ort_genai_tool (toolchain/ort_genai_tool),
+built for the platform against the wheel's libonnxruntime-genai.so by the gate-tool rule,
+answers the gate and times the benchmark through genai's C API, as it would on a phone, by the
+same definitions as the Python runner (prompt, context, argmax fed back)."""
 
 from __future__ import annotations
 
+import json
+import posixpath
 from pathlib import Path
 
-from mnnrepro.engines.base import files_of, staged_files
+from mnnrepro.config import with_runtime_defaults
+from mnnrepro.engines.base import (
+    GATE_TOP_K,
+    BenchError,
+    GreedyAsk,
+    files_of,
+    staged_files,
+    tool_answers,
+)
 from mnnrepro.engines.prebuilt import PrebuiltEngine
 from mnnrepro.models.spec import checkpoint_problems
 
 MODEL_FORMAT = "onnx"  # results/models/<model>/onnx: genai's model directory
 SWITCH = "mlas.disable_kleidiai"  # the session option (toolchain/ort_genai.SWITCH)
+TOOL = "ort_genai_tool"  # the C API runner (runner: c-api), in the engine's gate-tool directory
+GENAI_LIBRARY = "onnxruntime_genai/libonnxruntime-genai.so"  # in the unpacked wheels
+SUPPORTS = "The process supports"  # the tool's AT_HWCAP2 line, as genai_llm.hwcap2_line's
+
+
+class ToolOutputError(BenchError, ValueError):
+    pass
+
+
+def runner_of(spec_or_record: dict) -> str:
+    """python (the prebuilt runner, genai's Python API) or c-api (ort_genai_tool): an engine
+    entry's `ort_genai.runner`, or a wheels record's `runner`."""
+    own = spec_or_record.get(OrtGenaiEngine.config_key, spec_or_record)
+    return own.get("runner", "python")
+
+
+def overlay(runtime: dict) -> str:
+    """genai's config overlay for a variant's runtime: its threads and session options, as
+    runs/genai_llm.GenaiLlm passes them."""
+    options = {"intra_op_num_threads": int(runtime.get("thread_num", 4))}
+    options.update(runtime.get("session_options", {}))
+    return json.dumps({"model": {"decoder": {"session_options": options}}}, sort_keys=True)
+
+
+def parse_tool_bench(stdout: str, stderr: str, prompt: int, generate: int) -> dict:
+    """ort_genai_tool bench's JSON line, checked against what was asked (P prompt tokens into
+    an empty context, N decode tokens after them), as the runner's bench payload."""
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
+    try:
+        ran = json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise ToolOutputError(f"{TOOL} bench printed no JSON line: {stdout[-300:]!r}") from None
+    context = (ran.get("context_after_prefill"), ran.get("context_after_decode"))
+    if (ran.get("prompt_tokens"), ran.get("generate_tokens")) != (prompt, generate) or (
+        context != (prompt, prompt + generate)
+    ):
+        raise ToolOutputError(
+            f"{TOOL} bench ran {ran.get('prompt_tokens')} + {ran.get('generate_tokens')} tokens "
+            f"to a context of {context}, asked {prompt} + {generate}"
+        )
+    if not (ran["prefill_s"] > 0 and ran["decode_s"] > 0):
+        raise ToolOutputError(f"{TOOL} bench: phase seconds {ran['prefill_s']}, {ran['decode_s']}")
+    phases = (
+        ("prefill", prompt, ran["prefill_s"], 0),
+        ("decode", generate, ran["decode_s"], prompt),
+    )
+    return {
+        "warmup": ran["warmup"],
+        "context": {"after_prefill": context[0], "after_decode": context[1]},
+        "results": [
+            {"phase": p, "tokens": n, "seconds": s, "tps": n / s, "context_start": start}
+            for p, n, s, start in phases
+        ],
+        "engine": {"device_supports": supports_line(stderr), "tool": TOOL},
+    }
+
+
+def tool_sources() -> dict[str, str]:
+    """The sha256 of ort_genai_tool's sources (and the gate code it includes)."""
+    from mnnrepro.files import sha256_file
+    from mnnrepro.toolchain.tools import GATE_COMMON, ORT_GENAI_TOOL_SOURCE
+
+    files = [*ORT_GENAI_TOOL_SOURCE.iterdir(), *GATE_COMMON.glob("*.hpp")]
+    return {p.name: sha256_file(p) for p in sorted(files) if p.is_file()}
+
+
+def supports_line(stderr: str) -> str:
+    return next((ln.strip() for ln in stderr.splitlines() if ln.startswith(SUPPORTS)), "")
 
 
 class OrtGenaiEngine(PrebuiltEngine):
@@ -44,6 +127,22 @@ class OrtGenaiEngine(PrebuiltEngine):
     def __init__(self, record: dict, receipt: dict):
         super().__init__(record, receipt)
         self.dir = receipt["engines"][record["engine"]]
+        self.tool_dir = receipt.get("gate_tools", {}).get(record["engine"])
+
+    @classmethod
+    def builds_gate_tool(cls, spec: dict) -> bool:
+        return runner_of(spec) == "c-api"
+
+    @classmethod
+    def through_runner(cls, record: dict) -> bool:
+        return runner_of(record) == "python"
+
+    @classmethod
+    def build_gate_tool(cls, record, source, engine_dir, build_dir, out_dir, log_file) -> dict:
+        from mnnrepro.toolchain.tools import build_ort_genai_tool
+
+        library = Path(engine_dir) / GENAI_LIBRARY
+        return build_ort_genai_tool(record, library, build_dir, out_dir, log_file)
 
     @classmethod
     def platform(cls, spec: dict) -> str:
@@ -60,6 +159,10 @@ class OrtGenaiEngine(PrebuiltEngine):
             "platform": record["platform"],
             "wheels": sorted((w["file"], w["sha256"]) for w in record["wheels"]),
             "files": files_of(record),
+            # what times it: the Python runner (variant_specs hashes it), or the C API tool,
+            # whose sources a kept measurement is then valid for
+            "runner": runner_of(record),
+            **({"tool_sources": tool_sources()} if runner_of(record) == "c-api" else {}),
         }
 
     @classmethod
@@ -99,4 +202,49 @@ class OrtGenaiEngine(PrebuiltEngine):
         return receipt["models"][MODEL_FORMAT]
 
     def runner_env(self) -> dict:
-        return {"PYTHONPATH": self.dir}  # the staged wheels
+        if runner_of(self.record) == "python":
+            return {"PYTHONPATH": self.dir}  # the staged wheels
+        # the tool links libonnxruntime-genai.so, which loads ONNX Runtime from ORT_LIB_PATH
+        # (the wheel names it libonnxruntime.so.<version>, not the .so.1 genai looks for)
+        genai = posixpath.dirname(posixpath.join(self.dir, GENAI_LIBRARY))
+        onnxruntime = posixpath.join(self.dir, self.record["library"]["path"])
+        return {"LD_LIBRARY_PATH": genai, "ORT_LIB_PATH": onnxruntime}
+
+    def bench_command(self, device, model: str, runtime: dict, bench: dict, out: str):
+        if runner_of(self.record) == "python":
+            return super().bench_command(device, model, runtime, bench, out)
+        runtime = with_runtime_defaults(runtime)
+        self.asked = (runtime, bench["prompt_tokens"], bench["generate_tokens"])
+        argv = [posixpath.join(self.tool_dir, TOOL), "bench", model, overlay(runtime)]
+        argv += [str(bench["prompt_tokens"]), str(bench["generate_tokens"]), str(bench["warmup"])]
+        return argv, self.runner_env()
+
+    def read_bench(self, device, result, out: str) -> dict:
+        if runner_of(self.record) == "python":
+            return super().read_bench(device, result, out)
+        runtime, prompt, generate = self.asked
+        parsed = parse_tool_bench(result.stdout, result.stderr, prompt, generate)
+        version = {"version": self.record.get("version")}
+        engine = {**parsed.pop("engine"), **version}
+        ran = {**runtime, "warmup": parsed["warmup"]}
+        return {"kind": "bench", "runtime": runtime, "ran": ran, **parsed, "engine": engine}
+
+    def greedy(self, device, receipt: dict, ask: GreedyAsk) -> dict:
+        """The Python runner's greedy mode (PrebuiltEngine.greedy), or with `runner: c-api`
+        ort_genai_tool's, one process per prompt either way."""
+        if runner_of(self.record) == "python":
+            return super().greedy(device, receipt, ask)
+        runtime = with_runtime_defaults(ask.runtime)
+        tool = [posixpath.join(self.tool_dir, TOOL), "greedy", self.model_path(receipt)]
+
+        def argv_of(prompt_path: str, out: str, forced_path: str | None) -> list[str]:
+            argv = [*tool, overlay(runtime), prompt_path, str(ask.max_new_tokens), out]
+            argv.append(str(GATE_TOP_K))
+            return argv + ([forced_path] if forced_path else [])
+
+        env = {**(ask.env or {}), **self.runner_env()}
+        answers, first = tool_answers(device, ask.prompts, ask.forced, argv_of, env, ask.timeout)
+        line = supports_line(first.stderr) if first else ""
+        engine = {"device_supports": line, "tool": TOOL}
+        return {"kind": "greedy", "runtime": runtime, "env": ask.env or {}, "answers": answers,
+                "engine": engine}  # fmt: skip

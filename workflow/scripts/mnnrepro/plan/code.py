@@ -79,7 +79,7 @@ def tool_digests(toolchain: Path) -> tuple[str, str]:
     """The sources of the gate tools and of the bandwidth probe, each hashed: an edit of one
     rebuilds it, not the engines."""
     gate_tools = "".join(
-        code_digest(toolchain / tool, ("*.cpp", "*.hpp", "*.txt"))
-        for tool in ("greedy_tool", "llama_gate_tool", "gate_common")
+        code_digest(toolchain / tool, ("*.cpp", "*.hpp", "*.h", "*.txt"))
+        for tool in ("greedy_tool", "llama_gate_tool", "ort_genai_tool", "gate_common")
     )
     return gate_tools, code_digest(toolchain / "bandwidth_probe", ("*.c", "*.txt"))

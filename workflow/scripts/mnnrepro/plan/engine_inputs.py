@@ -23,8 +23,8 @@ class EngineInputs:
     def engine_files(self, wildcards=None) -> list[str]:
         return sorted({self.engine_record(e) for e in self.used_engines})
 
-    def _per_built_engine(self, name: str) -> list[str]:
-        return [f"results/engines/{self.engine_keys[e]}/{name}" for e in self.built_engines]
+    def _per_tool_engine(self, name: str) -> list[str]:
+        return [f"results/engines/{self.engine_keys[e]}/{name}" for e in self.tool_engines]
 
     def _engine_key(self, name: str, spec: dict) -> str:
         kind = kind_of_spec(spec)
@@ -50,6 +50,11 @@ class EngineInputs:
         spec = self.config["engines"][self.engine_of_key[wildcards.engine]]
         return kind_of_spec(spec).platform(spec)
 
+    def wheels_runner(self, wildcards) -> str:
+        """What runs a wheels engine on the device (`ort_genai.runner`: python or c-api)."""
+        spec = self.config["engines"][self.engine_of_key[wildcards.engine]]
+        return spec[kind_of_spec(spec).config_key].get("runner", "python")
+
     def keys_of(self, engines: list[str]) -> str:
         """A wildcard constraint matching the keys of these engines."""
         return "|".join(self.engine_keys[e] for e in engines) or "(?!)"
@@ -59,10 +64,16 @@ class EngineInputs:
         return [f"results/engines/{self.engine_keys[e]}/bin" for e in self.staged_engines]
 
     def gate_tool_dirs(self, wildcards=None) -> list[str]:
-        return self._per_built_engine("gate-tool")
+        return self._per_tool_engine("gate-tool")
 
     def gate_tool_records(self, wildcards=None) -> list[str]:
-        return self._per_built_engine("gate-tool.json")
+        return self._per_tool_engine("gate-tool.json")
+
+    def gate_tool_source(self, wildcards) -> list[str]:
+        """The source tree a gate tool is built against: a built engine's (its headers); none
+        for ONNX Runtime's C API tool, which declares what it calls."""
+        engine = self.engine_of_key[wildcards.engine]
+        return [self.sources.engine_receipts[engine]] if engine in self.built_engines else []
 
     def build_spec(self, wildcards) -> dict:
         """What the engine's kind builds from (`engines.<name>.build` or `.llamacpp`)."""

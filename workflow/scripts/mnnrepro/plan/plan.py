@@ -89,6 +89,9 @@ class Plan(EngineInputs):
         # the engines the variants run (an engine no variant names is neither built nor run)
         self.used_engines = sorted({config["variants"][v]["engine"] for v in self.variants})
         self.built_engines = [e for e in self.used_engines if self.engine_kinds[e].from_source]
+        # the engines a gate tool is built for (every built one; ONNX Runtime's C API runner)
+        tool = {n: k.builds_gate_tool(config["engines"][n]) for n, k in self.engine_kinds.items()}
+        self.tool_engines = [e for e in self.used_engines if tool[e]]
         # the engines whose files are staged on a device (results/engines/<key>/bin)
         self.staged_engines = [e for e in self.used_engines if self.engine_kinds[e].stages_files]
         self.wheel_engines = [e for e in self.used_engines if self.engine_kinds[e].fetches_wheels]

@@ -300,10 +300,10 @@ def variant_specs(
     runner_sha256 = sha256_file(RUNNER)  # hashed once, not once per variant
     module_sha256 = {name: sha256_file(path) for name, path in RUNNER_MODULES.items()}
 
-    def runner(kind) -> dict:
-        if not kind.runs_through_runner:
+    def runner(record) -> dict:
+        if not record.kind.through_runner(record):
             return {}
-        modules = {n: module_sha256[n] for n in kind.runner_modules}
+        modules = {n: module_sha256[n] for n in record.kind.runner_modules}
         return {"runner_sha256": runner_sha256, **({"runner_modules": modules} if modules else {})}
 
     return {
@@ -312,7 +312,7 @@ def variant_specs(
             "runtime": variant.full_runtime,
             "env": variant.env,
             "model_manifest_sha256": manifest_sha256,
-            **runner(engines[variant.engine].kind),
+            **runner(engines[variant.engine]),
         }
         for name, variant in variants.items()
     }

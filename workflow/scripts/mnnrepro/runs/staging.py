@@ -93,7 +93,7 @@ def engine_files(record: EngineRecord, receipt: dict) -> dict[str, str]:
     its kind's, and the prebuilt runner where the kind runs through it."""
     kind = record.kind
     files = kind.device_files(record, receipt)
-    if kind.runs_through_runner:
+    if kind.through_runner(record):
         files[receipt["runner"]] = sha256_file(RUNNER)
         for name in kind.runner_modules:
             files[receipt["runner_modules"][name]] = sha256_file(RUNNER_MODULES[name])

@@ -15,6 +15,7 @@ from mnnrepro.toolchain.llamacpp import cross_args
 
 GATE_TOOL_SOURCE = Path(__file__).with_name("greedy_tool")
 LLAMA_GATE_TOOL_SOURCE = Path(__file__).with_name("llama_gate_tool")
+ORT_GENAI_TOOL_SOURCE = Path(__file__).with_name("ort_genai_tool")
 GATE_COMMON = Path(__file__).with_name("gate_common")  # what both gate tools include
 PROBE_SOURCE = Path(__file__).with_name("bandwidth_probe")
 MNN_VISION_TOOL = "mnn_vision"  # the vision phase's timing, built beside mnn_greedy
@@ -121,6 +122,22 @@ def build_llama_gate_tool(
         LLAMA_GATE_TOOL_SOURCE, "llama_greedy", "LLAMA", "libllama.so",
         record, source, engine_dir, build_dir, out_dir, log_file, toolchain=cross_args,
     )  # fmt: skip
+
+
+def build_ort_genai_tool(
+    record: dict, library: Path, build_dir: str, out_dir: str, log_file
+) -> dict:
+    """Build ort_genai_tool for one ONNX Runtime GenAI engine (`runner: c-api`): its platform's
+    toolchain, linked against the engine's own libonnxruntime-genai.so (its C API functions
+    declared by the tool: no genai header needed)."""
+    if not library.is_file():
+        raise BuildError(f"{library}: no libonnxruntime-genai.so to link ort_genai_tool against")
+    cache = {"GENAI_LIBS": str(library.resolve())}
+    built = build_tool(
+        ORT_GENAI_TOOL_SOURCE, "ort_genai_tool", record, cache, build_dir, out_dir, log_file,
+        shared=GATE_COMMON,
+    )  # fmt: skip
+    return {**built, "linked": [library.name]}
 
 
 def build_bandwidth_probe(record: dict, build_dir: str, out_dir: str, log_file) -> dict:
