@@ -181,7 +181,17 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
     }
     assert PREFILL_KERNEL in ran[("qemu-sme2-vl512", "ort-default", "prefill")]
     assert DECODE_KERNEL in ran[("qemu-sme2-vl512", "ort-default", "decode")]
+    # the instructions that ran, by class: SME outer products in KleidiAI's SME2 kernels with
+    # KleidiAI on, on the SME2 CPU, and none in any other run; every executed block's
+    # translation was logged, so each instruction counted is one that ran
     engine_code = kernels[kernels["engine_library"]]
+    assert (engine_code["unlogged_blocks"] == 0).all()
+    assert (engine_code["instructions"] >= engine_code["count"]).all()
+    outer = engine_code[engine_code["ins_sme_outer_product"] > 0]
+    assert set(zip(outer["device"], outer["variant"], outer["phase"], strict=True)) == {
+        ("qemu-sme2-vl512", "ort-default", "prefill")
+    }
+    assert outer["sme2_kernel"].all() and PREFILL_KERNEL in set(outer["symbol"])
     # the stripped library's blocks resolve to functions (unwind entries, the kernel tables)
     # but for a few in code that has neither (hand-written helpers): 0.03 % here
     unresolved = engine_code[engine_code["symbol"] == ""]["count"].sum()

@@ -18,16 +18,31 @@ from pathlib import Path
 
 import pandas as pd
 
+from mnnrepro.devices.instruction_mix import CLASSES
 from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json
 from mnnrepro.stats import PHASES
 from mnnrepro.toolchain.kernels import SME2_SYMBOL
 
+# the instructions each row's blocks executed, by class (QEMU's profiles only: empty else)
+MIX_COLUMNS = [f"ins_{c}" for c in CLASSES]
 COLUMNS = [
     *("device", "model", "variant", "phase", "engine", "profiler", "unit"),
     *("library", "engine_library", "symbol", "count", "share", "sme2_kernel"),
+    *("instructions", "unlogged_blocks", *MIX_COLUMNS),
 ]
+
+
+def mix_columns(row: dict) -> dict:
+    """A profile row's instructions by class (kernels.csv's ins_* columns) and their total;
+    None where its profiler counts no instructions (perf, simpleperf: samples)."""
+    mix = row.get("instructions")
+    if mix is None:
+        return dict.fromkeys(["instructions", "unlogged_blocks", *MIX_COLUMNS])
+    by_class = {f"ins_{c}": mix.get(c, 0) for c in CLASSES}
+    total = sum(by_class.values())
+    return {"instructions": total, "unlogged_blocks": row["unlogged_blocks"], **by_class}
 
 
 def profile_rows(profile: dict, model: str) -> list[dict]:
@@ -56,6 +71,7 @@ def profile_rows(profile: dict, model: str) -> list[dict]:
                 "count": row["count"],
                 "share": row["count"] / total if total else 0.0,
                 "sme2_kernel": sme2,
+                **mix_columns(row),
             }
         )
     return rows
@@ -66,7 +82,9 @@ def kernel_table(profiles: list[dict]) -> pd.DataFrame:
     rows = []
     for profile in profiles:
         rows += profile_rows(profile, profile.get("model", ""))
-    return pd.DataFrame(rows, columns=COLUMNS)
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    counts = ["instructions", "unlogged_blocks", *MIX_COLUMNS]
+    return table.astype(dict.fromkeys(counts, "Int64"))  # whole numbers, empty where none
 
 
 def phase_summary(table: pd.DataFrame) -> pd.DataFrame:
@@ -319,7 +337,29 @@ def where_time_goes(table: pd.DataFrame, top: int, pairs=()) -> list[str]:
         lines.append(
             f"| {' | '.join(map(str, key))} | {group['profiler'].iloc[0]} | {shown} | {named} |"
         )
-    return [*lines, "", *change_section(table, pairs, top)]
+    return [*lines, "", *mix_section(table), *change_section(table, pairs, top)]
+
+
+def mix_section(table: pd.DataFrame) -> list[str]:
+    """Where QEMU counted them: the instructions the engine's libraries executed, per device x
+    model x variant x phase, and each class's share (kernels.csv's ins_* columns)."""
+    numbers = table[["instructions", *MIX_COLUMNS]].apply(pd.to_numeric, errors="coerce")
+    counted = table["engine_library"].astype(bool) & numbers["instructions"].notna()
+    if not counted.any():
+        return []  # as read back, a profile without them has empty cells
+    keys = ["device", "model", "variant", "phase"]
+    sums = numbers[counted].groupby([table.loc[counted, k] for k in keys], sort=True).sum()
+    lines = [
+        "Instructions the engine's libraries executed, by class (QEMU, `kernels.csv` ins_*):",
+        "",
+        f"| {' | '.join(keys)} | instructions | {' | '.join(CLASSES)} |",
+        "|---|---|---|---|---:|" + "---:|" * len(CLASSES),
+    ]
+    for key, row in sums.iterrows():
+        total = int(row["instructions"])
+        shares = [f"{row[c] / total:.1%}" if total else "-" for c in MIX_COLUMNS]
+        lines.append(f"| {' | '.join(map(str, key))} | {total} | {' | '.join(shares)} |")
+    return [*lines, ""]
 
 
 def profile_files(index_paths) -> list[str]:

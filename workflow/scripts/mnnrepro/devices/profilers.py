@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from mnnrepro.devices.elf import read_symbols
+from mnnrepro.devices.instruction_mix import CLASSES
 from mnnrepro.errors import ReproError
 
 
@@ -182,28 +183,46 @@ def count_exec_log(stream: BinaryIO, chunk: int = 1 << 22) -> tuple[Counter, lis
     return blocks, [line.decode(errors="replace") for line in other]
 
 
-def attribute_blocks(blocks: Counter, maps: list[dict], local_files: dict[str, str]) -> list[dict]:
-    """Executed blocks per guest PC -> [{dso, symbol, count}] through the files' ELF symbols.
+def attribute_blocks(
+    blocks: Counter,
+    maps: list[dict],
+    local_files: dict[str, str],
+    block_classes: dict[int, Counter] | None = None,
+) -> list[dict]:
+    """Executed blocks per guest PC -> [{dso, symbol, count}] through the files' ELF symbols;
+    with block_classes (guest PC -> the block's instructions by class, instruction_mix), each
+    row also says how many instructions of each class ran (`instructions`) and how many of its
+    executed blocks had no logged translation (`unlogged_blocks`).
 
     local_files: basename -> the ELF file on this host to read symbols from (the unstripped
     build the workflow made)."""
     symbols = {name: read_symbols(path) for name, path in local_files.items()}
     counts: Counter = Counter()
+    mixes: dict[tuple, Counter] = {}
     for pc_text, n in blocks.items():
         pc = int(pc_text, 16)
         place = next((m for m in maps if m["start"] <= pc < m["start"] + m["size"]), None)
         if place is None:
-            counts[("[outside the engine libraries]", None)] += n
-            continue
-        name = os.path.basename(place["path"])
-        elf = symbols.get(name)
-        address = elf.address_of_offset(pc - place["start"] + place["offset"]) if elf else None
-        symbol = elf.function_at(address) if elf and address is not None else None
-        counts[(name, symbol)] += n
-    return [
-        {"dso": dso, "symbol": symbol, "count": n}
-        for (dso, symbol), n in sorted(counts.items(), key=lambda kv: -kv[1])
-    ]
+            key = ("[outside the engine libraries]", None)
+        else:
+            name = os.path.basename(place["path"])
+            elf = symbols.get(name)
+            address = elf.address_of_offset(pc - place["start"] + place["offset"]) if elf else None
+            key = (name, elf.function_at(address) if elf and address is not None else None)
+        counts[key] += n
+        if block_classes is not None:
+            mix = mixes.setdefault(key, Counter())
+            classes = block_classes.get(pc)
+            mix.update({c: k * n for c, k in classes.items()} if classes else {"unlogged": n})
+    rows = []
+    for (dso, symbol), n in sorted(counts.items(), key=lambda kv: -kv[1]):
+        row = {"dso": dso, "symbol": symbol, "count": n}
+        if block_classes is not None:
+            mix = mixes[(dso, symbol)]
+            row["unlogged_blocks"] = mix.pop("unlogged", 0)
+            row["instructions"] = {c: mix[c] for c in CLASSES}
+        rows.append(row)
+    return rows
 
 
 class LogReader:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mnnrepro.devices import profilers
 from mnnrepro.devices.base import run_process
+from mnnrepro.devices.instruction_mix import translated_blocks
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.errors import DataError
 
@@ -109,12 +110,13 @@ class QemuDevice(LocalDevice):
         """The counting run, logging blocks in maps' ranges; (result, None) when the run
         mapped the libraries elsewhere (its counts cannot be placed)."""
         reader = profilers.LogReader()
-        items = ["-d", "strace,exec,nochain", "-dfilter", profilers.dfilter(maps)]
+        items = ["-d", "strace,exec,nochain,in_asm", "-dfilter", profilers.dfilter(maps)]
         result = self.run(argv, timeout, env, [*QEMU_RESERVE, *items, "-D", reader.path])
-        blocks, strace = reader.finish()
-        if result.ok and profilers.exec_mappings(strace, set(libraries)) != maps:
+        blocks, other = reader.finish()
+        if result.ok and profilers.exec_mappings(other, set(libraries)) != maps:
             return result, None
-        rows = profilers.attribute_blocks(blocks, maps, libraries)
+        translated = translated_blocks(other.splitlines())  # each block's instructions
+        rows = profilers.attribute_blocks(blocks, maps, libraries, translated)
         return result, profilers.answer("qemu -d exec,nochain", "executed blocks", rows)
 
     def site_dirs(self):

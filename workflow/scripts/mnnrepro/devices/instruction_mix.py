@@ -1,0 +1,81 @@
+"""What a QEMU counting run executed, by instruction class: every translated block's
+instructions as QEMU logs them once (`-d in_asm`: address, encoding, mnemonic, operands), each
+put in a class, times the block's executions (`-d exec,nochain`), summed per function
+(profilers.attribute_blocks). The classes are the ones that decide a kernel's time on an SME2
+core: SME outer products, the rest of SME (ZA moves, loads and stores; SME2's multi-vector and
+lookup-table instructions), streaming-mode switches, integer and bf16 dot products and matrix
+multiplies (NEON or SVE), other vector instructions and their loads and stores, scalar loads
+and stores, branches, other scalar instructions.
+
+QEMU 11's disassembler prints SME2's multi-vector instructions (LUTI4, LD1B with a
+predicate-as-counter, SDOT into ZA) as `.byte`; their encoding's top-level group (A64: bit 31
+set, bits 28-25 clear) still places them in SME, which is what the class needs."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+CLASSES = (
+    "sme_outer_product",  # SMOPA, FMOPA, ...: one instruction, a VL x VL tile of products
+    "sme_other",  # ZA loads, stores and moves; SME2 multi-vector and LUT instructions
+    "sme_mode",  # SMSTART / SMSTOP: entering and leaving streaming mode
+    "dot_matmul",  # SDOT, UDOT, USDOT, SMMLA, BFMMLA, ... on NEON or SVE registers
+    "vector_load_store",
+    "vector_other",
+    "load_store",
+    "branch",
+    "scalar_other",
+)
+IN_ASM = re.compile(r"^0x([0-9a-f]+):\s+([0-9a-f]{8})\s+(\S+)\s*(.*)$")
+OUTER_PRODUCT = re.compile(r"^(s|u|su|us|f|bf|b)mop[as]$")
+DOT_MATMUL = re.compile(r"^(s|u|us|su|bf|f)(dot|mmla)$")
+BRANCH = re.compile(r"^(b|bl|br|blr|ret|cbz|cbnz|tbz|tbnz|b\.\w+|bc\.\w+|eret|retaa|retab)$")
+LOAD_STORE = re.compile(r"^(ld|st|prf)\w*$")
+VECTOR_REGISTER = re.compile(r"\b[vzpqd]\d+\b|\bz\d+\.|\bza\w*|\{")
+
+
+def is_sme_encoding(word: int) -> bool:
+    """The A64 top-level SME group: bit 31 set, bits 28-25 clear."""
+    return bool(word >> 31) and (word >> 25) & 0xF == 0
+
+
+def instruction_class(word: int, mnemonic: str, operands: str) -> str:
+    """The class (CLASSES) of one instruction as QEMU's `-d in_asm` prints it."""
+    if OUTER_PRODUCT.match(mnemonic):
+        return "sme_outer_product"
+    if mnemonic in ("smstart", "smstop"):
+        return "sme_mode"
+    if is_sme_encoding(word) or "za" in operands or "zt0" in operands:
+        return "sme_other"
+    if DOT_MATMUL.match(mnemonic):
+        return "dot_matmul"
+    vector = bool(VECTOR_REGISTER.search(operands))
+    if LOAD_STORE.match(mnemonic):
+        return "vector_load_store" if vector else "load_store"
+    if BRANCH.match(mnemonic):
+        return "branch"
+    return "vector_other" if vector else "scalar_other"
+
+
+def translated_blocks(lines: Iterable[str]) -> dict[int, Counter]:
+    """QEMU `-d in_asm` blocks among a log's other lines: the guest address of a block's first
+    instruction -> its instructions by class. A block translated again (QEMU flushes and
+    retranslates) holds the same instructions: the last translation is kept."""
+    blocks: dict[int, Counter] = {}
+    start, classes = None, Counter()
+    for line in lines:
+        found = IN_ASM.match(line)
+        if found is None:
+            if start is not None:
+                blocks[start] = classes
+            start, classes = None, Counter()
+            continue
+        address, word, mnemonic, operands = found.groups()
+        if start is None:
+            start = int(address, 16)
+        classes[instruction_class(int(word, 16), mnemonic, operands)] += 1
+    if start is not None:
+        blocks[start] = classes
+    return blocks
