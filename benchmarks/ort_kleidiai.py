@@ -159,32 +159,33 @@ def glibc_key(version: str) -> int:
     return int(version.rsplit(".", 1)[1])
 
 
-def matmul_model(work: Path) -> tuple[Path, Path]:
-    """One int4 MatMulNBits (block 32, accuracy level 4) with random weights, and its input."""
+def matmul_model(work: Path, k: int = K, n: int = N, rows: int = ROWS) -> tuple[Path, Path]:
+    """One int4 MatMulNBits (block 32, accuracy level 4) of N x K random weights, and an input
+    of `rows` rows."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
-    packed = rng.integers(0, 256, size=(N, K // BLOCK, BLOCK // 2), dtype=np.uint8)
-    scales = rng.random(N * K // BLOCK).astype(np.float32) * 0.01 + 0.001
+    packed = rng.integers(0, 256, size=(n, k // BLOCK, BLOCK // 2), dtype=np.uint8)
+    scales = rng.random(n * k // BLOCK).astype(np.float32) * 0.01 + 0.001
     node = helper.make_node(
         "MatMulNBits", ["A", "B", "scales"], ["Y"], domain="com.microsoft",
-        K=K, N=N, bits=4, block_size=BLOCK, accuracy_level=4,
+        K=k, N=n, bits=4, block_size=BLOCK, accuracy_level=4,
     )  # fmt: skip
     graph = helper.make_graph(
         [node],
         "matmul_nbits",
-        [helper.make_tensor_value_info("A", TensorProto.FLOAT, ["M", K])],
-        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["M", N])],
+        [helper.make_tensor_value_info("A", TensorProto.FLOAT, ["M", k])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["M", n])],
         [numpy_helper.from_array(packed, "B"), numpy_helper.from_array(scales, "scales")],
     )
     opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 9
-    path, inputs = work / "matmul_nbits.onnx", work / "input.npy"
+    path, inputs = work / f"matmul_nbits-{k}x{n}.onnx", work / f"input-{rows}x{k}.npy"
     onnx.save(model, path)
-    np.save(inputs, rng.standard_normal((ROWS, K)).astype(np.float32))
+    np.save(inputs, rng.standard_normal((rows, k)).astype(np.float32))
     return path, inputs
 
 
