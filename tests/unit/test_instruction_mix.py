@@ -78,3 +78,27 @@ def test_kernels_csv_and_the_report_carry_the_mix_as_read_back(tmp_path):
     assert read_back["ins_sme_outer_product"].tolist() == ["28", ""]  # as the report reads it
     (line,) = [ln for ln in mix_section(read_back) if ln.startswith("| qemu ")]
     assert line.startswith("| qemu |  | on | prefill | 97 | 28.9% |")  # 28 of 97 outer products
+
+
+def test_a_profile_kept_from_before_the_mix_is_profiled_again_on_qemu_only():
+    """A profile is kept when its key matches: QEMU's profiler now also counts instructions,
+    so its key says so (an older QEMU profile, without the mix, is profiled again), while a
+    sampling profiler's key is unchanged (a phone's profiles are kept)."""
+    from conftest import two_variant_specs
+
+    from mnnrepro.devices.local import LocalDevice
+    from mnnrepro.devices.qemu import QemuDevice
+    from mnnrepro.runs.profile import profile_key
+    from mnnrepro.runs.raw_files import measurement_key
+
+    spec = two_variant_specs()["a"]
+    bench = {"prompt_tokens": 8, "generate_tokens": 4}
+    attribution = {"sample_hz": 999}
+    before = {**bench, "sample_hz": 999}  # what a profile's key held before the mix
+    qemu, local = QemuDevice.__new__(QemuDevice), LocalDevice.__new__(LocalDevice)
+    assert profile_key(qemu, spec, bench, attribution) != measurement_key(
+        spec, {**before, "profiler": "qemu"}
+    )
+    assert profile_key(local, spec, bench, attribution) == measurement_key(
+        spec, {**before, "profiler": "local"}
+    )

@@ -43,6 +43,9 @@ class CommandResult:
 class Device:
     kind = "abstract"
     emulated = False
+    # what its profiler counts beyond the profile's rows, part of a kept profile's key (a
+    # profiler that counts more profiles again): "" for the sampling profilers
+    profile_counts = ""
 
     def __init__(self, name: str):
         self.name = name

@@ -39,6 +39,7 @@ class QemuDevice(LocalDevice):
 
     kind = "qemu"
     emulated = True
+    profile_counts = "instructions by class"  # devices/instruction_mix.py
 
     @classmethod
     def of_spec(cls, name: str, spec: dict) -> QemuDevice:

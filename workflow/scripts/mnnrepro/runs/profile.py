@@ -126,6 +126,7 @@ def profile_key(device, spec: dict, bench: dict, attribution: dict) -> str:
         **{k: bench[k] for k in ("prompt_tokens", "generate_tokens")},
         "sample_hz": attribution["sample_hz"],
         "profiler": device.kind,
+        **({"profile_counts": device.profile_counts} if device.profile_counts else {}),
     }
     return measurement_key(spec, with_measured_vision(measured, bench, spec["engine"]))
 
