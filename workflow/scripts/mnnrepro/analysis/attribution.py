@@ -342,7 +342,8 @@ def where_time_goes(table: pd.DataFrame, top: int, pairs=()) -> list[str]:
 
 def mix_section(table: pd.DataFrame) -> list[str]:
     """Where QEMU counted them: the instructions the engine's libraries executed, per device x
-    model x variant x phase, and each class's share (kernels.csv's ins_* columns)."""
+    model x variant x phase, and each class's share (kernels.csv's ins_* columns; 3 significant
+    digits: on a tiny model the load's scalar code dwarfs the kernels')."""
     numbers = table[["instructions", *MIX_COLUMNS]].apply(pd.to_numeric, errors="coerce")
     counted = table["engine_library"].astype(bool) & numbers["instructions"].notna()
     if not counted.any():
@@ -357,7 +358,7 @@ def mix_section(table: pd.DataFrame) -> list[str]:
     ]
     for key, row in sums.iterrows():
         total = int(row["instructions"])
-        shares = [f"{row[c] / total:.1%}" if total else "-" for c in MIX_COLUMNS]
+        shares = [f"{100 * row[c] / total:.3g}%" if total else "-" for c in MIX_COLUMNS]
         lines.append(f"| {' | '.join(map(str, key))} | {total} | {' | '.join(shares)} |")
     return [*lines, ""]
 
