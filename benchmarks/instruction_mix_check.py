@@ -23,15 +23,13 @@ benchmarks/results/instruction_mix_check.{json,md}.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ort_kleidiai import RUN, emulated, matmul_model, wheel_sites
+from ort_kleidiai import RUN, emulated, matmul_model, wheel_sites, work_directory
 from provenance import write_results
 
 KERNEL = "kai_kernel_matmul_clamp_f32_qai8dxp1vlx4_qsi4c32p4vlx4_1vlx4vl_sme2_mopa"
@@ -104,12 +102,7 @@ def markdown(result: dict) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workdir", default="", help="kept and reused (downloads are cached)")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
-        work = Path(args.workdir or scratch).resolve()
-        work.mkdir(parents=True, exist_ok=True)
+    with work_directory(__doc__.splitlines()[0]) as work:
         site = wheel_sites(work)["aarch64"]
         cells = []
         for bits in VECTOR_BITS:  # one device per length: it finds the mapping once

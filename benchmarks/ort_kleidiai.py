@@ -32,6 +32,7 @@ Writes benchmarks/results/ort_kleidiai.{json,md}.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
 import tempfile
@@ -402,13 +403,21 @@ def markdown(result: dict) -> list[str]:
     return lines
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+@contextlib.contextmanager
+def work_directory(description: str):
+    """The directory the command line's --workdir names (kept and reused: downloads are
+    cached), else a temporary one."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--workdir", default="", help="kept and reused (downloads are cached)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(args.workdir or scratch).resolve()
         work.mkdir(parents=True, exist_ok=True)
+        yield work
+
+
+def main() -> None:
+    with work_directory(__doc__.splitlines()[0]) as work:
         sites = wheel_sites(work)
         result = {
             "wheels": {f"{n}-{a}": sha for (n, a), (_, sha) in WHEELS.items()},
