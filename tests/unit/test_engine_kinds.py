@@ -95,6 +95,12 @@ def test_onnx_runtimes_c_api_runner_is_its_engines_choice_and_its_output_is_chec
     assert not OrtGenaiEngine.through_runner({"kind": "ort-genai", "runner": "c-api"})
     assert OrtGenaiEngine.through_runner({"kind": "ort-genai"})  # records from before: python
     assert LlamaCppEngine.builds_gate_tool({}) and not PrebuiltEngine.builds_gate_tool({})
+    # a measurement through the C API tool is valid for the tool's sources; one through the
+    # Python runner keeps the identity it had before the tool existed
+    record = {"kind": "ort-genai", "platform": "host", "wheels": [], "files": []}
+    assert "runner" not in OrtGenaiEngine.identity(record)
+    tool = OrtGenaiEngine.identity({**record, "runner": "c-api"})["tool_sources"]
+    assert {"ort_genai_tool.cpp", "oga_api.h", "gate_output.hpp"} <= set(tool)
     runtime = {"thread_num": 2, "session_options": {"mlas.disable_kleidiai": "1"}}
     options = {"intra_op_num_threads": 2, "mlas.disable_kleidiai": "1"}
     assert overlay(runtime) == json.dumps({"model": {"decoder": {"session_options": options}}})

@@ -159,10 +159,13 @@ class OrtGenaiEngine(PrebuiltEngine):
             "platform": record["platform"],
             "wheels": sorted((w["file"], w["sha256"]) for w in record["wheels"]),
             "files": files_of(record),
-            # what times it: the Python runner (variant_specs hashes it), or the C API tool,
-            # whose sources a kept measurement is then valid for
-            "runner": runner_of(record),
-            **({"tool_sources": tool_sources()} if runner_of(record) == "c-api" else {}),
+            # the C API tool times it: a kept measurement is valid for its sources (the
+            # Python runner's are hashed by variant_specs; its identity is as before)
+            **(
+                {"runner": "c-api", "tool_sources": tool_sources()}
+                if runner_of(record) == "c-api"
+                else {}
+            ),
         }
 
     @classmethod
