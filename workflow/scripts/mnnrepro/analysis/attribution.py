@@ -27,10 +27,11 @@ from mnnrepro.toolchain.kernels import SME2_SYMBOL
 
 # the instructions each row's blocks executed, by class (QEMU's profiles only: empty else)
 MIX_COLUMNS = [f"ins_{c}" for c in CLASSES]
+INSTRUCTION_COLUMNS = ["instructions", "unlogged_blocks", *MIX_COLUMNS]
 COLUMNS = [
     *("device", "model", "variant", "phase", "engine", "profiler", "unit"),
     *("library", "engine_library", "symbol", "count", "share", "sme2_kernel"),
-    *("instructions", "unlogged_blocks", *MIX_COLUMNS),
+    *INSTRUCTION_COLUMNS,
 ]
 
 
@@ -39,7 +40,7 @@ def mix_columns(row: dict) -> dict:
     None where its profiler counts no instructions (perf, simpleperf: samples)."""
     mix = row.get("instructions")
     if mix is None:
-        return dict.fromkeys(["instructions", "unlogged_blocks", *MIX_COLUMNS])
+        return dict.fromkeys(INSTRUCTION_COLUMNS)
     by_class = {f"ins_{c}": mix.get(c, 0) for c in CLASSES}
     total = sum(by_class.values())
     return {"instructions": total, "unlogged_blocks": row["unlogged_blocks"], **by_class}
@@ -83,8 +84,7 @@ def kernel_table(profiles: list[dict]) -> pd.DataFrame:
     for profile in profiles:
         rows += profile_rows(profile, profile.get("model", ""))
     table = pd.DataFrame(rows, columns=COLUMNS)
-    counts = ["instructions", "unlogged_blocks", *MIX_COLUMNS]
-    return table.astype(dict.fromkeys(counts, "Int64"))  # whole numbers, empty where none
+    return table.astype(dict.fromkeys(INSTRUCTION_COLUMNS, "Int64"))  # empty where none
 
 
 def phase_summary(table: pd.DataFrame) -> pd.DataFrame:

@@ -198,7 +198,8 @@ def attribute_blocks(
     build the workflow made)."""
     symbols = {name: read_symbols(path) for name, path in local_files.items()}
     counts: Counter = Counter()
-    mixes: dict[tuple, Counter] = {}
+    mixes: dict[tuple, Counter] = {}  # (dso, symbol) -> instructions by class
+    unlogged: Counter = Counter()  # (dso, symbol) -> executed blocks with no translation logged
     for pc_text, n in blocks.items():
         pc = int(pc_text, 16)
         place = next((m for m in maps if m["start"] <= pc < m["start"] + m["size"]), None)
@@ -211,16 +212,16 @@ def attribute_blocks(
             key = (name, elf.function_at(address) if elf and address is not None else None)
         counts[key] += n
         if block_classes is not None:
-            mix = mixes.setdefault(key, Counter())
             classes = block_classes.get(pc)
-            mix.update({c: k * n for c, k in classes.items()} if classes else {"unlogged": n})
+            if classes is None:
+                unlogged[key] += n
+            mixes.setdefault(key, Counter()).update({c: k * n for c, k in (classes or {}).items()})
     rows = []
-    for (dso, symbol), n in sorted(counts.items(), key=lambda kv: -kv[1]):
-        row = {"dso": dso, "symbol": symbol, "count": n}
+    for key, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+        row = {"dso": key[0], "symbol": key[1], "count": n}
         if block_classes is not None:
-            mix = mixes[(dso, symbol)]
-            row["unlogged_blocks"] = mix.pop("unlogged", 0)
-            row["instructions"] = {c: mix[c] for c in CLASSES}
+            row["unlogged_blocks"] = unlogged[key]
+            row["instructions"] = {c: mixes[key][c] for c in CLASSES}
         rows.append(row)
     return rows
 

@@ -17,6 +17,7 @@ same definitions as the Python runner (prompt, context, argmax fed back)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 from pathlib import Path
@@ -92,6 +93,7 @@ def parse_tool_bench(stdout: str, stderr: str, prompt: int, generate: int) -> di
     }
 
 
+@functools.cache  # an identity is asked for every invocation's key; the sources are fixed
 def tool_sources() -> dict[str, str]:
     """The sha256 of ort_genai_tool's sources (and the gate code it includes)."""
     from mnnrepro.files import sha256_file

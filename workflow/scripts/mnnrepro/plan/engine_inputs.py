@@ -5,6 +5,7 @@ names, kinds, keys and source trees they read)."""
 from __future__ import annotations
 
 from mnnrepro.config import canonical
+from mnnrepro.engines.ort_genai import runner_of
 from mnnrepro.engines.registry import kind_of_spec
 from mnnrepro.toolchain.records import engine_key
 
@@ -52,8 +53,7 @@ class EngineInputs:
 
     def wheels_runner(self, wildcards) -> str:
         """What runs a wheels engine on the device (`ort_genai.runner`: python or c-api)."""
-        spec = self.config["engines"][self.engine_of_key[wildcards.engine]]
-        return spec[kind_of_spec(spec).config_key].get("runner", "python")
+        return runner_of(self.config["engines"][self.engine_of_key[wildcards.engine]])
 
     def keys_of(self, engines: list[str]) -> str:
         """A wildcard constraint matching the keys of these engines."""
@@ -72,8 +72,8 @@ class EngineInputs:
     def gate_tool_source(self, wildcards) -> list[str]:
         """The source tree a gate tool is built against: a built engine's (its headers); none
         for ONNX Runtime's C API tool, which declares what it calls."""
-        engine = self.engine_of_key[wildcards.engine]
-        return [self.sources.engine_receipts[engine]] if engine in self.built_engines else []
+        built = self.engine_of_key[wildcards.engine] in self.built_engines
+        return [self.source_receipt(wildcards)] if built else []
 
     def build_spec(self, wildcards) -> dict:
         """What the engine's kind builds from (`engines.<name>.build` or `.llamacpp`)."""

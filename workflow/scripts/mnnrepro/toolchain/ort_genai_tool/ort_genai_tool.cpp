@@ -23,6 +23,7 @@
 //        ort_genai_tool bench <model dir> <overlay json> <prompt_tokens> <generate_tokens>
 //                             <warmup>
 // Exit 0 on success; 2 bad arguments; 3 the model cannot load or run; 4 out.json unwritten.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -153,10 +154,10 @@ struct Genai {
     }
 };
 
+// The first largest logit's id (numpy's argmax, as the Python runner's): one pass, inside the
+// timed decode loop (gate::describe also sorts and takes the mean and sd, which the gate needs)
 int argmax(const std::vector<float>& row) {
-    return static_cast<int>(gate::describe(row.data(), static_cast<int>(row.size()), 1)
-                                .top.front()
-                                .first);
+    return static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
 }
 
 int greedy(int argc, const char* argv[]) {
