@@ -146,6 +146,13 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
         "treatment": "ort-default",
         "on_non_sme2_device": "fallback-check",
     }
+    # the phone's gain predicted from this CPU's instruction counts (analysis/prediction.py)
+    cfg["prediction"] = {
+        "device": "qemu-sme2-vl512",
+        "core": "c1-ultra",
+        "soc": "dimensity-9500",
+        "model": "qwen3-vl-4b",
+    }
     cfg["correctness"].update(prompts=["你好"], max_new_tokens=8)
     cfg["bench"].update(quiet_timeout_s=0, quiet_window_s=0.1)
     config_path = tmp_path / "ort-emulated.yaml"
@@ -178,6 +185,8 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
     assert set(ran.index) == {
         ("qemu-sme2-vl512", "ort-default", "prefill"),
         ("qemu-sme2-vl512", "ort-default", "decode"),
+        # the start-up (a 1-token prompt, 1 token) the prediction subtracts: its device only
+        ("qemu-sme2-vl512", "ort-default", "startup"),
     }
     assert PREFILL_KERNEL in ran[("qemu-sme2-vl512", "ort-default", "prefill")]
     assert DECODE_KERNEL in ran[("qemu-sme2-vl512", "ort-default", "decode")]
@@ -196,6 +205,17 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
     # but for a few in code that has neither (hand-written helpers): 0.03 % here
     unresolved = engine_code[engine_code["symbol"] == ""]["count"].sum()
     assert unresolved / engine_code["count"].sum() < 0.001
+    # the phone's gain predicted from these counts: the SME2 kernels' outer products are
+    # what prefill adds per token with KleidiAI on, and none without; both phases predicted
+    prediction = json.loads((out / "prediction.json").read_text())
+    (predicted,) = prediction["predictions"]
+    per_token = predicted["mix_per_token"]
+    assert per_token["treatment"]["prefill"]["streaming"]["sme_outer_product"] > 0
+    assert sum(per_token["baseline"]["prefill"]["streaming"].values()) == 0
+    for phase in ("prefill", "decode"):
+        got = predicted["phases"][phase]
+        assert got["low"] <= got["gain"] <= got["high"] and got["sensitivity"]
+    assert "## Predicted before the phone" in (out / "summary.md").read_text()
     # the engine's process is told of SME2 on the SME2 CPU only (what cpuinfo reads)
     greedy = json.loads((out / "greedy/qemu-sme2-vl512/synth-tiny.json").read_text())
     line = greedy["ort-default"]["engine"]["device_supports"]

@@ -269,3 +269,34 @@ rule check_emulation:
         "Comparing greedy tokens of every device with {params.reference}"
     script:
         "../scripts/check_emulation.py"
+
+
+# The phone's gain predicted before the phone (`prediction`): the emulated device's
+# instruction mix priced by the cost model's cited constants.
+rule predict_gain:
+    input:
+        kernels="results/{experiment}/kernels.csv",
+        constants=PLAN.prediction_constants,
+        manifests=PLAN.model_manifests,  # the emulated models' shapes
+    output:
+        document="results/{experiment}/prediction.json",
+        markdown=report(
+            "results/{experiment}/prediction.md",
+            caption="../report/prediction.rst",
+            category="Explaining the gain",
+        ),
+    log:
+        "logs/predict_gain/{experiment}.log",
+    benchmark:
+        "logs/predict_gain/{experiment}.benchmark.tsv"
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        prediction=PLAN.settings.prediction,
+        design=PLAN.design_spec,
+        bench=PLAN.main_bench,
+        code=PLAN.code_of("predict_gain.py"),
+    message:
+        "The phone's gains predicted from the instruction mix (prediction.md)"
+    script:
+        "../scripts/predict_gain.py"

@@ -138,8 +138,7 @@ rule profile_kernels:
     params:
         **BENCH_PARAMS,
         out_dir="results/{experiment}/profiles/{device}/{model}",
-        # what the profiler needs (the checks' thresholds are the validity rule's)
-        attribution={"sample_hz": PLAN.settings.attribution["sample_hz"]},
+        attribution=PLAN.settings.profiler,  # its rate; where a start-up is profiled
     message:
         "Profiling every variant on device {wildcards.device}, model {wildcards.model}"
     script:

@@ -12,6 +12,7 @@ rule write_summary_report:
         mechanism=PLAN.mechanism_report,
         sweep=PLAN.sweep_report,
         kernels=PLAN.kernel_table,
+        prediction=PLAN.prediction_files,
         engine_tests=PLAN.engine_tests_table,
         replay=PLAN.replay_check,  # what it checked
     output:

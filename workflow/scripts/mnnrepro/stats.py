@@ -39,6 +39,9 @@ PHASES = ("prefill", "decode")  # what every benchmark measures, in this order
 VISION_PHASES = ("vision", "image_prefill", "first_token")
 ALL_PHASES = PHASES + VISION_PHASES
 SPANNING_PHASES = ("first_token",)  # its time holds other phases' times
+# a profiled invocation of a 1-token prompt and 1 generated token: what the prefill and decode
+# profiles share (loading, the first token), profiled where a prediction subtracts it
+STARTUP_PHASE = "startup"
 
 INTERVALS = ("t", "bootstrap", "anytime")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from mnnrepro.design import Design
-from mnnrepro.files import read_json, write_json
+from mnnrepro.files import read_json, sha256_file, write_json
 from mnnrepro.records import chain, check_same_table, read_chained_table, read_record, read_table
 
 log = logging.getLogger(__name__)
@@ -128,5 +128,30 @@ def write_report(job, replay: list[str]) -> None:
         job.params.top,
         optional(given.engine_tests, csv),
         replay,
+        optional(given.prediction, lambda p: read_json(p[0])),  # prediction.json, then .md
     )
     Path(job.output.markdown).write_text(text, encoding="utf-8")
+
+
+def write_prediction(job) -> None:
+    """prediction.json and prediction.md (rule predict_gain): the compared pairs' gains on the
+    phone from the emulated instruction mix, with the inputs' hashes."""
+    from mnnrepro.analysis.prediction import prediction_document, prediction_markdown
+    from mnnrepro.models.shapes import SHAPES
+
+    given = job.input
+    manifests = [read_record(p, "model_manifest") for p in given.manifests]
+    context = {
+        "constants": given.constants,
+        "shapes": {m["model"]: SHAPES[m["spec"]["shape"]] for m in manifests},
+        **{k: job.params.bench[k] for k in ("prompt_tokens", "generate_tokens")},
+        "inputs": {
+            "kernels.csv": sha256_file(given.kernels),
+            "cost_model": sha256_file(given.constants),
+        },
+    }
+    kernels = pd.read_csv(given.kernels, keep_default_na=False, na_values=[""])
+    design = Design.of(job.params.design)
+    document = prediction_document(kernels, design, job.params.prediction, context)
+    write_json(job.output.document, document)
+    Path(job.output.markdown).write_text(prediction_markdown(document), encoding="utf-8")

@@ -9,6 +9,7 @@ from mnnrepro.analysis.attribution import where_time_goes
 from mnnrepro.analysis.emulation import emulation_section
 from mnnrepro.analysis.engine_tests import engine_tests_section
 from mnnrepro.analysis.explaining import mechanism_section
+from mnnrepro.analysis.prediction import prediction_section
 from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct, reps_text
 from mnnrepro.analysis.vision import vision_section
 from mnnrepro.config import is_full_commit
@@ -313,6 +314,7 @@ def markdown(
     top: int = 6,
     engine_tests: pd.DataFrame | None = None,
     preface: list[str] = (),
+    prediction: dict | None = None,
 ) -> str:
     """summary.md: one function per section; `preface` right after the title (a replay's
     says there what it checked)."""
@@ -324,6 +326,7 @@ def markdown(
             *header,
             *verdicts_section(summary, document),
             *side_by_side_section(summary),
+            *(prediction_section(prediction, summary) if prediction else []),
             *vision_section(summary, document),
             *validity_section(document),
             *(emulation_section(list(emulation)) if len(emulation) else []),

@@ -34,6 +34,24 @@ SHAPES: dict[str, dict] = {
         "tie_word_embeddings": True,
         "initializer_range": 0.02,
     },
+    # Qwen3-VL-4B-Instruct's language model layer (its config.json's text_config: hidden 2560,
+    # intermediate 9728, 32 query and 8 key-value heads of 128) in one layer, with a small
+    # vocabulary: the GEMM shapes, and so the SME2 and NEON tiling, are the phone model's
+    # (its lm_head, 151936 x 2560 there, is not: a prediction scales by weights).
+    "qwen3-vl-4b-layer": {
+        "vocab_size": 4096,
+        "hidden_size": 2560,
+        "intermediate_size": 9728,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "max_position_embeddings": 4096,
+        "rope_theta": 5000000.0,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": True,
+        "initializer_range": 0.02,
+    },
 }
 
 

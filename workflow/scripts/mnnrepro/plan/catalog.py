@@ -34,7 +34,7 @@ def catalog(schema: dict, config_dir: Path) -> str:
         "`snakemake --cores 4 --configfile config/<file>` (it replaces the default,",
         "`config.yaml`).",
         "",
-        "| file | experiment |",
+        "| file | what it holds |",
         "|---|---|",
     ]
     for path in sorted(config_dir.glob("*.yaml")):

@@ -21,6 +21,7 @@ from mnnrepro.design import Design
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.registry import KINDS, kind_of_spec
 from mnnrepro.files import sha256_file
+from mnnrepro.plan.prediction import prediction_problems
 from mnnrepro.repetitions import Repetitions
 from mnnrepro.sweep_plan import sweep_problems
 
@@ -52,6 +53,7 @@ def check_references(config: dict) -> None:
         *kind_problems(config),
         *unmeasurable_claims(config),
         *sme2_setting_problems(config),
+        *prediction_problems(config),
     ]
     if problems:
         refuse(problems)

@@ -30,6 +30,7 @@ from mnnrepro.plan.code import code_of, tool_digests
 from mnnrepro.plan.engine_inputs import EngineInputs
 from mnnrepro.plan.experiment import Experiment, resolve
 from mnnrepro.plan.messages import JobMessages
+from mnnrepro.plan.prediction import constants_path
 from mnnrepro.plan.settings import Settings
 from mnnrepro.plan.sources import SourceTrees
 from mnnrepro.sweep_plan import sweep_points, thread_nums
@@ -219,6 +220,14 @@ class Plan(EngineInputs):
     def kernel_table(self, wildcards=None) -> list[str]:
         return self.results("kernels.csv") if self.attribution else []
 
+    def prediction_files(self, wildcards=None) -> list[str]:
+        """The phone's predicted gains (`prediction`; none without one)."""
+        wanted = bool(self.settings.prediction)
+        return self.results("prediction.{ext}", ext=["json", "md"]) if wanted else []
+
+    def prediction_constants(self, wildcards=None) -> str:
+        return str(constants_path(self.settings.prediction))
+
     def summary_tables(self, wildcards=None) -> list[str]:
         """The measured tables and the summary (`snakemake analysis_all`; no plots)."""
         return self.results(
@@ -233,6 +242,7 @@ class Plan(EngineInputs):
             *self.emulation_tables(),
             *self.mechanism_tables(),
             *self.kernel_table(),
+            *self.prediction_files(),
             *self.engine_tests_table(),
             *self.replay_check(),
         ]
@@ -339,18 +349,12 @@ class Plan(EngineInputs):
     def model_layouts(self, wildcards=None) -> list[str]:
         if not self.experiment.explains:
             return []
-        names = [LAYOUT_FILES[fmt] for fmt in self.model_formats]
-        return expand(
-            "{root}/{model}/{name}",
-            root=[self.experiment.models_dir],
-            model=self.models,
-            name=names,
-        )
+        root, names = [self.experiment.models_dir], [LAYOUT_FILES[f] for f in self.model_formats]
+        return expand("{root}/{model}/{name}", root=root, model=self.models, name=names)
 
     def bandwidth_files(self, wildcards=None) -> list[str]:
-        if not self.experiment.measures_bandwidth:
-            return []
-        return self.results("bandwidth/{device}.json", device=self.devices)
+        wanted = self.experiment.measures_bandwidth
+        return self.results("bandwidth/{device}.json", device=self.devices) if wanted else []
 
     def point_bench(self, wildcards) -> dict:
         return canonical(self.sweep[wildcards.point].bench(self.main_bench))
@@ -377,9 +381,7 @@ class Plan(EngineInputs):
         return [own, *(found[a] for a in others)]
 
     def mechanism_report(self, wildcards) -> list[str]:
-        return (
-            [f"results/{wildcards.experiment}/mechanism.json"] if self.experiment.explains else []
-        )
+        return self.results("mechanism.json") if self.experiment.explains else []
 
     def sweep_report(self, wildcards) -> list[str]:
         if not (self.sweep and self.experiment.explains):

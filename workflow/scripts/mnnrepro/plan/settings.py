@@ -22,6 +22,7 @@ class Settings:
     emulation_reference: str  # emulation.reference: the device emulated CPUs are checked against
     quantizer_flags: dict  # llamacpp.quantizer.flags: llama-quantize's own options
     remeasure: str  # --config remeasure=...: which kept invocations to measure again
+    prediction: dict  # the phone's gain predicted from the emulated mix (empty: none)
 
     @classmethod
     def of(cls, config: dict) -> Settings:
@@ -29,7 +30,9 @@ class Settings:
         return cls(
             bench=canonical(config["bench"]),
             correctness=canonical(config["correctness"]),
-            attribution=canonical(config["attribution"]),
+            # a prediction subtracts the start-up both phases' profiles share: profiled too,
+            # on the device it predicts from
+            attribution=canonical({**config["attribution"], **startup_devices(config)}),
             bandwidth=canonical(config.get("bandwidth", {})),
             engine_tests=canonical(config.get("engine_tests", {})),
             ndk_pin=canonical(toolchains.get("ndk", {})),
@@ -39,8 +42,22 @@ class Settings:
                 config.get("llamacpp", {}).get("quantizer", {}).get("flags", {})
             ),
             remeasure=str(config.get("remeasure", "")),
+            prediction=canonical(config.get("prediction", {})),
         )
+
+    @property
+    def profiler(self) -> dict:
+        """What the profiler needs (the checks' thresholds are the validity rule's): its rate,
+        and the devices a start-up profile is taken on (a prediction's; absent without one)."""
+        keys = ("sample_hz", "startup_devices")
+        return {k: v for k, v in self.attribution.items() if k in keys}
 
     @property
     def max_other_load(self):
         return self.bench["max_other_load"]
+
+
+def startup_devices(config: dict) -> dict:
+    """The devices a start-up profile is taken on: a prediction's (none without one)."""
+    prediction = config.get("prediction")
+    return {"startup_devices": [prediction["device"]]} if prediction else {}

@@ -24,7 +24,7 @@ from mnnrepro.runs.on_device import on_device
 from mnnrepro.runs.raw_files import measurement_key
 from mnnrepro.runs.staging import check_receipt, engine_files
 from mnnrepro.runs.vision import measured_vision, with_measured_vision, with_vision_set
-from mnnrepro.stats import PHASES, VISION_PHASES
+from mnnrepro.stats import PHASES, STARTUP_PHASE, VISION_PHASES
 
 VISION = VISION_PHASES[0]  # the image questions' profiled invocation is named after the encoder
 
@@ -40,14 +40,18 @@ def phase_bench(bench: dict, phase: str) -> dict:
     image questions after a 1-token prompt and 1 generated token; the others: no images)."""
     if phase == VISION:
         return {**bench, "prompt_tokens": 1, "generate_tokens": 1, "warmup": 0}
+    if phase == STARTUP_PHASE:
+        return {**bench, "prompt_tokens": 1, "generate_tokens": 1, "warmup": 0, "vision_set": None}
     if phase == "prefill":
         return {**bench, "generate_tokens": 1, "warmup": 0, "vision_set": None}
     return {**bench, "prompt_tokens": 1, "warmup": 0, "vision_set": None}
 
 
-def profiled_phases(bench: dict, engine_record: dict) -> tuple[str, ...]:
-    """Prefill and decode; and the image questions, for an engine that asks them."""
-    return PHASES + ((VISION,) if measured_vision(bench, engine_record) else ())
+def profiled_phases(bench: dict, engine_record: dict, startup: bool) -> tuple[str, ...]:
+    """Prefill and decode; the image questions, for an engine that asks them; and the start-up
+    both phases share, where a prediction subtracts it (startup)."""
+    vision = (VISION,) if measured_vision(bench, engine_record) else ()
+    return PHASES + vision + ((STARTUP_PHASE,) if startup else ())
 
 
 def profile_for_rule(job: DeviceJob, attribution: dict, out_dir: str) -> dict:
@@ -67,10 +71,12 @@ def profile_for_rule(job: DeviceJob, attribution: dict, out_dir: str) -> dict:
     with on_device(job.device_name, job.device_spec, "the kernel profile") as device:
         check_receipt(device, staged)
         bench = with_vision_set(device, job.bench, job.images, job.tools())
+        # the start-up, on the device a prediction counts the instructions of
+        startup = job.device_name in attribution.get("startup_devices", [])
         index = [
             profile(device, bench, v, p)
             for v in sorted(variants)
-            for p in profiled_phases(bench, specs[v]["engine"])
+            for p in profiled_phases(bench, specs[v]["engine"], startup)
         ]
     return {"device": job.device_name, "emulated": device.emulated, "profiles": index}
 

@@ -1,0 +1,169 @@
+"""The cost model that predicts a phone's gain from the emulated instruction mix
+(analysis/prediction.py, config/cost_model.yaml): its constants are read with their sources,
+bad input gets one line naming the key, and the arithmetic does what the docstring says. The
+instruction counts are a real QEMU profile's (tests/data/prediction/kernels-ort-vl512.csv:
+ONNX Runtime's KleidiAI pair on the emulated 512-bit SME2 CPU, tiny synthetic model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from mnnrepro.analysis.prediction import (
+    CostModel,
+    cycles,
+    mixes,
+    per_token,
+    predict_pair,
+    weights,
+)
+from mnnrepro.config import ConfigError
+from mnnrepro.devices.instruction_mix import CLASSES
+from mnnrepro.errors import DataError
+from mnnrepro.models.shapes import SHAPES
+from mnnrepro.plan.prediction import prediction_problems
+
+ROOT = Path(__file__).resolve().parents[2]
+COSTS = ROOT / "config" / "cost_model.yaml"
+KERNELS = ROOT / "tests" / "data" / "prediction" / "kernels-ort-vl512.csv"
+DEVICE = "qemu-sme2-vl512"
+TOKENS = {"prefill": 32, "decode": 8}  # the run's bench: prompt_tokens, generate_tokens
+
+
+def x300() -> CostModel:
+    return CostModel.read(COSTS, "c1-ultra", "dimensity-9500", "qwen3-vl-4b")
+
+
+def real_mixes():
+    kernels = pd.read_csv(KERNELS, keep_default_na=False, na_values=[""])
+    return {
+        v: per_token(mixes(kernels, DEVICE, "synth-tiny", v), TOKENS)
+        for v in ("ort-no-kleidiai", "ort-default")
+    }
+
+
+def test_every_constant_has_a_source_and_a_range_around_its_value():
+    model = x300()
+    assert model.constants and all(c.source for c in model.constants.values())
+    assert all(c.low <= c.value <= c.high for c in model.constants.values())
+    # what the cost model prices: every class outside streaming mode but SME's, every SME and
+    # vector class in it (the scalar ones stay on the core)
+    assert {f"core.{c}" for c in CLASSES if not c.startswith("sme")} <= set(model.constants)
+
+
+def test_a_constant_without_a_source_or_a_missing_key_is_one_line_naming_it(tmp_path):
+    data = yaml.safe_load(COSTS.read_text())
+    del data["cores"]["c1-ultra"]["core"]["branch"]["source"]
+    broken = tmp_path / "costs.yaml"
+    broken.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"`cores.c1-ultra.core.branch` needs a value and a"):
+        CostModel.read(broken, "c1-ultra", "dimensity-9500", "qwen3-vl-4b")
+    with pytest.raises(ConfigError, match="no 'm9' among its cores, socs or models"):
+        CostModel.read(COSTS, "c1-ultra", "dimensity-9500", "m9")
+    data = yaml.safe_load(COSTS.read_text())
+    data["cores"]["c1-ultra"]["clock_ghz"]["low"] = 5.0
+    broken.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"`cores.c1-ultra.clock_ghz` needs 0 < low <= value"):
+        CostModel.read(broken, "c1-ultra", "dimensity-9500", "qwen3-vl-4b")
+
+
+def test_weights_are_the_linear_layers_and_the_lm_head():
+    # Qwen3-VL-4B's language model: 36 layers of q, k, v, o and the MLP, and the lm_head
+    shape = x300().phone_shape
+    layer = 2560 * 128 * (2 * 32 + 2 * 8) + 3 * 2560 * 9728
+    assert weights(shape) == 36 * layer + 151936 * 2560
+    tiny = SHAPES["tiny"]
+    assert weights(tiny) == 2 * (64 * 16 * (2 * 4 + 2 * 2) + 3 * 64 * 128) + 1024 * 64
+
+
+def test_overlap_runs_from_the_sum_of_the_resources_to_the_busiest():
+    v = x300().values()
+    mix = real_mixes()["ort-default"]["prefill"]
+    serial, parallel = cycles(mix, {**v, "overlap": 0.0}), cycles(mix, {**v, "overlap": 1.0})
+    assert 0 < parallel < serial
+    assert cycles(mix, {**v, "overlap": 0.5}) == pytest.approx((serial + parallel) / 2)
+
+
+def test_a_phase_per_token_is_its_profile_less_the_start_up():
+    kernels = pd.read_csv(KERNELS, keep_default_na=False, na_values=[""])
+    totals = mixes(kernels, DEVICE, "synth-tiny", "ort-default")
+    mix = per_token(totals, TOKENS)["prefill"]
+    for group in ("streaming", "core"):
+        for c in ("sme_other", "scalar_other"):  # both ran in the start-up as well
+            added = totals["prefill"][group][f"ins_{c}"] - totals["startup"][group][f"ins_{c}"]
+            assert mix[group][c] == pytest.approx(added / (TOKENS["prefill"] - 1))
+    # the KleidiAI SME2 GEMM is what prefill adds with KleidiAI on; nothing of SME without it
+    assert mix["streaming"]["sme_outer_product"] > 0
+    off = per_token(mixes(kernels, DEVICE, "synth-tiny", "ort-no-kleidiai"), TOKENS)
+    assert sum(off["prefill"]["streaming"].values()) == 0
+
+
+def test_the_prediction_has_its_interval_and_sensitivities_and_moves_with_the_sme2_unit():
+    model, got = x300(), real_mixes()
+    base, treat = got["ort-no-kleidiai"], got["ort-default"]
+    scale = weights(model.phone_shape) / weights(SHAPES["tiny"])
+    predicted = predict_pair(base, treat, model, scale)
+    for phase in ("prefill", "decode"):
+        p = predicted[phase]
+        # the ranges move it (a range applied under the wrong name moved nothing here once)
+        assert p["low"] <= p["gain"] <= p["high"] and p["low"] < p["high"]
+        top = p["sensitivity"][0]
+        assert top["at_low"] != top["at_high"]
+        names = [s["constant"] for s in p["sensitivity"]]
+        assert sorted(names) == sorted(c.name for c in model.ranged().values())
+    # a slower SME2 unit (each outer product and ZA move twice as long) predicts a smaller
+    # prefill gain: the treatment's prefill runs them, the baseline's does not
+    slow = CostModel(
+        {
+            name: (c if not name.startswith("streaming.sme") else type(c)(
+                c.name, 2 * c.value, 2 * c.low, 2 * c.high, c.source))
+            for name, c in model.constants.items()
+        },
+        model.phone_shape,
+    )  # fmt: skip
+    assert predict_pair(base, treat, slow, scale)["prefill"]["gain"] < predicted["prefill"]["gain"]
+
+
+def test_decode_bound_by_memory_in_both_builds_predicts_no_gain():
+    model, got = x300(), real_mixes()
+    scale = weights(model.phone_shape) / weights(SHAPES["tiny"])
+    starved = CostModel(
+        {
+            **model.constants,
+            "memory_bandwidth_gb_s": type(model.constants["memory_bandwidth_gb_s"])(
+                "memory_bandwidth_gb_s", 0.001, 0.001, 0.001, "a test's starved memory"
+            ),
+        },
+        model.phone_shape,
+    )
+    decode = predict_pair(got["ort-no-kleidiai"], got["ort-default"], starved, scale)["decode"]
+    assert decode["gain"] == 0 and all(decode["memory_bound"].values())
+
+
+def test_missing_counts_are_one_line_naming_kernels_csv():
+    kernels = pd.read_csv(KERNELS, keep_default_na=False, na_values=[""])
+    without = kernels[kernels["phase"] != "startup"]
+    with pytest.raises(DataError, match=r"kernels\.csv: no instruction counts of ort-default st"):
+        mixes(without, DEVICE, "synth-tiny", "ort-default")
+
+
+def test_a_prediction_needs_a_profiled_qemu_device_and_synthetic_models():
+    config = yaml.safe_load((ROOT / "config" / "predict-x300.yaml").read_text())
+    config["mnn"] = {"source": {"path": "."}}
+    assert prediction_problems(config) == []
+    config["attribution"] = {"enabled": False}
+    assert prediction_problems(config) == [
+        "config key `prediction.device`: 'qemu-sme2-vl512' is not profiled; set "
+        "`attribution.enabled: true` (and list it in `attribution.devices`, if given)"
+    ]
+    config["prediction"]["device"] = "host"
+    config["devices"]["host"] = {"local": {}}
+    config["models"]["real"] = {"modelscope": {"repo": "MNN/x"}}
+    assert prediction_problems(config) == [
+        "config key `prediction.device`: 'host' is not a QEMU device",
+        "config key `prediction`: models ['real'] are not synthetic; the prediction scales by "
+        "a synthetic model's weights",
+    ]

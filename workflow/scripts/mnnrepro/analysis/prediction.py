@@ -1,0 +1,338 @@
+"""The phone's gain predicted before the phone (config key `prediction`): the instructions each
+build executed under QEMU (kernels.csv's ins_* columns, counted at the phone's streaming vector
+length on a model with the phone model's layer shapes) turned into cycles on the phone's core
+with the cited constants of config/cost_model.yaml, and so into predicted prefill and decode
+gains of every compared pair, with an interval and each constant's sensitivity.
+
+Per token: the profiled invocations share their start-up (loading, the first token), so a
+phase's work per token is its profile minus the `startup` profile (a 1-token prompt, 1
+generated token) over the tokens it adds: prompt_tokens - 1 in prefill, generate_tokens - 1 in
+decode.
+
+Cycles: an instruction of a function that runs SME instructions (streaming mode) costs the
+SME2 unit's cycles for its class, scalar ones the core's; every other function's, the core's.
+Three sets of resources (the core's vector pipes, its integer pipes, the SME2 unit) either add
+up (overlap 0) or overlap perfectly (overlap 1, the busiest sets the time).
+
+Time per token: prefill, the cycles at the core's clock; decode, the larger of that and the
+bytes one token reads over the memory bandwidth. The emulated model's cycles are scaled to
+the phone's model by their weights (models.shape's linear layers and lm_head), the work a
+token does in a GEMM-bound transformer.
+
+The interval spans every combination of the ranged constants' low and high; the sensitivity
+of a constant is the prediction at its low and at its high with every other at its value."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from mnnrepro.config import ConfigError
+from mnnrepro.devices.instruction_mix import CLASSES
+from mnnrepro.errors import DataError
+from mnnrepro.stats import PHASES, STARTUP_PHASE
+
+STARTUP = STARTUP_PHASE
+SME_CLASSES = ("sme_outer_product", "sme_other", "sme_mode")
+VECTOR_CLASSES = ("dot_matmul", "vector_load_store", "vector_other")
+INTEGER_CLASSES = ("load_store", "branch", "scalar_other")
+MAX_RANGED = 16  # 2**16 corners at most
+
+
+@dataclass(frozen=True)
+class Constant:
+    name: str  # its path in the cost model: cores.<core>.core.dot_matmul, ...
+    value: float
+    low: float
+    high: float
+    source: str
+
+    @classmethod
+    def of(cls, name: str, entry, path: str) -> Constant:
+        if not isinstance(entry, dict) or "value" not in entry or not entry.get("source"):
+            raise ConfigError(f"{path}: `{name}` needs a value and a source")
+        value = float(entry["value"])
+        low, high = float(entry.get("low", value)), float(entry.get("high", value))
+        if not low <= value <= high or (low <= 0 and not name.endswith("overlap")):
+            raise ConfigError(f"{path}: `{name}` needs 0 < low <= value <= high")
+        return cls(name, value, low, high, str(entry["source"]))
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """The constants one prediction uses: the core's, the SoC's and the phone model's."""
+
+    constants: dict[str, Constant]  # short name (core.dot_matmul, clock_ghz, ...) -> constant
+    phone_shape: dict  # the phone's model (what one decoded token reads)
+
+    @classmethod
+    def read(cls, path: str | Path, core: str, soc: str, model: str) -> CostModel:
+        data = yaml.safe_load(Path(path).read_text())
+        entries = {}
+        try:
+            c, s, m = data["cores"][core], data["socs"][soc], data["models"][model]
+        except (KeyError, TypeError) as missing:
+            raise ConfigError(f"{path}: no {missing} among its cores, socs or models") from None
+        for group in ("core", "streaming"):
+            for name in CLASSES:
+                if name in c.get(group, {}):
+                    entries[f"{group}.{name}"] = (f"cores.{core}.{group}.{name}", c[group][name])
+        entries["clock_ghz"] = (f"cores.{core}.clock_ghz", c.get("clock_ghz"))
+        entries["overlap"] = (f"cores.{core}.overlap", c.get("overlap"))
+        for group, key, name, where in (
+            ("socs", soc, "memory_bandwidth_gb_s", s),
+            ("models", model, "bytes_per_weight", m),
+        ):
+            entries[name] = (f"{group}.{key}.{name}", where.get(name))
+        constants = {k: Constant.of(full, entry, str(path)) for k, (full, entry) in entries.items()}
+        needed = [f"core.{n}" for n in CLASSES if n not in SME_CLASSES] + [
+            f"streaming.{n}" for n in (*SME_CLASSES, *VECTOR_CLASSES)
+        ]
+        missing = [name for name in needed if name not in constants]
+        if missing:
+            raise ConfigError(f"{path}: cores.{core} has no cycles for {missing}")
+        return cls(constants, m["shape"])
+
+    def values(self) -> dict[str, float]:
+        return {k: c.value for k, c in self.constants.items()}
+
+    def ranged(self) -> dict[str, Constant]:
+        """The constants with a range, by their short name (values()'s keys)."""
+        return {k: c for k, c in self.constants.items() if c.low < c.high}
+
+
+def weights(shape: dict) -> int:
+    """The weights one token multiplies: every layer's attention and MLP projections, and the
+    lm_head."""
+    hidden, heads = shape["hidden_size"], shape["num_attention_heads"]
+    head_dim = shape.get("head_dim", hidden // heads)
+    attention = hidden * head_dim * (2 * heads + 2 * shape["num_key_value_heads"])
+    mlp = 3 * hidden * shape["intermediate_size"]
+    return shape["num_hidden_layers"] * (attention + mlp) + shape["vocab_size"] * hidden
+
+
+def mixes(kernels: pd.DataFrame, device: str, model: str, variant: str) -> dict[str, dict]:
+    """Per phase: the instructions by class a token adds, in streaming functions and in
+    the others ({"streaming": {class: n}, "core": {class: n}})."""
+    rows = kernels[
+        (kernels["device"] == device) & (kernels["model"] == model)
+        & (kernels["variant"] == variant) & kernels["instructions"].notna()
+    ]  # fmt: skip
+    columns = [f"ins_{c}" for c in CLASSES]
+    streaming = rows[[f"ins_{c}" for c in SME_CLASSES]].fillna(0).sum(axis=1) > 0
+    totals = {}
+    for phase in (*PHASES, STARTUP):
+        in_phase = rows["phase"] == phase
+        if not in_phase.any():
+            raise DataError(
+                "kernels.csv", f"no instruction counts of {variant} {phase} on {device}"
+            )
+        totals[phase] = {
+            "streaming": rows[in_phase & streaming][columns].fillna(0).sum(),
+            "core": rows[in_phase & ~streaming][columns].fillna(0).sum(),
+        }
+    return totals
+
+
+def per_token(totals: dict, tokens: dict[str, int]) -> dict[str, dict]:
+    """Each phase's counts minus the start-up's, over the tokens the phase adds to it."""
+    out = {}
+    for phase in PHASES:
+        added = max(tokens[phase] - 1, 1)
+        out[phase] = {
+            group: {
+                c: max(float(totals[phase][group][col] - totals[STARTUP][group][col]), 0.0) / added
+                for c in CLASSES
+                for col in [f"ins_{c}"]
+            }
+            for group in ("streaming", "core")
+        }
+    return out
+
+
+def cycles(mix: dict, v: dict[str, float]) -> float:
+    """The cycles of one token's instructions (mix: per_token's of one phase; v: constants)."""
+    streaming, core = mix["streaming"], mix["core"]
+    sme = sum(streaming[c] * v[f"streaming.{c}"] for c in (*SME_CLASSES, *VECTOR_CLASSES))
+    vector = sum(core[c] * v[f"core.{c}"] for c in VECTOR_CLASSES)
+    integer = sum((core[c] + streaming[c]) * v[f"core.{c}"] for c in INTEGER_CLASSES)
+    serial, parallel = sme + vector + integer, max(sme, vector, integer)
+    return v["overlap"] * parallel + (1 - v["overlap"]) * serial
+
+
+def seconds_per_token(mix: dict, phase: str, v: dict[str, float], scale: float, read: int) -> float:
+    """One token of the phone's model: its cycles scaled by the weights, at the core's clock;
+    in decode at least the bytes it reads over the memory bandwidth."""
+    compute = cycles(mix, v) * scale / (v["clock_ghz"] * 1e9)
+    if phase == "prefill":
+        return compute
+    return max(compute, read * v["bytes_per_weight"] / (v["memory_bandwidth_gb_s"] * 1e9))
+
+
+def gain(base: dict, treat: dict, phase: str, v: dict[str, float], scale: float, read: int):
+    """The treatment's throughput over the baseline's, minus 1 (summary.csv's `gain`)."""
+    return (
+        seconds_per_token(base, phase, v, scale, read)
+        / seconds_per_token(treat, phase, v, scale, read)
+        - 1
+    )
+
+
+def predict_pair(base: dict, treat: dict, model: CostModel, scale: float) -> dict:
+    """Per phase: the predicted gain, its interval over every corner of the ranged constants,
+    and each ranged constant's swing (the gain at its low and at its high)."""
+    read = weights(model.phone_shape)
+    point = model.values()
+    ranged = model.ranged()
+    if len(ranged) > MAX_RANGED:
+        raise ConfigError(f"the cost model ranges {len(ranged)} constants; at most {MAX_RANGED}")
+    out = {}
+    for phase in PHASES:
+
+        def at(values, phase=phase):
+            return gain(base[phase], treat[phase], phase, values, scale, read)
+
+        corners = [
+            at({**point, **dict(zip(ranged, choice, strict=True))})
+            for choice in itertools.product(*[(c.low, c.high) for c in ranged.values()])
+        ]
+        swings = [
+            {"constant": c.name, "at_low": at({**point, k: c.low}),
+             "at_high": at({**point, k: c.high})}
+            for k, c in ranged.items()
+        ]  # fmt: skip
+        swings.sort(key=lambda s: -abs(s["at_high"] - s["at_low"]))
+        out[phase] = {
+            "gain": at(point),
+            "low": min(corners),
+            "high": max(corners),
+            "sensitivity": swings,
+            "memory_bound": {
+                variant: seconds_per_token(mix[phase], phase, point, scale, read)
+                > cycles(mix[phase], point) * scale / (point["clock_ghz"] * 1e9)
+                for variant, mix in (("baseline", base), ("treatment", treat))
+            },
+        }
+    return out
+
+
+def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict) -> dict:
+    """Every compared pair's predicted gains on the phone (spec: config key `prediction`;
+    context: the cost model's file, the emulated models' shapes, the bench's token counts, the
+    inputs' hashes)."""
+    model = CostModel.read(context["constants"], spec["core"], spec["soc"], spec["model"])
+    tokens = {"prefill": context["prompt_tokens"], "decode": context["generate_tokens"]}
+    predictions = []
+    for emulated, shape in sorted(context["shapes"].items()):
+        scale = weights(model.phone_shape) / weights(shape)
+        for pair in design.comparison.pairs:
+            base, treat = (
+                per_token(mixes(kernels, spec["device"], emulated, v), tokens)
+                for v in (pair.baseline, pair.treatment)
+            )
+            predictions.append(
+                {"pair": pair.key, "baseline": pair.baseline, "treatment": pair.treatment,
+                 "model": emulated, "scale": scale,
+                 "phases": predict_pair(base, treat, model, scale),
+                 "mix_per_token": {"baseline": base, "treatment": treat}}
+            )  # fmt: skip
+    return {
+        **{k: spec[k] for k in ("device", "core", "soc", "model")},
+        "phone_model_weights": weights(model.phone_shape),
+        "inputs": context["inputs"],
+        "claims": dict(design.comparison.claims),
+        "predictions": predictions,
+        "constants": [vars(c) for c in model.constants.values()],
+    }
+
+
+def pair_phases(document: dict):
+    """(the pair as `treatment vs baseline`, phase, its prediction, the pair's entry) for every
+    predicted pair and phase."""
+    for p in document["predictions"]:
+        for phase in PHASES:
+            yield f"{p['treatment']} vs {p['baseline']}", phase, p["phases"][phase], p
+
+
+def gain_text(got: dict) -> str:
+    return f"{got['gain']:+.0%} | [{got['low']:+.0%}, {got['high']:+.0%}]"
+
+
+def predicted_rows(document: dict) -> list[str]:
+    """One table row per pair and phase: predicted gain, interval, the constant it is most
+    sensitive to, which build is bound by memory."""
+    out = []
+    for pair, phase, got, p in pair_phases(document):
+        top = got["sensitivity"][0] if got["sensitivity"] else None
+        swing = (
+            f"`{top['constant']}` ({top['at_low']:+.0%} .. {top['at_high']:+.0%})" if top else "-"
+        )
+        bound = ", ".join(k for k, v in got["memory_bound"].items() if v) or "neither"
+        out.append(f"| {pair} | {p['model']} | {phase} | {gain_text(got)} | {swing} | {bound} |")
+    return out
+
+
+def prediction_markdown(document: dict) -> str:
+    """prediction.md: the predictions, each phase's sensitivities, and every constant with its
+    source."""
+    out = [
+        f"# Predicted gains on the phone ({document['core']}, {document['soc']}, "
+        f"{document['model']})",
+        "",
+        f"From the instructions each build executed on `{document['device']}` (QEMU), per "
+        "token, priced with config/cost_model.yaml; predicted before any phone run.",
+        "",
+        "| pair | emulated model | phase | predicted gain | interval | most sensitive to | "
+        "memory-bound |",
+        "|---|---|---|---:|---|---|---|",
+        *predicted_rows(document),
+        "",
+        "## Sensitivity (the gain at each constant's low and high, the others at their value)",
+        "",
+        "| pair | phase | constant | at low | at high |",
+        "|---|---|---|---:|---:|",
+    ]
+    out += [
+        f"| {pair} | {phase} | `{s['constant']}` | {s['at_low']:+.1%} | {s['at_high']:+.1%} |"
+        for pair, phase, got, _ in pair_phases(document)
+        for s in got["sensitivity"]
+    ]
+    out += ["", "## Constants", "", "| constant | value | range | source |", "|---|---:|---|---|"]
+    out += [
+        f"| `{c['name']}` | {c['value']:g} | {c['low']:g} .. {c['high']:g} | {c['source']} |"
+        for c in document["constants"]
+    ]
+    out += ["", "Inputs: " + ", ".join(f"`{k}` {v[:12]}" for k, v in document["inputs"].items())]
+    return "\n".join(out) + "\n"
+
+
+def prediction_section(document: dict, summary: pd.DataFrame) -> list[str]:
+    """summary.md's side by side: each pair's predicted gain beside the claim and the gain
+    measured here (on the emulated device its timings are recorded, never judged)."""
+    claims = document.get("claims", {})
+    out = [
+        "",
+        "## Predicted before the phone",
+        "",
+        f"The cost model's gains on {document['core']} ({document['soc']}, {document['model']}) "
+        f"from the instructions each build executed on `{document['device']}`; beside them, "
+        "the claim and the gains this run judged (an emulated device's timings are never "
+        "judged: none there). "
+        "Constants, sources and sensitivities: `prediction.md`.",
+        "",
+        "| pair | phase | predicted | interval | claim | measured here (device: gain) |",
+        "|---|---|---:|---|---:|---|",
+    ]
+    for pair, phase, got, p in pair_phases(document):
+        rows = summary[
+            (summary["baseline"] == p["baseline"]) & (summary["treatment"] == p["treatment"])
+            & (summary["phase"] == phase) & (summary["model"] == p["model"])
+        ]  # fmt: skip
+        measured = "; ".join(f"{r.device}: {r.gain:+.0%}" for r in rows.itertuples()) or "-"
+        claim = f"{claims[phase]:+.0%}" if phase in claims else "-"
+        out.append(f"| {pair} | {phase} | {gain_text(got)} | {claim} | {measured} |")
+    return out
