@@ -404,16 +404,19 @@ def markdown(result: dict) -> list[str]:
 
 
 @contextlib.contextmanager
-def work_directory(description: str):
-    """The directory the command line's --workdir names (kept and reused: downloads are
-    cached), else a temporary one."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--workdir", default="", help="kept and reused (downloads are cached)")
-    args = parser.parse_args()
+def kept_or_temporary(workdir: str):
+    """workdir (kept and reused: downloads are cached), or a temporary directory if empty."""
     with tempfile.TemporaryDirectory() as scratch:
-        work = Path(args.workdir or scratch).resolve()
+        work = Path(workdir or scratch).resolve()
         work.mkdir(parents=True, exist_ok=True)
         yield work
+
+
+def work_directory(description: str):
+    """The directory the command line's --workdir names, else a temporary one."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--workdir", default="", help="kept and reused (downloads are cached)")
+    return kept_or_temporary(parser.parse_args().workdir)
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from ort_kleidiai import work_directory  # noqa: E402
+from ort_kleidiai import kept_or_temporary  # noqa: E402
 from provenance import write_results  # noqa: E402
 from real_mnn import KLEIDIAI_MD5, snakemake  # noqa: E402
 
@@ -95,8 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     mnn = {"source": {"path": str(Path(args.mnn).resolve())}}
     if args.kleidiai:
         mnn["kleidiai"] = {"version": "v1.16.0", "url": args.kleidiai, "md5": KLEIDIAI_MD5}
-    sys.argv = [sys.argv[0], *(["--workdir", args.workdir] if args.workdir else [])]
-    with work_directory(__doc__.splitlines()[0]) as work:
+    with kept_or_temporary(args.workdir) as work:
         run = snakemake(work, CONFIG, mnn, args.cores)
         out = work / "results" / "predict-x300"
         document = json.loads((out / "prediction.json").read_text())

@@ -137,13 +137,13 @@ def write_prediction(job) -> None:
     """prediction.json and prediction.md (rule predict_gain): the compared pairs' gains on the
     phone from the emulated instruction mix, with the inputs' hashes."""
     from mnnrepro.analysis.prediction import prediction_document, prediction_markdown
-    from mnnrepro.models.shapes import SHAPES
+    from mnnrepro.models.shapes import text_shape
 
     given = job.input
     manifests = [read_record(p, "model_manifest") for p in given.manifests]
     context = {
         "constants": given.constants,
-        "shapes": {m["model"]: SHAPES[m["spec"]["shape"]] for m in manifests},
+        "shapes": {m["model"]: text_shape(m["spec"]["shape"]) for m in manifests},
         **{k: job.params.bench[k] for k in ("prompt_tokens", "generate_tokens")},
         "inputs": {
             "kernels.csv": sha256_file(given.kernels),

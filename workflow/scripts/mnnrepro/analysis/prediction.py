@@ -36,7 +36,6 @@ from mnnrepro.devices.instruction_mix import CLASSES
 from mnnrepro.errors import DataError
 from mnnrepro.stats import PHASES, STARTUP_PHASE
 
-STARTUP = STARTUP_PHASE
 SME_CLASSES = ("sme_outer_product", "sme_other", "sme_mode")
 VECTOR_CLASSES = ("dot_matmul", "vector_load_store", "vector_other")
 INTEGER_CLASSES = ("load_store", "branch", "scalar_other")
@@ -116,8 +115,9 @@ def weights(shape: dict) -> int:
 
 
 def mixes(kernels: pd.DataFrame, device: str, model: str, variant: str) -> dict[str, dict]:
-    """Per phase: the instructions by class a token adds, in streaming functions and in
-    the others ({"streaming": {class: n}, "core": {class: n}})."""
+    """Per profiled phase (the start-up too): the variant's instructions by class, in
+    streaming functions and in the others ({"streaming": counts, "core": counts}, indexed by
+    kernels.csv's ins_* columns); per_token turns them into a token's."""
     rows = kernels[
         (kernels["device"] == device) & (kernels["model"] == model)
         & (kernels["variant"] == variant) & kernels["instructions"].notna()
@@ -125,7 +125,7 @@ def mixes(kernels: pd.DataFrame, device: str, model: str, variant: str) -> dict[
     columns = [f"ins_{c}" for c in CLASSES]
     streaming = rows[[f"ins_{c}" for c in SME_CLASSES]].fillna(0).sum(axis=1) > 0
     totals = {}
-    for phase in (*PHASES, STARTUP):
+    for phase in (*PHASES, STARTUP_PHASE):
         in_phase = rows["phase"] == phase
         if not in_phase.any():
             raise DataError(
@@ -140,16 +140,15 @@ def mixes(kernels: pd.DataFrame, device: str, model: str, variant: str) -> dict[
 
 def per_token(totals: dict, tokens: dict[str, int]) -> dict[str, dict]:
     """Each phase's counts minus the start-up's, over the tokens the phase adds to it."""
-    out = {}
+    out, startup = {}, totals[STARTUP_PHASE]
     for phase in PHASES:
         added = max(tokens[phase] - 1, 1)
         out[phase] = {
             group: {
-                c: max(float(totals[phase][group][col] - totals[STARTUP][group][col]), 0.0) / added
+                c: max(float(counts[f"ins_{c}"] - startup[group][f"ins_{c}"]), 0.0) / added
                 for c in CLASSES
-                for col in [f"ins_{c}"]
             }
-            for group in ("streaming", "core")
+            for group, counts in totals[phase].items()
         }
     return out
 
@@ -164,13 +163,21 @@ def cycles(mix: dict, v: dict[str, float]) -> float:
     return v["overlap"] * parallel + (1 - v["overlap"]) * serial
 
 
+def compute_seconds(mix: dict, v: dict[str, float], scale: float) -> float:
+    """One token of the phone's model computed: its cycles scaled by the weights, at the
+    core's clock."""
+    return cycles(mix, v) * scale / (v["clock_ghz"] * 1e9)
+
+
+def memory_seconds(v: dict[str, float], read: int) -> float:
+    """One decoded token's weights (read of them) over the memory bandwidth."""
+    return read * v["bytes_per_weight"] / (v["memory_bandwidth_gb_s"] * 1e9)
+
+
 def seconds_per_token(mix: dict, phase: str, v: dict[str, float], scale: float, read: int) -> float:
-    """One token of the phone's model: its cycles scaled by the weights, at the core's clock;
-    in decode at least the bytes it reads over the memory bandwidth."""
-    compute = cycles(mix, v) * scale / (v["clock_ghz"] * 1e9)
-    if phase == "prefill":
-        return compute
-    return max(compute, read * v["bytes_per_weight"] / (v["memory_bandwidth_gb_s"] * 1e9))
+    """One token of the phone's model: computed; in decode at least its weights' reading."""
+    compute = compute_seconds(mix, v, scale)
+    return compute if phase == "prefill" else max(compute, memory_seconds(v, read))
 
 
 def gain(base: dict, treat: dict, phase: str, v: dict[str, float], scale: float, read: int):
@@ -212,8 +219,8 @@ def predict_pair(base: dict, treat: dict, model: CostModel, scale: float) -> dic
             "high": max(corners),
             "sensitivity": swings,
             "memory_bound": {
-                variant: seconds_per_token(mix[phase], phase, point, scale, read)
-                > cycles(mix[phase], point) * scale / (point["clock_ghz"] * 1e9)
+                variant: phase == "decode"
+                and memory_seconds(point, read) > compute_seconds(mix[phase], point, scale)
                 for variant, mix in (("baseline", base), ("treatment", treat))
             },
         }

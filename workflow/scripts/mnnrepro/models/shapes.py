@@ -87,3 +87,8 @@ VISION_SHAPES: dict[str, dict] = {
         },
     },
 }
+
+
+def text_shape(name: str) -> dict:
+    """A named shape's language model: the Qwen3 shape itself, or a Qwen3-VL's text decoder."""
+    return SHAPES[name] if name in SHAPES else VISION_SHAPES[name]["text"]
