@@ -38,16 +38,48 @@ def run(root, workdir, config_path, *args, check=True):
     )  # fmt: skip
 
 
+PREDICTED = "benchmarks/results/predicted_gain.json"
+
+
+def assert_scored_by_the_registered_prediction(root, out):
+    """Every row judged against its claim in prefill and decode carries the registered
+    prediction and the two containments of its own interval; what differs is named."""
+    registered = json.loads((root / PREDICTED).read_text())["prediction"]
+    (predicted,) = registered["predictions"]
+    summary = pd.read_csv(out / "summary.csv")
+    scored = summary[summary["predicted_gain"].notna()]
+    assert set(scored["phase"]) == {"prefill", "decode"} and set(scored["device"]) == {"phone"}
+    assert summary[~summary["phase"].isin(["prefill", "decode"])]["predicted_gain"].isna().all()
+    for r in scored.itertuples():
+        got = predicted["phases"][r.phase]
+        assert (r.predicted_gain, r.predicted_gain_high) == (got["gain"], got["high"])
+        assert r.measured_holds_prediction == (r.gain_ci_low <= got["gain"] <= r.gain_ci_high)
+        assert r.prediction_holds_measured == (got["low"] <= r.gain <= got["high"])
+    document = json.loads((out / "prediction.json").read_text())
+    assert document["registered"]["file"] == PREDICTED
+    assert (
+        "`comparison` treatment: runtime `thread_num` 1 predicted, 2 measured"
+        in document["differences"]
+    )
+    report = (out / "summary.md").read_text()
+    section = report[report.index("## Predicted before the phone") :]
+    assert "Not like for like" in section and f"registered from {PREDICTED}" in section
+    assert "| prefill | " in section and "| phone | " in section
+
+
 def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, seed_models, tmp_path):
     _, spec = loopback_phone
     config_path = tmp_path / "adb.yaml"
     cfg = adb_config(root, spec)
     # how the gain changes with MNN's SME2 thread count: one more point, every variant at 1
     cfg["bench"]["sweep"] = {"cpu_sme_core_num": [1], "repetitions": 2}
+    # the X300's prediction, made before this run, scores the phone's judged pair
+    cfg["prediction"] = {"registered": PREDICTED}
     config_path.write_text(yaml.safe_dump(cfg))
     seed_models(tmp_path, cfg["models"])
     run(root, tmp_path, config_path)
     out = tmp_path / "results" / "tiny-adb"
+    assert_scored_by_the_registered_prediction(root, out)
     sweep = pd.read_csv(out / "sweep" / "summary.csv")
     point = sweep[sweep["point"] != "main"]
     assert set(point["point"]) == {"p32-n8-t--scn1"} and set(point["cpu_sme_core_num"]) == {1}

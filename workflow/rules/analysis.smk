@@ -133,6 +133,7 @@ rule compute_summary:
         validity=PLAN.validity_files,
         modes=PLAN.pair_mode_files,  # how each pair is judged on each device
         kernels=PLAN.kernel_table,  # chained in summary.json for its plot
+        prediction=PLAN.prediction_files,  # scores the pairs judged against their claims
     output:
         table=report(
             "results/{experiment}/summary.csv",
@@ -275,9 +276,9 @@ rule check_emulation:
 # instruction mix priced by the cost model's cited constants.
 rule predict_gain:
     input:
-        kernels="results/{experiment}/kernels.csv",
-        constants=PLAN.prediction_constants,
-        manifests=PLAN.model_manifests,  # the emulated models' shapes
+        # made here: kernels.csv, the cost model, the emulated models' manifests; or a
+        # prediction made earlier (`prediction.registered`)
+        unpack(PLAN.prediction_inputs),
     output:
         document="results/{experiment}/prediction.json",
         markdown=report(
@@ -294,6 +295,7 @@ rule predict_gain:
     params:
         prediction=PLAN.settings.prediction,
         design=PLAN.design_spec,
+        variants=PLAN.variant_specs,  # what a registered prediction's variants differ in
         bench=PLAN.main_bench,
         code=PLAN.code_of("predict_gain.py"),
     message:

@@ -40,7 +40,8 @@ def write_summary(job, mapper) -> None:
     indexes = [read_record(p, "run_index") for p in given.runs]
     stopping = {(i["device"], i["model"]): i.get("stopping") for i in indexes}
     modes = device_modes([read_record(p, "pair_modes") for p in given.modes])
-    summary = summarize(table, validity, design, modes, stopping)
+    prediction = optional(given.prediction, lambda p: read_json(p[0]))
+    summary = summarize(table, validity, design, modes, stopping, prediction)
     summary.to_csv(job.output.table, index=False)
     document = summary_document(summary, validity, design)
     document["chain"] = chain(
@@ -135,8 +136,30 @@ def write_report(job, replay: list[str]) -> None:
 
 def write_prediction(job) -> None:
     """prediction.json and prediction.md (rule predict_gain): the compared pairs' gains on the
-    phone from the emulated instruction mix, with the inputs' hashes."""
-    from mnnrepro.analysis.prediction import prediction_document, prediction_markdown
+    phone, predicted here from the emulated instruction mix (with the inputs' hashes) or
+    registered from a file made earlier (`prediction.registered`), bound to this run's pairs."""
+    from mnnrepro.analysis.prediction import prediction_markdown
+    from mnnrepro.analysis.prediction_score import (
+        bound_to_run,
+        registered_prediction,
+        variant_settings,
+    )
+
+    design = Design.of(job.params.design)
+    variants = variant_settings(job.params.variants)
+    registered = getattr(job.input, "registered", None)
+    if registered:
+        document = registered_prediction(registered, job.params.prediction["registered"])
+    else:
+        document = predicted_here(job, design, variants)
+    document = bound_to_run(document, design, variants)
+    write_json(job.output.document, document)
+    Path(job.output.markdown).write_text(prediction_markdown(document), encoding="utf-8")
+
+
+def predicted_here(job, design: Design, variants: dict) -> dict:
+    """The prediction made from this run's emulated device (analysis/prediction.py)."""
+    from mnnrepro.analysis.prediction import prediction_document
     from mnnrepro.models.shapes import text_shape
 
     given = job.input
@@ -145,13 +168,11 @@ def write_prediction(job) -> None:
         "constants": given.constants,
         "shapes": {m["model"]: text_shape(m["spec"]["shape"]) for m in manifests},
         **{k: job.params.bench[k] for k in ("prompt_tokens", "generate_tokens")},
+        "variants": variants,
         "inputs": {
             "kernels.csv": sha256_file(given.kernels),
             "cost_model": sha256_file(given.constants),
         },
     }
     kernels = pd.read_csv(given.kernels, keep_default_na=False, na_values=[""])
-    design = Design.of(job.params.design)
-    document = prediction_document(kernels, design, job.params.prediction, context)
-    write_json(job.output.document, document)
-    Path(job.output.markdown).write_text(prediction_markdown(document), encoding="utf-8")
+    return prediction_document(kernels, design, job.params.prediction, context)

@@ -230,7 +230,7 @@ def predict_pair(base: dict, treat: dict, model: CostModel, scale: float) -> dic
 def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict) -> dict:
     """Every compared pair's predicted gains on the phone (spec: config key `prediction`;
     context: the cost model's file, the emulated models' shapes, the bench's token counts, the
-    inputs' hashes)."""
+    variants' specs, the inputs' hashes)."""
     model = CostModel.read(context["constants"], spec["core"], spec["soc"], spec["model"])
     tokens = {"prefill": context["prompt_tokens"], "decode": context["generate_tokens"]}
     predictions = []
@@ -252,6 +252,12 @@ def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict
         "phone_model_weights": weights(model.phone_shape),
         "inputs": context["inputs"],
         "claims": dict(design.comparison.claims),
+        "bench": {k: context[k] for k in ("prompt_tokens", "generate_tokens")},
+        "variants": {
+            name: context["variants"][name]
+            for pair in design.comparison.pairs
+            for name in (pair.baseline, pair.treatment)
+        },
         "predictions": predictions,
         "constants": [vars(c) for c in model.constants.values()],
     }
@@ -292,6 +298,7 @@ def prediction_markdown(document: dict) -> str:
         "",
         f"From the instructions each build executed on `{document['device']}` (QEMU), per "
         "token, priced with config/cost_model.yaml; predicted before any phone run.",
+        *registered_lines(document),
         "",
         "| pair | emulated model | phase | predicted gain | interval | most sensitive to | "
         "memory-bound |",
@@ -317,29 +324,25 @@ def prediction_markdown(document: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def prediction_section(document: dict, summary: pd.DataFrame) -> list[str]:
-    """summary.md's side by side: each pair's predicted gain beside the claim and the gain
-    measured here (on the emulated device its timings are recorded, never judged)."""
-    claims = document.get("claims", {})
-    out = [
-        "",
-        "## Predicted before the phone",
-        "",
-        f"The cost model's gains on {document['core']} ({document['soc']}, {document['model']}) "
-        f"from the instructions each build executed on `{document['device']}`; beside them, "
-        "the claim and the gains this run judged (an emulated device's timings are never "
-        "judged: none there). "
-        "Constants, sources and sensitivities: `prediction.md`.",
-        "",
-        "| pair | phase | predicted | interval | claim | measured here (device: gain) |",
-        "|---|---|---:|---|---:|---|",
-    ]
-    for pair, phase, got, p in pair_phases(document):
-        rows = summary[
-            (summary["baseline"] == p["baseline"]) & (summary["treatment"] == p["treatment"])
-            & (summary["phase"] == phase) & (summary["model"] == p["model"])
-        ]  # fmt: skip
-        measured = "; ".join(f"{r.device}: {r.gain:+.0%}" for r in rows.itertuples()) or "-"
-        claim = f"{claims[phase]:+.0%}" if phase in claims else "-"
-        out.append(f"| {pair} | {phase} | {gain_text(got)} | {claim} | {measured} |")
+def origin_text(document: dict) -> str:
+    """Where the prediction came from: registered (its file, hash, when it was measured) or
+    made in this run from an emulated device."""
+    registered = document.get("registered")
+    if not registered:
+        return f"made in this run from the instructions each build executed on {document['device']}"
+    when = (registered.get("measured") or {}).get("text", "").rstrip(".")
+    return (
+        f"registered from {registered['file']} (sha256 {registered['sha256'][:12]}), made "
+        f"before this run{': ' + when if when else ''}"
+    )
+
+
+def registered_lines(document: dict) -> list[str]:
+    """Where a registered prediction came from, and what its pairs' variants and this run's
+    differ in (analysis/prediction_score.py binds it to the run)."""
+    differences = document.get("differences", [])
+    origin = origin_text(document)
+    out = ["", origin[0].upper() + origin[1:] + "."] if document.get("registered") else []
+    if differences:
+        out += ["", "Not like for like with this run's pairs: " + "; ".join(differences) + "."]
     return out

@@ -9,7 +9,7 @@ from mnnrepro.analysis.attribution import where_time_goes
 from mnnrepro.analysis.emulation import emulation_section
 from mnnrepro.analysis.engine_tests import engine_tests_section
 from mnnrepro.analysis.explaining import mechanism_section
-from mnnrepro.analysis.prediction import prediction_section
+from mnnrepro.analysis.prediction_score import prediction_section
 from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct, reps_text
 from mnnrepro.analysis.vision import vision_section
 from mnnrepro.config import is_full_commit

@@ -18,6 +18,7 @@ from mnnrepro.analysis.conditions import (
     thermal_counts,
     with_dependence,
 )
+from mnnrepro.analysis.prediction_score import SCORE_COLUMNS, predicted_for, score_fields
 from mnnrepro.analysis.text import reps_text
 from mnnrepro.design import Design
 from mnnrepro.intervals import ChosenInterval, interval_name
@@ -70,6 +71,7 @@ SUMMARY_COLUMNS = [
     "remeasured_invocations",
     "remeasurements",
     "claim_gain",
+    *SCORE_COLUMNS,
     "reference_gain",
     "tolerance",
     "aa_ci_low",
@@ -184,10 +186,12 @@ def summarize(
     design: Design,
     modes: dict[tuple[tuple[str, str], str], str],
     stopping: dict[tuple[str, str], dict] | None = None,
+    prediction: dict | None = None,
 ) -> pd.DataFrame:
     """modes: (pair's variant names, device) -> how the pair is judged there
     (engines.pairs.device_modes; never assumed); stopping: (device, model) -> why its
-    benchmark stopped (from the run index)."""
+    benchmark stopped (from the run index); prediction: prediction.json, whose predicted
+    gains a pair judged against its claim is scored against (analysis/prediction_score.py)."""
     from mnnrepro.intervals import experiment_intervals
 
     # a run that stopped on its verdict is judged on intervals its stopping rule keeps
@@ -211,7 +215,10 @@ def summarize(
             if mode is None:
                 raise ValueError(f"no mode for pair {pair} on device {device} (device_modes)")
             for phase in measured_phases(group, pair):
-                judged = JudgedRow(pair, phase, mode, failed, stop, aa)
+                predicted = None
+                if prediction and mode == "claim":
+                    predicted = predicted_for(prediction, pair, phase, model)
+                judged = JudgedRow(pair, phase, mode, failed, stop, aa, predicted)
                 rows.append(phase_row(group, judged, design, group_chosen, rng))
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
@@ -219,7 +226,8 @@ def summarize(
 @dataclass(frozen=True)
 class JudgedRow:
     """What one summary row judges, and what it already knows: the pair, the phase, the pair's
-    mode on the device, the failed checks, why the benchmark stopped, the A/A intervals."""
+    mode on the device, the failed checks, why the benchmark stopped, the A/A intervals, the
+    gain predicted for it."""
 
     pair: tuple[str, str]
     phase: str
@@ -227,6 +235,7 @@ class JudgedRow:
     failed: list[str]
     stop: dict
     aa: dict
+    predicted: dict | None = None  # the pair's predicted gain in this phase (none: not scored)
 
 
 def phase_row(
@@ -244,6 +253,7 @@ def phase_row(
         row.mode, result, claim, comparison.tolerance, row.failed, loaded
     )
     (device,), (model,) = part["device"].unique(), part["model"].unique()
+    estimate = interval_fields(result, chosen)
     return {
         "experiment": design.name,
         "device": device,
@@ -251,13 +261,14 @@ def phase_row(
         "phase": phase,
         "baseline": pair[0],
         "treatment": pair[1],
-        **interval_fields(result, chosen),
+        **estimate,
         "blocks_stop_reason": stop_reason(
             row.stop, result, chosen.target_half_width, row_name(*pair, phase)
         ),
         **condition_fields(part, pair, loaded),
         "claim_gain": claim,
         "reference_gain": comparison.reference_gains.get(phase) if claimed else None,
+        **score_fields(row.predicted, estimate),
         "tolerance": comparison.tolerance,
         **aa_fields(row.aa, phase, comparison.aa_margin),
         "expectation": EXPECTATIONS[row.mode],

@@ -30,7 +30,7 @@ from mnnrepro.plan.code import code_of, tool_digests
 from mnnrepro.plan.engine_inputs import EngineInputs
 from mnnrepro.plan.experiment import Experiment, resolve
 from mnnrepro.plan.messages import JobMessages
-from mnnrepro.plan.prediction import constants_path
+from mnnrepro.plan.prediction import prediction_inputs
 from mnnrepro.plan.settings import Settings
 from mnnrepro.plan.sources import SourceTrees
 from mnnrepro.sweep_plan import sweep_points, thread_nums
@@ -225,8 +225,9 @@ class Plan(EngineInputs):
         wanted = bool(self.settings.prediction)
         return self.results("prediction.{ext}", ext=["json", "md"]) if wanted else []
 
-    def prediction_constants(self, wildcards=None) -> str:
-        return str(constants_path(self.settings.prediction))
+    def prediction_inputs(self, wildcards=None) -> dict:
+        spec, key = self.settings.prediction, self.experiment.results_key
+        return prediction_inputs(spec, key, self.model_manifests())
 
     def summary_tables(self, wildcards=None) -> list[str]:
         """The measured tables and the summary (`snakemake analysis_all`; no plots)."""

@@ -1,6 +1,6 @@
 """What a `prediction` (the phone's gain predicted from an emulated CPU's instruction mix,
-analysis/prediction.py) needs of the rest of the config, checked before any job runs, and
-where its cost model's file is."""
+analysis/prediction.py, or one made earlier and registered, analysis/prediction_score.py) needs
+of the rest of the config, checked before any job runs, and where its files are."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ from pathlib import Path
 import yaml
 
 from mnnrepro.analysis.prediction import CostModel
+from mnnrepro.analysis.prediction_score import registered_prediction
 from mnnrepro.config import ConfigError
 from mnnrepro.devices.kinds import device_kind
+from mnnrepro.errors import DataError
 
-ROOT = Path(__file__).resolve().parents[4]  # where a relative `prediction.constants` lies
+ROOT = Path(__file__).resolve().parents[4]  # where a relative path of `prediction` lies
+MADE_HERE = ("device", "core", "soc", "model")
 
 
 def constants_path(spec: dict) -> Path:
@@ -20,12 +23,57 @@ def constants_path(spec: dict) -> Path:
     return ROOT / spec.get("constants", "config/cost_model.yaml")
 
 
+def prediction_inputs(spec: dict, results_key: str, manifests: list[str]) -> dict:
+    """What rule predict_gain reads: a registered prediction's file, or what a prediction
+    made here needs (kernels.csv, the cost model, the emulated models' manifests)."""
+    if "registered" in spec:
+        return {"registered": str(ROOT / spec["registered"])}
+    return {
+        "kernels": f"results/{results_key}/kernels.csv",
+        "constants": str(constants_path(spec)),
+        "manifests": manifests,
+    }
+
+
 def prediction_problems(config: dict) -> list[str]:
-    """What a `prediction` needs of the rest of the config: an emulated device that is
-    profiled, synthetic models (their weights are known), and its keys in the cost model."""
+    """What a `prediction` needs of the rest of the config."""
     spec = config.get("prediction")
     if not spec:
         return []
+    if "registered" in spec:
+        extra = sorted(set(spec) - {"registered"})
+        if extra:
+            return [f"config key `prediction`: `registered` takes no {extra} (it was made)"]
+        return registered_problems(config, spec["registered"])
+    missing = [k for k in MADE_HERE if k not in spec]
+    if missing:
+        return [f"config key `prediction`: give `registered`, or {list(MADE_HERE)} (no {missing})"]
+    return made_here_problems(config, spec)
+
+
+def registered_problems(config: dict, name: str) -> list[str]:
+    """A registered prediction: a readable prediction that predicts a pair this config
+    compares (by its key: `comparison`, `comparison.also.<i>`)."""
+    try:
+        document = registered_prediction(ROOT / name, name)
+    except DataError as error:
+        return [f"config key `prediction.registered`: {error}"]
+    keys = [
+        "comparison",
+        *(f"comparison.also.{i}" for i in range(len(config["comparison"].get("also", [])))),
+    ]
+    predicted = sorted({p["pair"] for p in document["predictions"]})
+    if not set(predicted) & set(keys):
+        return [
+            f"config key `prediction.registered`: {name} predicts the pairs {predicted}, "
+            f"none of this config's {keys}"
+        ]
+    return []
+
+
+def made_here_problems(config: dict, spec: dict) -> list[str]:
+    """A prediction made here needs an emulated device that is profiled, synthetic models
+    (their weights are known), and its keys in the cost model."""
     device, attribution = spec["device"], config.get("attribution", {})
     problems = []
     if (

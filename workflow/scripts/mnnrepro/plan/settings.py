@@ -59,5 +59,5 @@ class Settings:
 
 def startup_devices(config: dict) -> dict:
     """The devices a start-up profile is taken on: a prediction's (none without one)."""
-    prediction = config.get("prediction")
-    return {"startup_devices": [prediction["device"]]} if prediction else {}
+    device = config.get("prediction", {}).get("device")  # a registered one: none
+    return {"startup_devices": [device]} if device else {}

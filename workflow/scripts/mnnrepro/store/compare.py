@@ -265,14 +265,26 @@ def pct(x) -> str:
     return "-" if x is None or pd.isna(x) else f"{x:+.1%}"
 
 
+def predicted_text(row) -> str:
+    """A row's predicted gain and interval (prediction_score), whether the measured interval
+    holds it; - where the run predicted nothing."""
+    if pd.isna(getattr(row, "predicted_gain", None)):
+        return "-"
+    held = "held" if row.measured_holds_prediction else "not held"
+    return (
+        f"{pct(row.predicted_gain)} [{pct(row.predicted_gain_low)}, "
+        f"{pct(row.predicted_gain_high)}], {held}"
+    )
+
+
 def markdown(gains: pd.DataFrame, checks: pd.DataFrame) -> str:
     """Both tables of a comparison, the gains first."""
     lines = [
         "## Gains",
         "",
         "| run | experiment | device | model | phase | pair | treatment engine | gain [CI] | "
-        "verdict | checks | speedup vs the first run [CI] |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "verdict | checks | predicted [interval] | speedup vs the first run [CI] |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in gains.itertuples():
         change = (
@@ -284,10 +296,10 @@ def markdown(gains: pd.DataFrame, checks: pd.DataFrame) -> str:
             f"| {r.run_id[:12]} | {r.experiment} | {r.device} | {r.model} | {r.phase} | "
             f"{r.treatment} vs {r.baseline} | {short_version(r.treatment_engine_version)} | "
             f"{pct(r.gain)} [{pct(r.gain_ci_low)}, {pct(r.gain_ci_high)}] | {r.verdict} | "
-            f"{verdict_checks} | {change} |"
+            f"{verdict_checks} | {predicted_text(r)} | {change} |"
         )
     if gains.empty:
-        lines.append("| (no gain: the selected runs judged none) |||||||||||")
+        lines.append("| (no gain: the selected runs judged none) ||||||||||||")
     lines += [
         "",
         "## Validity checks",

@@ -12,6 +12,7 @@ import sqlite3
 
 import pandas as pd
 
+from mnnrepro.analysis.prediction_score import SCORE_COLUMNS
 from mnnrepro.archive.replay import (
     CONFIG_NAME,
     MANIFEST_NAME,
@@ -31,7 +32,7 @@ INVOCATION_COLUMNS = [
 STORED_SUMMARY_COLUMNS = [
     "device", "model", "phase", "baseline", "treatment", "n_pairs", "gain", "gain_ci_low",
     "gain_ci_high", "interval", "ci_level", "claim_gain", "tolerance", "expectation",
-    "checks_passed", "verdict", "verdict_reason",
+    "checks_passed", "verdict", "verdict_reason", *SCORE_COLUMNS,
 ]  # fmt: skip
 
 

@@ -12,7 +12,18 @@ from pathlib import Path
 
 from mnnrepro.errors import DataError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# what each older schema lacks, added in place when such a store is opened (its rows keep
+# null there: their runs predicted nothing)
+MIGRATIONS = {
+    1: [
+        f"ALTER TABLE summary_rows ADD COLUMN {column}"
+        for column in (
+            "predicted_gain REAL", "predicted_gain_low REAL", "predicted_gain_high REAL",
+            "measured_holds_prediction INTEGER", "prediction_holds_measured INTEGER",
+        )
+    ],
+}  # fmt: skip
 
 DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -40,7 +51,9 @@ CREATE TABLE summary_rows (       -- summary.csv: one row per device x model x p
     run_id TEXT NOT NULL REFERENCES runs, device TEXT, model TEXT, phase TEXT,
     baseline TEXT, treatment TEXT, n_pairs INTEGER, gain REAL, gain_ci_low REAL,
     gain_ci_high REAL, interval TEXT, ci_level REAL, claim_gain REAL, tolerance REAL,
-    expectation TEXT, checks_passed INTEGER, verdict TEXT, verdict_reason TEXT
+    expectation TEXT, checks_passed INTEGER, verdict TEXT, verdict_reason TEXT,
+    predicted_gain REAL, predicted_gain_low REAL, predicted_gain_high REAL,  -- schema 2
+    measured_holds_prediction INTEGER, prediction_holds_measured INTEGER
 );
 CREATE TABLE checks (             -- validity/<device>/<model>.json: every check with evidence
     run_id TEXT NOT NULL REFERENCES runs, device TEXT, model TEXT, name TEXT,
@@ -54,8 +67,8 @@ CREATE TABLE engines (            -- build.json / engine.json: commit, flags, pa
 
 
 def open_store(path: str | Path) -> sqlite3.Connection:
-    """The store at path, created with this schema if it is new; a store of another schema
-    version is refused with one line."""
+    """The store at path, created with this schema if it is new, brought up to it if it is of
+    an older one (MIGRATIONS); a store of another schema version is refused with one line."""
     new = not Path(path).exists()
     db = sqlite3.connect(path)
     if new:
@@ -68,6 +81,14 @@ def open_store(path: str | Path) -> sqlite3.Connection:
     except (sqlite3.DatabaseError, TypeError) as err:
         db.close()
         raise DataError(path, f"not a results store ({err})") from None
+    if int(version) in MIGRATIONS:
+        with db:
+            for statement in MIGRATIONS[int(version)]:
+                db.execute(statement)
+            db.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+            )
+        version = SCHEMA_VERSION
     if int(version) != SCHEMA_VERSION:
         db.close()
         raise DataError(path, f"a results store of schema {version}, not {SCHEMA_VERSION}")

@@ -1,0 +1,156 @@
+"""A prediction made before a run, registered and scored against the run's judged gains
+(analysis/prediction_score.py, `prediction.registered`): the committed prediction
+(benchmarks/results/predicted_gain.json, the X300's) is read with where it came from, bound to
+another config's pairs with every difference named, refused with one line where it is not a
+prediction or predicts none of the config's pairs, and a store of the schema before scores
+is brought up to it. The scoring of measured rows runs in tests/workflow/test_workflow_adb.py."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mnnrepro.analysis.prediction_score import (
+    SCORE_COLUMNS,
+    bound_to_run,
+    predicted_for,
+    registered_prediction,
+    score_fields,
+    variant_settings,
+)
+from mnnrepro.design import Design
+from mnnrepro.errors import DataError
+from mnnrepro.plan.prediction import prediction_problems
+from mnnrepro.store.schema import open_store
+
+ROOT = Path(__file__).resolve().parents[2]
+PREDICTED = ROOT / "benchmarks" / "results" / "predicted_gain.json"
+NAME = "benchmarks/results/predicted_gain.json"
+
+
+def paper_config(name: str) -> dict:
+    return yaml.safe_load((ROOT / "config" / name).read_text())
+
+
+def design_of(config: dict) -> Design:
+    return Design.of({**config, "variants": config["variants"]})
+
+
+def test_the_committed_prediction_is_read_with_its_origin():
+    document = registered_prediction(PREDICTED, NAME)
+    wrapper = json.loads(PREDICTED.read_text())
+    assert document["predictions"] == wrapper["prediction"]["predictions"]
+    registered = document["registered"]
+    assert registered["file"] == NAME
+    assert registered["sha256"] == hashlib.sha256(PREDICTED.read_bytes()).hexdigest()
+    assert registered["measured"]["commit"] == wrapper["measured"]["commit"]
+    assert document["variants"] and document["bench"]  # what the scoring compares with
+
+
+def test_the_same_variants_differ_in_nothing_and_others_are_named():
+    document = registered_prediction(PREDICTED, NAME)
+    config = paper_config("predict-x300.yaml")
+    made = bound_to_run(document, design_of(config), document["variants"])
+    assert made["differences"] == []
+    assert [p["measured_as"] for p in made["predictions"]] == [["sme2-off", "sme2-on"]]
+    # the paper's phone config at 4 threads, 512/128 tokens, scored by the 1-thread prediction
+    paper = paper_config("paper.yaml")
+    bound = bound_to_run(document, design_of(paper), variant_settings(paper["variants"]))
+    text = "\n".join(bound["differences"])
+    assert "bench `prompt_tokens` 64 predicted, 512 measured" in text
+    assert "`comparison` treatment: runtime `thread_num` 1 predicted, 4 measured" in text
+
+
+def test_a_pair_is_found_by_its_key_and_an_ambiguous_one_is_not_scored():
+    document = registered_prediction(PREDICTED, NAME)
+    tiny = yaml.safe_load((ROOT / "tests/workflow/config-tiny.yaml").read_text())
+    bound = bound_to_run(document, design_of(tiny), variant_settings(tiny["variants"]))
+    (prediction,) = bound["predictions"]
+    names = ("one-thread", "two-threads")
+    got = predicted_for(bound, names, "prefill", "synth-tiny")
+    assert got == prediction["phases"]["prefill"]
+    assert predicted_for(bound, ("two-threads", "one-thread"), "prefill", "synth-tiny") is None
+    twice = copy.deepcopy(bound)
+    other = {**copy.deepcopy(prediction), "model": "another-emulated-model"}
+    twice["predictions"].append(other)
+    assert predicted_for(twice, names, "prefill", "synth-tiny") is None  # which of the two?
+    assert (
+        predicted_for(twice, names, "prefill", "another-emulated-model")
+        is other["phases"]["prefill"]
+    )
+
+
+def test_a_score_says_which_interval_holds_which_gain():
+    document = registered_prediction(PREDICTED, NAME)
+    got = document["predictions"][0]["phases"]["prefill"]  # +178 % [+92 %, +674 %]
+    # the article's +81 % measured with a tight interval: outside the prediction both ways
+    article = {"gain": 0.81, "gain_ci_low": 0.78, "gain_ci_high": 0.84}
+    assert score_fields(got, article) == {
+        "predicted_gain": got["gain"],
+        "predicted_gain_low": got["low"],
+        "predicted_gain_high": got["high"],
+        "measured_holds_prediction": False,
+        "prediction_holds_measured": False,
+    }
+    wide = {"gain": 1.0, "gain_ci_low": 0.5, "gain_ci_high": 2.0}
+    assert score_fields(got, wide)["measured_holds_prediction"] is True
+    assert score_fields(got, wide)["prediction_holds_measured"] is True
+    assert score_fields(None, wide) == dict.fromkeys(SCORE_COLUMNS)
+
+
+def test_a_file_that_is_not_a_prediction_is_one_line_naming_it(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(DataError, match=r"bad.json: not a readable prediction"):
+        registered_prediction(bad)
+    document = json.loads(PREDICTED.read_text())
+    del document["prediction"]["predictions"][0]["phases"]["decode"]["low"]
+    bad.write_text(json.dumps(document))
+    with pytest.raises(DataError, match=r"predictions\[0\] lacks its pair, or a phase's gain"):
+        registered_prediction(bad)
+
+
+def test_a_registered_prediction_must_predict_a_pair_of_the_config(tmp_path):
+    config = {**paper_config("paper.yaml"), "prediction": {"registered": NAME}}
+    assert prediction_problems(config) == []
+    document = json.loads(PREDICTED.read_text())
+    document["prediction"]["predictions"][0]["pair"] = "comparison.also.3"
+    (tmp_path / "also.json").write_text(json.dumps(document))
+    config["prediction"] = {"registered": str(tmp_path / "also.json")}  # absolute: as it is
+    (problem,) = prediction_problems(config)
+    assert problem.endswith(
+        "predicts the pairs ['comparison.also.3'], none of this config's ['comparison']"
+    )
+    config["prediction"] = {"registered": "benchmarks/results/none.json"}
+    (problem,) = prediction_problems(config)
+    assert problem.startswith("config key `prediction.registered`: ")
+    assert "none.json: not a readable prediction" in problem
+    config["prediction"] = {"registered": NAME, "core": "c1-ultra"}
+    assert prediction_problems(config) == [
+        "config key `prediction`: `registered` takes no ['core'] (it was made)"
+    ]
+    config["prediction"] = {"core": "c1-ultra"}
+    (problem,) = prediction_problems(config)
+    assert "give `registered`, or ['device', 'core', 'soc', 'model']" in problem
+
+
+def test_a_store_of_the_schema_before_scores_is_brought_up_to_it(tmp_path):
+    store = tmp_path / "old.sqlite"
+    open_store(store).close()
+    db = sqlite3.connect(store)
+    with db:  # schema 1: summary_rows without the prediction's columns
+        for column in SCORE_COLUMNS:
+            db.execute(f"ALTER TABLE summary_rows DROP COLUMN {column}")
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.close()
+    db = open_store(store)
+    columns = [row[1] for row in db.execute("PRAGMA table_info(summary_rows)")]
+    (version,) = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    db.close()
+    assert columns[-len(SCORE_COLUMNS) :] == SCORE_COLUMNS and version == "2"

@@ -1,0 +1,212 @@
+"""A prediction scored against what was measured: the phone's gains predicted before the phone
+(analysis/prediction.py's prediction.json, made in this run from an emulated device, or made
+earlier and registered with `prediction.registered`, e.g. benchmarks/results/predicted_gain.json)
+beside the gains this run judged on a device.
+
+A predicted pair is found by its config key (`comparison`, `comparison.also.<i>`), so a
+prediction made with one config scores another's pair; what differs between the predicted
+variants and the measured ones (runtime settings, engines) is named, never hidden. A summary
+row is scored where its pair is judged against its claim (an SME2 device): its predicted gain
+and interval, whether the measured interval holds the predicted gain (the measurement cannot
+reject the prediction) and whether the predicted interval holds the measured gain (the
+prediction's ranges covered what happened)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mnnrepro.analysis.prediction import gain_text, origin_text
+from mnnrepro.design import variants_of
+from mnnrepro.errors import DataError
+from mnnrepro.stats import PHASES
+
+SCORE_COLUMNS = [
+    "predicted_gain",
+    "predicted_gain_low",
+    "predicted_gain_high",
+    "measured_holds_prediction",
+    "prediction_holds_measured",
+]
+ESTIMATE = ("gain", "low", "high")
+
+
+def registered_prediction(path: str | Path, name: str = "") -> dict:
+    """A prediction made earlier, read and checked (a prediction.json, or a benchmark's result
+    that holds one under `prediction`), with where it came from: its file, sha256 and, for a
+    benchmark's result, when and at which commit it was measured. A file that is not one is
+    one DataError line (name: the file as configured, else path)."""
+    try:
+        data = Path(path).read_bytes()
+        document = json.loads(data)
+    except (OSError, ValueError) as error:
+        raise DataError(path, f"not a readable prediction ({error})") from None
+    outer = document if isinstance(document, dict) else {}
+    document = outer.get("prediction", outer)
+    problem = prediction_problem(document)
+    if problem:
+        raise DataError(
+            path, f"not a prediction (analysis/prediction.py's prediction.json): {problem}"
+        )
+    source = {"file": name or str(path), "sha256": hashlib.sha256(data).hexdigest()}
+    return {**document, "registered": {**source, "measured": outer.get("measured")}}
+
+
+def prediction_problem(document: dict) -> str | None:
+    """What a prediction document lacks (None: nothing)."""
+    missing = [k for k in ("core", "soc", "model", "predictions") if k not in document]
+    if missing:
+        return f"no {missing}"
+    for i, p in enumerate(document["predictions"]):
+        phases = p.get("phases", {}) if isinstance(p, dict) else {}
+        estimates = [phases.get(phase, {}).get(k) for phase in PHASES for k in ESTIMATE]
+        named = isinstance(p, dict) and all(k in p for k in ("pair", "baseline", "treatment"))
+        if not named or not all(isinstance(e, int | float) for e in estimates):
+            return f"predictions[{i}] lacks its pair, or a phase's gain, low or high"
+    return None
+
+
+def variant_settings(specs: dict) -> dict[str, dict]:
+    """What a prediction records of each variant, and a run's are compared with: its engine,
+    its runtime settings (the schema's defaults for the rest) and its environment (specs:
+    Plan.variant_specs)."""
+    return {
+        name: {"engine": v.engine, "runtime": v.full_runtime, "env": v.env}
+        for name, v in variants_of(specs).items()
+    }
+
+
+def bound_to_run(document: dict, design, variants: dict[str, dict]) -> dict:
+    """The prediction as this run scores it: each predicted pair marked with the names this
+    run's pair of the same key has (`measured_as`, None where this run has no such pair), and
+    what differs between the prediction's benchmark and variants and this run's
+    (`differences`; variants: each one's engine, runtime settings and environment)."""
+    pairs = {p.key: p for p in design.comparison.pairs}
+    recorded = document.get("variants")
+    predictions = []
+    differences = [
+        f"bench `{k}` {v!r} predicted, {design.bench[k]!r} measured"
+        for k, v in document.get("bench", {}).items()
+        if design.bench.get(k) != v
+    ]
+    for p in document["predictions"]:
+        pair = pairs.get(p["pair"])
+        names = [pair.baseline, pair.treatment] if pair else None
+        predictions.append({**p, "measured_as": names})
+        if pair is None:
+            continue
+        if recorded is None:
+            differences.append(f"`{p['pair']}`: the prediction does not record its variants")
+            continue
+        for side, name in zip(("baseline", "treatment"), names, strict=True):
+            then, now = recorded.get(p[side], {}), variants.get(name, {})
+            differences += variant_differences(f"`{p['pair']}` {side}", then, now)
+    unique = list(dict.fromkeys(differences))  # a pair predicted on several emulated models
+    return {**document, "predictions": predictions, "differences": unique}
+
+
+def variant_differences(where: str, then: dict, now: dict) -> list[str]:
+    """One sentence per runtime setting, environment variable and engine a predicted variant
+    and a measured one differ in."""
+    out = []
+    for part in ("runtime", "env"):
+        before, after = then.get(part, {}), now.get(part, {})
+        out += [
+            f"{where}: {part} `{k}` {before.get(k)!r} predicted, {after.get(k)!r} measured"
+            for k in sorted({*before, *after})
+            if before.get(k) != after.get(k)
+        ]
+    if then.get("engine") != now.get("engine"):
+        out.append(
+            f"{where}: engine {then.get('engine')!r} predicted, {now.get('engine')!r} measured"
+        )
+    return out
+
+
+def predicted_for(document: dict, names: tuple[str, str], phase: str, model: str):
+    """The predicted {gain, low, high, ...} of this run's pair (names: its baseline and
+    treatment) in one phase, for a measured model: the prediction made on that very model
+    if there is one, else the pair's only prediction; None where the pair is not predicted or
+    it is ambiguous (several emulated models, none of them this one)."""
+    found = [q for q in document["predictions"] if q.get("measured_as") == list(names)]
+    same = [q for q in found if q["model"] == model]
+    chosen = same or (found if len(found) == 1 else [])
+    return chosen[0]["phases"].get(phase) if chosen else None  # vision phases: none
+
+
+def score_fields(got: dict | None, row: dict) -> dict:
+    """A summary row's prediction columns: the predicted gain and interval, and the two
+    containments (None throughout where nothing is predicted)."""
+    if got is None:
+        return dict.fromkeys(SCORE_COLUMNS)
+    gain, low, high = (float(got[k]) for k in ESTIMATE)
+    return {
+        "predicted_gain": gain,
+        "predicted_gain_low": low,
+        "predicted_gain_high": high,
+        "measured_holds_prediction": bool(row["gain_ci_low"] <= gain <= row["gain_ci_high"]),
+        "prediction_holds_measured": bool(low <= row["gain"] <= high),
+    }
+
+
+def yes_no(value) -> str:
+    return "-" if value is None or pd.isna(value) else ("yes" if bool(value) else "no")
+
+
+def prediction_section(document: dict, summary: pd.DataFrame) -> list[str]:
+    """summary.md's side by side: each predicted pair's gain beside the claim and, on every
+    device this run judged it, the measured gain with its interval and the score."""
+    claims = document.get("claims", {})
+    out = [
+        "",
+        "## Predicted before the phone",
+        "",
+        f"The cost model's gains on {document['core']} ({document['soc']}, {document['model']}), "
+        f"{origin_text(document)}; beside them, the claim and the gains this run judged, each "
+        "scored: does the measured interval hold the predicted gain, does the predicted "
+        "interval hold the measured gain. An emulated device's timings are never judged: no "
+        "score there. Constants, sources and sensitivities: `prediction.md`.",
+        "",
+    ]
+    differences = document.get("differences", [])
+    if differences:
+        out += ["Not like for like: " + "; ".join(differences) + ".", ""]
+    out += [
+        "| pair | phase | predicted | interval | claim | device | measured [interval] | "
+        "measured holds predicted | predicted holds measured |",
+        "|---|---|---:|---|---:|---|---|---|---|",
+    ]
+    for p in document["predictions"]:
+        for phase in PHASES:
+            claim = f"{claims[phase]:+.0%}" if phase in claims else "-"
+            head = f"| {p['pair']} ({p['treatment']} vs {p['baseline']}) | {phase} | "
+            head += f"{gain_text(p['phases'][phase])} | {claim} | "
+            out += [head + measured_cells(r) for r in scored_rows(summary, p, phase)] or [
+                head + "- | none judged | - | - |"
+            ]
+    return out
+
+
+def scored_rows(summary: pd.DataFrame, prediction: dict, phase: str) -> list:
+    """The summary rows one prediction scored in a phase (those its pair's measured names,
+    phase and predicted gain pick)."""
+    names = prediction.get("measured_as")
+    if not names or "predicted_gain" not in summary:
+        return []
+    rows = summary[
+        (summary["baseline"] == names[0]) & (summary["treatment"] == names[1])
+        & (summary["phase"] == phase)
+        & np.isclose(summary["predicted_gain"], prediction["phases"][phase]["gain"])
+    ]  # fmt: skip
+    return list(rows.itertuples())
+
+
+def measured_cells(r) -> str:
+    return (
+        f"{r.device} | {r.gain:+.0%} [{r.gain_ci_low:+.0%}, {r.gain_ci_high:+.0%}] | "
+        f"{yes_no(r.measured_holds_prediction)} | {yes_no(r.prediction_holds_measured)} |"
+    )
