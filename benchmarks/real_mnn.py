@@ -54,9 +54,11 @@ KLEIDIAI_MD5 = "0a9e9008adb6031f9e8cf70dff4a3321"  # config/paper.yaml's pin
 
 
 def snakemake(
-    workdir: Path, configfile: str, mnn: dict | None, cores: int, *args: str, llamacpp=None
-) -> dict:
-    """Run the workflow; returns wall time and output (raises with the output on failure)."""
+    workdir: Path, configfile: str | list[str], mnn: dict | None, cores: int, *args: str,
+    llamacpp=None,
+) -> dict:  # fmt: skip
+    """Run the workflow (configfile: one, or several in order); returns wall time and output
+    (raises with the output on failure)."""
     cmd = [
         sys.executable,
         "-m",
@@ -69,7 +71,7 @@ def snakemake(
         str(cores),
         *args,
         "--configfile",
-        str(ROOT / configfile),
+        *[str(ROOT / c) for c in ([configfile] if isinstance(configfile, str) else configfile)],
         *(["--config", f"mnn={json.dumps(mnn)}"] if mnn else []),
         *([f"llamacpp={json.dumps(llamacpp)}"] if llamacpp else []),
     ]

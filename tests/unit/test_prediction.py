@@ -127,6 +127,30 @@ def test_the_prediction_has_its_interval_and_sensitivities_and_moves_with_the_sm
     assert predict_pair(base, treat, slow, scale)["prefill"]["gain"] < predicted["prefill"]["gain"]
 
 
+def test_threads_share_one_sme2_unit_and_take_the_fastest_cores_first(tmp_path):
+    model, got = x300(), real_mixes()
+    v = model.values()
+    premium = v["per_clock.c1-premium"] * 3.5 / 4.21  # the SoC's list: 4.21 GHz, then 3.5 GHz
+    assert model.parallel(v, 1) == 1.0
+    assert model.parallel(v, 4) == pytest.approx(1 + 3 * premium)
+    assert model.parallel(v, 5) > model.parallel(v, 4)  # then a C1-Pro
+    # the same mix on 4 threads: the NEON build's work spreads over 4 cores, the SME2 build's
+    # streaming part stays on its one SME2 unit, so the prefill gain shrinks
+    base, treat = got["ort-no-kleidiai"], got["ort-default"]
+    scale = weights(model.phone_shape) / weights(SHAPES["tiny"])
+    one = predict_pair(base, treat, model, scale, (1, 1))["prefill"]["gain"]
+    four = predict_pair(base, treat, model, scale, (4, 4))["prefill"]["gain"]
+    assert four < one
+    data = yaml.safe_load(COSTS.read_text())
+    del data["socs"]["dimensity-9500"]["per_clock_vs_first"]["c1-pro"]
+    broken = tmp_path / "costs.yaml"
+    broken.write_text(yaml.safe_dump(data))
+    with pytest.raises(
+        ConfigError, match=r"every other core in `per_clock_vs_first` \(missing: \['c1-pro'\]\)"
+    ):
+        CostModel.read(broken, "c1-ultra", "dimensity-9500", "qwen3-vl-4b")
+
+
 def test_decode_bound_by_memory_in_both_builds_predicts_no_gain():
     model, got = x300(), real_mixes()
     scale = weights(model.phone_shape) / weights(SHAPES["tiny"])

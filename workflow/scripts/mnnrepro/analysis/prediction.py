@@ -67,6 +67,7 @@ class CostModel:
 
     constants: dict[str, Constant]  # short name (core.dot_matmul, clock_ghz, ...) -> constant
     phone_shape: dict  # the phone's model (what one decoded token reads)
+    soc_cores: tuple = ()  # the SoC's cores, fastest first: {core, count, clock_ghz}
 
     @classmethod
     def read(cls, path: str | Path, core: str, soc: str, model: str) -> CostModel:
@@ -87,6 +88,9 @@ class CostModel:
             ("models", model, "bytes_per_weight", m),
         ):
             entries[name] = (f"{group}.{key}.{name}", where.get(name))
+        listed = (s.get("cores") or {}).get("list", [])
+        for other, entry in (s.get("per_clock_vs_first") or {}).items():
+            entries[f"per_clock.{other}"] = (f"socs.{soc}.per_clock_vs_first.{other}", entry)
         constants = {k: Constant.of(full, entry, str(path)) for k, (full, entry) in entries.items()}
         needed = [f"core.{n}" for n in CLASSES if n not in SME_CLASSES] + [
             f"streaming.{n}" for n in (*SME_CLASSES, *VECTOR_CLASSES)
@@ -94,7 +98,25 @@ class CostModel:
         missing = [name for name in needed if name not in constants]
         if missing:
             raise ConfigError(f"{path}: cores.{core} has no cycles for {missing}")
-        return cls(constants, m["shape"])
+        others = [c["core"] for c in listed[1:] if f"per_clock.{c['core']}" not in constants]
+        if (listed and listed[0]["core"] != core) or others:
+            raise ConfigError(
+                f"{path}: socs.{soc}.cores must list {core} first and every other core in "
+                f"`per_clock_vs_first` (missing: {others})"
+            )
+        return cls(constants, m["shape"], tuple(listed))
+
+    def parallel(self, v: dict[str, float], threads: int) -> float:
+        """How many of the prediction's cores `threads` threads are worth, on the SoC's
+        fastest cores (each at its clock and work per cycle relative to the first); 1 for one
+        thread, and for a SoC without a core list."""
+        total, left = 0.0, threads
+        for i, c in enumerate(self.soc_cores):
+            taken = min(c["count"], left)
+            speed = 1.0 if i == 0 else v[f"per_clock.{c['core']}"]
+            total += taken * speed * c["clock_ghz"] / self.soc_cores[0]["clock_ghz"]
+            left -= taken
+        return total if self.soc_cores else 1.0
 
     def values(self) -> dict[str, float]:
         return {k: c.value for k, c in self.constants.items()}
@@ -153,20 +175,22 @@ def per_token(totals: dict, tokens: dict[str, int]) -> dict[str, dict]:
     return out
 
 
-def cycles(mix: dict, v: dict[str, float]) -> float:
-    """The cycles of one token's instructions (mix: per_token's of one phase; v: constants)."""
+def cycles(mix: dict, v: dict[str, float], parallel: float = 1.0) -> float:
+    """The cycles of one token's instructions (mix: per_token's of one phase, every thread's;
+    v: constants), the prediction core's: the SME2 unit (one) runs the streaming ones, the
+    cores the threads run on (worth `parallel` of it, CostModel.parallel) share the rest."""
     streaming, core = mix["streaming"], mix["core"]
     sme = sum(streaming[c] * v[f"streaming.{c}"] for c in (*SME_CLASSES, *VECTOR_CLASSES))
-    vector = sum(core[c] * v[f"core.{c}"] for c in VECTOR_CLASSES)
-    integer = sum((core[c] + streaming[c]) * v[f"core.{c}"] for c in INTEGER_CLASSES)
-    serial, parallel = sme + vector + integer, max(sme, vector, integer)
-    return v["overlap"] * parallel + (1 - v["overlap"]) * serial
+    vector = sum(core[c] * v[f"core.{c}"] for c in VECTOR_CLASSES) / parallel
+    integer = sum((core[c] + streaming[c]) * v[f"core.{c}"] for c in INTEGER_CLASSES) / parallel
+    serial, busiest = sme + vector + integer, max(sme, vector, integer)
+    return v["overlap"] * busiest + (1 - v["overlap"]) * serial
 
 
-def compute_seconds(mix: dict, v: dict[str, float], scale: float) -> float:
+def compute_seconds(mix: dict, v: dict[str, float], scale: float, parallel: float) -> float:
     """One token of the phone's model computed: its cycles scaled by the weights, at the
     core's clock."""
-    return cycles(mix, v) * scale / (v["clock_ghz"] * 1e9)
+    return cycles(mix, v, parallel) * scale / (v["clock_ghz"] * 1e9)
 
 
 def memory_seconds(v: dict[str, float], read: int) -> float:
@@ -174,24 +198,29 @@ def memory_seconds(v: dict[str, float], read: int) -> float:
     return read * v["bytes_per_weight"] / (v["memory_bandwidth_gb_s"] * 1e9)
 
 
-def seconds_per_token(mix: dict, phase: str, v: dict[str, float], scale: float, read: int) -> float:
+def seconds_per_token(mix: dict, phase: str, v: dict[str, float], scale: float, read: int,
+                      parallel: float = 1.0) -> float:  # fmt: skip
     """One token of the phone's model: computed; in decode at least its weights' reading."""
-    compute = compute_seconds(mix, v, scale)
+    compute = compute_seconds(mix, v, scale, parallel)
     return compute if phase == "prefill" else max(compute, memory_seconds(v, read))
 
 
-def gain(base: dict, treat: dict, phase: str, v: dict[str, float], scale: float, read: int):
-    """The treatment's throughput over the baseline's, minus 1 (summary.csv's `gain`)."""
+def gain(base: dict, treat: dict, phase: str, v: dict[str, float], scale: float, read: int,
+         parallel: tuple[float, float] = (1.0, 1.0)):  # fmt: skip
+    """The treatment's throughput over the baseline's, minus 1 (summary.csv's `gain`;
+    parallel: what each one's threads are worth, CostModel.parallel)."""
     return (
-        seconds_per_token(base, phase, v, scale, read)
-        / seconds_per_token(treat, phase, v, scale, read)
+        seconds_per_token(base, phase, v, scale, read, parallel[0])
+        / seconds_per_token(treat, phase, v, scale, read, parallel[1])
         - 1
     )
 
 
-def predict_pair(base: dict, treat: dict, model: CostModel, scale: float) -> dict:
+def predict_pair(base: dict, treat: dict, model: CostModel, scale: float,
+                 threads: tuple[int, int] = (1, 1)) -> dict:  # fmt: skip
     """Per phase: the predicted gain, its interval over every corner of the ranged constants,
-    and each ranged constant's swing (the gain at its low and at its high)."""
+    and each ranged constant's swing (the gain at its low and at its high); threads: the
+    baseline's and the treatment's."""
     read = weights(model.phone_shape)
     point = model.values()
     ranged = model.ranged()
@@ -201,7 +230,8 @@ def predict_pair(base: dict, treat: dict, model: CostModel, scale: float) -> dic
     for phase in PHASES:
 
         def at(values, phase=phase):
-            return gain(base[phase], treat[phase], phase, values, scale, read)
+            parallel = tuple(model.parallel(values, n) for n in threads)
+            return gain(base[phase], treat[phase], phase, values, scale, read, parallel)
 
         corners = [
             at({**point, **dict(zip(ranged, choice, strict=True))})
@@ -220,8 +250,12 @@ def predict_pair(base: dict, treat: dict, model: CostModel, scale: float) -> dic
             "sensitivity": swings,
             "memory_bound": {
                 variant: phase == "decode"
-                and memory_seconds(point, read) > compute_seconds(mix[phase], point, scale)
-                for variant, mix in (("baseline", base), ("treatment", treat))
+                and memory_seconds(point, read)
+                > compute_seconds(mix[phase], point, scale, model.parallel(point, n))
+                for variant, mix, n in (
+                    ("baseline", base, threads[0]),
+                    ("treatment", treat, threads[1]),
+                )
             },
         }
     return out
@@ -241,10 +275,14 @@ def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict
                 per_token(mixes(kernels, spec["device"], emulated, v), tokens)
                 for v in (pair.baseline, pair.treatment)
             )
+            threads = tuple(
+                context["variants"][v]["runtime"]["thread_num"]
+                for v in (pair.baseline, pair.treatment)
+            )
             predictions.append(
                 {"pair": pair.key, "baseline": pair.baseline, "treatment": pair.treatment,
-                 "model": emulated, "scale": scale,
-                 "phases": predict_pair(base, treat, model, scale),
+                 "model": emulated, "scale": scale, "threads": list(threads),
+                 "phases": predict_pair(base, treat, model, scale, threads),
                  "mix_per_token": {"baseline": base, "treatment": treat}}
             )  # fmt: skip
     return {
