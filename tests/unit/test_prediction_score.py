@@ -27,6 +27,7 @@ from mnnrepro.analysis.prediction_score import (
 from mnnrepro.design import Design
 from mnnrepro.errors import DataError
 from mnnrepro.plan.prediction import prediction_problems
+from mnnrepro.store.foreign import register_foreign
 from mnnrepro.store.schema import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,3 +155,33 @@ def test_a_store_of_the_schema_before_scores_is_brought_up_to_it(tmp_path):
     (version,) = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     db.close()
     assert columns[-len(SCORE_COLUMNS) :] == SCORE_COLUMNS and version == "2"
+
+
+def test_foreign_files_are_scored_at_the_rows_both_measured_alike(tmp_path, capsys):
+    """Two real llama-bench files (tests/data/llama_bench: the host build and the arm64 build
+    under QEMU, the same tiny model): the mechanics only, their gain means nothing."""
+    from mnnrepro.store.__main__ import main
+    from mnnrepro.store.score import foreign_scores
+
+    store = str(tmp_path / "runs.sqlite")
+    files = [ROOT / "tests/data/llama_bench" / f"{name}-p64-n16-d0-64.json"
+             for name in ("host-x86", "qemu-sme512")]  # fmt: skip
+    ids = [register_foreign(store, str(f))[0] for f in files]
+    scores = foreign_scores(store, str(PREDICTED), ids[0][:8], ids[1][:8])
+    tests = [json.loads(f.read_text()) for f in files]
+    assert len(scores) == len(tests[0]) == 4  # prefill and decode at depths 0 and 64
+    predicted = registered_prediction(PREDICTED)["predictions"][0]["phases"]
+    for r, base, treat in zip(scores.itertuples(), *tests, strict=True):
+        assert (r.prompt_tokens, r.generate_tokens, r.depth) == (
+            base["n_prompt"], base["n_gen"], base["n_depth"]
+        )  # fmt: skip
+        assert r.gain == pytest.approx(treat["avg_ts"] / base["avg_ts"] - 1)
+        got = predicted[r.phase]
+        assert r.prediction_holds_measured == (got["low"] <= r.gain <= got["high"])
+        # one sample each (-r 1): no interval is made up, so no answer either
+        assert r.gain_ci_low is None and r.measured_holds_prediction is None
+        assert "threads 1 predicted, 2 measured" in r.differences
+    assert main(["score", store, str(PREDICTED), ids[0][:8], ids[1][:8]]) == 0
+    assert "| comparison | prefill | 64 | 0 | 0 | 2 |" in capsys.readouterr().out
+    assert main(["score", store, str(ROOT / "README.md"), ids[0][:8], ids[1][:8]]) == 1
+    assert "README.md: not a readable prediction" in capsys.readouterr().err

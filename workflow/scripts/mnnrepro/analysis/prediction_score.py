@@ -139,16 +139,21 @@ def predicted_for(document: dict, names: tuple[str, str], phase: str, model: str
 
 
 def score_fields(got: dict | None, row: dict) -> dict:
-    """A summary row's prediction columns: the predicted gain and interval, and the two
-    containments (None throughout where nothing is predicted)."""
+    """A measured row's prediction columns: the predicted gain and interval, and the two
+    containments (None throughout where nothing is predicted; the first None where the
+    measurement has no interval)."""
     if got is None:
         return dict.fromkeys(SCORE_COLUMNS)
     gain, low, high = (float(got[k]) for k in ESTIMATE)
+    interval = [row.get("gain_ci_low"), row.get("gain_ci_high")]
+    has_interval = not any(v is None or pd.isna(v) for v in interval)
     return {
         "predicted_gain": gain,
         "predicted_gain_low": low,
         "predicted_gain_high": high,
-        "measured_holds_prediction": bool(row["gain_ci_low"] <= gain <= row["gain_ci_high"]),
+        "measured_holds_prediction": bool(interval[0] <= gain <= interval[1])
+        if has_interval
+        else None,
         "prediction_holds_measured": bool(low <= row["gain"] <= high),
     }
 

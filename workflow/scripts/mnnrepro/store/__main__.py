@@ -1,6 +1,7 @@
 """`python -m mnnrepro.store register STORE FILE...`, `... compare STORE [RUN...] [--device D]
 [--model M] [--variant V] [--engine-commit C] [--across device|model] [--csv F]
-[--checks-csv F]` and `... dashboard STORE OUT.html` (docs/store.md). One line on a bad archive
+[--checks-csv F]`, `... score STORE PREDICTION BASELINE TREATMENT [--csv F]` and
+`... dashboard STORE OUT.html` (docs/store.md). One line on a bad archive
 or store; the store is then unchanged."""
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from mnnrepro.store.compare import Selection, compare_runs, markdown
 from mnnrepro.store.dashboard import write_dashboard
 from mnnrepro.store.foreign import register_foreign
 from mnnrepro.store.register import register_archive
+from mnnrepro.store.score import foreign_scores
+from mnnrepro.store.score import markdown as score_markdown
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +39,16 @@ def main(argv: list[str] | None = None) -> int:
         cmp.add_argument(option, action="append", default=[], help=f"{what} (repeatable)")
     cmp.add_argument("--csv", help="also write the gains as CSV here")
     cmp.add_argument("--checks-csv", help="also write the validity checks as CSV here")
+    score = sub.add_parser(
+        "score", help="score a prediction against two registered foreign files (OFF, then ON)"
+    )
+    score.add_argument("store")
+    score.add_argument(
+        "prediction", help="a prediction.json or benchmarks/results/predicted_gain*.json"
+    )
+    score.add_argument("baseline", help="the baseline build's foreign run (id or prefix)")
+    score.add_argument("treatment", help="the treatment build's foreign run (id or prefix)")
+    score.add_argument("--csv", help="also write the scores as CSV here")
     page = sub.add_parser("dashboard", help="one self-contained HTML page of the store")
     page.add_argument("store")
     page.add_argument("out")
@@ -46,6 +59,12 @@ def main(argv: list[str] | None = None) -> int:
                 register = register_archive if archive.endswith(".tar.gz") else register_foreign
                 run_id, added = register(args.store, archive)
                 print(f"{'registered' if added else 'already registered'} {run_id} ({archive})")
+            return 0
+        if args.command == "score":
+            scores = foreign_scores(args.store, args.prediction, args.baseline, args.treatment)
+            if args.csv:
+                scores.to_csv(args.csv, index=False)
+            print(score_markdown(scores))
             return 0
         if args.command == "dashboard":
             write_dashboard(args.store, args.out)

@@ -1,0 +1,113 @@
+"""A prediction scored against foreign results: two registered foreign files (llm_bench -j or
+llama-bench -o json, docs/store.md), the baseline build's and the treatment build's, taken as
+their tool reported them. Their gain per phase is the ratio of the two tools' mean tok/s, at
+the rows both files measured alike (phase, prompt and generated tokens, depth, threads); its
+interval is Welch's on the two files' log samples where the tool kept at least two of each
+(llama-bench's samples_ts), and none where it did not (llm_bench keeps a mean and an SD only):
+no interval is made up. Each row is scored by every predicted pair (analysis/prediction_score),
+with what differs from the prediction (threads, token counts) named."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from mnnrepro.analysis.prediction_score import registered_prediction, score_fields
+from mnnrepro.stats import PHASES
+from mnnrepro.store.compare import pct, resolve_run, welch_ratio
+from mnnrepro.store.schema import open_store
+
+MATCHED = ["phase", "prompt_tokens", "generate_tokens", "depth", "threads"]
+CI_LEVEL = 0.95
+
+
+def foreign_rows(db, given: str) -> pd.DataFrame:
+    """A registered foreign file's rows (refused with one line where the run is not one)."""
+    run_id = resolve_run(db, given)
+    (origin,) = db.execute("SELECT origin FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    if not origin.startswith("foreign:"):
+        raise ValueError(f"run {run_id[:12]} is {origin}: score takes foreign files")
+    return pd.read_sql_query(
+        "SELECT * FROM foreign_results WHERE run_id = ?", db, params=(run_id,)
+    ).fillna({"depth": 0})
+
+
+def measured_gain(base: tuple, treat: tuple) -> dict:
+    """The treatment's mean tok/s over the baseline's, minus 1, and Welch's interval on the
+    log samples where both files kept at least two (else none); base, treat: (mean tok/s,
+    samples as the store holds them: a JSON list, or null)."""
+    logs = [np.log(json.loads(samples or "null") or [np.nan]) for _, samples in (base, treat)]
+    gain = {"gain": treat[0] / base[0] - 1, "gain_ci_low": None, "gain_ci_high": None}
+    if all(len(s) >= 2 and np.isfinite(s).all() for s in logs):
+        _, low, high = welch_ratio(*logs, CI_LEVEL)
+        gain.update(gain_ci_low=low - 1, gain_ci_high=high - 1)
+    return gain
+
+
+def foreign_scores(store: str, prediction: str, baseline: str, treatment: str) -> pd.DataFrame:
+    """One row per predicted pair and measured row both files share in prefill or decode."""
+    document = registered_prediction(prediction)
+    db = open_store(store)
+    try:
+        base, treat = foreign_rows(db, baseline), foreign_rows(db, treatment)
+    finally:
+        db.close()
+    both = base.merge(treat, on=MATCHED, suffixes=("_b", "_t"))
+    target = f"{document['core']}, {document['soc']}, {document['model']}"
+    rows = []
+    for r in both[both["phase"].isin(PHASES)].itertuples():
+        got = measured_gain((r.tps_mean_b, r.samples_b), (r.tps_mean_t, r.samples_t))
+        for p in document["predictions"]:
+            rows.append(
+                {"pair": p["pair"], "predicted_for": target,
+                 "measured_models": f"{r.model_b} vs {r.model_t}",
+                 **{k: getattr(r, k) for k in MATCHED}, **got,
+                 **score_fields(p["phases"][r.phase], got),
+                 "differences": "; ".join(differences(document, p, r))}
+            )  # fmt: skip
+    if not rows:
+        raise ValueError(f"{baseline} and {treatment} share no prefill or decode row ({MATCHED})")
+    return pd.DataFrame(rows)
+
+
+def differences(document: dict, prediction: dict, row) -> list[str]:
+    """What the measured row and the prediction differ in: threads, and the token counts."""
+    bench = document.get("bench", {})
+    predicted_threads = prediction.get("threads", [None, None])[1]
+    pairs = [
+        ("threads", predicted_threads, row.threads),
+        ("prompt_tokens", bench.get("prompt_tokens"), row.prompt_tokens),
+        ("generate_tokens", bench.get("generate_tokens"), row.generate_tokens),
+    ]
+    return [
+        f"{name} {then} predicted, {now} measured"
+        for name, then, now in pairs
+        if then is not None and now is not None and now > 0 and then != now
+    ]
+
+
+def markdown(scores: pd.DataFrame) -> str:
+    (target,), (models,) = scores["predicted_for"].unique(), scores["measured_models"].unique()
+    lines = [
+        f"Predicted for {target}; measured: {models} (the files' models, baseline vs treatment).",
+        "",
+        "| pair | phase | prompt | generated | depth | threads | measured [interval] | "
+        "predicted [interval] | measured holds predicted | predicted holds measured | "
+        "not like for like |",
+        "|---|---|---:|---:|---:|---:|---|---|---|---|---|",
+    ]
+    for r in scores.itertuples():
+        answers = [
+            "-" if v is None or pd.isna(v) else ("yes" if v else "no")
+            for v in (r.measured_holds_prediction, r.prediction_holds_measured)
+        ]
+        lines.append(
+            f"| {r.pair} | {r.phase} | {r.prompt_tokens} | {r.generate_tokens} | {r.depth} | "
+            f"{r.threads} | {pct(r.gain)} [{pct(r.gain_ci_low)}, {pct(r.gain_ci_high)}] | "
+            f"{pct(r.predicted_gain)} [{pct(r.predicted_gain_low)}, "
+            f"{pct(r.predicted_gain_high)}] | {answers[0]} | {answers[1]} | "
+            f"{r.differences or '-'} |"
+        )
+    return "\n".join(lines)
