@@ -21,6 +21,8 @@ import json
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -73,6 +75,42 @@ def held_out_rows(document: dict) -> list[dict]:
     return rows
 
 
+def counted_functions(kernels: pd.DataFrame, device: str, top: int = 5) -> list[dict]:
+    """Where the counted instructions are: per variant and phase on the prediction's device,
+    the functions with the most, each with its share of the profile's (the threads' waiting
+    shows here: a thread pool's worker loop)."""
+    rows = []
+    profiled = kernels[(kernels["device"] == device) & kernels["instructions"].notna()]
+    for (variant, phase), group in profiled.groupby(["variant", "phase"], sort=True):
+        total = group["instructions"].sum()
+        for r in group.nlargest(top, "instructions").itertuples():
+            rows.append(
+                {
+                    "variant": variant,
+                    "phase": phase,
+                    "symbol": r.symbol,
+                    "instructions": int(r.instructions),
+                    "share": r.instructions / total,
+                }
+            )
+    return rows  # fmt: skip
+
+
+def counted_lines(rows: list[dict]) -> list[str]:
+    lines = [
+        "## Where the counted instructions are (the 5 functions with most, per profile)",
+        "",
+        "| variant | phase | function | instructions | share |",
+        "|---|---|---|---:|---:|",
+    ]
+    lines += [
+        f"| {r['variant']} | {r['phase']} | `{r['symbol'][:90]}` | {r['instructions']:,} | "
+        f"{r['share']:.1%} |"
+        for r in rows
+    ]
+    return [*lines, ""]
+
+
 def markdown(document: dict, held_out: list[dict], run: dict, configs: list[str]) -> list[str]:
     (threads,) = {p["threads"][1] for p in document["predictions"]}
     option = "" if threads == 1 else f" --threads {threads}"
@@ -104,6 +142,16 @@ def markdown(document: dict, held_out: list[dict], run: dict, configs: list[str]
         "and is not held out (it is the claim being predicted).",
         "",
     ]
+    if threads > 1:
+        lines += [
+            f"**At {threads} threads the counts include every thread's waiting**: a thread "
+            "that waits for another (a thread pool's worker loop, a GEMM's threads meeting) "
+            "executes instructions as long as it waits, and under QEMU the emulated SME2 "
+            "unit is far slower than the emulated NEON pipes, so the SME2 build's NEON "
+            "threads wait longer than they would on the phone. The functions below show how "
+            "much: this prediction is not the phone's until waiting is told apart from work.",
+            "",
+        ]
     return lines
 
 
@@ -124,10 +172,13 @@ def main(argv: list[str] | None = None) -> int:
         out = work / "results" / experiment
         document = json.loads((out / "prediction.json").read_text())
         prediction_md = (out / "prediction.md").read_text()
+        kernels = pd.read_csv(out / "kernels.csv", keep_default_na=False, na_values=[""])
+    counted = counted_functions(kernels, document["device"])
     held_out = held_out_rows(document)
     result = {"config": configs[-1], "configs": configs, "seconds": run["seconds"],
-              "prediction": document, "held_out": held_out}  # fmt: skip
-    lines = markdown(document, held_out, run, configs)
+              "prediction": document, "held_out": held_out,
+              "counted_functions": counted}  # fmt: skip
+    lines = markdown(document, held_out, run, configs) + counted_lines(counted)
     lines += ["#" + line if line.startswith("#") else line for line in prediction_md.splitlines()]
     write_results(name, result, lines)
     print("\n".join(lines))
