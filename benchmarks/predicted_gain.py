@@ -146,10 +146,10 @@ def markdown(document: dict, held_out: list[dict], run: dict, configs: list[str]
         lines += [
             f"**At {threads} threads the counts include every thread's waiting**: a thread "
             "that waits for another (a thread pool's worker loop, a GEMM's threads meeting) "
-            "executes instructions as long as it waits, and under QEMU the emulated SME2 "
-            "unit is far slower than the emulated NEON pipes, so the SME2 build's NEON "
-            "threads wait longer than they would on the phone. The functions below show how "
-            "much: this prediction is not the phone's until waiting is told apart from work.",
+            "executes instructions as long as it waits, and under QEMU how long it waits "
+            "follows the emulator's speeds of the instructions, not the phone's. The functions "
+            "below show how much of each profile that is; this prediction is not the phone's "
+            "until waiting is told apart from work.",
             "",
         ]
     return lines
