@@ -18,7 +18,8 @@ from mnnrepro.store.score import foreign_scores
 from mnnrepro.store.score import markdown as score_markdown
 
 
-def main(argv: list[str] | None = None) -> int:
+def command_line() -> argparse.ArgumentParser:
+    """The commands and their arguments."""
     parser = argparse.ArgumentParser(prog="python -m mnnrepro.store", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     reg = sub.add_parser(
@@ -52,7 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     page = sub.add_parser("dashboard", help="one self-contained HTML page of the store")
     page.add_argument("store")
     page.add_argument("out")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = command_line().parse_args(argv)
     try:
         if args.command == "register":
             for archive in args.archives:
