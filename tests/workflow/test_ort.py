@@ -153,9 +153,12 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
         "soc": "dimensity-9500",
         "model": "qwen3-vl-4b",
     }
-    cfg["correctness"].update(prompts=["你好"], max_new_tokens=8)
-    # emulated timings are recorded, never judged: no warm-up invocation (4 fewer under QEMU)
-    cfg["bench"].update(quiet_timeout_s=0, quiet_window_s=0.1, warmup=0)
+    cfg["correctness"].update(prompts=["你好"], max_new_tokens=4)
+    # emulated timings are recorded, never judged: no warm-up invocation, and short phases
+    # (every profiled invocation logs each block QEMU executes: its length is the test's)
+    cfg["bench"].update(
+        quiet_timeout_s=0, quiet_window_s=0.1, warmup=0, prompt_tokens=16, generate_tokens=4
+    )
     config_path = tmp_path / "ort-emulated.yaml"
     config_path.write_text(yaml.safe_dump(cfg, allow_unicode=True))
     seed_models(tmp_path, cfg["models"], checkpoint=True)
