@@ -39,10 +39,6 @@ def paper_config(name: str) -> dict:
     return yaml.safe_load((ROOT / "config" / name).read_text())
 
 
-def design_of(config: dict) -> Design:
-    return Design.of({**config, "variants": config["variants"]})
-
-
 def test_the_committed_prediction_is_read_with_its_origin():
     document = registered_prediction(PREDICTED, NAME)
     wrapper = json.loads(PREDICTED.read_text())
@@ -57,12 +53,12 @@ def test_the_committed_prediction_is_read_with_its_origin():
 def test_the_same_variants_differ_in_nothing_and_others_are_named():
     document = registered_prediction(PREDICTED, NAME)
     config = paper_config("predict-x300.yaml")
-    made = bound_to_run(document, design_of(config), document["variants"])
+    made = bound_to_run(document, Design.of(config), document["variants"])
     assert made["differences"] == []
     assert [p["measured_as"] for p in made["predictions"]] == [["sme2-off", "sme2-on"]]
     # the paper's phone config at 4 threads, 512/128 tokens, scored by the 1-thread prediction
     paper = paper_config("paper.yaml")
-    bound = bound_to_run(document, design_of(paper), variant_settings(paper["variants"]))
+    bound = bound_to_run(document, Design.of(paper), variant_settings(paper["variants"]))
     text = "\n".join(bound["differences"])
     assert "bench `prompt_tokens` 64 predicted, 512 measured" in text
     assert "`comparison` treatment: runtime `thread_num` 1 predicted, 4 measured" in text
@@ -71,7 +67,7 @@ def test_the_same_variants_differ_in_nothing_and_others_are_named():
 def test_a_pair_is_found_by_its_key_and_an_ambiguous_one_is_not_scored():
     document = registered_prediction(PREDICTED, NAME)
     tiny = yaml.safe_load((ROOT / "tests/workflow/config-tiny.yaml").read_text())
-    bound = bound_to_run(document, design_of(tiny), variant_settings(tiny["variants"]))
+    bound = bound_to_run(document, Design.of(tiny), variant_settings(tiny["variants"]))
     (prediction,) = bound["predictions"]
     names = ("one-thread", "two-threads")
     got = predicted_for(bound, names, "prefill", "synth-tiny")

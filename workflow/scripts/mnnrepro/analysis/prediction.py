@@ -375,12 +375,16 @@ def origin_text(document: dict) -> str:
     )
 
 
-def registered_lines(document: dict) -> list[str]:
-    """Where a registered prediction came from, and what its pairs' variants and this run's
-    differ in (analysis/prediction_score.py binds it to the run)."""
+def not_like_for_like(document: dict) -> str:
+    """What the predicted pairs' variants and benchmark differ in from this run's, in one
+    sentence ('' where nothing: analysis/prediction_score.py binds a prediction to its run)."""
     differences = document.get("differences", [])
+    return "Not like for like: " + "; ".join(differences) + "." if differences else ""
+
+
+def registered_lines(document: dict) -> list[str]:
+    """Where a registered prediction came from, and what its pairs differ in from this run's."""
     origin = origin_text(document)
     out = ["", origin[0].upper() + origin[1:] + "."] if document.get("registered") else []
-    if differences:
-        out += ["", "Not like for like with this run's pairs: " + "; ".join(differences) + "."]
-    return out
+    unlike = not_like_for_like(document)
+    return out + (["", unlike] if unlike else [])

@@ -17,10 +17,9 @@ import hashlib
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from mnnrepro.analysis.prediction import gain_text, origin_text
+from mnnrepro.analysis.prediction import gain_text, not_like_for_like, origin_text
 from mnnrepro.design import variants_of
 from mnnrepro.errors import DataError
 from mnnrepro.stats import PHASES
@@ -177,9 +176,8 @@ def prediction_section(document: dict, summary: pd.DataFrame) -> list[str]:
         "score there. Constants, sources and sensitivities: `prediction.md`.",
         "",
     ]
-    differences = document.get("differences", [])
-    if differences:
-        out += ["Not like for like: " + "; ".join(differences) + ".", ""]
+    unlike = not_like_for_like(document)
+    out += [unlike, ""] if unlike else []
     out += [
         "| pair | phase | predicted | interval | claim | device | measured [interval] | "
         "measured holds predicted | predicted holds measured |",
@@ -190,24 +188,28 @@ def prediction_section(document: dict, summary: pd.DataFrame) -> list[str]:
             claim = f"{claims[phase]:+.0%}" if phase in claims else "-"
             head = f"| {p['pair']} ({p['treatment']} vs {p['baseline']}) | {phase} | "
             head += f"{gain_text(p['phases'][phase])} | {claim} | "
-            out += [head + measured_cells(r) for r in scored_rows(summary, p, phase)] or [
+            scored = scored_rows(summary, document, p, phase)
+            out += [head + measured_cells(r) for r in scored] or [
                 head + "- | none judged | - | - |"
             ]
     return out
 
 
-def scored_rows(summary: pd.DataFrame, prediction: dict, phase: str) -> list:
-    """The summary rows one prediction scored in a phase (those its pair's measured names,
-    phase and predicted gain pick)."""
+def scored_rows(summary: pd.DataFrame, document: dict, prediction: dict, phase: str) -> list:
+    """The summary rows one prediction scored in a phase: its pair's measured rows that were
+    scored (judged against their claim) and that predicted_for gave this prediction."""
     names = prediction.get("measured_as")
     if not names or "predicted_gain" not in summary:
         return []
     rows = summary[
         (summary["baseline"] == names[0]) & (summary["treatment"] == names[1])
-        & (summary["phase"] == phase)
-        & np.isclose(summary["predicted_gain"], prediction["phases"][phase]["gain"])
+        & (summary["phase"] == phase) & summary["predicted_gain"].notna()
     ]  # fmt: skip
-    return list(rows.itertuples())
+    mine = prediction["phases"][phase]
+    return [
+        r for r in rows.itertuples()
+        if predicted_for(document, tuple(names), phase, r.model) is mine
+    ]  # fmt: skip
 
 
 def measured_cells(r) -> str:

@@ -11,6 +11,7 @@ import yaml
 from mnnrepro.analysis.prediction import CostModel
 from mnnrepro.analysis.prediction_score import registered_prediction
 from mnnrepro.config import ConfigError
+from mnnrepro.design import Design
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.errors import DataError
 
@@ -58,10 +59,7 @@ def registered_problems(config: dict, name: str) -> list[str]:
         document = registered_prediction(ROOT / name, name)
     except DataError as error:
         return [f"config key `prediction.registered`: {error}"]
-    keys = [
-        "comparison",
-        *(f"comparison.also.{i}" for i in range(len(config["comparison"].get("also", [])))),
-    ]
+    keys = [p.key for p in Design.of({"comparison": config["comparison"]}).comparison.pairs]
     predicted = sorted({p["pair"] for p in document["predictions"]})
     if not set(predicted) & set(keys):
         return [

@@ -13,19 +13,17 @@ from pathlib import Path
 from mnnrepro.errors import DataError
 
 SCHEMA_VERSION = 2
+# summary_rows' columns of schema 2: a prediction's score (analysis/prediction_score.py)
+PREDICTION_COLUMNS = (
+    "predicted_gain REAL", "predicted_gain_low REAL", "predicted_gain_high REAL",
+    "measured_holds_prediction INTEGER", "prediction_holds_measured INTEGER",
+)  # fmt: skip
 # what each older schema lacks, added in place when such a store is opened (its rows keep
 # null there: their runs predicted nothing)
-MIGRATIONS = {
-    1: [
-        f"ALTER TABLE summary_rows ADD COLUMN {column}"
-        for column in (
-            "predicted_gain REAL", "predicted_gain_low REAL", "predicted_gain_high REAL",
-            "measured_holds_prediction INTEGER", "prediction_holds_measured INTEGER",
-        )
-    ],
-}  # fmt: skip
+MIGRATIONS = {1: [f"ALTER TABLE summary_rows ADD COLUMN {c}" for c in PREDICTION_COLUMNS]}
+SCORED = ", ".join(PREDICTION_COLUMNS)
 
-DDL = """
+DDL = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE runs (
     run_id TEXT PRIMARY KEY,      -- sha256 of the archive's MANIFEST.sha256 (a foreign file's)
@@ -34,7 +32,7 @@ CREATE TABLE runs (
     judged INTEGER NOT NULL,      -- 0: foreign numbers, without gate, schedule or verdict
     source TEXT NOT NULL,         -- the file it was registered from, as given
     registered_at TEXT NOT NULL,  -- UTC, ISO 8601
-    config TEXT NOT NULL,         -- the resolved config, JSON ({} for a foreign file)
+    config TEXT NOT NULL,         -- the resolved config, JSON ({{}} for a foreign file)
     summary_md TEXT NOT NULL      -- the run's summary.md ('' for a foreign file)
 );
 CREATE TABLE foreign_results (    -- what another tool reported, as it reported it
@@ -52,8 +50,7 @@ CREATE TABLE summary_rows (       -- summary.csv: one row per device x model x p
     baseline TEXT, treatment TEXT, n_pairs INTEGER, gain REAL, gain_ci_low REAL,
     gain_ci_high REAL, interval TEXT, ci_level REAL, claim_gain REAL, tolerance REAL,
     expectation TEXT, checks_passed INTEGER, verdict TEXT, verdict_reason TEXT,
-    predicted_gain REAL, predicted_gain_low REAL, predicted_gain_high REAL,  -- schema 2
-    measured_holds_prediction INTEGER, prediction_holds_measured INTEGER
+    {SCORED}
 );
 CREATE TABLE checks (             -- validity/<device>/<model>.json: every check with evidence
     run_id TEXT NOT NULL REFERENCES runs, device TEXT, model TEXT, name TEXT,

@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from mnnrepro.analysis.prediction_score import registered_prediction, score_fields
+from mnnrepro.analysis.prediction_score import registered_prediction, score_fields, yes_no
 from mnnrepro.stats import PHASES
 from mnnrepro.store.compare import pct, resolve_run, welch_ratio
 from mnnrepro.store.schema import open_store
@@ -99,10 +99,7 @@ def markdown(scores: pd.DataFrame) -> str:
         "|---|---|---:|---:|---:|---:|---|---|---|---|---|",
     ]
     for r in scores.itertuples():
-        answers = [
-            "-" if v is None or pd.isna(v) else ("yes" if v else "no")
-            for v in (r.measured_holds_prediction, r.prediction_holds_measured)
-        ]
+        answers = [yes_no(r.measured_holds_prediction), yes_no(r.prediction_holds_measured)]
         lines.append(
             f"| {r.pair} | {r.phase} | {r.prompt_tokens} | {r.generate_tokens} | {r.depth} | "
             f"{r.threads} | {pct(r.gain)} [{pct(r.gain_ci_low)}, {pct(r.gain_ci_high)}] | "
