@@ -181,3 +181,20 @@ def test_foreign_files_are_scored_at_the_rows_both_measured_alike(tmp_path, caps
     assert "| comparison | prefill | 64 | 0 | 0 | 2 |" in capsys.readouterr().out
     assert main(["score", store, str(ROOT / "README.md"), ids[0][:8], ids[1][:8]]) == 1
     assert "README.md: not a readable prediction" in capsys.readouterr().err
+
+
+def test_compare_shows_no_answer_where_the_measurement_had_no_interval():
+    """A scored row whose measured interval was missing (a degenerate run) stores no answer:
+    compare says so instead of reading the null as 'held'."""
+    from types import SimpleNamespace
+
+    from mnnrepro.store.compare import predicted_text
+
+    row = {"predicted_gain": 1.78, "predicted_gain_low": 0.92, "predicted_gain_high": 6.74}
+    assert predicted_text(SimpleNamespace(**row, measured_holds_prediction=float("nan"))) == (
+        "+178.0% [+92.0%, +674.0%], held: -"
+    )
+    assert predicted_text(SimpleNamespace(**row, measured_holds_prediction=0.0)).endswith(
+        "held: no"
+    )
+    assert predicted_text(SimpleNamespace(**{**row, "predicted_gain": None})) == "-"

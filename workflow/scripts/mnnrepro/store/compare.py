@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mnnrepro.analysis.prediction_score import yes_no
 from mnnrepro.stats import paired_blocks, t_quantile
 from mnnrepro.store.schema import open_store
 
@@ -267,13 +268,12 @@ def pct(x) -> str:
 
 def predicted_text(row) -> str:
     """A row's predicted gain and interval (prediction_score), whether the measured interval
-    holds it; - where the run predicted nothing."""
-    if pd.isna(getattr(row, "predicted_gain", None)):
+    holds it (- where it had no interval); - where the run predicted nothing."""
+    if pd.isna(row.predicted_gain):
         return "-"
-    held = "held" if row.measured_holds_prediction else "not held"
     return (
         f"{pct(row.predicted_gain)} [{pct(row.predicted_gain_low)}, "
-        f"{pct(row.predicted_gain_high)}], {held}"
+        f"{pct(row.predicted_gain_high)}], held: {yes_no(row.measured_holds_prediction)}"
     )
 
 
