@@ -6,6 +6,7 @@ import hashlib
 import http.server
 import io
 import stat
+import tarfile
 import threading
 import zipfile
 
@@ -280,6 +281,11 @@ def test_the_shipped_debian_pins_have_a_permanent_mirror(root):
             assert any(m.startswith("https://snapshot.debian.org/file/") for m in pkg["mirrors"])
 
 
+# a library's bytes holding what toolchain/ort_genai reads: a KleidiAI SME2 kernel's name, a
+# session option, a GLIBC symbol version
+ORT_LIBRARY = b"\x7fELF\0kai_run_matmul_x_sme2_mopa\0mlas.disable_kleidiai\0GLIBC_2.28\0"
+
+
 def wheel_zip(package: str) -> bytes:
     """A wheel-shaped zip: the package's directory, and for onnxruntime a library whose bytes
     hold what toolchain/ort_genai reads (a KleidiAI kernel name, a session option)."""
@@ -287,8 +293,7 @@ def wheel_zip(package: str) -> bytes:
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr(f"{package}/__init__.py", "")
         if package == "onnxruntime":
-            library = b"\x7fELF\0kai_run_matmul_x_sme2_mopa\0mlas.disable_kleidiai\0GLIBC_2.28\0"
-            zf.writestr("onnxruntime/capi/libonnxruntime.so.1.32.0", library)
+            zf.writestr("onnxruntime/capi/libonnxruntime.so.1.32.0", ORT_LIBRARY)
     return buf.getvalue()
 
 
@@ -303,9 +308,11 @@ def wheel_pins(server) -> list[dict]:
 
 
 def test_the_ort_wheels_are_fetched_verified_unpacked_and_read(server, tmp_path):
-    from mnnrepro.toolchain.ort_genai import fetch_wheels
+    from mnnrepro.toolchain.ort_genai import fetch_ort_genai
 
-    record = fetch_wheels("linux-arm64", wheel_pins(server), tmp_path / "cache", tmp_path / "site")
+    record = fetch_ort_genai(
+        "linux-arm64", wheel_pins(server), tmp_path / "cache", tmp_path / "site"
+    )
     assert record["versions"] == {"onnxruntime": "1.32.0", "onnxruntime_genai": "0.18.0"}
     assert record["target_arch"] == "aarch64" and record["python"] == "cp311"
     assert record["library"]["sme2_kernels"] == ["kai_run_matmul_x_sme2_mopa"]
@@ -314,12 +321,12 @@ def test_the_ort_wheels_are_fetched_verified_unpacked_and_read(server, tmp_path)
 
 
 def test_an_ort_wheel_whose_hash_differs_is_refused_naming_its_key(server, tmp_path):
-    from mnnrepro.toolchain.ort_genai import WheelError, fetch_wheels
+    from mnnrepro.toolchain.ort_genai import WheelError, fetch_ort_genai
 
     pins = wheel_pins(server)
     pins[1]["sha256"] = "0" * 64
     with pytest.raises(FetchError) as err:
-        fetch_wheels("linux-arm64", pins, tmp_path / "cache", tmp_path / "site")
+        fetch_ort_genai("linux-arm64", pins, tmp_path / "cache", tmp_path / "site")
     assert str(err.value).startswith("config key `ort_genai.wheels.linux-arm64[1]`: ")
     assert "\n" not in str(err.value) and not (tmp_path / "site").exists()
     assert not list((tmp_path / "cache").glob("onnxruntime_genai*"))  # nothing half-kept
@@ -327,4 +334,108 @@ def test_an_ort_wheel_whose_hash_differs_is_refused_naming_its_key(server, tmp_p
     with pytest.raises(
         WheelError, match=r"`ort_genai.wheels.linux-arm64\[0\]`: expected the onnxruntime wheel"
     ):
-        fetch_wheels("linux-arm64", wheel_pins(server)[::-1], tmp_path / "cache", tmp_path / "site")
+        fetch_ort_genai(
+            "linux-arm64", wheel_pins(server)[::-1], tmp_path / "cache", tmp_path / "site"
+        )
+
+
+def aar_tarball(package: str, library: bytes) -> bytes:
+    """An npm package's tarball holding an AAR-shaped zip: package's arm64 library (bytes
+    holding what toolchain/ort_genai reads) and a JNI bridge's, an x86_64 one not taken."""
+    aar = io.BytesIO()
+    with zipfile.ZipFile(aar, "w") as zf:
+        zf.writestr(f"jni/arm64-v8a/lib{package}.so", library)
+        zf.writestr(f"jni/arm64-v8a/lib{package}-jni.so", b"\x7fELF")
+        zf.writestr(f"jni/x86_64/lib{package}.so", b"\x7fELF")
+        zf.writestr("classes.jar", b"")
+    tarball = io.BytesIO()
+    with tarfile.open(fileobj=tarball, mode="w:gz") as tar:
+        info = tarfile.TarInfo(f"package/Plugins/Android/{package}.aar")
+        info.size = len(aar.getvalue())
+        tar.addfile(info, io.BytesIO(aar.getvalue()))
+    return tarball.getvalue()
+
+
+def aar_pins(server, library: bytes = ORT_LIBRARY, builder_version: str = "0.15.2") -> dict:
+    pins = {}
+    for package, name, version in (
+        ("onnxruntime", "onnxruntime", "1.29.0"),
+        ("onnxruntime_genai", "onnxruntime-genai", "0.15.2"),
+    ):
+        body = aar_tarball(name, library if package == "onnxruntime" else b"\x7fELF genai")
+        server.files[f"/{name}.tgz"] = body
+        pins[package] = {
+            "version": version,
+            "url": server.url(f"/{name}.tgz"),
+            "sha256": hashlib.sha256(body).hexdigest(),
+            "member": f"package/Plugins/Android/{name}.aar",
+        }
+    wheel = f"/onnxruntime_genai-{builder_version}-cp311-cp311-manylinux_2_28_x86_64.whl"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("onnxruntime_genai/__init__.py", "")
+        zf.writestr("onnxruntime_genai/models/builder.py", "# the builder")
+    server.files[wheel] = buf.getvalue()
+    pins["builder"] = {
+        "url": server.url(wheel),
+        "sha256": hashlib.sha256(buf.getvalue()).hexdigest(),
+    }
+    return pins
+
+
+def test_a_phones_ort_libraries_come_from_pinned_aars_and_its_builder_from_the_same_genai(
+    server, tmp_path
+):
+    from mnnrepro.toolchain.ort_genai import fetch_ort_genai, genai_library
+
+    site = tmp_path / "site"
+    record = fetch_ort_genai("android-arm64", aar_pins(server), tmp_path / "cache", site)
+    assert record["versions"] == {"onnxruntime": "1.29.0", "onnxruntime_genai": "0.15.2"}
+    assert record["version"] == "1.29.0/genai-0.15.2" and record["python"] is None
+    assert [a["member"] for a in record["aars"]] == [
+        "package/Plugins/Android/onnxruntime.aar",
+        "package/Plugins/Android/onnxruntime-genai.aar",
+    ]
+    assert record["builder"]["version"] == "0.15.2"
+    assert record["library"]["path"] == "lib/libonnxruntime.so"
+    assert record["library"]["sme2_kernels"] == ["kai_run_matmul_x_sme2_mopa"]
+    assert genai_library(record) == "lib/libonnxruntime-genai.so"
+    files = sorted(f["path"] for f in record["files"])
+    assert files == [
+        "lib/libonnxruntime-genai-jni.so",
+        "lib/libonnxruntime-genai.so",
+        "lib/libonnxruntime-jni.so",
+        "lib/libonnxruntime.so",
+        "onnxruntime_genai/models/builder.py",  # the builder only: no package to import
+    ]
+
+
+def test_a_phones_ort_pins_that_cannot_be_used_are_one_line_naming_the_key(server, tmp_path):
+    from mnnrepro.toolchain.ort_genai import WheelError, fetch_ort_genai
+
+    def refused(pins, error=WheelError) -> str:
+        with pytest.raises(error) as err:
+            fetch_ort_genai("android-arm64", pins, tmp_path / "cache", tmp_path / "site")
+        assert "\n" not in str(err.value) and not (tmp_path / "site").exists()
+        return str(err.value)
+
+    pins = aar_pins(server)
+    pins["onnxruntime_genai"]["member"] = "package/Plugins/Android/other.aar"
+    assert refused(pins).startswith(
+        "config key `ort_genai.aars.android-arm64.onnxruntime_genai.member`: "
+        "onnxruntime-genai.tgz holds no file package/Plugins/Android/other.aar"
+    )
+    neon_only = ORT_LIBRARY.replace(b"_sme2_", b"_neon_")
+    assert refused(aar_pins(server, library=neon_only)).startswith(
+        "config key `ort_genai.aars.android-arm64`: its libonnxruntime.so holds no KleidiAI "
+        "SME2 kernel"
+    )
+    assert refused(aar_pins(server, builder_version="0.18.0")).startswith(
+        "config key `ort_genai.aars.android-arm64.builder`: genai 0.18.0's builder for the "
+        "genai 0.15.2 AAR"
+    )
+    pins = aar_pins(server)
+    pins["onnxruntime"]["sha256"] = "0" * 64
+    assert refused(pins, FetchError).startswith(
+        "config key `ort_genai.aars.android-arm64.onnxruntime`: "
+    )

@@ -127,14 +127,25 @@ def patches_pinned(config, message, found):
     )
 
 
-def wheels_pinned(config, message, found):
+def ort_pins(config, message, section: str):
+    """The pins of `ort_genai.<section>` for the platform the message names."""
     from mnnrepro.config import load_schema
 
-    default = load_schema()["properties"]["ort_genai"]["properties"]["wheels"]["default"]
-    wheels = config.get("ort_genai", {}).get("wheels") or default
-    platform = re.search(r"wheels for (\S+) \(", message).group(1)
-    pins = wheels.get(platform, [])
+    default = load_schema()["properties"]["ort_genai"]["properties"][section]["default"]
+    pins = config.get("ort_genai", {}).get(section) or default
+    return pins.get(re.search(r"GenAI for (\S+) \(", message).group(1))
+
+
+def wheels_pinned(config, message, found):
+    pins = ort_pins(config, message, "wheels") or []
     return len(pins) == int(found[1]) and all(p.get("sha256") for p in pins)
+
+
+def aars_pinned(config, message, found):
+    pins = ort_pins(config, message, "aars") or {}
+    aars = [pins[p] for p in ("onnxruntime", "onnxruntime_genai") if p in pins]
+    pinned = [*aars, pins.get("builder", {})]
+    return len(aars) == int(found[1]) and all(p.get("sha256") for p in pinned)
 
 
 def ndk_pinned(config, message, found):
@@ -173,6 +184,7 @@ CLAIMS = [
     (r"sdist (\S+), sha256 pinned", sdist_pinned),
     (r"(\d+) patch\(es\), sha256 pinned", patches_pinned),
     (r"(\d+) wheel\(s\), sha256 pinned", wheels_pinned),
+    (r"(\d+) AARs and genai's wheel \(its model builder\), sha256 pinned", aars_pinned),
     (r"an installed NDK of the pinned revision, else the pinned download", ndk_pinned),
     (r"the arm64 userland \(pinned, verified\)", userland_pinned),
     (r"CI: (.+)\) and ", interval),

@@ -8,6 +8,8 @@ bits: the gate, the benchmark rows and what ran). Bad input gets one line naming
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -32,6 +34,20 @@ DECODE_KERNEL = "kai_kernel_matmul_clamp_f32_qai8dxp1x4_qsi4c32p4vlx4_1x4vl_sme2
 
 
 C_API = ("ort-c-no-kleidiai", "ort-c-default")  # the same pair through ort_genai_tool
+# 4 greedy tokens after a prompt, through genai's Python API (the model directory: argv[1])
+GREEDY = """
+import json, sys, onnxruntime_genai as og
+model = og.Model(sys.argv[1])
+params = og.GeneratorParams(model)
+params.set_search_options(max_length=9, do_sample=False)
+generator = og.Generator(model, params)
+generator.append_tokens([5, 17, 300, 2, 99])
+tokens = []
+while not generator.is_done():
+    generator.generate_next_token()
+    tokens.append(int(generator.get_next_tokens()[0]))
+print(json.dumps(tokens))
+"""
 
 
 def assert_c_api_answers_as_python(repo, out) -> None:
@@ -113,6 +129,23 @@ def test_the_ort_pair_runs_on_this_host_as_an_equality_check(root, seed_models, 
         convert("unmapped", tmp_path / "unmapped", site, tmp_path / "onnx", tmp_path / "c", log)
     assert str(err.value).startswith("model unmapped: genai's model builder could not convert")
     assert "\n" not in str(err.value) and not (tmp_path / "onnx").exists()
+
+    # a vision-language checkpoint (the paper's Qwen3-VL): its language model is converted, a
+    # decoder of token ids that genai runs text-only, as every engine here runs the model
+    make_model("tiny-vl", 0, tmp_path / "vl")
+    with (tmp_path / "convert-vl.log").open("w") as log:
+        record = convert("vl", tmp_path / "vl", site, tmp_path / "vl-onnx", tmp_path / "vc", log)
+    assert record["language_model"]["as"] == "Qwen3ForCausalLM"
+    assert not (tmp_path / "vc/language-model").exists()  # the text checkpoint is not kept
+    genai = json.loads((tmp_path / "vl-onnx/genai_config.json").read_text())["model"]
+    assert genai["type"] == "qwen3" and "input_ids" in genai["decoder"]["inputs"]
+    ran = subprocess.run(
+        [sys.executable, "-c", GREEDY, str(tmp_path / "vl-onnx")],
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+    )
+    assert ran.returncode == 0 and len(json.loads(ran.stdout)) == 4, ran.stderr[-500:]
 
     # a session option the library does not hold (a typo: ONNX Runtime would ignore it) is
     # refused before any run, one line naming the key

@@ -20,9 +20,12 @@ rule describe_engine:
         "../scripts/describe_engine.py"
 
 
-# ONNX Runtime GenAI: its platform's pinned wheels (onnxruntime, onnxruntime-genai), downloaded
-# by sha256 and unpacked side by side: the files a device's Python imports (staged by hash).
+# ONNX Runtime GenAI: its platform's pinned wheels (onnxruntime, onnxruntime-genai), or for
+# Android its AARs' arm64 libraries, downloaded by sha256 and unpacked: the files a device runs
+# (staged by hash).
 rule fetch_ort_genai:
+    input:
+        ndk=PLAN.ndk_receipt,  # Android: the NDK its C API tool and probe are built with
     output:
         record="results/engines/{engine}/wheels.json",
         site=directory("results/engines/{engine}/bin"),
@@ -41,6 +44,6 @@ rule fetch_ort_genai:
         said=PLAN.messages.wheel_pins,
         cache="resources/wheels",
     message:
-        "Fetching ONNX Runtime GenAI's wheels for {params.platform} ({params.said}) for engine {wildcards.engine}"
+        "Fetching ONNX Runtime GenAI for {params.platform} ({params.said}) for engine {wildcards.engine}"
     script:
         "../scripts/fetch_ort_genai.py"

@@ -71,6 +71,31 @@ def extract_zip_into(archive: str | os.PathLike, directory: str | os.PathLike) -
                     path.chmod(mode)
 
 
+def extract_zip_members(
+    archive, prefix: str, directory: str | os.PathLike, keep_tree: bool = False
+) -> list[str]:
+    """Extract a zip's regular files under prefix into directory: each under its own name
+    (keep_tree: under its path below prefix); names checked like extract_zip_into's, links
+    refused. archive: a path or a seekable file. Returns the names written below directory."""
+    directory = Path(directory)
+    written = []
+    with zipfile.ZipFile(archive) as zf:
+        chosen = [i for i in zf.infolist() if i.filename.startswith(prefix) and not i.is_dir()]
+        for info in chosen:
+            check_member_name(info.filename)
+            if stat.S_ISLNK(info.external_attr >> 16):
+                raise UnsafeArchiveError(f"archive member {info.filename!r} is a link")
+        for info in chosen:
+            rest = info.filename[len(prefix) :]
+            name = rest if keep_tree else PurePosixPath(rest).name
+            path = directory / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(path, "wb") as out:
+                shutil.copyfileobj(src, out, CHUNK)
+            written.append(name)
+    return written
+
+
 def read_properties(path: str | os.PathLike) -> dict[str, str]:
     props = {}
     for line in Path(path).read_text(encoding="utf-8").splitlines():

@@ -1,8 +1,9 @@
 """The ONNX Runtime GenAI kind, the third stack: onnxruntime and onnxruntime-genai's pinned
-PyPI wheels for one platform (fetched and unpacked by the rule fetch_ort_genai:
-toolchain/ort_genai.py), staged on the device by hash and imported there by the runner
-(runs/prebuilt_runner.py, `--engine ort-genai`, through genai's Python API), on the model
-genai's own builder converted (models/onnx_genai.py).
+PyPI wheels for one platform, or for a phone the arm64 libraries of their Android archives
+(fetched and unpacked by the rule fetch_ort_genai: toolchain/ort_genai.py), staged on the
+device by hash and run there by the runner (runs/prebuilt_runner.py, `--engine ort-genai`,
+through genai's Python API) or by ort_genai_tool, on the model genai's own builder converted
+(models/onnx_genai.py).
 
 KleidiAI's kernels are chosen at run time by ONNX Runtime's MLAS; the session option
 `mlas.disable_kleidiai` "1" (a variant's `runtime.session_options`) turns all of them off in
@@ -33,11 +34,11 @@ from mnnrepro.engines.base import (
 )
 from mnnrepro.engines.prebuilt import PrebuiltEngine
 from mnnrepro.models.spec import checkpoint_problems
+from mnnrepro.toolchain.ort_genai import genai_library, section_of
 
 MODEL_FORMAT = "onnx"  # results/models/<model>/onnx: genai's model directory
 SWITCH = "mlas.disable_kleidiai"  # the session option (toolchain/ort_genai.SWITCH)
 TOOL = "ort_genai_tool"  # the C API runner (runner: c-api), in the engine's gate-tool directory
-GENAI_LIBRARY = "onnxruntime_genai/libonnxruntime-genai.so"  # in the unpacked wheels
 SUPPORTS = "The process supports"  # the tool's AT_HWCAP2 line, as genai_llm.hwcap2_line's
 
 
@@ -143,7 +144,7 @@ class OrtGenaiEngine(PrebuiltEngine):
     def build_gate_tool(cls, record, source, engine_dir, build_dir, out_dir, log_file) -> dict:
         from mnnrepro.toolchain.tools import build_ort_genai_tool
 
-        library = Path(engine_dir) / GENAI_LIBRARY
+        library = Path(engine_dir) / genai_library(record)
         return build_ort_genai_tool(record, library, build_dir, out_dir, log_file)
 
     @classmethod
@@ -152,14 +153,22 @@ class OrtGenaiEngine(PrebuiltEngine):
 
     @classmethod
     def config_problems(cls, engines: dict[str, dict], tree: dict, models: dict) -> list[str]:
-        return checkpoint_problems(models, engines, "ONNX Runtime GenAI", "genai's builder")
+        """A checkpoint for genai's builder; a phone (no Python) needs the C API runner."""
+        problems = checkpoint_problems(models, engines, "ONNX Runtime GenAI", "genai's builder")
+        return problems + [
+            f"config key `engines.{name}.ort_genai.runner`: android-arm64 has no Python to run "
+            "genai's Python API; give `runner: c-api` (ort_genai_tool, built with the NDK)"
+            for name, spec in sorted(engines.items())
+            if cls.platform(spec) == "android-arm64" and runner_of(spec) != "c-api"
+        ]
 
     @classmethod
     def identity(cls, record: dict) -> dict:
+        section = section_of(record["platform"])
         return {
             "kind": cls.kind,
             "platform": record["platform"],
-            "wheels": sorted((w["file"], w["sha256"]) for w in record["wheels"]),
+            section: sorted((w["file"], w["sha256"]) for w in record[section]),  # wheels, AARs
             "files": files_of(record),
             # the C API tool times it: a kept measurement is valid for its sources (the
             # Python runner's are hashed by variant_specs; its identity is as before)
@@ -211,7 +220,7 @@ class OrtGenaiEngine(PrebuiltEngine):
             return {"PYTHONPATH": self.dir}  # the staged wheels
         # the tool links libonnxruntime-genai.so, which loads ONNX Runtime from ORT_LIB_PATH
         # (the wheel names it libonnxruntime.so.<version>, not the .so.1 genai looks for)
-        genai = posixpath.dirname(posixpath.join(self.dir, GENAI_LIBRARY))
+        genai = posixpath.dirname(posixpath.join(self.dir, genai_library(self.record)))
         onnxruntime = posixpath.join(self.dir, self.record["library"]["path"])
         return {"LD_LIBRARY_PATH": genai, "ORT_LIB_PATH": onnxruntime}
 

@@ -4,6 +4,9 @@ directory: int4 for the CPU (MatMulNBits, block 32, accuracy level 4: the path o
 Runtime runs KleidiAI's kernels), every output file hashed, and its layout (what a decode step
 reads, what a prefill token computes) read from the ONNX graph.
 
+A vision-language checkpoint (Qwen3-VL) is given to the builder as its language model alone
+(models/language_model.py), the model every engine here runs on text prompts.
+
 The builder runs with the local checkpoint and the Hugging Face hub offline: nothing is
 downloaded. A checkpoint it cannot convert (an architecture it does not map) fails with one
 line naming the model and the builder's own last words."""
@@ -11,6 +14,7 @@ line naming the model and the builder's own last words."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +22,7 @@ from pathlib import Path
 from mnnrepro.errors import ReproError
 from mnnrepro.fetch import publish_dir
 from mnnrepro.files import file_table
+from mnnrepro.models.language_model import is_vision_language, write_text_checkpoint
 
 PRECISION, TARGET = "int4", "cpu"  # the builder's -p and -e: int4 MatMulNBits for the CPU
 CONFIG = "genai_config.json"
@@ -30,6 +35,19 @@ class ConversionError(ReproError, RuntimeError):
 
 def convert(model: str, checkpoint: str, site: str, out_dir: str, cache: str, log_file) -> dict:
     """Run genai's builder on checkpoint into out_dir (published whole); its record."""
+    if not is_vision_language(checkpoint):
+        return build(model, checkpoint, site, out_dir, cache, log_file)
+    text = Path(cache) / "language-model"  # removed once converted: as large as the weights
+    try:
+        language = write_text_checkpoint(checkpoint, text)
+        print(f"the language model of {checkpoint}: {language}", file=log_file, flush=True)
+        return {**build(model, text, site, out_dir, cache, log_file), "language_model": language}
+    finally:
+        shutil.rmtree(text, ignore_errors=True)
+
+
+def build(model: str, checkpoint, site: str, out_dir: str, cache: str, log_file) -> dict:
+    """genai's builder on a text checkpoint."""
     with publish_dir(out_dir) as staging:
         argv = [sys.executable, str(BUILDER_MAIN), str(site), "-i", str(checkpoint)]
         argv += ["-o", str(staging)]

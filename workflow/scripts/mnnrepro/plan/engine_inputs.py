@@ -7,6 +7,7 @@ from __future__ import annotations
 from mnnrepro.config import canonical
 from mnnrepro.engines.ort_genai import runner_of
 from mnnrepro.engines.registry import kind_of_spec
+from mnnrepro.toolchain.ort_genai import section_of
 from mnnrepro.toolchain.records import engine_key
 
 
@@ -29,20 +30,24 @@ class EngineInputs:
 
     def _engine_key(self, name: str, spec: dict) -> str:
         kind = kind_of_spec(spec)
-        if kind.fetches_wheels:  # the wheels it is made of are part of what defines it
-            return engine_key(name, {**spec, "wheels": self.wheel_pins_of(spec)})
+        if kind.fetches_wheels:  # the libraries it is made of are part of what defines it
+            android = kind.platform(spec) == "android-arm64"  # and its tools' NDK
+            ndk = {"ndk": self.settings.ndk_pin} if android else {}
+            return engine_key(name, {**spec, "wheels": self.wheel_pins_of(spec), **ndk})
         if not kind.from_source:
             return engine_key(name, spec)
         tree = kind.tree_of(spec, self.config.get(kind.source_section, {}))
         ndk_pin = self.settings.ndk_pin
         return engine_key(name, spec, kind.config_key, kind.source_section, tree, ndk_pin)
 
-    def wheel_pins_of(self, spec: dict) -> list[dict]:
-        """The pinned wheels of an engine that runs fetched wheels (its platform's)."""
-        return self.config["ort_genai"]["wheels"][kind_of_spec(spec).platform(spec)]
+    def wheel_pins_of(self, spec: dict) -> list[dict] | dict:
+        """The pins of an engine that runs fetched libraries (its platform's:
+        `ort_genai.wheels.<platform>`, or `ort_genai.aars.<platform>` for Android)."""
+        platform = kind_of_spec(spec).platform(spec)
+        return self.config["ort_genai"][section_of(platform)][platform]
 
-    def wheel_pins(self, wildcards) -> list[dict]:
-        """The pinned wheels the engine {engine} is made of (`ort_genai.wheels.<platform>`)."""
+    def wheel_pins(self, wildcards) -> list[dict] | dict:
+        """The pins the engine {engine} is made of."""
         return canonical(
             self.wheel_pins_of(self.config["engines"][self.engine_of_key[wildcards.engine]])
         )

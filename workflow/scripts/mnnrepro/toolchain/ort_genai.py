@@ -1,22 +1,43 @@
-"""ONNX Runtime GenAI's pinned wheels for one platform (config `ort_genai.wheels.<platform>`):
-downloaded by sha256, unpacked side by side into the directory a device's Python imports them
-from (results/engines/<key>/bin, staged on the device by hash like a build's), and what its
-ONNX Runtime library carries, read from its bytes: KleidiAI's kernel-table names (SME2, SME,
-the rest), the session options it reads (`mlas.disable_kleidiai` among them), the newest
-GLIBC symbol version it needs, and the Python its extensions are built for."""
+"""ONNX Runtime GenAI's pinned libraries for one platform, downloaded by sha256 and unpacked
+into results/engines/<key>/bin (staged on the device by hash like a build's):
+
+- host and linux-arm64 (config `ort_genai.wheels.<platform>`): the PyPI wheels of onnxruntime
+  and onnxruntime-genai, side by side, where a device's Python imports them;
+- android-arm64 (`ort_genai.aars.<platform>`): the arm64-v8a libraries of Microsoft's Android
+  archives (AARs) of both, under lib/, and the model builder of the genai wheel of the same
+  version (a phone runs no Python: ort_genai_tool calls genai's C API).
+
+And what its ONNX Runtime library carries, read from its bytes: KleidiAI's kernel-table names
+(SME2, SME, the rest), the session options it reads (`mlas.disable_kleidiai` among them), the
+newest GLIBC symbol version it needs (none on Android: bionic), and the Python its extensions
+are built for (the wheels'). An arm64 library without KleidiAI's SME2 kernels is refused before
+use: its pair could only ever measure NEON against NEON."""
 
 from __future__ import annotations
 
+import contextlib
 import re
+import shutil
+import tarfile
+import tempfile
 from pathlib import Path
 
 from mnnrepro.errors import ReproError
-from mnnrepro.fetch import FetchError, download, pin_urls, publish_dir
+from mnnrepro.fetch import CHUNK, FetchError, download, pin_urls, publish_dir
 from mnnrepro.files import file_table
-from mnnrepro.unpack import extract_zip_into
+from mnnrepro.unpack import extract_zip_into, extract_zip_members
 
 PACKAGES = ("onnxruntime", "onnxruntime_genai")  # the two wheels of a platform, in this order
-LIBRARY = "onnxruntime/capi/libonnxruntime.so.*"
+# platform -> the config section of its pins (`ort_genai.<section>.<platform>`), which is also
+# the record's key for what was fetched and the layout of the unpacked directory
+SECTIONS = {"host": "wheels", "linux-arm64": "wheels", "android-arm64": "aars"}
+LIBRARY = {"wheels": "onnxruntime/capi/libonnxruntime.so.*", "aars": "lib/libonnxruntime.so"}
+GENAI_LIBRARY = {
+    "wheels": "onnxruntime_genai/libonnxruntime-genai.so",
+    "aars": "lib/libonnxruntime-genai.so",
+}
+AAR_LIBRARIES = "jni/arm64-v8a/"  # an AAR's native libraries for arm64 phones
+BUILDER = "onnxruntime_genai/models/"  # genai's model builder, in its wheel
 KERNEL_NAME = re.compile(rb"kai_run_[a-z0-9_]+")
 # ONNX Runtime's session configuration keys (onnxruntime_session_options_config_keys.h) as
 # NUL-terminated strings in its library: `session.*`, `mlas.*`, `optimization.*`, ...
@@ -40,43 +61,118 @@ def wheel_identity(url: str, key: str) -> dict:
     return found.groupdict()
 
 
-def fetch_wheels(platform: str, pins: list[dict], cache: str | Path, site: str | Path) -> dict:
-    """Download and verify the platform's two wheels, unpack them into site (published whole),
-    and describe what they hold. A pin whose file fails its sha256 is refused naming its key."""
-    wheels = []
-    for i, (package, pin) in enumerate(zip(PACKAGES, pins, strict=True)):
-        key = f"ort_genai.wheels.{platform}[{i}]"
-        identity = wheel_identity(pin["url"], key)
-        if identity["name"] != package:
-            raise WheelError(f"config key `{key}`: expected the {package} wheel, got {pin['url']}")
-        name = pin["url"].rsplit("/", 1)[1]
-        try:
-            path = download(pin_urls(pin), Path(cache) / name, pin["sha256"])
-        except FetchError as err:
-            raise FetchError(f"config key `{key}`: {err}") from None
-        wheels.append({**identity, "file": name, "sha256": pin["sha256"], "path": path})
-    with publish_dir(site) as staging:
-        for wheel in wheels:
-            extract_zip_into(wheel.pop("path"), staging)
+def section_of(platform: str) -> str:
+    """Where a platform's pins are (`ort_genai.<section>.<platform>`): wheels or aars."""
+    return SECTIONS[platform]
+
+
+def genai_library(record) -> str:
+    """libonnxruntime-genai.so's path in an engine's unpacked directory (by its platform)."""
+    return GENAI_LIBRARY[section_of(record["platform"])]
+
+
+def fetch_ort_genai(platform: str, pins, cache: str | Path, site: str | Path) -> dict:
+    """Download, verify and unpack the platform's pins into site (published whole), and
+    describe what they hold: the record of wheels.json."""
+    section = section_of(platform)
+    with publish_dir(site) as staging:  # nothing published unless every check passes
+        unpack = unpack_aars if section == "aars" else unpack_wheels
+        fetched = unpack(platform, pins, Path(cache), staging)
+        library = library_facts(staging, LIBRARY[section])
+        if platform != "host" and not library["sme2_kernels"]:
+            raise WheelError(
+                f"config key `ort_genai.{section}.{platform}`: its "
+                f"{Path(library['path']).name} holds no KleidiAI SME2 kernel (kai_run_*_sme2_*): "
+                "its pair could only measure NEON against NEON"
+            )
+    versions = {p["name"]: p["version"] for p in fetched[section]}
     return {
         "platform": platform,
-        "wheels": wheels,
-        "versions": {w["name"]: w["version"] for w in wheels},
+        **fetched,
+        "versions": versions,
         # the engine's version as tables show it: onnxruntime's, then genai's
-        "version": "/genai-".join(w["version"] for w in wheels),
-        "pin": " ".join(f"{w['name']}=={w['version']}" for w in wheels) + f" ({platform} wheels)",
-        "python": wheels[0]["python"],
-        "target_arch": wheels[0]["arch"],  # the wheels' machine (x86_64: no KleidiAI at all)
-        "library": library_facts(site),
+        "version": "/genai-".join(versions[p] for p in PACKAGES),
+        "pin": " ".join(f"{n}=={v}" for n, v in versions.items()) + f" ({platform} {section})",
+        "library": library,
         "files": [f for f in file_table(site) if not f["path"].endswith(".pyc")],
     }
 
 
-def library_facts(site: str | Path) -> dict:
+def fetched_wheel(pin: dict, package: str, key: str, cache: Path) -> dict:
+    """One pinned wheel of package, downloaded and verified: its identity and path."""
+    identity = wheel_identity(pin["url"], key)
+    if identity["name"] != package:
+        raise WheelError(f"config key `{key}`: expected the {package} wheel, got {pin['url']}")
+    name = pin["url"].rsplit("/", 1)[1]
+    return {**identity, "file": name, "sha256": pin["sha256"], "path": verified(pin, key, cache)}
+
+
+def verified(pin: dict, key: str, cache: Path) -> Path:
+    """A pin's file, downloaded unless the cache holds it, checked against its sha256."""
+    try:
+        return download(pin_urls(pin), cache / pin["url"].rsplit("/", 1)[1], pin["sha256"])
+    except FetchError as err:
+        raise FetchError(f"config key `{key}`: {err}") from None
+
+
+def unpack_wheels(platform: str, pins: list[dict], cache: Path, staging: Path) -> dict:
+    """The platform's two wheels, unpacked side by side into staging."""
+    wheels = []
+    for i, (package, pin) in enumerate(zip(PACKAGES, pins, strict=True)):
+        wheels.append(fetched_wheel(pin, package, f"ort_genai.wheels.{platform}[{i}]", cache))
+    for wheel in wheels:
+        extract_zip_into(wheel.pop("path"), staging)
+    return {
+        "wheels": wheels,
+        "python": wheels[0]["python"],
+        "target_arch": wheels[0]["arch"],  # the wheels' machine (x86_64: no KleidiAI at all)
+    }
+
+
+def unpack_aars(platform: str, pins: dict, cache: Path, staging: Path) -> dict:
+    """Both AARs' arm64 libraries into staging/lib, and the model builder of the genai wheel
+    of the genai AAR's version into staging (where the builder rule finds it)."""
+    key = f"ort_genai.aars.{platform}"
+    aars = []
+    for package in PACKAGES:
+        pin = pins[package]
+        path = verified(pin, f"{key}.{package}", cache)
+        with aar_file(path, pin.get("member"), f"{key}.{package}") as aar:
+            if not extract_zip_members(aar, AAR_LIBRARIES, staging / "lib"):
+                raise WheelError(f"config key `{key}.{package}`: no {AAR_LIBRARIES} in its AAR")
+        file = {"file": path.name, "sha256": pin["sha256"], "member": pin.get("member")}
+        aars.append({"name": package, "version": pin["version"], **file})
+    builder = fetched_wheel(pins["builder"], PACKAGES[1], f"{key}.builder", cache)
+    if builder["version"] != pins[PACKAGES[1]]["version"]:
+        raise WheelError(
+            f"config key `{key}.builder`: genai {builder['version']}'s builder for the genai "
+            f"{pins[PACKAGES[1]]['version']} AAR (a model must be one its runtime reads)"
+        )
+    extract_zip_members(builder.pop("path"), BUILDER, staging / BUILDER, keep_tree=True)
+    return {"aars": aars, "builder": builder, "python": None, "target_arch": "aarch64"}
+
+
+@contextlib.contextmanager
+def aar_file(path: Path, member: str | None, key: str):
+    """The AAR a pin names: the downloaded file itself, or its `member` (an npm tarball's),
+    copied out to a temporary file."""
+    if member is None:
+        yield path
+        return
+    with tempfile.TemporaryFile() as copy, tarfile.open(path, "r:*") as tar:
+        found = next((m for m in tar if m.name == member and m.isfile()), None)
+        if found is None:
+            raise WheelError(f"config key `{key}.member`: {path.name} holds no file {member}")
+        shutil.copyfileobj(tar.extractfile(found), copy, CHUNK)
+        copy.seek(0)
+        yield copy
+
+
+def library_facts(site: str | Path, pattern: str) -> dict:
     """What the site's libonnxruntime.so carries, read from its bytes."""
-    found = sorted(Path(site).glob(LIBRARY))
+    found = sorted(Path(site).glob(pattern))
     if len(found) != 1:
-        raise WheelError(f"{site}: expected one {LIBRARY}, found {[p.name for p in found]}")
+        raise WheelError(f"{site}: expected one {pattern}, found {[p.name for p in found]}")
     data = found[0].read_bytes()
     kernels = sorted({m.decode() for m in KERNEL_NAME.findall(data)})
     glibc = max((int(v) for v in GLIBC.findall(data)), default=None)
