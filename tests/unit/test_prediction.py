@@ -6,6 +6,7 @@ ONNX Runtime's KleidiAI pair on the emulated 512-bit SME2 CPU, tiny synthetic mo
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +23,9 @@ from mnnrepro.analysis.prediction import (
 )
 from mnnrepro.config import ConfigError
 from mnnrepro.devices.instruction_mix import CLASSES
+from mnnrepro.engines.llamacpp import LlamaCppEngine
+from mnnrepro.engines.mnn_build import BuiltEngine
+from mnnrepro.engines.prebuilt import PrebuiltEngine
 from mnnrepro.errors import DataError
 from mnnrepro.models.shapes import SHAPES
 from mnnrepro.plan.prediction import prediction_problems
@@ -191,3 +195,46 @@ def test_a_prediction_needs_a_profiled_qemu_device_and_synthetic_models():
         "config key `prediction`: models ['real'] are not synthetic; the prediction scales by "
         "a synthetic model's weights",
     ]
+
+
+def test_an_engines_waiting_functions_are_left_out_of_the_work():
+    kernels = pd.read_csv(KERNELS, keep_default_na=False, na_values=[""])
+    rows = kernels[
+        (kernels["variant"] == "ort-default") & (kernels["phase"] == "prefill")
+        & kernels["instructions"].notna() & (kernels["ins_sme_outer_product"].fillna(0) == 0)
+    ]  # fmt: skip
+    busiest = rows.sort_values("instructions").iloc[-1]["symbol"]  # a core function's, real
+    whole = mixes(kernels, DEVICE, "synth-tiny", "ort-default")
+    waited = mixes(kernels, DEVICE, "synth-tiny", "ort-default", waiting=re.escape(busiest))
+    for phase, groups in waited.items():
+        moved = groups["waiting"]
+        assert (groups["streaming"] == whole[phase]["streaming"]).all()
+        assert (groups["core"] + moved == whole[phase]["core"]).all()
+    assert waited["prefill"]["waiting"].sum() > 0
+    v = x300().values()
+    less = cycles(per_token(waited, TOKENS)["prefill"], v)
+    assert less < cycles(per_token(whole, TOKENS)["prefill"], v)
+
+
+def test_the_waiting_functions_are_the_thread_pools_not_the_tasks():
+    # symbols of MNN 3.6.1's 4-thread profile under QEMU (predicted_gain-4-threads.md's run)
+    pool = [
+        "_ZNSt6thread11_State_implINS_8_InvokerISt5tupleIJZN3MNN10ThreadPoolC4EiEUlvE_EEEEE6_M_runEv",
+        "_ZN3MNN10ThreadPool15enqueueInternalEPSt4pairISt8functionIFviEEiEi",
+    ]
+    tasks = [
+        "_ZZN3MNN12CPUAttention9onExecuteERKSt6vectorIPNS_6TensorESaIS3_EES7_ENKUliE0_clEi",
+        "_ZN3MNN26DenseConvInt8TiledExecutor9onExecuteERKSt6vectorIPNS_6TensorESaIS3_EES7_",
+        "MNNGemmInt8AddBiasScale16x32_SME2_w4_Fp16",
+    ]
+    for kind in (PrebuiltEngine, BuiltEngine):
+        assert all(re.search(kind.waiting_functions, s) for s in pool)
+        assert not any(re.search(kind.waiting_functions, s) for s in tasks)
+    # ggml's barrier and a secondary thread's polling, not the node computations it calls
+    llama = LlamaCppEngine.waiting_functions
+    assert re.search(llama, "ggml_barrier") and re.search(
+        llama, "ggml_graph_compute_secondary_thread"
+    )
+    assert not any(
+        re.search(llama, s) for s in ("ggml_graph_compute_thread", "ggml_compute_forward_mul_mat")
+    )

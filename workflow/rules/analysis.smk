@@ -296,6 +296,7 @@ rule predict_gain:
         prediction=PLAN.settings.prediction,
         design=PLAN.design_spec,
         variants=PLAN.variant_specs,  # what a registered prediction's variants differ in
+        waiting=PLAN.waiting_functions,  # what the prediction leaves out of the work
         bench=PLAN.main_bench,
         code=PLAN.code_of("predict_gain.py"),
     message:

@@ -169,6 +169,7 @@ def predicted_here(job, design: Design, variants: dict) -> dict:
         "shapes": {m["model"]: text_shape(m["spec"]["shape"]) for m in manifests},
         **{k: job.params.bench[k] for k in ("prompt_tokens", "generate_tokens")},
         "variants": variants,
+        "waiting": job.params.waiting,
         "inputs": {
             "kernels.csv": sha256_file(given.kernels),
             "cost_model": sha256_file(given.constants),

@@ -136,16 +136,21 @@ def weights(shape: dict) -> int:
     return shape["num_hidden_layers"] * (attention + mlp) + shape["vocab_size"] * hidden
 
 
-def mixes(kernels: pd.DataFrame, device: str, model: str, variant: str) -> dict[str, dict]:
+def mixes(kernels: pd.DataFrame, device: str, model: str, variant: str,
+          waiting: str = "") -> dict[str, dict]:  # fmt: skip
     """Per profiled phase (the start-up too): the variant's instructions by class, in
-    streaming functions and in the others ({"streaming": counts, "core": counts}, indexed by
+    streaming functions, in the others, and in its engine's waiting functions (waiting: a
+    regular expression on the symbols, EngineKind.waiting_functions; their instructions are
+    kept apart and cost no time) ({"streaming", "core", "waiting"}: counts indexed by
     kernels.csv's ins_* columns); per_token turns them into a token's."""
     rows = kernels[
         (kernels["device"] == device) & (kernels["model"] == model)
         & (kernels["variant"] == variant) & kernels["instructions"].notna()
     ]  # fmt: skip
     columns = [f"ins_{c}" for c in CLASSES]
-    streaming = rows[[f"ins_{c}" for c in SME_CLASSES]].fillna(0).sum(axis=1) > 0
+    symbols = rows["symbol"].astype(str)
+    waits = symbols.str.contains(waiting) if waiting else pd.Series(False, index=rows.index)
+    streaming = (rows[[f"ins_{c}" for c in SME_CLASSES]].fillna(0).sum(axis=1) > 0) & ~waits
     totals = {}
     for phase in (*PHASES, STARTUP_PHASE):
         in_phase = rows["phase"] == phase
@@ -155,7 +160,8 @@ def mixes(kernels: pd.DataFrame, device: str, model: str, variant: str) -> dict[
             )
         totals[phase] = {
             "streaming": rows[in_phase & streaming][columns].fillna(0).sum(),
-            "core": rows[in_phase & ~streaming][columns].fillna(0).sum(),
+            "core": rows[in_phase & ~streaming & ~waits][columns].fillna(0).sum(),
+            "waiting": rows[in_phase & waits][columns].fillna(0).sum(),
         }
     return totals
 
@@ -267,12 +273,13 @@ def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict
     variants' specs, the inputs' hashes)."""
     model = CostModel.read(context["constants"], spec["core"], spec["soc"], spec["model"])
     tokens = {"prefill": context["prompt_tokens"], "decode": context["generate_tokens"]}
+    waiting = context.get("waiting", {})  # variant -> its engine's waiting functions
     predictions = []
     for emulated, shape in sorted(context["shapes"].items()):
         scale = weights(model.phone_shape) / weights(shape)
         for pair in design.comparison.pairs:
             base, treat = (
-                per_token(mixes(kernels, spec["device"], emulated, v), tokens)
+                per_token(mixes(kernels, spec["device"], emulated, v, waiting.get(v, "")), tokens)
                 for v in (pair.baseline, pair.treatment)
             )
             threads = tuple(

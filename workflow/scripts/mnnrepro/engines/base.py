@@ -87,6 +87,11 @@ class EngineKind:
     sme2_settings = False
     # why an engine of this kind has no test suite of its own to run (test_suite)
     no_test_suite = "this kind of engine has no test suite"
+    # the functions (a regular expression on a profile's symbols) whose own instructions are
+    # its threads waiting for work or for each other (a thread pool's polling loops and
+    # hand-outs): a prediction leaves them out of the work, as their number under an emulator
+    # follows the emulator's speeds (analysis/prediction.py); "": none known
+    waiting_functions = ""
 
     @classmethod
     def builds_gate_tool(cls, spec: dict) -> bool:

@@ -133,6 +133,12 @@ class LlamaCppEngine(BuiltFromSource):
         "none of llama.cpp's own tests runs KleidiAI's SME2 micro-kernels (test-backend-ops "
         "takes the CPU backend as its reference; test-quantize-fns checks ggml's own functions)"
     )
+    # ggml's thread pool (ggml/src/ggml-cpu/ggml-cpu.c): the barrier between graph nodes and a
+    # secondary thread's polling for work (its node computations are other functions)
+    waiting_functions = (
+        r"^(ggml_barrier|ggml_graph_compute_secondary_thread|ggml_graph_compute_poll_for_work"
+        r"|ggml_graph_compute_check_for_work|ggml_graph_compute_thread_sync)$"
+    )
 
     @classmethod
     def config_problems(cls, engines: dict[str, dict], tree: dict, models: dict) -> list[str]:

@@ -19,6 +19,7 @@ from mnnrepro.engines.base import (
     GreedyAsk,
     fetch_text,
 )
+from mnnrepro.engines.prebuilt import MNN_THREAD_POOL
 from mnnrepro.toolchain import cmake, source, tools
 from mnnrepro.toolchain.records import BuildJob
 
@@ -57,6 +58,7 @@ class BuiltEngine(BuiltFromSource):
     source_section = "mnn"
     source_forms = "git + commit, path, or archive + sha256"
     no_test_suite = "built without MNN_BUILD_TEST"
+    waiting_functions = MNN_THREAD_POOL
     sme2_settings = True
 
     @classmethod

@@ -126,6 +126,7 @@ class OrtGenaiEngine(PrebuiltEngine):
     runner_engine = "ort-genai"
     runner_modules = ("genai_llm.py",)  # runs/genai_llm.py: genai behind the runner's calls
     no_test_suite = "the PyPI wheels ship no test suite"
+    waiting_functions = ""  # ONNX Runtime's thread pool is not named: the library is stripped
 
     def __init__(self, record: dict, receipt: dict):
         super().__init__(record, receipt)

@@ -17,6 +17,11 @@ from mnnrepro.engines.base import (
     files_of,
 )
 
+# MNN's thread pool (source/backend/cpu/ThreadPool.cpp): its members (enqueue polls until every
+# worker is done) and a worker thread's loop (polling its task flags, yielding); the tasks are
+# other functions
+MNN_THREAD_POOL = r"^_ZN3MNN10ThreadPool|ThreadPoolC4EiEUlvE_"
+
 
 class PrebuiltEngine(EngineKind):
     kind = "prebuilt"
@@ -26,6 +31,7 @@ class PrebuiltEngine(EngineKind):
     runs_through_runner = True
     takes_images = True  # the runner's image questions (runs/prebuilt_runner.py)
     no_test_suite = "the PyPI wheel ships no test suite"
+    waiting_functions = MNN_THREAD_POOL
     sme2_settings = True
     sme2_vector_lengths_bits = (512,)  # the wheel's SME2 kernels are MNN's (mnn_build.py)
     runner_engine = "mnn"  # the runner's --engine

@@ -60,6 +60,12 @@ class EngineInputs:
         """What runs a wheels engine on the device (`ort_genai.runner`: python or c-api)."""
         return runner_of(self.config["engines"][self.engine_of_key[wildcards.engine]])
 
+    def waiting_functions(self, wildcards=None) -> dict[str, str]:
+        """Variant -> its engine kind's waiting functions (EngineKind.waiting_functions): what
+        a prediction leaves out of the work."""
+        variants = self.config["variants"]
+        return {v: self.engine_kinds[variants[v]["engine"]].waiting_functions for v in variants}
+
     def keys_of(self, engines: list[str]) -> str:
         """A wildcard constraint matching the keys of these engines."""
         return "|".join(self.engine_keys[e] for e in engines) or "(?!)"
