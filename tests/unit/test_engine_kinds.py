@@ -120,6 +120,16 @@ def test_onnx_runtimes_c_api_runner_is_its_engines_choice_and_its_output_is_chec
         parse_tool_bench("Failed to load onnxruntime\n", "", 16, 4)
 
 
+def test_a_phones_onnx_runtime_needs_the_c_api_runner():
+    """A phone runs no Python: an android-arm64 ONNX Runtime engine without `runner: c-api` is
+    one line naming the key."""
+    phone = {"ort_genai": {"platform": "android-arm64"}}
+    (line,) = OrtGenaiEngine.config_problems({"ort": phone}, {}, {})
+    assert line.startswith("config key `engines.ort.ort_genai.runner`: android-arm64 has no")
+    c_api = {"ort_genai": {"platform": "android-arm64", "runner": "c-api"}}
+    assert OrtGenaiEngine.config_problems({"ort": c_api}, {}, {}) == []
+
+
 SOURCES = [
     *PACKAGE.rglob("*.py"),
     *(ROOT / "workflow" / "rules").glob("*.smk"),

@@ -386,6 +386,7 @@ def aar_pins(server, library: bytes = ORT_LIBRARY, builder_version: str = "0.15.
 def test_a_phones_ort_libraries_come_from_pinned_aars_and_its_builder_from_the_same_genai(
     server, tmp_path
 ):
+    from mnnrepro.records import check_record
     from mnnrepro.toolchain.ort_genai import fetch_ort_genai, genai_library
 
     site = tmp_path / "site"
@@ -400,6 +401,8 @@ def test_a_phones_ort_libraries_come_from_pinned_aars_and_its_builder_from_the_s
     assert record["library"]["path"] == "lib/libonnxruntime.so"
     assert record["library"]["sme2_kernels"] == ["kai_run_matmul_x_sme2_mopa"]
     assert genai_library(record) == "lib/libonnxruntime-genai.so"
+    # the rule's record (fetch_ort_genai.py adds these) is one the records schema accepts
+    check_record({"kind": "ort-genai", "engine": "ort", **record}, "engine", "wheels.json")
     files = sorted(f["path"] for f in record["files"])
     assert files == [
         "lib/libonnxruntime-genai-jni.so",
