@@ -183,6 +183,28 @@ def test_foreign_files_are_scored_at_the_rows_both_measured_alike(tmp_path, caps
     assert "README.md: not a readable prediction" in capsys.readouterr().err
 
 
+def test_a_foreign_file_of_several_models_pairs_each_with_the_same_model(tmp_path):
+    """One file benchmarks two models (the real host capture, its rows again under a second
+    model's name): each baseline row pairs with the treatment's row of its own model, never
+    another's; two files of one model each pair whatever they name it (the test above)."""
+    from mnnrepro.store.score import foreign_scores
+
+    real = ROOT / "tests/data/llama_bench/host-x86-p64-n16-d0-64.json"
+    rows = json.loads(real.read_text())
+    other = [{**r, "model_filename": "other.gguf", "avg_ts": r["avg_ts"] / 2} for r in rows]
+    faster = [{**r, "avg_ts": r["avg_ts"] * 1.5} for r in rows + other]
+    files = {"base": rows + other, "treat": faster}
+    store = str(tmp_path / "runs.sqlite")
+    ids = []
+    for name, content in files.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(content))
+        ids.append(register_foreign(store, str(tmp_path / f"{name}.json"))[0])
+    scores = foreign_scores(store, str(PREDICTED), ids[0][:8], ids[1][:8])
+    assert len(scores) == 2 * len(rows)  # each model's rows once, not crossed with the other's
+    assert set(scores["measured_models"]) == {"q4.gguf vs q4.gguf", "other.gguf vs other.gguf"}
+    assert scores["gain"].to_numpy() == pytest.approx(0.5)  # crossed, -25 % or +200 %
+
+
 def test_compare_shows_no_answer_where_the_measurement_had_no_interval():
     """A scored row whose measured interval was missing (a degenerate run) stores no answer:
     compare says so instead of reading the null as 'held'."""

@@ -1,7 +1,8 @@
 """A prediction scored against foreign results: two registered foreign files (llm_bench -j or
 llama-bench -o json, docs/store.md), the baseline build's and the treatment build's, taken as
 their tool reported them. Their gain per phase is the ratio of the two tools' mean tok/s, at
-the rows both files measured alike (phase, prompt and generated tokens, depth, threads); its
+the rows both files measured alike (phase, prompt and generated tokens, depth, threads; and
+the model where a file holds several); its
 interval is Welch's on the two files' log samples where the tool kept at least two of each
 (llama-bench's samples_ts), and none where it did not (llm_bench keeps a mean and an SD only):
 no interval is made up. Each row is scored by every predicted pair (analysis/prediction_score),
@@ -54,7 +55,7 @@ def foreign_scores(store: str, prediction: str, baseline: str, treatment: str) -
         base, treat = foreign_rows(db, baseline), foreign_rows(db, treatment)
     finally:
         db.close()
-    both = base.merge(treat, on=MATCHED, suffixes=("_b", "_t"))
+    both = matched_rows(base, treat)
     target = f"{document['core']}, {document['soc']}, {document['model']}"
     rows = []
     for r in both[both["phase"].isin(PHASES)].itertuples():
@@ -70,6 +71,16 @@ def foreign_scores(store: str, prediction: str, baseline: str, treatment: str) -
     if not rows:
         raise ValueError(f"{baseline} and {treatment} share no prefill or decode row ({MATCHED})")
     return pd.DataFrame(rows)
+
+
+def matched_rows(base: pd.DataFrame, treat: pd.DataFrame) -> pd.DataFrame:
+    """The rows both files measured alike (MATCHED). A file of one model pairs with the
+    other's whatever each names it (one build's path, the other's); where either holds several
+    models, a row pairs only with the same model's."""
+    several = max(base["model"].nunique(), treat["model"].nunique()) > 1
+    key = [*MATCHED, "model_key"]
+    base, treat = (f.assign(model_key=f["model"] if several else "") for f in (base, treat))
+    return base.merge(treat, on=key, suffixes=("_b", "_t"))
 
 
 def differences(document: dict, prediction: dict, row) -> list[str]:
@@ -89,9 +100,10 @@ def differences(document: dict, prediction: dict, row) -> list[str]:
 
 
 def markdown(scores: pd.DataFrame) -> str:
-    (target,), (models,) = scores["predicted_for"].unique(), scores["measured_models"].unique()
+    (target,), models = scores["predicted_for"].unique(), scores["measured_models"].unique()
     lines = [
-        f"Predicted for {target}; measured: {models} (the files' models, baseline vs treatment).",
+        f"Predicted for {target}; measured: {', '.join(models)} (the files' models, baseline "
+        "vs treatment).",
         "",
         "| pair | phase | prompt | generated | depth | threads | measured [interval] | "
         "predicted [interval] | measured holds predicted | predicted holds measured | "
