@@ -154,14 +154,13 @@ def markdown(document: dict, held_out: list[dict], run: dict, configs: list[str]
             "as long as it waits, and under QEMU how long it waits follows the emulator's "
             "speeds, not the phone's: the prediction leaves out the instructions of MNN's "
             "thread pool (its workers' polling loop, enqueue's wait for them; `waiting` below). "
-            "What it keeps is the work, and it is not the paper's prefill yet: with 4 threads "
-            "the SME2 build splits each int8/int4 GEMM between the SME2 unit and NEON threads "
-            "in a prefill share that differs from decode's, and reorders the weights for that "
-            "split in every prefill (`DenseConvInt8TiledExecutor::onExecute`, scalar code, "
-            "absent at 1 thread and in decode). That is a cost per prefill, which the "
-            "prediction spreads over this prompt's tokens; the paper's 512-token prompt "
-            "spreads it 8 times thinner. Telling a prefill's fixed cost from its cost per "
-            "token (profiles at two prompt lengths) is open.",
+            "What it keeps is the work. With 4 threads the SME2 build splits each int8/int4 "
+            "GEMM between the SME2 unit and NEON threads in a prefill share that differs from "
+            "decode's, and reorders the weights for that split in every prefill "
+            "(`DenseConvInt8TiledExecutor::onExecute`, scalar code, absent at 1 thread and in "
+            "decode): the same count in the full and the short prefill (`prefill_short` below), "
+            "so a cost paid once per prefill, which the prediction spreads over the prompt it "
+            "is for, not over the profiled one's tokens.",
             "",
         ]
     return lines

@@ -13,14 +13,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from mnnrepro.analysis.prediction import (
-    CostModel,
-    cycles,
-    mixes,
-    per_token,
-    predict_pair,
-    weights,
-)
+from mnnrepro.analysis.prediction import CostModel, cycles, predict_pair, weights
+from mnnrepro.analysis.token_work import mixes, per_token
 from mnnrepro.config import ConfigError
 from mnnrepro.devices.instruction_mix import CLASSES
 from mnnrepro.engines.llamacpp import LlamaCppEngine
@@ -238,3 +232,14 @@ def test_the_waiting_functions_are_the_thread_pools_not_the_tasks():
     assert not any(
         re.search(llama, s) for s in ("ggml_graph_compute_thread", "ggml_compute_forward_mul_mat")
     )
+
+
+def test_a_prediction_for_another_prompt_without_a_short_prefill_is_one_line():
+    """The real profile holds no short prefill: at its own prompt the prefill per token is the
+    profile's less the start-up's; for another prompt (what a prefill does once cannot be told
+    apart) it is refused, naming what is missing."""
+    kernels = pd.read_csv(KERNELS, keep_default_na=False, na_values=[""])
+    totals = mixes(kernels, DEVICE, "synth-tiny", "ort-default")
+    assert per_token(totals, TOKENS, TOKENS["prefill"]) == per_token(totals, TOKENS)
+    with pytest.raises(DataError, match="no prefill_short profile, which a prediction for a 512"):
+        per_token(totals, TOKENS, 512)

@@ -222,8 +222,11 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
     assert set(ran.index) == {
         ("qemu-sme2-vl512", "ort-default", "prefill"),
         ("qemu-sme2-vl512", "ort-default", "decode"),
-        # the start-up (a 1-token prompt, 1 token) the prediction subtracts: its device only
+        # the start-up (a 1-token prompt, 1 token) the prediction subtracts, and a prefill of
+        # half the prompt, which tells a prefill's work per token from what it does once: the
+        # prediction's device only
         ("qemu-sme2-vl512", "ort-default", "startup"),
+        ("qemu-sme2-vl512", "ort-default", "prefill_short"),
     }
     assert PREFILL_KERNEL in ran[("qemu-sme2-vl512", "ort-default", "prefill")]
     assert DECODE_KERNEL in ran[("qemu-sme2-vl512", "ort-default", "decode")]
@@ -235,7 +238,8 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
     assert (engine_code["instructions"] >= engine_code["count"]).all()
     outer = engine_code[engine_code["ins_sme_outer_product"] > 0]
     assert set(zip(outer["device"], outer["variant"], outer["phase"], strict=True)) == {
-        ("qemu-sme2-vl512", "ort-default", "prefill")
+        ("qemu-sme2-vl512", "ort-default", "prefill"),
+        ("qemu-sme2-vl512", "ort-default", "prefill_short"),
     }
     assert outer["sme2_kernel"].all() and PREFILL_KERNEL in set(outer["symbol"])
     # the stripped library's blocks resolve to functions (unwind entries, the kernel tables)
@@ -249,6 +253,16 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
     per_token = predicted["mix_per_token"]
     assert per_token["treatment"]["prefill"]["streaming"]["sme_outer_product"] > 0
     assert sum(per_token["baseline"]["prefill"]["streaming"].values()) == 0
+    # a prefill's work per token and what it does once (told apart by the short prefill's
+    # profile) add up to the profiled prefill's: its outer products, none in the start-up
+    mix = per_token["treatment"]
+    prompt = prediction["profiled_bench"]["prompt_tokens"]
+    counted = engine_code[
+        (engine_code["device"] == "qemu-sme2-vl512") & (engine_code["variant"] == "ort-default")
+        & (engine_code["phase"] == "prefill")
+    ]["ins_sme_outer_product"].sum()  # fmt: skip
+    split = mix["prefill"]["streaming"]["sme_outer_product"] * (prompt - 1)
+    assert split == pytest.approx(counted) and "prefill_once" in mix
     for phase in ("prefill", "decode"):
         got = predicted["phases"][phase]
         assert got["low"] <= got["gain"] <= got["high"] and got["sensitivity"]

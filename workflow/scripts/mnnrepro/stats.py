@@ -39,11 +39,16 @@ PHASES = ("prefill", "decode")  # what every benchmark measures, in this order
 VISION_PHASES = ("vision", "image_prefill", "first_token")
 ALL_PHASES = PHASES + VISION_PHASES
 SPANNING_PHASES = ("first_token",)  # its time holds other phases' times
-# a profiled invocation of a 1-token prompt and 1 generated token: what the prefill and decode
-# profiles share (loading, the first token), profiled where a prediction subtracts it
-STARTUP_PHASE = "startup"
-
+# what a prediction also profiles on its device (analysis/token_work.py): the start-up the phases
+# share (a 1-token prompt, 1 token: loading), a prefill of half the prompt (work per token)
+STARTUP_PHASE, SHORT_PREFILL_PHASE = "startup", "prefill_short"
+PREDICTION_PHASES = (STARTUP_PHASE, SHORT_PREFILL_PHASE)
 INTERVALS = ("t", "bootstrap", "anytime")
+
+
+def short_prompt(prompt_tokens: int) -> int:
+    """The short prefill's prompt: half the benchmark's, at least 2 tokens."""
+    return max(prompt_tokens // 2, 2)
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,13 @@ length on a model with the phone model's layer shapes) turned into cycles on the
 with the cited constants of config/cost_model.yaml, and so into predicted prefill and decode
 gains of every compared pair, with an interval and each constant's sensitivity.
 
-Per token: the profiled invocations share their start-up (loading, the first token), so a
-phase's work per token is its profile minus the `startup` profile (a 1-token prompt, 1
-generated token) over the tokens it adds: prompt_tokens - 1 in prefill, generate_tokens - 1 in
-decode.
+Per token (analysis/token_work.py): the profiled invocations share their start-up (loading,
+the first token), so a phase's work per token is its profile minus the `startup` profile (a
+1-token prompt, 1 generated token) over the tokens it adds: prompt_tokens - 1 in prefill,
+generate_tokens - 1 in decode. Where a short prefill (half the prompt) was profiled too, a
+prefill's work per token is the two prefills' difference over their prompts', and what a
+prefill does once is spread over the prompt the prediction is for (`prediction.prompt_tokens`,
+the phone run's; the profiled one's by default).
 
 Cycles: an instruction of a function that runs SME instructions (streaming mode) costs the
 SME2 unit's cycles for its class, scalar ones the core's; every other function's, the core's.
@@ -31,12 +34,11 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from mnnrepro.analysis.token_work import SME_CLASSES, mixes, per_token, short_prompt
 from mnnrepro.config import ConfigError
 from mnnrepro.devices.instruction_mix import CLASSES
-from mnnrepro.errors import DataError
-from mnnrepro.stats import PHASES, STARTUP_PHASE
+from mnnrepro.stats import PHASES
 
-SME_CLASSES = ("sme_outer_product", "sme_other", "sme_mode")
 VECTOR_CLASSES = ("dot_matmul", "vector_load_store", "vector_other")
 INTEGER_CLASSES = ("load_store", "branch", "scalar_other")
 MAX_RANGED = 16  # 2**16 corners at most
@@ -136,51 +138,6 @@ def weights(shape: dict) -> int:
     return shape["num_hidden_layers"] * (attention + mlp) + shape["vocab_size"] * hidden
 
 
-def mixes(kernels: pd.DataFrame, device: str, model: str, variant: str,
-          waiting: str = "") -> dict[str, dict]:  # fmt: skip
-    """Per profiled phase (the start-up too): the variant's instructions by class, in
-    streaming functions, in the others, and in its engine's waiting functions (waiting: a
-    regular expression on the symbols, EngineKind.waiting_functions; their instructions are
-    kept apart and cost no time) ({"streaming", "core", "waiting"}: counts indexed by
-    kernels.csv's ins_* columns); per_token turns them into a token's."""
-    rows = kernels[
-        (kernels["device"] == device) & (kernels["model"] == model)
-        & (kernels["variant"] == variant) & kernels["instructions"].notna()
-    ]  # fmt: skip
-    columns = [f"ins_{c}" for c in CLASSES]
-    symbols = rows["symbol"].astype(str)
-    waits = symbols.str.contains(waiting) if waiting else pd.Series(False, index=rows.index)
-    streaming = (rows[[f"ins_{c}" for c in SME_CLASSES]].fillna(0).sum(axis=1) > 0) & ~waits
-    totals = {}
-    for phase in (*PHASES, STARTUP_PHASE):
-        in_phase = rows["phase"] == phase
-        if not in_phase.any():
-            raise DataError(
-                "kernels.csv", f"no instruction counts of {variant} {phase} on {device}"
-            )
-        totals[phase] = {
-            "streaming": rows[in_phase & streaming][columns].fillna(0).sum(),
-            "core": rows[in_phase & ~streaming & ~waits][columns].fillna(0).sum(),
-            "waiting": rows[in_phase & waits][columns].fillna(0).sum(),
-        }
-    return totals
-
-
-def per_token(totals: dict, tokens: dict[str, int]) -> dict[str, dict]:
-    """Each phase's counts minus the start-up's, over the tokens the phase adds to it."""
-    out, startup = {}, totals[STARTUP_PHASE]
-    for phase in PHASES:
-        added = max(tokens[phase] - 1, 1)
-        out[phase] = {
-            group: {
-                c: max(float(counts[f"ins_{c}"] - startup[group][f"ins_{c}"]), 0.0) / added
-                for c in CLASSES
-            }
-            for group, counts in totals[phase].items()
-        }
-    return out
-
-
 def cycles(mix: dict, v: dict[str, float], parallel: float = 1.0) -> float:
     """The cycles of one token's instructions (mix: per_token's of one phase, every thread's;
     v: constants), the prediction core's: the SME2 unit (one) runs the streaming ones, the
@@ -273,13 +230,16 @@ def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict
     variants' specs, the inputs' hashes)."""
     model = CostModel.read(context["constants"], spec["core"], spec["soc"], spec["model"])
     tokens = {"prefill": context["prompt_tokens"], "decode": context["generate_tokens"]}
+    target = spec.get("prompt_tokens", context["prompt_tokens"])  # the phone run's prompt
     waiting = context.get("waiting", {})  # variant -> its engine's waiting functions
     predictions = []
     for emulated, shape in sorted(context["shapes"].items()):
         scale = weights(model.phone_shape) / weights(shape)
         for pair in design.comparison.pairs:
             base, treat = (
-                per_token(mixes(kernels, spec["device"], emulated, v, waiting.get(v, "")), tokens)
+                per_token(
+                    mixes(kernels, spec["device"], emulated, v, waiting.get(v, "")), tokens, target
+                )
                 for v in (pair.baseline, pair.treatment)
             )
             threads = tuple(
@@ -297,7 +257,9 @@ def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict
         "phone_model_weights": weights(model.phone_shape),
         "inputs": context["inputs"],
         "claims": dict(design.comparison.claims),
-        "bench": {k: context[k] for k in ("prompt_tokens", "generate_tokens")},
+        # the benchmark predicted for (the phone run's prompt), and the one profiled
+        "bench": {"prompt_tokens": target, "generate_tokens": context["generate_tokens"]},
+        "profiled_bench": {k: context[k] for k in ("prompt_tokens", "generate_tokens")},
         "variants": {
             name: context["variants"][name]
             for pair in design.comparison.pairs
@@ -342,7 +304,8 @@ def prediction_markdown(document: dict) -> str:
         f"{document['model']})",
         "",
         f"From the instructions each build executed on `{document['device']}` (QEMU), per "
-        "token, priced with config/cost_model.yaml; predicted before any phone run.",
+        "token, priced with config/cost_model.yaml; predicted before any phone run"
+        f"{for_prompt(document)}.",
         *registered_lines(document),
         "",
         "| pair | emulated model | phase | predicted gain | interval | most sensitive to | "
@@ -367,6 +330,20 @@ def prediction_markdown(document: dict) -> str:
     ]
     out += ["", "Inputs: " + ", ".join(f"`{k}` {v[:12]}" for k, v in document["inputs"].items())]
     return "\n".join(out) + "\n"
+
+
+def for_prompt(document: dict) -> str:
+    """For which prompt, where it is not the profiled one (a short prefill told apart what a
+    prefill does once)."""
+    profiled = document.get("profiled_bench", document.get("bench", {})).get("prompt_tokens")
+    target = document.get("bench", {}).get("prompt_tokens")
+    if target == profiled:
+        return ""
+    short = short_prompt(profiled)
+    return (
+        f", for a {target}-token prompt (profiled at {profiled} and {short}: what a prefill "
+        f"does once is spread over {target})"
+    )
 
 
 def origin_text(document: dict) -> str:

@@ -71,10 +71,9 @@ class EngineKind:
     sme_kernels_are = "functions that execute SME instructions"
     # its gate's engine facts say whether it chose its SME kernels (`kleidiai_sme`)
     reports_sme_choice = False
-    # its files are staged on the device by hash under its key (results/engines/<key>/bin):
-    # a build's, or unpacked wheels
+    # its files are staged on the device by hash (results/engines/<key>/bin): built or fetched
     stages_files = False
-    # made of pinned wheels (`ort_genai.wheels.<platform>`), fetched and unpacked by a rule
+    # made of pinned libraries (`ort_genai.wheels` or `.aars`), fetched and unpacked by a rule
     fetches_wheels = False
     # the streaming vector lengths (bits) its SME2 kernels are written for; () = any
     sme2_vector_lengths_bits: tuple[int, ...] = ()
@@ -87,10 +86,8 @@ class EngineKind:
     sme2_settings = False
     # why an engine of this kind has no test suite of its own to run (test_suite)
     no_test_suite = "this kind of engine has no test suite"
-    # the functions (a regular expression on a profile's symbols) whose own instructions are
-    # its threads waiting for work or for each other (a thread pool's polling loops and
-    # hand-outs): a prediction leaves them out of the work, as their number under an emulator
-    # follows the emulator's speeds (analysis/prediction.py); "": none known
+    # its threads' waiting, which a prediction leaves out of the work (analysis/token_work.py):
+    # a regular expression on a profile's symbols (a thread pool's polling); "": none known
     waiting_functions = ""
 
     @classmethod

@@ -30,30 +30,30 @@ class LanguageModelError(ReproError, ValueError):
 
 
 def architecture(checkpoint: str | Path) -> str:
-    config = json.loads((Path(checkpoint) / "config.json").read_text(encoding="utf-8"))
-    return (config.get("architectures") or [""])[0]
+    described = json.loads((Path(checkpoint) / "config.json").read_text(encoding="utf-8"))
+    return (described.get("architectures") or [""])[0]
 
 
 def is_vision_language(checkpoint: str | Path) -> bool:
     return architecture(checkpoint) in VISION_LANGUAGE
 
 
-def text_config(config: dict) -> dict:
+def text_config(vision_language: dict) -> dict:
     """The Qwen3 config of a Qwen3-VL config's language model."""
-    text = dict(config["text_config"])
+    text = dict(vision_language["text_config"])
     rope = text.pop("rope_parameters", None) or text.pop("rope_scaling", None) or {}
     theta = text.pop("rope_theta", None) or rope.get("rope_theta")
     if theta is None:
         raise LanguageModelError("config.json: text_config gives no rope_theta")
     text.pop("model_type", None)
-    tied = config.get("tie_word_embeddings", text.get("tie_word_embeddings", False))
+    tied = vision_language.get("tie_word_embeddings", text.get("tie_word_embeddings", False))
     return {
         **text,
-        "architectures": [VISION_LANGUAGE[config["architectures"][0]]],
+        "architectures": [VISION_LANGUAGE[vision_language["architectures"][0]]],
         "model_type": "qwen3",
         "rope_parameters": {"rope_type": "default", "rope_theta": theta},
         "tie_word_embeddings": tied,
-        "dtype": config.get("dtype", text.get("dtype", "bfloat16")),
+        "dtype": vision_language.get("dtype", text.get("dtype", "bfloat16")),
     }
 
 
@@ -71,7 +71,7 @@ def write_text_checkpoint(checkpoint: str | Path, out_dir: str | Path) -> dict:
     from safetensors.torch import load_file, save_file
 
     checkpoint, out_dir = Path(checkpoint), Path(out_dir)
-    config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
+    described = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
     shards = sorted(checkpoint.glob("*.safetensors"))
     if not shards:
         raise LanguageModelError(f"{checkpoint}: no *.safetensors weights")
@@ -88,13 +88,13 @@ def write_text_checkpoint(checkpoint: str | Path, out_dir: str | Path) -> dict:
     if len(shards) > 1:
         index = {"metadata": {}, "weight_map": dict(sorted(weight_map.items()))}
         (out_dir / INDEX).write_text(json.dumps(index, indent=2), encoding="utf-8")
-    converted = text_config(config)
+    converted = text_config(described)
     (out_dir / "config.json").write_text(json.dumps(converted, indent=2), encoding="utf-8")
     for other in checkpoint.iterdir():
         if other.is_file() and other.suffix != ".safetensors" and other.name not in NOT_COPIED:
             shutil.copy2(other, out_dir / other.name)
     return {
-        "from": config["architectures"][0],
+        "from": described["architectures"][0],
         "as": converted["architectures"][0],
         "weights": len(weight_map),
         "vision_weights_dropped": dropped,

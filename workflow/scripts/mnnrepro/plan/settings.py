@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mnnrepro.config import canonical
+from mnnrepro.stats import PREDICTION_PHASES
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class Settings:
     def profiler(self) -> dict:
         """What the profiler needs (the checks' thresholds are the validity rule's): its rate,
         and the devices a start-up profile is taken on (a prediction's; absent without one)."""
-        keys = ("sample_hz", "startup_devices")
+        keys = ("sample_hz", "startup_devices", "prediction_phases")
         return {k: v for k, v in self.attribution.items() if k in keys}
 
     @property
@@ -58,6 +59,9 @@ class Settings:
 
 
 def startup_devices(config: dict) -> dict:
-    """The devices a start-up profile is taken on: a prediction's (none without one)."""
+    """The devices a prediction's own profiles are taken on (a prediction's; none without one)
+    and which (a change of them profiles what is missing again)."""
     device = config.get("prediction", {}).get("device")  # a registered one: none
-    return {"startup_devices": [device]} if device else {}
+    if not device:
+        return {}
+    return {"startup_devices": [device], "prediction_phases": list(PREDICTION_PHASES)}

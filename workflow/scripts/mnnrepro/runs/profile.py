@@ -24,7 +24,13 @@ from mnnrepro.runs.on_device import on_device
 from mnnrepro.runs.raw_files import measurement_key
 from mnnrepro.runs.staging import check_receipt, engine_files
 from mnnrepro.runs.vision import measured_vision, with_measured_vision, with_vision_set
-from mnnrepro.stats import PHASES, STARTUP_PHASE, VISION_PHASES
+from mnnrepro.stats import (
+    PHASES,
+    SHORT_PREFILL_PHASE,
+    STARTUP_PHASE,
+    VISION_PHASES,
+    short_prompt,
+)
 
 VISION = VISION_PHASES[0]  # the image questions' profiled invocation is named after the encoder
 
@@ -44,14 +50,19 @@ def phase_bench(bench: dict, phase: str) -> dict:
         return {**bench, "prompt_tokens": 1, "generate_tokens": 1, "warmup": 0, "vision_set": None}
     if phase == "prefill":
         return {**bench, "generate_tokens": 1, "warmup": 0, "vision_set": None}
+    if phase == SHORT_PREFILL_PHASE:
+        short = short_prompt(bench["prompt_tokens"])
+        return {**bench, "prompt_tokens": short, "generate_tokens": 1, "warmup": 0,
+                "vision_set": None}  # fmt: skip
     return {**bench, "prompt_tokens": 1, "warmup": 0, "vision_set": None}
 
 
-def profiled_phases(bench: dict, engine_record: dict, startup: bool) -> tuple[str, ...]:
-    """Prefill and decode; the image questions, for an engine that asks them; and the start-up
-    both phases share, where a prediction subtracts it (startup)."""
+def profiled_phases(bench: dict, engine_record: dict, predicted: tuple) -> tuple[str, ...]:
+    """Prefill and decode; the image questions, for an engine that asks them; and where a
+    prediction counts, its own (predicted: stats.PREDICTION_PHASES, the start-up both phases
+    share and a short prefill)."""
     vision = (VISION,) if measured_vision(bench, engine_record) else ()
-    return PHASES + vision + ((STARTUP_PHASE,) if startup else ())
+    return PHASES + vision + tuple(predicted)
 
 
 def profile_for_rule(job: DeviceJob, attribution: dict, out_dir: str) -> dict:
@@ -71,12 +82,13 @@ def profile_for_rule(job: DeviceJob, attribution: dict, out_dir: str) -> dict:
     with on_device(job.device_name, job.device_spec, "the kernel profile") as device:
         check_receipt(device, staged)
         bench = with_vision_set(device, job.bench, job.images, job.tools())
-        # the start-up, on the device a prediction counts the instructions of
-        startup = job.device_name in attribution.get("startup_devices", [])
+        # the start-up and a short prefill, on the device a prediction counts
+        counted = job.device_name in attribution.get("startup_devices", [])
+        predicted = attribution.get("prediction_phases", []) if counted else []
         index = [
             profile(device, bench, v, p)
             for v in sorted(variants)
-            for p in profiled_phases(bench, specs[v]["engine"], startup)
+            for p in profiled_phases(bench, specs[v]["engine"], predicted)
         ]
     return {"device": job.device_name, "emulated": device.emulated, "profiles": index}
 

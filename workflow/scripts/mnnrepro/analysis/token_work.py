@@ -1,0 +1,83 @@
+"""A token's work, from the profiles a prediction counts (kernels.csv's ins_* columns, per
+function): each variant's instructions by class per profiled phase, in streaming functions,
+in the others and in its engine's waiting functions, and from them one token's in prefill and
+in decode, with what a prefill costs once told apart where a short prefill was profiled."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from mnnrepro.devices.instruction_mix import CLASSES
+from mnnrepro.errors import DataError
+from mnnrepro.stats import PHASES, SHORT_PREFILL_PHASE, STARTUP_PHASE, short_prompt
+
+SME_CLASSES = ("sme_outer_product", "sme_other", "sme_mode")
+
+
+def mixes(kernels: pd.DataFrame, device: str, model: str, variant: str,
+          waiting: str = "") -> dict[str, dict]:  # fmt: skip
+    """Per profiled phase (the start-up too): the variant's instructions by class, in
+    streaming functions, in the others, and in its engine's waiting functions (waiting: a
+    regular expression on the symbols, EngineKind.waiting_functions; their instructions are
+    kept apart and cost no time) ({"streaming", "core", "waiting"}: counts indexed by
+    kernels.csv's ins_* columns); per_token turns them into a token's."""
+    rows = kernels[
+        (kernels["device"] == device) & (kernels["model"] == model)
+        & (kernels["variant"] == variant) & kernels["instructions"].notna()
+    ]  # fmt: skip
+    columns = [f"ins_{c}" for c in CLASSES]
+    symbols = rows["symbol"].astype(str)
+    waits = symbols.str.contains(waiting) if waiting else pd.Series(False, index=rows.index)
+    streaming = (rows[[f"ins_{c}" for c in SME_CLASSES]].fillna(0).sum(axis=1) > 0) & ~waits
+    totals = {}
+    short = (SHORT_PREFILL_PHASE,) if (rows["phase"] == SHORT_PREFILL_PHASE).any() else ()
+    for phase in (*PHASES, STARTUP_PHASE, *short):
+        in_phase = rows["phase"] == phase
+        if not in_phase.any():
+            raise DataError(
+                "kernels.csv", f"no instruction counts of {variant} {phase} on {device}"
+            )
+        totals[phase] = {
+            "streaming": rows[in_phase & streaming][columns].fillna(0).sum(),
+            "core": rows[in_phase & ~streaming & ~waits][columns].fillna(0).sum(),
+            "waiting": rows[in_phase & waits][columns].fillna(0).sum(),
+        }
+    return totals
+
+
+def per_token(totals: dict, tokens: dict[str, int], target: int | None = None) -> dict:
+    """Each phase's counts minus the start-up's, over the tokens the phase adds to it. Where a
+    short prefill was profiled, prefill's cost per token is the two prefills' difference over
+    their prompts', and what is left (less the start-up) is paid once per prefill
+    (`prefill_once`), spread over the target prompt's tokens (the profiled prompt's if none)."""
+    out = {p: spread(totals[p], totals[STARTUP_PHASE], tokens[p] - 1) for p in PHASES}
+    short, prompt = totals.get(SHORT_PREFILL_PHASE), tokens["prefill"]
+    if short is None and target not in (None, prompt):
+        raise DataError(
+            "kernels.csv", f"no {SHORT_PREFILL_PHASE} profile, which a prediction for a "
+            f"{target}-token prompt needs (profiled: {prompt})"
+        )  # fmt: skip
+    if short is None:
+        return out
+    each = spread(totals["prefill"], short, prompt - short_prompt(prompt))
+    once = {
+        group: {c: max(per * (prompt - 1) - each[group][c] * (prompt - 1), 0.0)
+                for c, per in counts.items()}
+        for group, counts in out["prefill"].items()
+    }  # fmt: skip
+    spread_over = (target or prompt) - 1
+    out["prefill"] = {
+        group: {c: each[group][c] + once[group][c] / spread_over for c in CLASSES} for group in each
+    }
+    return {**out, "prefill_once": once}
+
+
+def spread(counts: dict, less: dict, tokens: int) -> dict:
+    """counts less `less`, by group and class, over tokens (at least 1), none below 0."""
+    return {
+        group: {
+            c: max(float(by_class[f"ins_{c}"] - less[group][f"ins_{c}"]), 0.0) / max(tokens, 1)
+            for c in CLASSES
+        }
+        for group, by_class in counts.items()
+    }
