@@ -49,7 +49,8 @@ class Settings:
     @property
     def profiler(self) -> dict:
         """What the profiler needs (the checks' thresholds are the validity rule's): its rate,
-        and the devices a start-up profile is taken on (a prediction's; absent without one)."""
+        and the device a prediction's own profiles are taken on with their phases (absent
+        without a prediction)."""
         keys = ("sample_hz", "startup_devices", "prediction_phases")
         return {k: v for k, v in self.attribution.items() if k in keys}
 
