@@ -243,3 +243,23 @@ def test_a_prediction_for_another_prompt_without_a_short_prefill_is_one_line():
     assert per_token(totals, TOKENS, TOKENS["prefill"]) == per_token(totals, TOKENS)
     with pytest.raises(DataError, match="no prefill_short profile, which a prediction for a 512"):
         per_token(totals, TOKENS, 512)
+
+
+def test_a_prediction_made_for_one_prompt_is_made_again_for_another():
+    """The committed X300 prediction (made for 512 tokens from profiles at 64 and 32): for a
+    128-token prompt what a prefill does once is spread over 127 tokens instead of 511."""
+    from mnnrepro.analysis.prediction_score import registered_prediction
+    from mnnrepro.analysis.token_work import for_prompt
+
+    document = registered_prediction(ROOT / "benchmarks/results/predicted_gain.json")
+    mix = document["predictions"][0]["mix_per_token"]["baseline"]
+    assert for_prompt(mix, 512, 512)["prefill"] == mix["prefill"]
+    shorter = for_prompt(mix, 512, 128)["prefill"]
+    for group, counts in mix["prefill"].items():
+        for c, per in counts.items():
+            once = mix["prefill_once"][group][c]
+            assert shorter[group][c] == pytest.approx(per + once * (1 / 127 - 1 / 511))
+    assert sum(sum(g.values()) for g in mix["prefill_once"].values()) > 0  # so it can fail
+    without = {k: v for k, v in mix.items() if k != "prefill_once"}
+    with pytest.raises(DataError, match="no prefill_once"):
+        for_prompt(without, 512, 128)

@@ -81,3 +81,19 @@ def spread(counts: dict, less: dict, tokens: int) -> dict:
         }
         for group, by_class in counts.items()
     }
+
+
+def for_prompt(mix: dict, made_for: int, prompt: int) -> dict:
+    """A token's work (per_token's, made for a `made_for`-token prompt) for another prompt:
+    what a prefill does once spread over that prompt's tokens instead."""
+    once = mix.get("prefill_once")
+    if once is None:
+        raise DataError("prediction", "no prefill_once: it was made without a short prefill")
+    prefill = {
+        group: {
+            c: per - once[group][c] / (made_for - 1) + once[group][c] / (prompt - 1)
+            for c, per in counts.items()
+        }
+        for group, counts in mix["prefill"].items()
+    }
+    return {**mix, "prefill": prefill}
