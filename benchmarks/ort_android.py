@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from ort_kleidiai import work_directory  # noqa: E402
+from ort_kleidiai import FILES, work_directory  # noqa: E402
 from provenance import write_results  # noqa: E402
 
 from mnnrepro.config import load_schema  # noqa: E402
@@ -48,7 +48,6 @@ from mnnrepro.toolchain.ort_genai import fetch_ort_genai, genai_library  # noqa:
 from mnnrepro.toolchain.tools import ORT_GENAI_TOOL_SOURCE  # noqa: E402
 from mnnrepro.unpack import extract_zip_into  # noqa: E402
 
-FILES = "https://files.pythonhosted.org/packages"
 # the AARs' versions as PyPI's x86_64 wheels (PyPI's simple index, 2026-12-05): the runtime
 # the Android route's models are checked in here
 RUNTIME = {

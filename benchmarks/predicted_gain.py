@@ -35,6 +35,7 @@ from real_mnn import KLEIDIAI_MD5, snakemake  # noqa: E402
 from mnnrepro.analysis.prediction import CostModel, predict_pair  # noqa: E402
 from mnnrepro.analysis.token_work import for_prompt  # noqa: E402
 from mnnrepro.engines.mnn_build import BuiltEngine  # noqa: E402
+from mnnrepro.plan.prediction import constants_path  # noqa: E402
 
 CONFIG = "config/predict-x300.yaml"
 # threads -> (the config files, in order; the experiment; the results' name)
@@ -74,7 +75,7 @@ def held_out_rows(document: dict) -> list[dict]:
     again for the figure's prompt (what a prefill does once spread over its tokens), and
     whether its interval holds the figure."""
     model = CostModel.read(
-        ROOT / "config" / "cost_model.yaml", document["core"], document["soc"], document["model"]
+        constants_path(document), document["core"], document["soc"], document["model"]
     )
     made_for = document["bench"]["prompt_tokens"]
     rows = []

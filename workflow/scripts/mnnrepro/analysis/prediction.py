@@ -305,7 +305,7 @@ def prediction_markdown(document: dict) -> str:
         "",
         f"From the instructions each build executed on `{document['device']}` (QEMU), per "
         "token, priced with config/cost_model.yaml; predicted before any phone run"
-        f"{for_prompt(document)}.",
+        f"{prompt_text(document)}.",
         *registered_lines(document),
         "",
         "| pair | emulated model | phase | predicted gain | interval | most sensitive to | "
@@ -332,7 +332,7 @@ def prediction_markdown(document: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def for_prompt(document: dict) -> str:
+def prompt_text(document: dict) -> str:
     """For which prompt, where it is not the profiled one (a short prefill told apart what a
     prefill does once)."""
     profiled = document.get("profiled_bench", document.get("bench", {})).get("prompt_tokens")

@@ -61,10 +61,9 @@ def per_token(totals: dict, tokens: dict[str, int], target: int | None = None) -
         return out
     each = spread(totals["prefill"], short, prompt - short_prompt(prompt))
     once = {
-        group: {c: max(per * (prompt - 1) - each[group][c] * (prompt - 1), 0.0)
-                for c, per in counts.items()}
+        group: {c: max((per - each[group][c]) * (prompt - 1), 0.0) for c, per in counts.items()}
         for group, counts in out["prefill"].items()
-    }  # fmt: skip
+    }
     spread_over = (target or prompt) - 1
     out["prefill"] = {
         group: {c: each[group][c] + once[group][c] / spread_over for c in CLASSES} for group in each

@@ -103,8 +103,8 @@ def fetched_wheel(pin: dict, package: str, key: str, cache: Path) -> dict:
     identity = wheel_identity(pin["url"], key)
     if identity["name"] != package:
         raise WheelError(f"config key `{key}`: expected the {package} wheel, got {pin['url']}")
-    name = pin["url"].rsplit("/", 1)[1]
-    return {**identity, "file": name, "sha256": pin["sha256"], "path": verified(pin, key, cache)}
+    path = verified(pin, key, cache)
+    return {**identity, "file": path.name, "sha256": pin["sha256"], "path": path}
 
 
 def verified(pin: dict, key: str, cache: Path) -> Path:
