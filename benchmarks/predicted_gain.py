@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -74,9 +75,8 @@ def held_out_rows(document: dict) -> list[dict]:
     """Each published figure beside the prediction of its phase at its thread count, made
     again for the figure's prompt (what a prefill does once spread over its tokens), and
     whether its interval holds the figure."""
-    model = CostModel.read(
-        constants_path(document), document["core"], document["soc"], document["model"]
-    )
+    spec = yaml.safe_load((ROOT / CONFIG).read_text())["prediction"]  # the one that made it
+    model = CostModel.read(constants_path(spec), spec["core"], spec["soc"], spec["model"])
     made_for = document["bench"]["prompt_tokens"]
     rows = []
     for figure in HELD_OUT:
