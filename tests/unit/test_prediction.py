@@ -172,7 +172,7 @@ def test_missing_counts_are_one_line_naming_kernels_csv():
         mixes(without, DEVICE, "synth-tiny", "ort-default")
 
 
-def test_a_prediction_needs_a_profiled_qemu_device_and_synthetic_models():
+def test_a_prediction_needs_a_profiled_counting_device_and_synthetic_models():
     config = yaml.safe_load((ROOT / "config" / "predict-x300.yaml").read_text())
     config["mnn"] = {"source": {"path": "."}}
     assert prediction_problems(config) == []
@@ -185,9 +185,16 @@ def test_a_prediction_needs_a_profiled_qemu_device_and_synthetic_models():
     config["devices"]["host"] = {"local": {}}
     config["models"]["real"] = {"modelscope": {"repo": "MNN/x"}}
     assert prediction_problems(config) == [
-        "config key `prediction.device`: 'host' is not a QEMU device",
+        "config key `prediction.device`: 'host' counts no instructions (a QEMU device, or a "
+        "local one with `profiler: callgrind`)",
         "config key `prediction`: models ['real'] are not synthetic; the prediction scales by "
         "a synthetic model's weights",
+    ]
+    config["devices"]["host"] = {"local": {"profiler": "callgrind"}}  # this host, counted
+    del config["models"]["real"]
+    assert prediction_problems(config) == [
+        "config key `prediction.device`: 'host' is not profiled; set `attribution.enabled: "
+        "true` (and list it in `attribution.devices`, if given)"
     ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -239,8 +240,6 @@ def test_archive_is_deterministic_and_replays_to_identical_tables(root, tiny_run
 @pytest.fixture
 def copied_run(tiny_run, tmp_path):
     """A copy of the tiny run (results, logs, Snakemake's records), to edit."""
-    import shutil
-
     copy = tmp_path / "run"
     shutil.copytree(tiny_run, copy, symlinks=True)
     return copy
@@ -333,3 +332,43 @@ def test_an_edited_summary_table_is_refused_by_its_readers(root, copied_run):
         assert line.startswith(
             "error: results/tiny/summary.csv: content changed since results/tiny/summary.json"
         )
+
+
+# ---- this host counted: the prediction's method where its answer is measured --------------
+
+COUNTED = (
+    "experiment=tiny-counted",
+    "devices={host: {local: {profiler: callgrind}}}",
+    "prediction={device: host, core: epyc-zen4, soc: reference-host, model: qwen3-0.6b}",
+)
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind (.ci/run installs it)")
+def test_this_host_counted_by_callgrind_is_predicted_and_scored(root, copied_run):
+    """The tiny experiment again with the host's profiles counted by callgrind (every
+    instruction by class) and a prediction priced for the reference machine's core: the
+    prediction is made from this host's own counts and scored against the gains the same run
+    measures natively (config/predict-host.yaml at the quickstart's scale)."""
+    snakemake(root, copied_run, "--config", *COUNTED)
+    out = copied_run / "results" / "tiny-counted"
+    kernels = pd.read_csv(out / "kernels.csv", keep_default_na=False, na_values=[""])
+    assert set(kernels["profiler"]) == {"valgrind --tool=callgrind"}
+    engine = kernels[kernels["engine_library"] & kernels["instructions"].notna()]
+    per_profile = engine.groupby(["variant", "phase"])["instructions"].sum()
+    for variant in ("one-thread", "two-threads"):
+        counts = per_profile[variant]
+        assert {"prefill", "prefill_short", "startup", "decode"} <= set(counts.index)
+        # a longer prompt runs more instructions: the phases were profiled as asked
+        assert counts["startup"] < counts["prefill_short"] < counts["prefill"]
+    document = json.loads((out / "prediction.json").read_text())
+    assert document["counted_by"] == "valgrind --tool=callgrind"
+    (predicted,) = document["predictions"]
+    for phase in ("prefill", "decode"):
+        rates = predicted["phases"][phase]["tokens_per_s"]
+        assert 0 < rates["baseline"] < float("inf") and 0 < rates["treatment"] < float("inf")
+    summary = pd.read_csv(out / "summary.csv")
+    scored = summary[summary["phase"].isin(["prefill", "decode"])]
+    assert scored["predicted_gain"].notna().all() and len(scored) == 2
+    assert scored["prediction_holds_measured"].notna().all()
+    text = (out / "summary.md").read_text()
+    assert "## Predicted before the phone" in text and "| host |" in text

@@ -95,8 +95,8 @@ class CostModel:
             entries[f"per_clock.{other}"] = (f"socs.{soc}.per_clock_vs_first.{other}", entry)
         constants = {k: Constant.of(full, entry, str(path)) for k, (full, entry) in entries.items()}
         needed = [f"core.{n}" for n in CLASSES if n not in SME_CLASSES] + [
-            f"streaming.{n}" for n in (*SME_CLASSES, *VECTOR_CLASSES)
-        ]
+            f"streaming.{n}" for n in (*SME_CLASSES, *VECTOR_CLASSES) if "streaming" in c
+        ]  # a core without SME (no `streaming`): a streaming count is priced nowhere (cycles)
         missing = [name for name in needed if name not in constants]
         if missing:
             raise ConfigError(f"{path}: cores.{core} has no cycles for {missing}")
@@ -143,11 +143,21 @@ def cycles(mix: dict, v: dict[str, float], parallel: float = 1.0) -> float:
     v: constants), the prediction core's: the SME2 unit (one) runs the streaming ones, the
     cores the threads run on (worth `parallel` of it, CostModel.parallel) share the rest."""
     streaming, core = mix["streaming"], mix["core"]
-    sme = sum(streaming[c] * v[f"streaming.{c}"] for c in (*SME_CLASSES, *VECTOR_CLASSES))
+    sme = sum(
+        streaming[c] * streaming_cycles(v, c) for c in (*SME_CLASSES, *VECTOR_CLASSES)
+        if streaming[c]
+    )  # fmt: skip
     vector = sum(core[c] * v[f"core.{c}"] for c in VECTOR_CLASSES) / parallel
     integer = sum((core[c] + streaming[c]) * v[f"core.{c}"] for c in INTEGER_CLASSES) / parallel
     serial, busiest = sme + vector + integer, max(sme, vector, integer)
     return v["overlap"] * busiest + (1 - v["overlap"]) * serial
+
+
+def streaming_cycles(v: dict[str, float], name: str) -> float:
+    if f"streaming.{name}" not in v:
+        raise ConfigError(f"the cost model's core has no `streaming` cycles for `{name}`, "
+                          "which the counted instructions need (an SME2 build)")  # fmt: skip
+    return v[f"streaming.{name}"]
 
 
 def compute_seconds(mix: dict, v: dict[str, float], scale: float, parallel: float) -> float:
@@ -211,16 +221,24 @@ def predict_pair(base: dict, treat: dict, model: CostModel, scale: float,
             "low": min(corners),
             "high": max(corners),
             "sensitivity": swings,
-            "memory_bound": {
-                variant: phase == "decode"
-                and memory_seconds(point, read)
-                > compute_seconds(mix[phase], point, scale, model.parallel(point, n))
-                for variant, mix, n in (
-                    ("baseline", base, threads[0]),
-                    ("treatment", treat, threads[1]),
-                )
-            },
+            **point_times(base, treat, phase, model, scale, threads),
         }
+    return out
+
+
+def point_times(base: dict, treat: dict, phase: str, model: CostModel, scale: float,
+                threads: tuple[int, int]) -> dict:  # fmt: skip
+    """At the constants' values: each side's predicted tokens per second (the phone model's),
+    and whether its decode is bound by memory."""
+    point, read = model.values(), weights(model.phone_shape)
+    out: dict = {"tokens_per_s": {}, "memory_bound": {}}
+    for side, mix, n in (("baseline", base, threads[0]), ("treatment", treat, threads[1])):
+        parallel = model.parallel(point, n)
+        compute = compute_seconds(mix[phase], point, scale, parallel)
+        out["tokens_per_s"][side] = 1 / seconds_per_token(
+            mix[phase], phase, point, scale, read, parallel
+        )
+        out["memory_bound"][side] = phase == "decode" and memory_seconds(point, read) > compute
     return out
 
 
@@ -252,8 +270,10 @@ def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict
                  "phases": predict_pair(base, treat, model, scale, threads),
                  "mix_per_token": {"baseline": base, "treatment": treat}}
             )  # fmt: skip
+    counted = kernels.loc[kernels["device"] == spec["device"], "profiler"]
     return {
         **{k: spec[k] for k in ("device", "core", "soc", "model")},
+        "counted_by": str(counted.iloc[0]) if len(counted) else "",
         "phone_model_weights": weights(model.phone_shape),
         "inputs": context["inputs"],
         "claims": dict(design.comparison.claims),
@@ -292,7 +312,11 @@ def predicted_rows(document: dict) -> list[str]:
             f"`{top['constant']}` ({top['at_low']:+.0%} .. {top['at_high']:+.0%})" if top else "-"
         )
         bound = ", ".join(k for k, v in got["memory_bound"].items() if v) or "neither"
-        out.append(f"| {pair} | {p['model']} | {phase} | {gain_text(got)} | {swing} | {bound} |")
+        rates = got.get("tokens_per_s")  # absent from a prediction made before it was kept
+        speed = f"{rates['baseline']:.3g} -> {rates['treatment']:.3g}" if rates else "-"
+        out.append(
+            f"| {pair} | {p['model']} | {phase} | {gain_text(got)} | {speed} | {swing} | {bound} |"
+        )
     return out
 
 
@@ -303,14 +327,15 @@ def prediction_markdown(document: dict) -> str:
         f"# Predicted gains on the phone ({document['core']}, {document['soc']}, "
         f"{document['model']})",
         "",
-        f"From the instructions each build executed on `{document['device']}` (QEMU), per "
-        "token, priced with config/cost_model.yaml; predicted before any phone run"
+        f"From the instructions each build executed on `{document['device']}` "
+        f"({document.get('counted_by', 'QEMU')}), per token, priced with "
+        f"config/cost_model.yaml; predicted before any run it is scored against"
         f"{prompt_text(document)}.",
         *registered_lines(document),
         "",
-        "| pair | emulated model | phase | predicted gain | interval | most sensitive to | "
-        "memory-bound |",
-        "|---|---|---|---:|---|---|---|",
+        "| pair | counted model | phase | predicted gain | interval | predicted tok/s "
+        "(baseline -> treatment) | most sensitive to | memory-bound |",
+        "|---|---|---|---:|---|---|---|---|",
         *predicted_rows(document),
         "",
         "## Sensitivity (the gain at each constant's low and high, the others at their value)",

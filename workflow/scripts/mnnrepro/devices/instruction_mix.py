@@ -79,3 +79,40 @@ def translated_blocks(lines: Iterable[str]) -> dict[int, Counter]:
     if start is not None:
         blocks[start] = classes
     return blocks
+
+
+# x86-64, as objdump prints it (AT&T syntax): the same classes, for counting this host's own
+# builds (devices/callgrind.py). Integer dot products (VNNI, the pair of multiply-adds AVX2's
+# int8 GEMMs use, AVX-512 BF16) are dot_matmul; a vector register or AVX's `v` prefix makes an
+# instruction a vector one; a move, broadcast or gather with a memory operand is a load or store.
+X86_PREFIXES = frozenset(("lock", "rep", "repz", "repnz", "repe", "repne", "notrack", "bnd",
+                          "data16", "cs", "ds", "es", "fs", "gs", "ss", "addr32"))  # fmt: skip
+X86_DOT_MATMUL = re.compile(r"^v?(pmaddubsw|pmaddwd|pdpbusds?|pdpwssds?|dpbf16ps|dpbusds?)$")
+X86_BRANCH = re.compile(r"^(j[a-z]+|call[qw]?|ret[qw]?|loop\w*)$")
+X86_MOVE = re.compile(
+    r"^(v?mov\w*|v?p?broadcast\w*|v?p?gather\w*|v?pinsr\w|v?pextr\w|v?lddqu|v?maskmov\w*|"
+    r"stos\w?|lods\w?|v?insert\w+|v?extract\w+)$"
+)
+X86_VECTOR_REGISTER = re.compile(r"%[xyz]mm\d+|%k[0-7]\b|%st\b")
+
+
+def x86_instruction_class(mnemonic: str, operands: str) -> str:
+    """The class (CLASSES) of one x86-64 instruction as objdump prints it (prefixes dropped:
+    `rep stos` is a store, `notrack jmp` a branch)."""
+    words = mnemonic.split()
+    while len(words) > 1 and words[0] in X86_PREFIXES:
+        words.pop(0)
+    name = words[0] if words else ""
+    if X86_DOT_MATMUL.match(name):
+        return "dot_matmul"
+    if X86_BRANCH.match(name):
+        return "branch"
+    vector = bool(X86_VECTOR_REGISTER.search(operands)) or (
+        name.startswith("v") and name not in ("verr", "verw")
+    )
+    memory = "(" in operands and not name.startswith("lea") and not name.startswith("nop")
+    if X86_MOVE.match(name) and memory:
+        return "vector_load_store" if vector else "load_store"
+    if name in ("push", "pushq", "pop", "popq"):  # the stack
+        return "load_store"
+    return "vector_other" if vector else "scalar_other"

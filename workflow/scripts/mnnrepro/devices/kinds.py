@@ -70,3 +70,10 @@ def device_kind(name: str, spec: dict) -> DeviceKind:
     if key is None:
         raise ValueError(f"config key `devices.{name}`: unsupported device kind {sorted(spec)}")
     return DEVICE_KINDS[key]
+
+
+def counts_instructions(name: str, spec: dict) -> bool:
+    """Whether the device's profiles count instructions by class (a prediction's device): an
+    emulated one (QEMU's executed blocks), or this host under callgrind."""
+    kind = device_kind(name, spec)
+    return kind.emulated or (spec.get(kind.key) or {}).get("profiler") == "callgrind"

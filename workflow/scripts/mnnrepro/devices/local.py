@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from mnnrepro.devices import callgrind
 from mnnrepro.devices.base import (
     CPUFREQ_SCRIPT,
     Device,
@@ -27,14 +28,17 @@ from mnnrepro.files import sha256_file
 class LocalDevice(Device):
     kind = "local"
 
-    def __init__(self, name: str, python: str = ""):
+    def __init__(self, name: str, python: str = "", profiler: str = "perf"):
         super().__init__(name)
         self._python = python or sys.executable
+        self.profiler = profiler  # perf (samples) or callgrind (instructions by class)
+        if profiler == callgrind.PROFILER:
+            self.profile_counts = "instructions by class"  # devices/instruction_mix.py
         self.workdir = Path(tempfile.mkdtemp(prefix=f"mnnrepro-{name}-"))
 
     @classmethod
     def of_spec(cls, name: str, spec: dict) -> LocalDevice:
-        return cls(name, python=spec.get("python", ""))
+        return cls(name, python=spec.get("python", ""), profiler=spec.get("profiler", "perf"))
 
     def stage(self, local_path, dest):
         return str(Path(local_path).resolve())  # same file system: used in place
@@ -57,6 +61,9 @@ class LocalDevice(Device):
 
     def profile(self, argv, timeout, env, libraries, hz):
         from mnnrepro.devices import profilers
+
+        if self.profiler == callgrind.PROFILER:
+            return callgrind.callgrind_profile(self, argv, timeout, env, libraries)
 
         perf = profilers.require("perf", profilers.PERF_HINT)
         data = self.scratch("perf.data")

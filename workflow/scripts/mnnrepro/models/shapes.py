@@ -3,7 +3,23 @@ where a config is checked without what makes a model."""
 
 from __future__ import annotations
 
-# Named shapes. qwen3-0.6b is Qwen/Qwen3-0.6B's config.json (vocab 151936, 28 layers).
+# Qwen/Qwen3-0.6B's config.json (vocab 151936, 28 layers)
+QWEN3_06B = {
+    "vocab_size": 151936,
+    "hidden_size": 1024,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "max_position_embeddings": 40960,
+    "rope_theta": 1000000.0,
+    "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": True,
+    "initializer_range": 0.02,
+}
+
+# Named shapes.
 SHAPES: dict[str, dict] = {
     "tiny": {
         "vocab_size": 1024,
@@ -20,19 +36,15 @@ SHAPES: dict[str, dict] = {
         # larger than the usual 0.02 so that greedy outputs of a 2-layer model vary
         "initializer_range": 0.5,
     },
-    "qwen3-0.6b": {
-        "vocab_size": 151936,
-        "hidden_size": 1024,
-        "intermediate_size": 3072,
-        "num_hidden_layers": 28,
-        "num_attention_heads": 16,
-        "num_key_value_heads": 8,
-        "head_dim": 128,
-        "max_position_embeddings": 40960,
-        "rope_theta": 1000000.0,
-        "rms_norm_eps": 1e-6,
-        "tie_word_embeddings": True,
-        "initializer_range": 0.02,
+    "qwen3-0.6b": QWEN3_06B,
+    # Qwen3-0.6B in one layer with a small vocabulary (as qwen3-vl-4b-layer is to the phone
+    # model): counted on this host beside the whole model, it checks the prediction's
+    # scaling of one layer's counts to a whole model by weights (config/predict-host.yaml)
+    "qwen3-0.6b-layer": {
+        **QWEN3_06B,
+        "vocab_size": 4096,
+        "num_hidden_layers": 1,
+        "max_position_embeddings": 4096,
     },
     # Qwen3-VL-4B-Instruct's language model layer (its config.json's text_config: hidden 2560,
     # intermediate 9728, 32 query and 8 key-value heads of 128) in one layer, with a small

@@ -12,7 +12,7 @@ from mnnrepro.analysis.prediction import CostModel
 from mnnrepro.analysis.prediction_score import registered_prediction
 from mnnrepro.config import ConfigError
 from mnnrepro.design import Design
-from mnnrepro.devices.kinds import device_kind
+from mnnrepro.devices.kinds import counts_instructions
 from mnnrepro.errors import DataError
 
 ROOT = Path(__file__).resolve().parents[4]  # where a relative path of `prediction` lies
@@ -70,15 +70,17 @@ def registered_problems(config: dict, name: str) -> list[str]:
 
 
 def made_here_problems(config: dict, spec: dict) -> list[str]:
-    """A prediction made here needs an emulated device that is profiled, synthetic models
-    (their weights are known), and its keys in the cost model."""
+    """A prediction made here needs a profiled device that counts instructions, synthetic
+    models (their weights are known), and its keys in the cost model."""
     device, attribution = spec["device"], config.get("attribution", {})
     problems = []
-    if (
-        device not in config["devices"]
-        or not device_kind(device, config["devices"][device]).emulated
+    if device not in config["devices"] or not counts_instructions(
+        device, config["devices"][device]
     ):
-        problems.append(f"config key `prediction.device`: {device!r} is not a QEMU device")
+        problems.append(
+            f"config key `prediction.device`: {device!r} counts no instructions (a QEMU "
+            "device, or a local one with `profiler: callgrind`)"
+        )
     elif not attribution.get("enabled") or device not in attribution.get("devices", [device]):
         problems.append(
             f"config key `prediction.device`: {device!r} is not profiled; set "

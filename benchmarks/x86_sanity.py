@@ -1,0 +1,211 @@
+"""The prediction's method checked where its answer can be measured: config/predict-host.yaml
+through the workflow on this machine. The quickstart's engine, model and thread pair are
+counted under callgrind (every executed x86-64 instruction, by class), priced for the
+reference machine's core with config/cost_model.yaml (`epyc-zen4`: llvm-mca's Zen 3 cycles,
+this VM's clock, its measured bandwidth), and set beside the same run's native measurements:
+predicted against measured tokens per second per variant and phase (the cost model's
+absolute error), and predicted against measured gain of two threads over one (perfect
+sharing, which the cost model assumes).
+
+Usage: python benchmarks/x86_sanity.py [--workdir DIR] [--cores 2]
+
+A rerun in the same working directory measures only what is missing. It writes
+benchmarks/results/x86_sanity.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+
+from ort_kleidiai import kept_or_temporary  # noqa: E402
+from predicted_gain import counted_functions, counted_lines  # noqa: E402
+from provenance import write_results  # noqa: E402
+from real_mnn import snakemake  # noqa: E402
+
+from mnnrepro.analysis.prediction import CostModel, seconds_per_token, weights  # noqa: E402
+from mnnrepro.plan.prediction import constants_path  # noqa: E402
+from mnnrepro.stats import PHASES  # noqa: E402
+
+CONFIG = "config/predict-host.yaml"
+EXPERIMENT = "predict-host"
+
+
+def predicted_rates(document: dict, spec: dict) -> list[dict]:
+    """Each counted model's and variant's predicted tokens per second of the whole model in
+    each phase: at the constants' values and at the slowest and fastest corner of their
+    ranges; with the instructions per token it priced."""
+    model = CostModel.read(constants_path(spec), spec["core"], spec["soc"], spec["model"])
+    read, ranged = weights(model.phone_shape), model.ranged()
+    corners = [
+        {**model.values(), **dict(zip(ranged, choice, strict=True))}
+        for choice in itertools.product(*[(c.low, c.high) for c in ranged.values()])
+    ]
+    rows, seen = [], set()
+    for p in document["predictions"]:
+        for side, threads in zip(("baseline", "treatment"), p["threads"], strict=True):
+            variant = p[side]
+            if (p["model"], variant) in seen:
+                continue
+            seen.add((p["model"], variant))
+            mix = p["mix_per_token"][side]
+            for phase in PHASES:
+
+                def rate(v, phase=phase, mix=mix, threads=threads, scale=p["scale"]):
+                    parallel = model.parallel(v, threads)
+                    return 1 / seconds_per_token(mix[phase], phase, v, scale, read, parallel)
+
+                speeds = [rate(v) for v in corners]
+                work = sum(sum(mix[phase][k].values()) for k in ("core", "streaming"))
+                rows.append({"model": p["model"], "scale": p["scale"], "variant": variant,
+                             "phase": phase, "threads": threads,
+                             "instructions_per_token": work * p["scale"],
+                             "predicted": rate(model.values()),
+                             "low": min(speeds), "high": max(speeds)})  # fmt: skip
+    return rows
+
+
+def measured_rates(bench: pd.DataFrame, model: str) -> dict[tuple[str, str], dict]:
+    """(variant, phase) -> the native runs' tokens per second of one model: median, least and
+    most."""
+    out = {}
+    timed = bench[bench["phase"].isin(PHASES) & (bench["model"] == model)]
+    for (variant, phase), group in timed.groupby(["variant", "phase"]):
+        rates = group["tokens"] / group["seconds"]
+        out[(variant, phase)] = {"median": rates.median(), "min": rates.min(),
+                                 "max": rates.max(), "runs": len(rates)}  # fmt: skip
+    return out
+
+
+def outside_shares(kernels: pd.DataFrame) -> list[dict]:
+    """Per profile: the share of the counted instructions outside the engine's library (the
+    interpreter running the benchmark loop, the C library), which the prediction leaves out."""
+    rows = []
+    for (model, variant, phase), group in kernels.groupby(["model", "variant", "phase"]):
+        engine = group["engine_library"].astype(bool)
+        share = group.loc[~engine, "count"].sum() / group["count"].sum()
+        rows.append({"model": model, "variant": variant, "phase": phase, "outside": share})
+    return rows
+
+
+def clock_range(document: dict) -> tuple[float, float]:
+    (clock,) = [c for c in document["constants"] if c["name"].endswith(".clock_ghz")]
+    return clock["low"], clock["high"]
+
+
+def rate_lines(rates: list[dict], measured: dict, clocks: tuple[float, float]) -> list[str]:
+    lines = [
+        "| counted model | variant | phase | instructions / token | predicted | interval | "
+        f"measured median [min, max] | measured / predicted | inside | IPC the measured "
+        f"speed needs at {clocks[0]:g} .. {clocks[1]:g} GHz |",
+        "|---|---|---|---:|---:|---|---|---:|---|---|",
+    ]
+    for r in rates:
+        m = measured[(r["variant"], r["phase"])]
+        inside = r["low"] <= m["median"] <= r["high"]
+        per_ns = r["instructions_per_token"] * m["median"] / 1e9
+        lines.append(
+            f"| {r['model']} | {r['variant']} | {r['phase']} | "
+            f"{r['instructions_per_token'] / 1e6:.0f} M | {r['predicted']:.1f} | "
+            f"[{r['low']:.1f}, {r['high']:.1f}] | {m['median']:.1f} [{m['min']:.1f}, "
+            f"{m['max']:.1f}] | {m['median'] / r['predicted']:.2f} | "
+            f"{'yes' if inside else 'no'} | {per_ns / clocks[0]:.1f} .. "
+            f"{per_ns / clocks[1]:.1f} |"
+        )
+    return lines
+
+
+def gain_lines(summary: pd.DataFrame) -> list[str]:
+    lines = [
+        "| model | pair | phase | predicted | interval | measured [interval] | measured holds "
+        "predicted | predicted holds measured |",
+        "|---|---|---|---:|---|---|---|---|",
+    ]
+    for r in summary[summary["phase"].isin(PHASES)].itertuples():
+        lines.append(
+            f"| {r.model} | {r.treatment} vs {r.baseline} | {r.phase} | "
+            f"{r.predicted_gain:+.0%} | [{r.predicted_gain_low:+.0%}, "
+            f"{r.predicted_gain_high:+.0%}] | {r.gain:+.0%} [{r.gain_ci_low:+.0%}, "
+            f"{r.gain_ci_high:+.0%}] | {'yes' if r.measured_holds_prediction else 'no'} | "
+            f"{'yes' if r.prediction_holds_measured else 'no'} |"
+        )
+    return lines
+
+
+def markdown(rates: list[dict], measured: dict, summary: pd.DataFrame, outside: list[dict],
+             document: dict, seconds: float) -> list[str]:  # fmt: skip
+    (whole,) = {r["model"] for r in rates if r["scale"] == 1}
+    return [
+        "# The prediction's method against this machine's measured times "
+        "(benchmarks/x86_sanity.py)",
+        "",
+        f"Command: `python benchmarks/x86_sanity.py` ({CONFIG} through the workflow: {seconds} s "
+        "this invocation; a rerun measures only what is missing). The quickstart's engine "
+        "(the `mnn` 3.6.1 wheel), model and thread pair, counted under callgrind and priced "
+        "for `epyc-zen4` (config/cost_model.yaml); measured natively in the same run.",
+        "",
+        f"## Tokens per second of the whole model ({whole}): predicted and measured",
+        "",
+        "Each counted model's prediction is for the whole model: the one-layer model's counts "
+        "are scaled by weights, as the phone's prediction scales one layer of Qwen3-VL-4B. "
+        "Measured: the whole model's native runs.",
+        "",
+        *rate_lines(rates, measured, clock_range(document)),
+        "",
+        "## Gains: predicted and measured (summary.csv)",
+        "",
+        *gain_lines(summary),
+        "",
+        "## Instructions outside the engine's library (left out of the prediction)",
+        "",
+        "| model | variant | phase | share |",
+        "|---|---|---|---:|",
+        *[
+            f"| {r['model']} | {r['variant']} | {r['phase']} | {r['outside']:.1%} |"
+            for r in outside
+        ],
+        "",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", default="", help="kept and reused")
+    parser.add_argument("--cores", type=int, default=2)
+    args = parser.parse_args(argv)
+    with kept_or_temporary(args.workdir) as work:
+        run = snakemake(work, CONFIG, None, args.cores)
+        out = work / "results" / EXPERIMENT
+        document = json.loads((out / "prediction.json").read_text())
+        prediction_md = (out / "prediction.md").read_text()
+        kernels = pd.read_csv(out / "kernels.csv", keep_default_na=False, na_values=[""])
+        bench = pd.read_csv(out / "bench.csv")
+        summary = pd.read_csv(out / "summary.csv")
+    spec = {k: document[k] for k in ("core", "soc", "model")}
+    rates = predicted_rates(document, spec)
+    (whole,) = {r["model"] for r in rates if r["scale"] == 1}  # counted as it is measured
+    measured = measured_rates(bench, whole)
+    outside = outside_shares(kernels)
+    counted = counted_functions(kernels, document["device"])
+    result = {"config": CONFIG, "seconds": run["seconds"], "prediction": document,
+              "rates": rates, "measured": {f"{v} {p}": m for (v, p), m in measured.items()},
+              "outside": outside, "counted_functions": counted}  # fmt: skip
+    lines = markdown(rates, measured, summary, outside, document, run["seconds"])
+    lines += counted_lines(counted)
+    lines += ["#" + line if line.startswith("#") else line for line in prediction_md.splitlines()]
+    write_results("x86_sanity", result, lines)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,152 @@
+"""Instructions this host executed, counted: `valgrind --tool=callgrind` runs the invocation on
+valgrind's own x86-64 CPU and writes how many times each instruction ran (`--dump-instr=yes`:
+addresses relative to their object, as objdump prints them), per object and function. Each
+executed instruction of the engine's libraries is put in a class (instruction_mix's, by
+objdump's disassembly of the same file) and counted per function; the rest of the process
+(the interpreter, the C library) is one row of instructions, unclassified.
+
+A count, not a sample: repeatable for the same binary, inputs and environment whatever else
+the machine does. valgrind's CPU reports AVX2 but not AVX-512 (CPUID), so an engine that
+picks its kernels at run time runs its AVX2 ones here; the profile names the functions that
+ran, which says which. Threads run one at a time under valgrind: their counts add up.
+
+The local device's `profiler: callgrind` (devices.<name>.local.profiler) selects it: the
+host's own instruction mix, which analysis/prediction.py prices for the host's core as a
+check of the method against the host's measured times."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+from mnnrepro.devices.instruction_mix import CLASSES, X86_PREFIXES, x86_instruction_class
+from mnnrepro.devices.profilers import ProfilerError, answer, require
+
+PROFILER = "callgrind"  # the value of devices.<name>.local.profiler that selects it
+VALGRIND_HINT = "valgrind's callgrind: Debian's valgrind package"
+OBJDUMP_HINT = "GNU binutils' objdump, to put each counted instruction in its class"
+OUTSIDE = "[outside the engine libraries]"
+NAMED = re.compile(r"^\((\d+)\)(?: (.*))?$")  # callgrind's name compression: "(id) name"
+UNNAMED = re.compile(r"^0x[0-9a-f]+$")  # callgrind's name for code outside any symbol
+# callgrind names a function entered again before it returned (recursion, or a loop that
+# jumps back to the function's first instruction) `name'2`, `name'3`, ...: the same code
+RECURSION = re.compile(r"'\d+$")
+# objdump -d: "  1125:\tvfmadd231ps (%rsi,%rax,1),%ymm4,%ymm0" (-w: one line per instruction)
+OBJDUMP_LINE = re.compile(r"^\s*([0-9a-f]+):\t(.*)$")
+
+
+def callgrind_command(valgrind: str, argv: list[str], out: str) -> list[str]:
+    return [
+        valgrind, "--tool=callgrind", "--dump-instr=yes", "--dump-line=no", "--demangle=no",
+        f"--callgrind-out-file={out}", *argv,
+    ]  # fmt: skip
+
+
+def parse_callgrind(lines) -> dict[tuple[str, str], Counter]:
+    """A callgrind output file (`--dump-instr=yes --dump-line=no`) -> (object, function) ->
+    executions per instruction address (the function's own, not its callees': the cost line
+    after `calls=` is the call's inclusive cost and is skipped; a recursion level's counts
+    are its function's)."""
+    names: dict[str, dict[str, str]] = {"ob": {}, "fn": {}}
+    current = {"ob": "", "fn": ""}
+    costs: dict[tuple[str, str], Counter] = {}
+    position, skip_next = 0, False
+    for line in lines:
+        line = line.rstrip("\n")
+        key, sep, value = line.partition("=")
+        if sep and key in ("ob", "fn", "cob", "cfn"):
+            kind = key[-2:]
+            found = NAMED.match(value)
+            name = value if found is None else (found[2] or names[kind].get(found[1], ""))
+            if found is not None and found[2]:
+                names[kind][found[1]] = found[2]
+            if key in current:
+                current[key] = RECURSION.sub("", name)
+            continue
+        if sep and key == "calls":
+            skip_next = True
+            continue
+        if not line or not (line[0] in "+-*" or line.startswith("0x") or line[0].isdigit()):
+            continue
+        fields = line.split()
+        at = fields[0]
+        if at == "*":
+            pass
+        elif at[0] in "+-":
+            position += int(at, 0)
+        else:
+            position = int(at, 0)
+        if skip_next:
+            skip_next = False
+            continue
+        count = int(fields[1]) if len(fields) > 1 else 0
+        costs.setdefault((current["ob"], current["fn"]), Counter())[position] += count
+    return costs
+
+
+def disassembled(path: str, wanted: set[int]) -> dict[int, tuple[str, str]]:
+    """The wanted addresses' instructions in an ELF file: address -> (mnemonic with its
+    prefixes, operands), streamed from `objdump -d -w` (a large library prints millions of
+    lines: only the wanted ones are kept)."""
+    objdump = require("objdump", OBJDUMP_HINT)
+    out: dict[int, tuple[str, str]] = {}
+    command = [objdump, "-d", "-w", "--no-show-raw-insn", path]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, errors="replace") as proc:
+        for line in proc.stdout:
+            found = OBJDUMP_LINE.match(line)
+            if found is None or int(found[1], 16) not in wanted:
+                continue
+            words = found[2].split("#")[0].split()
+            n = 0
+            while n < len(words) - 1 and words[n] in X86_PREFIXES:
+                n += 1
+            out[int(found[1], 16)] = (" ".join(words[: n + 1]), " ".join(words[n + 1 :]))
+    if proc.returncode != 0:
+        raise ProfilerError(f"objdump -d {path} failed (exit {proc.returncode})")
+    return out
+
+
+def function_rows(costs: dict[tuple[str, str], Counter], libraries: dict[str, str]) -> list:
+    """Profile rows: one per function of the engine's libraries (libraries: basename -> the
+    ELF file here) with its instructions by class and, as `unlogged_blocks`, the executions of
+    instructions objdump did not print; everything else in one row."""
+    rows, outside = [], 0
+    by_library: dict[str, list] = {}
+    for (obj, fn), per_address in costs.items():
+        name = Path(obj).name
+        if name in libraries:
+            by_library.setdefault(name, []).append((fn, per_address))
+        else:
+            outside += sum(per_address.values())
+    for name, functions in by_library.items():
+        wanted = {a for _, per_address in functions for a in per_address}
+        code = disassembled(libraries[name], wanted)
+        for fn, per_address in functions:
+            mix, unknown = Counter(), 0
+            for address, n in per_address.items():
+                if address in code:
+                    mix[x86_instruction_class(*code[address])] += n
+                else:
+                    unknown += n
+            symbol = None if UNNAMED.match(fn) else fn
+            rows.append({"dso": name, "symbol": symbol, "count": sum(per_address.values()),
+                         "unlogged_blocks": unknown,
+                         "instructions": {c: mix[c] for c in CLASSES}})  # fmt: skip
+    if outside:
+        rows.append({"dso": OUTSIDE, "symbol": None, "count": outside})
+    return sorted(rows, key=lambda r: -r["count"])
+
+
+def callgrind_profile(device, argv: list[str], timeout: float, env: dict | None,
+                      libraries: dict[str, str]):  # fmt: skip
+    """(the run's result, its profile): argv run under callgrind on this host."""
+    valgrind = require("valgrind", VALGRIND_HINT)
+    out = device.scratch("callgrind.out")
+    result = device.run(argv, timeout, env, callgrind_command(valgrind, argv, out))
+    if not result.ok:
+        return result, {}
+    with open(out, encoding="utf-8", errors="replace") as lines:
+        rows = function_rows(parse_callgrind(lines), libraries)
+    return result, answer("valgrind --tool=callgrind", "instructions", rows)
