@@ -117,9 +117,9 @@ def counted_functions(kernels: pd.DataFrame, device: str, top: int = 5) -> list[
     return rows  # fmt: skip
 
 
-def counted_lines(rows: list[dict]) -> list[str]:
+def counted_lines(rows: list[dict], of: str = "") -> list[str]:
     lines = [
-        "## Where the counted instructions are (the 5 functions with most, per profile)",
+        f"## Where the counted instructions are{of} (the 5 functions with most, per profile)",
         "",
         "| variant | phase | function | instructions | share | waiting (left out) |",
         "|---|---|---|---:|---:|---|",

@@ -195,12 +195,16 @@ def main(argv: list[str] | None = None) -> int:
     (whole,) = {r["model"] for r in rates if r["scale"] == 1}  # counted as it is measured
     measured = measured_rates(bench, whole)
     outside = outside_shares(kernels)
-    counted = counted_functions(kernels, document["device"])
+    counted = {
+        model: counted_functions(kernels[kernels["model"] == model], document["device"])
+        for model in sorted(kernels["model"].unique())
+    }
     result = {"config": CONFIG, "seconds": run["seconds"], "prediction": document,
               "rates": rates, "measured": {f"{v} {p}": m for (v, p), m in measured.items()},
               "outside": outside, "counted_functions": counted}  # fmt: skip
     lines = markdown(rates, measured, summary, outside, document, run["seconds"])
-    lines += counted_lines(counted)
+    for model, rows in counted.items():
+        lines += counted_lines(rows, f" in {model}")
     lines += ["#" + line if line.startswith("#") else line for line in prediction_md.splitlines()]
     write_results("x86_sanity", result, lines)
     print("\n".join(lines))

@@ -270,3 +270,17 @@ def test_a_prediction_made_for_one_prompt_is_made_again_for_another():
     without = {k: v for k, v in mix.items() if k != "prefill_once"}
     with pytest.raises(DataError, match="no prefill_once"):
         for_prompt(without, 512, 128)
+
+
+def test_a_core_without_sme_prices_the_hosts_counts_and_refuses_an_sme2_builds():
+    """cores.epyc-zen4 (this host's, config/predict-host.yaml) has no `streaming` cycles: the
+    NEON build's counts price on it, the SME2 build's are one line, never priced at 0."""
+    host = CostModel.read(COSTS, "epyc-zen4", "reference-host", "qwen3-0.6b")
+    assert not any(name.startswith("streaming.") for name in host.constants)
+    mix = real_mixes()
+    base = mix["ort-no-kleidiai"]
+    got = predict_pair(base, base, host, 1.0)  # the same build twice: no gain
+    assert got["prefill"]["gain"] == pytest.approx(0)
+    assert got["prefill"]["tokens_per_s"]["baseline"] > 0
+    with pytest.raises(ConfigError, match="no `streaming` cycles for `sme_outer_product`"):
+        predict_pair(base, mix["ort-default"], host, 1.0)

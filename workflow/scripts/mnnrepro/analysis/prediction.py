@@ -2,7 +2,8 @@
 build executed under QEMU (kernels.csv's ins_* columns, counted at the phone's streaming vector
 length on a model with the phone model's layer shapes) turned into cycles on the phone's core
 with the cited constants of config/cost_model.yaml, and so into predicted prefill and decode
-gains of every compared pair, with an interval and each constant's sensitivity.
+gains of every compared pair, with an interval and each constant's sensitivity (and on this
+host's builds counted by callgrind, checked against its measured times: predict-host.yaml).
 
 Per token (analysis/token_work.py): the profiled invocations share their start-up (loading,
 the first token), so a phase's work per token is its profile minus the `startup` profile (a
@@ -324,7 +325,7 @@ def prediction_markdown(document: dict) -> str:
     """prediction.md: the predictions, each phase's sensitivities, and every constant with its
     source."""
     out = [
-        f"# Predicted gains on the phone ({document['core']}, {document['soc']}, "
+        f"# Predicted gains on {document['core']} ({document['soc']}, "
         f"{document['model']})",
         "",
         f"From the instructions each build executed on `{document['device']}` "
