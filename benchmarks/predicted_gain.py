@@ -104,14 +104,15 @@ def counted_functions(kernels: pd.DataFrame, device: str, top: int = 5) -> list[
     for (variant, phase), group in profiled.groupby(["variant", "phase"], sort=True):
         total = group["instructions"].sum()
         for r in group.nlargest(top, "instructions").itertuples():
+            symbol = r.symbol if isinstance(r.symbol, str) else "(outside any symbol)"
             rows.append(
                 {
                     "variant": variant,
                     "phase": phase,
-                    "symbol": r.symbol,
+                    "symbol": symbol,
                     "instructions": int(r.instructions),
                     "share": r.instructions / total,
-                    "waiting": bool(re.search(BuiltEngine.waiting_functions, r.symbol)),
+                    "waiting": bool(re.search(BuiltEngine.waiting_functions, symbol)),
                 }
             )
     return rows  # fmt: skip

@@ -325,8 +325,7 @@ def prediction_markdown(document: dict) -> str:
     """prediction.md: the predictions, each phase's sensitivities, and every constant with its
     source."""
     out = [
-        f"# Predicted gains on {document['core']} ({document['soc']}, "
-        f"{document['model']})",
+        f"# Predicted gains on {document['core']} ({document['soc']}, {document['model']})",
         "",
         f"From the instructions each build executed on `{document['device']}` "
         f"({document.get('counted_by', 'QEMU')}), per token, priced with "
