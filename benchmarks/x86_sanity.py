@@ -200,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         for model in sorted(kernels["model"].unique())
     }
     result = {"config": CONFIG, "seconds": run["seconds"], "prediction": document,
-              "rates": rates, "measured": {f"{v} {p}": m for (v, p), m in measured.items()},
+              "rates": rates,
+              "measured_rates": {f"{v} {p}": m for (v, p), m in measured.items()},
               "outside": outside, "counted_functions": counted}  # fmt: skip
     lines = markdown(rates, measured, summary, outside, document, run["seconds"])
     for model, rows in counted.items():
