@@ -183,6 +183,21 @@ def markdown(document: dict, held_out: list[dict], run: dict, configs: list[str]
     return lines
 
 
+def predicted_run(workdir: str, configs, mnn: dict | None, cores: int, experiment: str,
+                  *tables: str) -> tuple:  # fmt: skip
+    """A prediction's config through the workflow in workdir (kept and reused; empty: a
+    temporary one): (the run, prediction.json, prediction.md, kernels.csv, and each of the
+    experiment's other tables named)."""
+    with kept_or_temporary(workdir) as work:
+        run = snakemake(work, configs, mnn, cores)
+        out = work / "results" / experiment
+        document = json.loads((out / "prediction.json").read_text())
+        prediction_md = (out / "prediction.md").read_text()
+        kernels = pd.read_csv(out / "kernels.csv", keep_default_na=False, na_values=[""])
+        others = [pd.read_csv(out / f"{name}.csv") for name in tables]
+    return (run, document, prediction_md, kernels, *others)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mnn", required=True, help="a local MNN 3.6.1 checkout")
@@ -195,12 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     mnn = {"source": {"path": str(Path(args.mnn).resolve())}}
     if args.kleidiai:
         mnn["kleidiai"] = {"version": "v1.16.0", "url": args.kleidiai, "md5": KLEIDIAI_MD5}
-    with kept_or_temporary(args.workdir) as work:
-        run = snakemake(work, configs, mnn, args.cores)
-        out = work / "results" / experiment
-        document = json.loads((out / "prediction.json").read_text())
-        prediction_md = (out / "prediction.md").read_text()
-        kernels = pd.read_csv(out / "kernels.csv", keep_default_na=False, na_values=[""])
+    run, document, prediction_md, kernels = predicted_run(
+        args.workdir, configs, mnn, args.cores, experiment
+    )
     counted = counted_functions(kernels, document["device"])
     held_out = held_out_rows(document)
     result = {"config": configs[-1], "configs": configs, "seconds": run["seconds"],

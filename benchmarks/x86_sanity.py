@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 from pathlib import Path
 
@@ -27,10 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from ort_kleidiai import kept_or_temporary  # noqa: E402
-from predicted_gain import counted_functions, counted_lines  # noqa: E402
+from predicted_gain import counted_functions, counted_lines, predicted_run  # noqa: E402
 from provenance import write_results  # noqa: E402
-from real_mnn import snakemake  # noqa: E402
 
 from mnnrepro.analysis.prediction import CostModel, seconds_per_token, weights  # noqa: E402
 from mnnrepro.plan.prediction import constants_path  # noqa: E402
@@ -182,14 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", default="", help="kept and reused")
     parser.add_argument("--cores", type=int, default=2)
     args = parser.parse_args(argv)
-    with kept_or_temporary(args.workdir) as work:
-        run = snakemake(work, CONFIG, None, args.cores)
-        out = work / "results" / EXPERIMENT
-        document = json.loads((out / "prediction.json").read_text())
-        prediction_md = (out / "prediction.md").read_text()
-        kernels = pd.read_csv(out / "kernels.csv", keep_default_na=False, na_values=[""])
-        bench = pd.read_csv(out / "bench.csv")
-        summary = pd.read_csv(out / "summary.csv")
+    run, document, prediction_md, kernels, bench, summary = predicted_run(
+        args.workdir, CONFIG, None, args.cores, EXPERIMENT, "bench", "summary"
+    )
     spec = {k: document[k] for k in ("core", "soc", "model")}
     rates = predicted_rates(document, spec)
     (whole,) = {r["model"] for r in rates if r["scale"] == 1}  # counted as it is measured
