@@ -89,6 +89,9 @@ DRY_RUN_WHY = {
     "profiles/slurm": "needs a Slurm cluster (tests/workflow/test_slurm.py runs one)",
     "remeasure=": "measures again (tests/unit/test_bench.py tests re-measurement)",
     "--sdm conda": "creates the conda envs (tests/unit/test_envs.py installs them)",
+    "config/predict-host.yaml": "callgrind counts the quickstart's model, far slower than the "
+    "CPU runs it (tests/workflow/test_workflow.py counts the tiny experiment; "
+    "benchmarks/x86_sanity.py runs this config)",
 }
 
 
