@@ -16,7 +16,6 @@ benchmarks/results/x86_sanity.{json,md}.
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
 from pathlib import Path
 
@@ -42,11 +41,7 @@ def predicted_rates(document: dict, spec: dict) -> list[dict]:
     each phase: at the constants' values and at the slowest and fastest corner of their
     ranges; with the instructions per token it priced."""
     model = CostModel.read(constants_path(spec), spec["core"], spec["soc"], spec["model"])
-    read, ranged = weights(model.phone_shape), model.ranged()
-    corners = [
-        {**model.values(), **dict(zip(ranged, choice, strict=True))}
-        for choice in itertools.product(*[(c.low, c.high) for c in ranged.values()])
-    ]
+    read, corners = weights(model.phone_shape), model.corners()
     rows, seen = [], set()
     for p in document["predictions"]:
         for side, threads in zip(("baseline", "treatment"), p["threads"], strict=True):

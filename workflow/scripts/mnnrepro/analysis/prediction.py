@@ -128,6 +128,16 @@ class CostModel:
         """The constants with a range, by their short name (values()'s keys)."""
         return {k: c for k, c in self.constants.items() if c.low < c.high}
 
+    def corners(self) -> list[dict[str, float]]:
+        """values() at every combination of the ranged constants' low and high."""
+        ranged = self.ranged()
+        if len(ranged) > MAX_RANGED:
+            raise ConfigError(
+                f"the cost model ranges {len(ranged)} constants; at most {MAX_RANGED}"
+            )
+        choices = itertools.product(*[(c.low, c.high) for c in ranged.values()])
+        return [{**self.values(), **dict(zip(ranged, c, strict=True))} for c in choices]
+
 
 def weights(shape: dict) -> int:
     """The weights one token multiplies: every layer's attention and MLP projections, and the
@@ -195,22 +205,15 @@ def predict_pair(base: dict, treat: dict, model: CostModel, scale: float,
     """Per phase: the predicted gain, its interval over every corner of the ranged constants,
     and each ranged constant's swing (the gain at its low and at its high); threads: the
     baseline's and the treatment's."""
-    read = weights(model.phone_shape)
-    point = model.values()
-    ranged = model.ranged()
-    if len(ranged) > MAX_RANGED:
-        raise ConfigError(f"the cost model ranges {len(ranged)} constants; at most {MAX_RANGED}")
-    out = {}
+    read, point, ranged = weights(model.phone_shape), model.values(), model.ranged()
+    corners, out = model.corners(), {}
     for phase in PHASES:
 
         def at(values, phase=phase):
             parallel = tuple(model.parallel(values, n) for n in threads)
             return gain(base[phase], treat[phase], phase, values, scale, read, parallel)
 
-        corners = [
-            at({**point, **dict(zip(ranged, choice, strict=True))})
-            for choice in itertools.product(*[(c.low, c.high) for c in ranged.values()])
-        ]
+        gains = [at(values) for values in corners]
         swings = [
             {"constant": c.name, "at_low": at({**point, k: c.low}),
              "at_high": at({**point, k: c.high})}
@@ -219,8 +222,8 @@ def predict_pair(base: dict, treat: dict, model: CostModel, scale: float,
         swings.sort(key=lambda s: -abs(s["at_high"] - s["at_low"]))
         out[phase] = {
             "gain": at(point),
-            "low": min(corners),
-            "high": max(corners),
+            "low": min(gains),
+            "high": max(gains),
             "sensitivity": swings,
             **point_times(base, treat, phase, model, scale, threads),
         }
@@ -235,11 +238,9 @@ def point_times(base: dict, treat: dict, phase: str, model: CostModel, scale: fl
     out: dict = {"tokens_per_s": {}, "memory_bound": {}}
     for side, mix, n in (("baseline", base, threads[0]), ("treatment", treat, threads[1])):
         parallel = model.parallel(point, n)
-        compute = compute_seconds(mix[phase], point, scale, parallel)
-        out["tokens_per_s"][side] = 1 / seconds_per_token(
-            mix[phase], phase, point, scale, read, parallel
-        )
-        out["memory_bound"][side] = phase == "decode" and memory_seconds(point, read) > compute
+        seconds = seconds_per_token(mix[phase], phase, point, scale, read, parallel)
+        out["tokens_per_s"][side] = 1 / seconds  # bound by memory: longer than its compute
+        out["memory_bound"][side] = seconds > compute_seconds(mix[phase], point, scale, parallel)
     return out
 
 
@@ -364,10 +365,9 @@ def prompt_text(document: dict) -> str:
     target = document.get("bench", {}).get("prompt_tokens")
     if target == profiled:
         return ""
-    short = short_prompt(profiled)
     return (
-        f", for a {target}-token prompt (profiled at {profiled} and {short}: what a prefill "
-        f"does once is spread over {target})"
+        f", for a {target}-token prompt (profiled at {profiled} and {short_prompt(profiled)}: "
+        f"what a prefill does once is spread over {target})"
     )
 
 

@@ -22,12 +22,11 @@ from collections import Counter
 from pathlib import Path
 
 from mnnrepro.devices.instruction_mix import CLASSES, X86_PREFIXES, x86_instruction_class
-from mnnrepro.devices.profilers import ProfilerError, answer, require
+from mnnrepro.devices.profilers import OUTSIDE, ProfilerError, answer, require
 
 PROFILER = "callgrind"  # the value of devices.<name>.local.profiler that selects it
 VALGRIND_HINT = "valgrind's callgrind: Debian's valgrind package"
 OBJDUMP_HINT = "GNU binutils' objdump, to put each counted instruction in its class"
-OUTSIDE = "[outside the engine libraries]"
 NAMED = re.compile(r"^\((\d+)\)(?: (.*))?$")  # callgrind's name compression: "(id) name"
 UNNAMED = re.compile(r"^0x[0-9a-f]+$")  # callgrind's name for code outside any symbol
 # callgrind names a function entered again before it returned (recursion, or a loop that

@@ -7,6 +7,8 @@ from __future__ import annotations
 import platform
 from dataclasses import dataclass
 
+from mnnrepro.devices.callgrind import PROFILER as CALLGRIND
+
 
 def host_platforms() -> tuple[str, ...]:
     """What this machine runs: host builds, and linux-arm64 builds on an arm64 Linux host."""
@@ -76,4 +78,4 @@ def counts_instructions(name: str, spec: dict) -> bool:
     """Whether the device's profiles count instructions by class (a prediction's device): an
     emulated one (QEMU's executed blocks), or this host under callgrind."""
     kind = device_kind(name, spec)
-    return kind.emulated or (spec.get(kind.key) or {}).get("profiler") == "callgrind"
+    return kind.emulated or (spec.get(kind.key) or {}).get("profiler") == CALLGRIND

@@ -33,6 +33,9 @@ from mnnrepro.devices.elf import read_symbols
 from mnnrepro.devices.instruction_mix import CLASSES
 from mnnrepro.errors import ReproError
 
+# a profile's row for what ran outside the engine's libraries (where a profiler counts it)
+OUTSIDE = "[outside the engine libraries]"
+
 
 class ProfilerError(ReproError, RuntimeError):
     pass
@@ -204,7 +207,7 @@ def attribute_blocks(
         pc = int(pc_text, 16)
         place = next((m for m in maps if m["start"] <= pc < m["start"] + m["size"]), None)
         if place is None:
-            key = ("[outside the engine libraries]", None)
+            key = (OUTSIDE, None)
         else:
             name = os.path.basename(place["path"])
             elf = symbols.get(name)
