@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 import yaml
@@ -380,7 +381,8 @@ def test_mnns_sme2_settings_are_refused_where_no_engine_reads_them(root):
     llama = copy.deepcopy(cfg)
     llama["variants"]["llama-sme-off"]["runtime"]["cpu_sme_core_num"] = 1
     no_such = (
-        r"`variants\.llama-sme-off\.runtime\.cpu_sme_core_num`: engine llama \(llamacpp\) has no"
+        r"`variants\.llama-sme-off\.runtime\.cpu_sme_core_num`: engine llama \(llamacpp\) does "
+        r"not read it"
     )
     with pytest.raises(ConfigError, match=no_such):
         check(llama)
@@ -402,6 +404,37 @@ def test_mnns_sme2_settings_are_refused_where_no_engine_reads_them(root):
     )
 
 
+def test_every_runtime_key_an_engine_kind_does_not_read_is_refused_when_the_plan_is_made(root):
+    """The whole class, not one key: every key of the schema's `runtime` on every engine kind
+    of config-control.yaml (MNN's wheel, llama.cpp, ONNX Runtime GenAI) is accepted exactly
+    where the kind declares it reads it (EngineKind.runtime_keys), and otherwise refused with
+    one line naming the key; no kind takes a key it would drop (before, llama.cpp ran with
+    MNN's `precision` and MNN with ONNX Runtime's `session_options`, silently)."""
+    from mnnrepro.config import load_schema
+    from mnnrepro.engines.registry import kind_of_spec
+
+    cfg = load(root, "tests/workflow/config-control.yaml")
+    schema = load_schema()["$defs"]["runtime"]["properties"]
+    values = {
+        "session_options": {"intra_op.allow_spinning": "0"},
+        "cpu_sme_core_num": 1,
+        "cpu_sme2_neon_division_ratio": 41,
+    }
+    kinds_seen = set()
+    for variant in ("one-thread", "llama-sme-off", "ort-default"):
+        kind = kind_of_spec(cfg["engines"][cfg["variants"][variant]["engine"]])
+        kinds_seen.add(kind.kind)
+        for key, spec in schema.items():
+            bad = copy.deepcopy(cfg)
+            bad["variants"][variant]["runtime"][key] = values.get(key, spec.get("default"))
+            if key in kind.runtime_keys:
+                check(bad)
+                continue
+            with pytest.raises(ConfigError, match=rf"`variants\.{variant}\.runtime\.{key}`: "):
+                check(bad)
+    assert len(kinds_seen) == 3  # MNN's wheel, llama.cpp, ONNX Runtime GenAI
+
+
 def test_the_wheel_reads_mnns_sme2_settings_in_its_own_library():
     """describe_prebuilt reads them from the installed wheel's native libraries (the strings
     of MNN's config keys; an MNN without a setting has no such string)."""
@@ -409,3 +442,56 @@ def test_the_wheel_reads_mnns_sme2_settings_in_its_own_library():
 
     record = describe_prebuilt("mnn-pypi", "mnn==3.6.1")
     assert record["reads_settings"] == ["cpu_sme2_neon_division_ratio", "cpu_sme_core_num"]
+
+
+def test_the_onnx_runtime_switch_is_refused_where_its_library_would_ignore_it():
+    """`mlas.disable_kleidiai` is exempt from the held-keys check only in a library with no
+    KleidiAI kernel (the x86-64 wheel: nothing to switch off, an equality pair); in an arm64
+    library with KleidiAI's kernels and without the key, ONNX Runtime would ignore it and
+    leave them on in the baseline: one line naming the key."""
+    from mnnrepro.engines.ort_genai import OrtGenaiEngine
+    from mnnrepro.engines.registry import EngineRecord, unread_session_options
+
+    variant = variants_of(
+        {"off": {"engine": "ort", "runtime": {"session_options": {"mlas.disable_kleidiai": "1"}}}}
+    )["off"]
+    library = {"session_options": ["session.intra_op.allow_spinning"], "kleidiai_kernels": []}
+    record = {"engine": "ort", "kind": OrtGenaiEngine.kind, "version": "1.29", "library": library}
+
+    def unread(library: dict) -> list[str]:
+        return unread_session_options(
+            "off", variant, EngineRecord.of({**record, "library": library})
+        )
+
+    assert unread(library) == []
+    kernels = {**library, "kleidiai_kernels": ["kai_run_matmul_clamp_f32_sme2"]}
+    (line,) = unread(kernels)
+    assert line.startswith(
+        "config key `variants.off.runtime.session_options.mlas.disable_kleidiai`: engine ort"
+    )
+    assert "leaving KleidiAI's kernels on" in line
+    held = {**kernels, "session_options": [*kernels["session_options"], "mlas.disable_kleidiai"]}
+    assert unread(held) == []
+
+
+@pytest.mark.parametrize(
+    ("repetitions", "expected"),
+    [
+        # planned looks that do not fit in the blocks: set() would quietly make them fewer
+        ({"min": 6, "max": 8, "until": "verdict", "looks": 5}, "`bench.repetitions.looks`: 5 "
+         "planned looks do not fit in blocks 6 to 8 (3 blocks): the run would judge at 3 looks"),
+        # a budget only a run that stops on its verdict reads (the schema ties `looks` to it)
+        ({"min": 6, "max": 10, "target_half_width": 0.05, "budget_s": 600},
+         "`bench.repetitions.budget_s`: only a run that stops on its verdict"),
+    ],
+)  # fmt: skip
+def test_repetition_options_the_run_would_not_honour_as_written_are_refused(
+    root, repetitions, expected
+):
+    cfg = copy.deepcopy(load(root, "config/config.yaml"))
+    check(copy.deepcopy(cfg))
+    cfg["bench"]["repetitions"] = repetitions
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        check(cfg)
+    fits = {**repetitions, "until": "verdict", "looks": 3, "max": 10}
+    check({**cfg, "bench": {**cfg["bench"], "repetitions": fits}})

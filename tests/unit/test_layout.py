@@ -59,10 +59,11 @@ def test_every_module_belongs_to_a_stage_or_is_shared():
     # sweep's points (the rules plan them, the runs measure them, the analysis reads them),
     # the repetitions' one type (the plan, the runs and the analysis read it), the design the
     # plan hands the gate, the runs and the analysis, pinned downloads and the one safe
-    # extraction
+    # extraction, where an interval lies against a boundary (every verdict and the stopping
+    # rule judge by it)
     assert top_level == {
         *("config", "logs", "files", "errors", "records", "stats", "intervals", "sweep_plan"),
-        *("assumptions", "repetitions", "design"),
+        *("assumptions", "repetitions", "design", "sides"),
         *("fetch", "unpack"),
     }
     assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} == STAGES

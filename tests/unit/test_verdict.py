@@ -10,9 +10,9 @@ CASES = [
     ((0.6, 1.0001), vd.INCONCLUSIVE),  # reaches just above the band
     ((0.25, 1.5), vd.INCONCLUSIVE),  # wider than the band
     ((0.1, 0.4999), vd.NOT_REPRODUCED),  # wholly below
-    ((0.1, 0.5), vd.INCONCLUSIVE),  # touches the band's lower edge
+    ((0.1, 0.5), vd.NOT_REPRODUCED),  # ends on the lower edge: holds no edge (sides.py)
     ((1.0001, 1.5), vd.NOT_REPRODUCED),  # wholly above
-    ((1.0, 1.5), vd.INCONCLUSIVE),  # touches the band's upper edge
+    ((1.0, 1.5), vd.NOT_REPRODUCED),  # starts on the upper edge: holds no edge
 ]
 
 

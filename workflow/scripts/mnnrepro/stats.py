@@ -328,12 +328,6 @@ def wilcoxon_p(log_ratio: np.ndarray) -> float:
     return float(sps.wilcoxon(log_ratio, alternative="two-sided").pvalue)
 
 
-def aa_stable(low, high, margin: float):
-    """The A/A rule: the CI of the baseline's ratio to itself lies within [1/(1+m), 1+m].
-    Works on numbers (the summary) and on arrays of simulated CIs (the calibration)."""
-    return (low >= 1 / (1 + margin)) & (high <= 1 + margin)
-
-
 def cv(values: np.ndarray) -> float:
     values = np.asarray(values, dtype=float)
     return float(values.std(ddof=1) / values.mean()) if values.size > 1 else math.nan

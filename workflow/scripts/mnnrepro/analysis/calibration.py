@@ -15,7 +15,8 @@ import math
 
 import numpy as np
 
-from mnnrepro.stats import aa_stable, t_interval
+from mnnrepro.sides import aa_stable
+from mnnrepro.stats import t_interval
 
 NOISE = ("lognormal", "t3", "drift")
 TRUE_RATIO = 1.3  # the simulated treatment's true speedup

@@ -10,15 +10,19 @@ checks:
 * `prefill gain > decode gain` (the compute-bound phase gains more), judged on prefill's
   speedup over decode's per block (the row the stopping rule of `until - verdict` settles),
   with the summary's kind of interval: `shown` when its interval lies wholly above 1,
-  `consistent` when its estimate is above 1 but its interval holds 1, else `contradicted`;
+  `contradicted` when it lies wholly below 1, `inconclusive` when it holds 1, whatever the
+  estimate (mnnrepro.sides: the stopping rule's own definition of settled, so an
+  `inconclusive` row is one the run stopped on unsettled);
   `not applicable` for a pair that claims no gain (an equality check of two builds where SME2
   cannot exist, or a fallback check on a device without SME2): its gains are noise around
   zero, and their order says nothing;
-* `decode near its ceiling` (the memory-bound phase is limited by bandwidth): `shown` when the
-  treatment's median decode speed reaches at least `NEAR_CEILING` of its ceiling, else
-  `not shown` with the share; `broken bound` when it exceeds its ceiling (share above 100 %:
-  the ceiling is an upper bound, so the byte count or the bandwidth measurement is wrong);
-  `unavailable` without a bandwidth measurement or a byte count.
+* `decode near its ceiling` (the memory-bound phase is limited by bandwidth), judged on the
+  interval of the treatment's share of its ceiling (its decode speeds' t interval over the
+  ceiling at the highest and lowest bandwidth sample): `shown` when it lies at or above
+  `NEAR_CEILING`, `not shown` when below, `inconclusive` when it holds `NEAR_CEILING`;
+  `broken bound` when it lies wholly above 100 % (the ceiling is an upper bound, so the byte
+  count or the bandwidth measurement is wrong); `unavailable` without a bandwidth
+  measurement or a byte count.
   A variant's ceiling uses the bandwidth measured at its own thread count (one core cannot
   draw what all of them can), or every core's where that was not measured.
 """
@@ -32,9 +36,12 @@ import pandas as pd
 
 from mnnrepro.design import Design
 from mnnrepro.models import mnn_layout
-from mnnrepro.stats import Interval, compare_phase
+from mnnrepro.sides import three_way
+from mnnrepro.stats import Interval, compare_phase, t_interval
 
 NEAR_CEILING = 0.5  # share of the decode ceiling that counts as bandwidth-bound
+GAIN_ORDER_WORDS = ("shown", "contradicted", "inconclusive")  # above, below, holding 1
+CEILING_WORDS = ("shown", "not shown", "inconclusive")  # above, below, holding NEAR_CEILING
 GB = 1e9
 
 
@@ -56,6 +63,10 @@ MECHANISM_COLUMNS = [
     "bandwidth_samples",
     "decode_ceiling_tps",
     "decode_ceiling_share",
+    # the share's interval: the decode speed's t interval (its invocations, stats.ci_level)
+    # over the ceiling at the highest and lowest bandwidth sample
+    "decode_ceiling_share_low",
+    "decode_ceiling_share_high",
     "prefill_tps",
     "prefill_ops_per_token",
     "prefill_gops",
@@ -97,6 +108,20 @@ def bandwidth_of(records: list[dict]) -> dict[tuple[str, str, int], dict]:
 def _median(rows: pd.DataFrame, column: str):
     values = pd.to_numeric(rows[column], errors="coerce").dropna() if column in rows else []
     return float(np.median(values)) if len(values) else None
+
+
+def share_interval(decode: pd.DataFrame, bw: dict, per_token, ci_level: float) -> dict:
+    """The interval of a variant's share of its decode ceiling: its decode speed's Student t
+    interval (the log speeds of its invocations) over the ceiling at the highest bandwidth
+    sample (low end) and the lowest (high end); None without two speeds or a ceiling."""
+    speeds = pd.to_numeric(decode["tps"], errors="coerce").dropna() if len(decode) else []
+    if len(speeds) < 2 or not bw or not per_token:
+        return {"decode_ceiling_share_low": None, "decode_ceiling_share_high": None}
+    low, high = t_interval(np.log(np.asarray(speeds, dtype=float)), ci_level)
+    return {
+        "decode_ceiling_share_low": float(low) / ceiling_tps(bw["max_gb_per_s"], per_token),
+        "decode_ceiling_share_high": float(high) / ceiling_tps(bw["min_gb_per_s"], per_token),
+    }
 
 
 def mechanism_table(
@@ -145,6 +170,7 @@ def mechanism_table(
                 "bandwidth_samples": bw.get("samples"),
                 "decode_ceiling_tps": ceiling,
                 "decode_ceiling_share": decode_tps / ceiling if ceiling and decode_tps else None,
+                **share_interval(decode, bw, per_token, design.stats["ci_level"]),
                 "prefill_tps": prefill_tps,
                 "prefill_ops_per_token": ops,
                 "prefill_gops": ops * prefill_tps / GB if ops and prefill_tps else None,
@@ -269,17 +295,16 @@ def gain_order_check(prefill: dict, decode: dict, gap: dict) -> dict:
         f"{gap['ci_high']:.3f}] ({prefill.get('interval', 't')} interval over "
         f"{gap['n_pairs']} blocks)"
     )
-    if gap["ci_low"] > 1:
-        status = "shown"
-    elif gap["ratio"] > 1:
-        status = "consistent"
-    else:
-        status = "contradicted"
+    status = three_way(gap["ci_low"], gap["ci_high"], 1.0, GAIN_ORDER_WORDS)
     return {"check": name, "status": status, "evidence": evidence}
 
 
 def ceiling_check(row: dict | None) -> dict:
-    """`decode near its ceiling` for the treatment's row of mechanism.csv."""
+    """`decode near its ceiling` for the treatment's row of mechanism.csv, judged on the
+    share's interval (share_interval) as every check is (mnnrepro.sides): `broken bound`
+    when it lies wholly above 1 (the ceiling is an upper bound, so the byte count or the
+    bandwidth is wrong), else `shown` when it lies at or above NEAR_CEILING, `not shown` when
+    below it, `inconclusive` when it holds it."""
     name = "decode near its ceiling"
     if not row or row.get("decode_ceiling_share") is None:
         return {
@@ -288,16 +313,21 @@ def ceiling_check(row: dict | None) -> dict:
             "evidence": "no bandwidth measurement or no byte count for this model",
         }
     share = row["decode_ceiling_share"]
+    low, high = row.get("decode_ceiling_share_low"), row.get("decode_ceiling_share_high")
+    spread = "" if low is None or pd.isna(low) else f" [{low:.0%}, {high:.0%}]"
+    if not spread:
+        low = high = share  # one invocation: its point is all the interval there is
     evidence = (
-        f"{row['variant']}: decode {row['decode_tps']:.1f} tok/s = {share:.0%} of a "
-        f"{row['decode_ceiling_tps']:.1f} tok/s ceiling ({row['bandwidth_gb_per_s']:.1f} GB/s "
-        f"/ {row['decode_bytes_per_token'] / 1e6:.0f} MB per token)"
+        f"{row['variant']}: decode {row['decode_tps']:.1f} tok/s = {share:.0%}{spread} of a "
+        f"{row['decode_ceiling_tps']:.1f} tok/s ceiling "
+        f"({row['bandwidth_gb_per_s']:.1f} GB/s / {row['decode_bytes_per_token'] / 1e6:.0f} MB "
+        "per token)"
     )
-    if share > 1:
+    if low > 1:  # wholly above the bound, not at it
         status = "broken bound"
         evidence += ": faster than the ceiling allows, so the byte count or the bandwidth is wrong"
     else:
-        status = "shown" if share >= NEAR_CEILING else "not shown"
+        status = three_way(low, high, NEAR_CEILING, CEILING_WORDS)
     return {"check": name, "status": status, "evidence": evidence}
 
 

@@ -23,12 +23,8 @@ from mnnrepro.analysis.text import reps_text
 from mnnrepro.design import Design
 from mnnrepro.intervals import ChosenInterval, interval_name
 from mnnrepro.runs.precision import row_name
-from mnnrepro.stats import (
-    ALL_PHASES,
-    PHASES,
-    aa_stable,
-    compare_phase,
-)
+from mnnrepro.sides import aa_drifted, aa_stable
+from mnnrepro.stats import ALL_PHASES, PHASES, compare_phase
 
 log = logging.getLogger(__name__)
 
@@ -146,10 +142,9 @@ def aa_problems(aa: dict, margin: float) -> list[str]:
     for phase, r in aa.items():
         if aa_stable(r["ci_low"], r["ci_high"], margin):
             continue
-        outside = r["ci_low"] > 1 + margin or r["ci_high"] < 1 / (1 + margin)
         why = (
             "drift, order or warm-up effect"
-            if outside
+            if aa_drifted(r["ci_low"], r["ci_high"], margin)
             else "not shown stable: more repetitions or a quieter device needed"
         )
         problems.append(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mnnrepro.sides import outside, three_way, within
+
 REPRODUCED = "reproduced"
 
 
@@ -21,7 +23,9 @@ RULE = (
     "With a claimed gain c and tolerance t, the band is [c - t, c + t]. "
     "`reproduced`: the whole CI of the measured gain lies inside the band. "
     "`not reproduced`: the CI lies wholly outside the band (entirely below or above it). "
-    "`inconclusive`: the CI overlaps the band and also reaches outside it. "
+    "`inconclusive`: the CI holds an edge of the band (the edge lies strictly inside the CI; "
+    "a CI that ends exactly on an edge lies on the side it reaches, as the stopping rule "
+    "judges it settled). "
     "`invalid`: a validity check failed (the correctness gate found a wrong, empty or crashed "
     "answer, SME2 kernels are missing, a run-time mask did not take, or the A/A control "
     "is not within +-`comparison.aa_margin` in a phase), whatever the speed. Emulated "
@@ -33,9 +37,9 @@ def claim_verdict(gain_low: float, gain_high: float, claim: float | None, tolera
     if claim is None:
         return NO_CLAIM
     band_low, band_high = claim - tolerance, claim + tolerance
-    if band_low <= gain_low and gain_high <= band_high:
+    if within(gain_low, gain_high, band_low, band_high):
         return REPRODUCED
-    if gain_high < band_low or gain_low > band_high:
+    if outside(gain_low, gain_high, band_low, band_high):
         return NOT_REPRODUCED
     return INCONCLUSIVE
 
@@ -54,11 +58,7 @@ FALLBACK_RULE = (
 
 
 def fallback_verdict(gain_low: float, gain_high: float, tolerance: float) -> str:
-    if gain_low >= -tolerance:
-        return NO_REGRESSION
-    if gain_high < -tolerance:
-        return REGRESSION
-    return INCONCLUSIVE
+    return three_way(gain_low, gain_high, -tolerance, (NO_REGRESSION, REGRESSION, INCONCLUSIVE))
 
 
 NO_DIFFERENCE = "no difference"

@@ -81,9 +81,9 @@ class EngineKind:
     integer_env: tuple[str, ...] = ()
     # a from-source kind: what its `<source_section>` must give (for the message)
     source_forms = ""
-    # takes MNN's SME2 settings (config.SME2_SETTINGS) in a variant's runtime, where its
-    # binaries read them (the engine record's `reads_settings`)
-    sme2_settings = False
+    # the keys of a variant's `runtime` its engines read (MNN's SME2 settings, where its
+    # binaries do: the record's `reads_settings`); any other is refused when the plan is made
+    runtime_keys: tuple[str, ...] = ("thread_num",)
     # why an engine of this kind has no test suite of its own to run (test_suite)
     no_test_suite = "this kind of engine has no test suite"
     # its threads' waiting, which a prediction leaves out of the work (analysis/token_work.py):

@@ -19,7 +19,7 @@ from mnnrepro.engines.base import (
     GreedyAsk,
     fetch_text,
 )
-from mnnrepro.engines.prebuilt import MNN_THREAD_POOL
+from mnnrepro.engines.prebuilt import MNN_RUNTIME_KEYS, MNN_THREAD_POOL
 from mnnrepro.toolchain import cmake, source, tools
 from mnnrepro.toolchain.records import BuildJob
 
@@ -59,7 +59,7 @@ class BuiltEngine(BuiltFromSource):
     source_forms = "git + commit, path, or archive + sha256"
     no_test_suite = "built without MNN_BUILD_TEST"
     waiting_functions = MNN_THREAD_POOL
-    sme2_settings = True
+    runtime_keys = MNN_RUNTIME_KEYS
 
     @classmethod
     def test_suite(cls, record: dict) -> tuple[str | None, str]:

@@ -117,7 +117,7 @@ class OrtGenaiEngine(PrebuiltEngine):
     fetches_wheels = True
     integer_env = ()
     takes_images = False
-    sme2_settings = False
+    runtime_keys = ("thread_num", "session_options")
     sme2_vector_lengths_bits = ()  # KleidiAI's SME2 kernels are vector-length agnostic
     sme_switch = SWITCH
     switch_off = "1"  # the switch's value in the baseline: KleidiAI off

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mnnrepro.config import with_runtime_defaults
+from mnnrepro.config import SME2_SETTINGS, with_runtime_defaults
 from mnnrepro.engines.base import (
     EngineKind,
     GreedyAsk,
@@ -21,6 +21,8 @@ from mnnrepro.engines.base import (
 # worker is done) and a worker thread's loop (polling its task flags, yielding); the tasks are
 # other functions
 MNN_THREAD_POOL = r"^_ZN3MNN10ThreadPool|ThreadPoolC4EiEUlvE_"
+# the runtime keys MNN's config.json (the runner) and llm_bench's flags (a build) take
+MNN_RUNTIME_KEYS = ("thread_num", "precision", "memory", "power", "backend_type", *SME2_SETTINGS)
 
 
 class PrebuiltEngine(EngineKind):
@@ -32,7 +34,7 @@ class PrebuiltEngine(EngineKind):
     takes_images = True  # the runner's image questions (runs/prebuilt_runner.py)
     no_test_suite = "the PyPI wheel ships no test suite"
     waiting_functions = MNN_THREAD_POOL
-    sme2_settings = True
+    runtime_keys = MNN_RUNTIME_KEYS
     sme2_vector_lengths_bits = (512,)  # the wheel's SME2 kernels are MNN's (mnn_build.py)
     runner_engine = "mnn"  # the runner's --engine
 

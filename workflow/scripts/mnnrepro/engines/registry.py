@@ -101,18 +101,23 @@ def unread_settings(variants: dict[str, Variant], engines: dict[str, EngineRecor
 def unread_session_options(name: str, variant: Variant, record: EngineRecord) -> list[str]:
     """A variant's ONNX Runtime session options its engine does not read: every one for a
     kind that takes none, else each key its library does not hold (ONNX Runtime would ignore
-    it silently), one line each naming the key. The kind's own SME switch is always taken: a
-    library without KleidiAI (the x86-64 wheel) holds no such key and runs the same code with
-    it, which is what a pair there is judged on (equality)."""
+    it silently), one line each naming the key. The kind's own SME switch is exempt only in a
+    library with no KleidiAI kernel (the x86-64 wheel): there it has nothing to turn off and
+    the pair runs the same code, which is what it is judged on (equality); a library with
+    KleidiAI's kernels and without the switch would leave them on in the baseline."""
     asked = variant.runtime.get("session_options", {})
     key = f"variants.{name}.runtime.session_options"
-    held = record.get("library", {}).get("session_options")
+    library = record.get("library", {})
+    held = library.get("session_options")
     if asked and held is None:
         return [f"config key `{key}`: engine {record['engine']} ({record.kind.kind}) takes none"]
+    nothing_to_switch = not library.get("kleidiai_kernels")
     return [
         f"config key `{key}.{option}`: engine {record['engine']} ({record.get('version')}) "
-        f"holds no such session option (ONNX Runtime would ignore it); its library holds "
+        f"holds no such session option (ONNX Runtime would ignore it"
+        + (", leaving KleidiAI's kernels on" if option == record.kind.sme_switch else "")
+        + f"); its library holds "
         f"{', '.join(o for o in held if o.startswith(option.split('.')[0] + '.'))[:300]}"
         for option in sorted(asked)
-        if option not in held and option != record.kind.sme_switch
+        if option not in held and not (option == record.kind.sme_switch and nothing_to_switch)
     ]

@@ -5,6 +5,7 @@ declare (platforms, physical devices, device paths, integer settings)."""
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from pathlib import Path
@@ -12,10 +13,10 @@ from posixpath import normpath
 
 from mnnrepro.config import (
     RESERVED_ENV,
-    SME2_SETTINGS,
     aa_variant,
     check_schema,
     refuse,
+    runtime_defaults,
 )
 from mnnrepro.design import Design
 from mnnrepro.devices.kinds import device_kind
@@ -30,15 +31,20 @@ def check(config: dict, local_paths: bool = True, fill_defaults: bool = False) -
     """The config's schema and cross-references; with local_paths (a live run, not a replay,
     which builds nothing) also that the local directories it names exist; with fill_defaults,
     the schema's defaults filled in place by the same pass."""
+    # the variants as written (an archive's resolved config has the defaults in it)
+    written = copy.deepcopy(config.get("variants")) if local_paths else None
     check_schema(config, fill_defaults=fill_defaults)
-    check_references(config)
+    check_references(config, written)
     missing = missing_local_paths(config) + patch_pin_problems(config) if local_paths else []
     if missing:
         refuse(missing)
 
 
-def check_references(config: dict) -> None:
-    """Cross-references between sections, which JSON Schema cannot express."""
+def check_references(config: dict, written: dict | None = None) -> None:
+    """Cross-references between sections, which JSON Schema cannot express; written: the
+    variants as the config wrote them, before the schema's defaults were filled in
+    (default: as it stands, less the schema's defaults, as an archive's resolved config has
+    them)."""
     problems = [
         *variant_problems(config),
         *toolchain_problems(config),
@@ -52,26 +58,29 @@ def check_references(config: dict) -> None:
         *reserved_name_clashes(config),
         *kind_problems(config),
         *unmeasurable_claims(config),
-        *sme2_setting_problems(config),
+        *runtime_key_problems(config, written),
         *prediction_problems(config),
     ]
     if problems:
         refuse(problems)
 
 
-def sme2_setting_problems(config: dict) -> list[str]:
-    """MNN's SME2 settings (config.SME2_SETTINGS) on an engine kind that has none, and a
-    division ratio MNN cannot read as 8*x + y with x and y in 1..7."""
-    problems = []
+def runtime_key_problems(config: dict, written: dict | None = None) -> list[str]:
+    """A runtime key the variant's engine kind does not read (EngineKind.runtime_keys: MNN's
+    precision or SME2 settings on llama.cpp, ONNX Runtime's session options on MNN), which it
+    would run without a word, and a division ratio MNN cannot read as 8*x + y with x and y in
+    1..7."""
+    problems, filled = [], runtime_defaults() if written is None else {}
     for name, variant in sorted(config["variants"].items()):
         spec = config["engines"].get(variant["engine"])
-        runtime = variant.get("runtime", {})
-        for key in SME2_SETTINGS:
-            if key in runtime and spec is not None and not kind_of_spec(spec).sme2_settings:
-                problems.append(
-                    f"config key `variants.{name}.runtime.{key}`: engine {variant['engine']} "
-                    f"({kind_of_spec(spec).kind}) has no such setting"
-                )
+        runtime = (written or {}).get(name, variant).get("runtime") or {}
+        runtime = {k: v for k, v in runtime.items() if k not in filled or filled[k] != v}
+        kind = kind_of_spec(spec) if spec is not None else None
+        for key in sorted(k for k in runtime if kind and k not in kind.runtime_keys):
+            problems.append(
+                f"config key `variants.{name}.runtime.{key}`: engine {variant['engine']} "
+                f"({kind.kind}) does not read it (it reads {', '.join(kind.runtime_keys)})"
+            )
         ratio = runtime.get("cpu_sme2_neon_division_ratio")
         if ratio is not None and ratio % 8 == 0:
             problems.append(
@@ -204,11 +213,22 @@ def repetition_problems(config: dict) -> list[str]:
         "bench.sweep.repetitions": (bench.get("sweep") or {}).get("repetitions"),
     }
     ranges = {key: Repetitions.of(value) for key, value in given.items() if value is not None}
-    return [
-        f"config key `{key}.min`: {r.min} is more than `{key}.max` {r.max}"
-        for key, r in ranges.items()
-        if r.min > r.max
-    ]
+    problems = []
+    for key, r in ranges.items():
+        if r.min > r.max:
+            problems.append(f"config key `{key}.min`: {r.min} is more than `{key}.max` {r.max}")
+        if r.budget_s is not None and not r.stops_on_verdict:  # the schema ties `looks`
+            problems.append(
+                f"config key `{key}.budget_s`: only a run that stops on its verdict "
+                f"(`{key}.until: verdict`) reads it; this one would run without it"
+            )
+        if r.stops_on_verdict and r.looks and r.looks > r.max - r.min + 1 and r.min <= r.max:
+            problems.append(
+                f"config key `{key}.looks`: {r.looks} planned looks do not fit in blocks "
+                f"{r.min} to {r.max} ({r.max - r.min + 1} blocks): the run would judge at "
+                f"{len(r.planned_looks())} looks, not {r.looks}"
+            )
+    return problems
 
 
 # results/<name>/ the workflow itself uses; an experiment of that name would mix with them

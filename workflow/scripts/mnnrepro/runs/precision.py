@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mnnrepro import sides
 from mnnrepro.errors import ReproError
 from mnnrepro.repetitions import Repetitions
 from mnnrepro.stats import PHASES, t_interval
@@ -215,8 +216,7 @@ def row_state(log_ratios: np.ndarray, thresholds, target: float | None, interval
     if thresholds is None:  # no claim: precise enough for its own question
         middle = float(np.exp(log_ratios.mean()))
         return {"low": low, "high": high, "settled": (high - low) / 2 / middle <= target}
-    inside = [x for x in thresholds if low < x < high]
-    return {"low": low, "high": high, "settled": not inside}
+    return {"low": low, "high": high, "settled": sides.settled(low, high, thresholds)}
 
 
 def invocation_seconds(total, wall, quiet_wait, thermal_wait, cooldown_s: float) -> float:
