@@ -340,3 +340,26 @@ def test_the_ci_halfwidth_source_is_committed_and_its_hash_recorded():
         round(100 * at10["prefill"], 1),
         round(100 * at10["decode"], 1),
     ]
+
+
+def test_the_quickstart_mechanism_tally_is_quickstart_mechanism_json():
+    """README's count of each word the quickstart's mechanism check said in quiet cold runs,
+    and what the loaded run said, are the study's."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    runs = results("quickstart_mechanism")["runs"]
+    cited = re.search(
+        r"in (\d+) quiet cold runs the mechanism check \(`prefill gain > decode gain`\) said "
+        r"`inconclusive` in (\d+) and `contradicted` in (\d+), never `shown`; the one run beside "
+        r"a busy process said `(\w+)` with both gains negative",
+        readme,
+    )
+    assert cited, "README's tally of the quickstart's mechanism check"
+    quiet = [r["status"] for r in runs if not r["loaded"]]
+    (busy,) = [r for r in runs if r["loaded"]]
+    assert tuple(map(int, cited.groups()[:3])) == (
+        len(quiet),
+        quiet.count("inconclusive"),
+        quiet.count("contradicted"),
+    )
+    assert "shown" not in quiet
+    assert cited.group(4) == busy["status"] and max(busy["prefill_gain"], busy["decode_gain"]) < 0

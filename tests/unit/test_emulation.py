@@ -92,6 +92,36 @@ def test_vector_length_from_the_cpu_option():
     assert vector_length_bits("max,sme=off") is None
 
 
+def test_a_vector_length_qemu_would_not_give_as_written_is_refused_when_the_plan_is_made(root):
+    """QEMU gives a process a streaming vector length SME has: one asked for that SME has not
+    (48 bytes, 512 bytes, a word) would run as another length under this device's name; the
+    plan refuses it, one line naming the key, and the facts job refuses a process that got
+    another length than configured, whatever the reason."""
+    import copy
+
+    import yaml
+
+    from mnnrepro.config import ConfigError
+    from mnnrepro.devices.qemu import vector_length_mismatch
+    from mnnrepro.plan.checks import check
+
+    config = yaml.safe_load((root / "config/emulated-sme2.yaml").read_text())
+    check(copy.deepcopy(config))
+    name = next(n for n, d in config["devices"].items() if "qemu" in d)
+    for value in ("48", "512", "max"):
+        bad = copy.deepcopy(config)
+        bad["devices"][name]["qemu"]["cpu"] = f"max,sme-default-vector-length={value}"
+        with pytest.raises(ConfigError) as err:
+            check(bad)
+        line = str(err.value).splitlines()[0]
+        assert line.startswith(f"config key `devices.{name}.qemu.cpu`: sme-default-vector-length")
+        assert "no SME vector length" in line
+    vector_length_mismatch(name, 512, 512)
+    vector_length_mismatch(name, None, 256)  # no length asked: whatever QEMU's default is
+    with pytest.raises(ConfigError, match=rf"`devices\.{name}\.qemu\.cpu`: asks for 512-bit"):
+        vector_length_mismatch(name, 512, 256)
+
+
 def test_agreement_table_marks_wrong_and_crashed_answers():
     def payload(tokens, crashed=None):
         answer = {"prompt": "p", "tokens": tokens}

@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+from mnnrepro.config import ConfigError
 from mnnrepro.devices import profilers
 from mnnrepro.devices.base import run_process
 from mnnrepro.devices.instruction_mix import translated_blocks
@@ -25,12 +26,45 @@ PR_SME_VL_LEN_MASK = 0xFFFF
 QEMU_RESERVE = ("-R", profilers.QEMU_RESERVED_VA)
 
 
+VECTOR_LENGTH_OPTION = "sme-default-vector-length"  # QEMU's -cpu option, in bytes
+SME_VECTOR_BYTES = (16, 32, 64, 128, 256)  # the lengths SME has: 128 to 2048 bits
+
+
 def vector_length_bits(cpu: str) -> int | None:
     for part in cpu.split(","):
         key, _, value = part.partition("=")
-        if key == "sme-default-vector-length" and value.isdigit():
+        if key == VECTOR_LENGTH_OPTION and value.isdigit():
             return int(value) * 8
     return None
+
+
+def vector_length_problems(devices: dict) -> list[str]:
+    """A QEMU CPU asked for a streaming vector length SME does not have: QEMU gives the process
+    a supported one instead (the largest below it, or the maximum), and the run would measure
+    another CPU than its configuration says; one line each, naming the key."""
+    problems = []
+    for name, spec in sorted(devices.items()):
+        for part in (spec.get("qemu") or {}).get("cpu", "").split(","):
+            key, _, value = part.partition("=")
+            if key == VECTOR_LENGTH_OPTION and not (
+                value.isdigit() and int(value) in SME_VECTOR_BYTES
+            ):
+                problems.append(
+                    f"config key `devices.{name}.qemu.cpu`: {part} is no SME vector length "
+                    f"(bytes: {', '.join(map(str, SME_VECTOR_BYTES))}, i.e. 128 to 2048 bits); "
+                    "QEMU would run another one"
+                )
+    return problems
+
+
+def vector_length_mismatch(name: str, configured: int | None, measured: int | None) -> None:
+    """The streaming vector length the emulated process got is the one configured, or the
+    device is refused before any run: one line naming the key."""
+    if configured is not None and measured != configured:
+        raise ConfigError(
+            f"config key `devices.{name}.qemu.cpu`: asks for {configured}-bit streaming "
+            f"vectors, but the emulated process got {measured} bits (prctl PR_SME_GET_VL)"
+        )
 
 
 class QemuDevice(LocalDevice):
@@ -139,6 +173,7 @@ class QemuDevice(LocalDevice):
         hwcap2 = int(words[0]) if len(words) == 2 and words[0].isdigit() else None
         vl = int(words[1]) if len(words) == 2 and words[1].lstrip("-").isdigit() else -1
         measured_vl = (vl & PR_SME_VL_LEN_MASK) * 8 if vl >= 0 else None
+        vector_length_mismatch(self.name, vector_length_bits(self.cpu), measured_vl)
         return {
             "device": self.name,
             "kind": self.kind,

@@ -20,6 +20,7 @@ from mnnrepro.config import (
 )
 from mnnrepro.design import Design
 from mnnrepro.devices.kinds import device_kind
+from mnnrepro.devices.qemu import vector_length_problems
 from mnnrepro.engines.registry import KINDS, kind_of_spec
 from mnnrepro.files import sha256_file
 from mnnrepro.plan.prediction import prediction_problems
@@ -42,9 +43,8 @@ def check(config: dict, local_paths: bool = True, fill_defaults: bool = False) -
 
 def check_references(config: dict, written: dict | None = None) -> None:
     """Cross-references between sections, which JSON Schema cannot express; written: the
-    variants as the config wrote them, before the schema's defaults were filled in
-    (default: as it stands, less the schema's defaults, as an archive's resolved config has
-    them)."""
+    variants as written, before the schema's defaults were filled in (default: as they stand,
+    less the schema's defaults, as an archive's resolved config has them)."""
     problems = [
         *variant_problems(config),
         *toolchain_problems(config),
@@ -66,10 +66,8 @@ def check_references(config: dict, written: dict | None = None) -> None:
 
 
 def runtime_key_problems(config: dict, written: dict | None = None) -> list[str]:
-    """A runtime key the variant's engine kind does not read (EngineKind.runtime_keys: MNN's
-    precision or SME2 settings on llama.cpp, ONNX Runtime's session options on MNN), which it
-    would run without a word, and a division ratio MNN cannot read as 8*x + y with x and y in
-    1..7."""
+    """A runtime key the variant's engine kind does not read (EngineKind.runtime_keys), which
+    it would run without a word; a division ratio MNN cannot read as 8*x + y, x and y 1..7."""
     problems, filled = [], runtime_defaults() if written is None else {}
     for name, variant in sorted(config["variants"].items()):
         spec = config["engines"].get(variant["engine"])
@@ -396,4 +394,5 @@ def kind_problems(config: dict) -> list[str]:
         + duplicate_device_problems(config)
         + device_path_problems(config)
         + integer_env_problems(config)
+        + vector_length_problems(config.get("devices", {}))
     )
