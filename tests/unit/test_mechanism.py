@@ -146,3 +146,24 @@ def test_bandwidth_off_takes_the_probe_out_of_the_workflow(root, tmp_path):
     dry = run_snakemake(root, *args).stdout
     assert "explain_gain" in dry
     assert "measure_bandwidth" not in dry and "build_bandwidth_probe" not in dry
+
+
+def test_the_share_of_the_ceiling_is_an_interval_over_speeds_and_bandwidth_samples():
+    """The decode speeds' t interval (stats.t_interval on their logs) over the ceiling at the
+    highest bandwidth sample gives the low end, over the lowest the high end; one speed gives
+    none (the check then judges the point alone)."""
+    import numpy as np
+    import pandas as pd
+
+    from mnnrepro.analysis.mechanism import ceiling_tps, share_interval
+    from mnnrepro.stats import t_interval
+
+    speeds = [20.0, 22.0, 21.0, 19.5]
+    bw = {"median_gb_per_s": 30.0, "min_gb_per_s": 28.0, "max_gb_per_s": 33.0}
+    got = share_interval(pd.DataFrame({"tps": speeds}), bw, 1e9, 0.95)
+    low, high = t_interval(np.log(speeds), 0.95)
+    assert got["decode_ceiling_share_low"] == pytest.approx(float(low) / ceiling_tps(33.0, 1e9))
+    assert got["decode_ceiling_share_high"] == pytest.approx(float(high) / ceiling_tps(28.0, 1e9))
+    assert got["decode_ceiling_share_low"] < 20.75 / 30 < got["decode_ceiling_share_high"]
+    one = share_interval(pd.DataFrame({"tps": [20.0]}), bw, 1e9, 0.95)
+    assert one == {"decode_ceiling_share_low": None, "decode_ceiling_share_high": None}
