@@ -103,22 +103,20 @@ def test_the_ceiling_check_takes_no_side_of_its_threshold_it_holds():
         "bandwidth_gb_per_s": 80.0,
         "decode_bytes_per_token": 2e9,
     }
+
+    def status(low, high):
+        share = {
+            "decode_ceiling_share": (low + high) / 2,
+            "decode_ceiling_share_low": low,
+            "decode_ceiling_share_high": high,
+        }
+        return ceiling_check({**row, **share})["status"]
+
     words = {"above": "shown", "below": "not shown"}
     for name, (low, high) in around(NEAR_CEILING).items():
-        share = {
-            "decode_ceiling_share": (low + high) / 2,
-            "decode_ceiling_share_low": low,
-            "decode_ceiling_share_high": high,
-        }
-        assert ceiling_check({**row, **share})["status"] == words.get(name, "inconclusive"), name
+        assert status(low, high) == words.get(name, "inconclusive"), name
     for name, (low, high) in around(1.0).items():
-        share = {
-            "decode_ceiling_share": (low + high) / 2,
-            "decode_ceiling_share_low": low,
-            "decode_ceiling_share_high": high,
-        }
-        got = ceiling_check({**row, **share})["status"]
-        assert (got == "broken bound") == (name == "above"), name
+        assert (status(low, high) == "broken bound") == (name == "above"), name
 
 
 def test_the_stopping_rule_settles_exactly_the_rows_the_summary_words_on_one_side():

@@ -30,12 +30,15 @@ VECTOR_LENGTH_OPTION = "sme-default-vector-length"  # QEMU's -cpu option, in byt
 SME_VECTOR_BYTES = (16, 32, 64, 128, 256)  # the lengths SME has: 128 to 2048 bits
 
 
+def asked_vector_length(cpu: str) -> str | None:
+    """The `-cpu` string's sme-default-vector-length, as written (None: not given)."""
+    options = dict(part.partition("=")[::2] for part in cpu.split(",") if "=" in part)
+    return options.get(VECTOR_LENGTH_OPTION)
+
+
 def vector_length_bits(cpu: str) -> int | None:
-    for part in cpu.split(","):
-        key, _, value = part.partition("=")
-        if key == VECTOR_LENGTH_OPTION and value.isdigit():
-            return int(value) * 8
-    return None
+    value = asked_vector_length(cpu)
+    return int(value) * 8 if value and value.isdigit() else None
 
 
 def vector_length_problems(devices: dict) -> list[str]:
@@ -44,16 +47,13 @@ def vector_length_problems(devices: dict) -> list[str]:
     another CPU than its configuration says; one line each, naming the key."""
     problems = []
     for name, spec in sorted(devices.items()):
-        for part in (spec.get("qemu") or {}).get("cpu", "").split(","):
-            key, _, value = part.partition("=")
-            if key == VECTOR_LENGTH_OPTION and not (
-                value.isdigit() and int(value) in SME_VECTOR_BYTES
-            ):
-                problems.append(
-                    f"config key `devices.{name}.qemu.cpu`: {part} is no SME vector length "
-                    f"(bytes: {', '.join(map(str, SME_VECTOR_BYTES))}, i.e. 128 to 2048 bits); "
-                    "QEMU would run another one"
-                )
+        value = asked_vector_length((spec.get("qemu") or {}).get("cpu", ""))
+        if value is not None and not (value.isdigit() and int(value) in SME_VECTOR_BYTES):
+            problems.append(
+                f"config key `devices.{name}.qemu.cpu`: {VECTOR_LENGTH_OPTION}={value} is no SME "
+                f"vector length (bytes: {', '.join(map(str, SME_VECTOR_BYTES))}, i.e. 128 to 2048 "
+                "bits); QEMU would run another one"
+            )
     return problems
 
 
