@@ -118,13 +118,19 @@ def test_a_file_that_is_not_a_prediction_is_one_line_naming_it(tmp_path):
         registered_prediction(bad)
 
 
+def pinned(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def test_a_registered_prediction_must_predict_a_pair_of_the_config(tmp_path):
-    config = {**paper_config("paper.yaml"), "prediction": {"registered": NAME}}
+    registered = {"registered": NAME, "sha256": pinned(PREDICTED)}
+    config = {**paper_config("paper.yaml"), "prediction": registered}
     assert prediction_problems(config) == []
     document = json.loads(PREDICTED.read_text())
     document["prediction"]["predictions"][0]["pair"] = "comparison.also.3"
     (tmp_path / "also.json").write_text(json.dumps(document))
-    config["prediction"] = {"registered": str(tmp_path / "also.json")}  # absolute: as it is
+    also = tmp_path / "also.json"  # absolute: as it is
+    config["prediction"] = {"registered": str(also), "sha256": pinned(also)}
     (problem,) = prediction_problems(config)
     assert problem.endswith(
         "predicts the pairs ['comparison.also.3'], none of this config's ['comparison']"
@@ -133,13 +139,33 @@ def test_a_registered_prediction_must_predict_a_pair_of_the_config(tmp_path):
     (problem,) = prediction_problems(config)
     assert problem.startswith("config key `prediction.registered`: ")
     assert "none.json: not a readable prediction" in problem
-    config["prediction"] = {"registered": NAME, "core": "c1-ultra"}
+    config["prediction"] = {**registered, "core": "c1-ultra"}
     assert prediction_problems(config) == [
         "config key `prediction`: `registered` takes no ['core'] (it was made)"
     ]
     config["prediction"] = {"core": "c1-ultra"}
     (problem,) = prediction_problems(config)
     assert "give `registered`, or ['device', 'core', 'soc', 'model']" in problem
+
+
+def test_a_registered_prediction_that_changed_since_it_was_pinned_is_refused(tmp_path):
+    """Frozen before the phone: the registered file's sha256 is pinned in the config, and a
+    file that differs (edited, or predicted again) is refused when the plan is made, one line
+    naming the key, the file and both digests; config/paper-predicted.yaml's pin holds."""
+    config = paper_config("paper.yaml")
+    config["prediction"] = paper_config("paper-predicted.yaml")["prediction"]
+    assert prediction_problems(config) == []
+    document = json.loads(PREDICTED.read_text())
+    document["prediction"]["predictions"][0]["threads"] = 4  # predicted again, for 4 threads
+    moved = tmp_path / "predicted_gain.json"
+    moved.write_text(json.dumps(document))
+    config["prediction"] = {"registered": str(moved), "sha256": pinned(PREDICTED)}
+    (problem,) = prediction_problems(config)
+    assert problem == (
+        f"config key `prediction.sha256`: {moved} has sha256 {pinned(moved)}, not the pinned "
+        f"{pinned(PREDICTED)}: it changed after it was registered (register it again, with its "
+        "new sha256, only if that is meant)"
+    )
 
 
 def test_a_store_of_the_schema_before_scores_is_brought_up_to_it(tmp_path):

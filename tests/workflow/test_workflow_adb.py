@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -78,7 +79,8 @@ def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, seed_models, tmp_
     cfg["bench"]["sweep"] = {"cpu_sme_core_num": [1], "repetitions": 2}
     # the X300's prediction, made before this run, scores the phone's judged pair; with the
     # article's claim, summary.md shows prediction, claim and measurement side by side
-    cfg["prediction"] = {"registered": PREDICTED}
+    pinned = hashlib.sha256((root / PREDICTED).read_bytes()).hexdigest()
+    cfg["prediction"] = {"registered": PREDICTED, "sha256": pinned}
     cfg["comparison"]["claims"] = {"prefill": 0.81, "decode": 0.13}
     config_path.write_text(yaml.safe_dump(cfg))
     seed_models(tmp_path, cfg["models"])

@@ -42,23 +42,30 @@ def prediction_problems(config: dict) -> list[str]:
     if not spec:
         return []
     if "registered" in spec:
-        extra = sorted(set(spec) - {"registered"})
+        extra = sorted(set(spec) - {"registered", "sha256"})
         if extra:
             return [f"config key `prediction`: `registered` takes no {extra} (it was made)"]
-        return registered_problems(config, spec["registered"])
+        return registered_problems(config, spec["registered"], spec.get("sha256"))
     missing = [k for k in MADE_HERE if k not in spec]
     if missing:
         return [f"config key `prediction`: give `registered`, or {list(MADE_HERE)} (no {missing})"]
     return made_here_problems(config, spec)
 
 
-def registered_problems(config: dict, name: str) -> list[str]:
-    """A registered prediction: a readable prediction that predicts a pair this config
-    compares (by its key: `comparison`, `comparison.also.<i>`)."""
+def registered_problems(config: dict, name: str, pinned: str | None) -> list[str]:
+    """A registered prediction: the file its sha256 pin names (frozen when it was registered:
+    one changed since is refused before any phone time), a readable prediction that predicts
+    a pair this config compares (by its key: `comparison`, `comparison.also.<i>`)."""
     try:
         document = registered_prediction(ROOT / name, name)
     except DataError as error:
         return [f"config key `prediction.registered`: {error}"]
+    if document["registered"]["sha256"] != pinned:
+        return [
+            f"config key `prediction.sha256`: {name} has sha256 "
+            f"{document['registered']['sha256']}, not the pinned {pinned}: it changed after it "
+            "was registered (register it again, with its new sha256, only if that is meant)"
+        ]
     keys = [p.key for p in Design.of({"comparison": config["comparison"]}).comparison.pairs]
     predicted = sorted({p["pair"] for p in document["predictions"]})
     if not set(predicted) & set(keys):
