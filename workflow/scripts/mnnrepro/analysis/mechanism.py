@@ -105,8 +105,15 @@ def bandwidth_of(records: list[dict]) -> dict[tuple[str, str, int], dict]:
     return out
 
 
+def _numbers(rows: pd.DataFrame, column: str) -> np.ndarray:
+    """A column's numeric values, missing and non-numeric cells left out."""
+    if column not in rows:
+        return np.array([], dtype=float)
+    return pd.to_numeric(rows[column], errors="coerce").dropna().to_numpy(dtype=float)
+
+
 def _median(rows: pd.DataFrame, column: str):
-    values = pd.to_numeric(rows[column], errors="coerce").dropna() if column in rows else []
+    values = _numbers(rows, column)
     return float(np.median(values)) if len(values) else None
 
 
@@ -114,10 +121,10 @@ def share_interval(decode: pd.DataFrame, bw: dict, per_token, ci_level: float) -
     """The interval of a variant's share of its decode ceiling: its decode speed's Student t
     interval (the log speeds of its invocations) over the ceiling at the highest bandwidth
     sample (low end) and the lowest (high end); None without two speeds or a ceiling."""
-    speeds = pd.to_numeric(decode["tps"], errors="coerce").dropna() if len(decode) else []
+    speeds = _numbers(decode, "tps")
     if len(speeds) < 2 or not bw or not per_token:
         return {"decode_ceiling_share_low": None, "decode_ceiling_share_high": None}
-    low, high = t_interval(np.log(np.asarray(speeds, dtype=float)), ci_level)
+    low, high = t_interval(np.log(speeds), ci_level)
     return {
         "decode_ceiling_share_low": float(low) / ceiling_tps(bw["max_gb_per_s"], per_token),
         "decode_ceiling_share_high": float(high) / ceiling_tps(bw["min_gb_per_s"], per_token),
