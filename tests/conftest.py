@@ -170,6 +170,31 @@ def debian_archive_reachable() -> bool:
     return reachable("deb.debian.org", 80)
 
 
+# SMSTART, SMSTOP, RET (A64): enter and leave streaming mode, as every SME2 kernel begins
+STREAMING_MODE_PROGRAM = """
+import ctypes, mmap
+code = b"".join(i.to_bytes(4, "little") for i in (0xD503477F, 0xD503467F, 0xD65F03C0))
+page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+page.write(code)
+ctypes.CFUNCTYPE(None)(ctypes.addressof(ctypes.c_char.from_buffer(page)))()
+"""
+
+
+def streaming_mode_faults(userland: Path, cpu: str) -> bool:
+    """Whether an SME instruction kills a process on this emulated CPU (SIGILL), run by the
+    workflow's QEMU device in the userland it fetched. Where it does, a run that completes on
+    that CPU executed no SME2 kernel: what the fallback's gate and rows then show."""
+    from mnnrepro.devices.qemu import QemuDevice
+
+    device = QemuDevice("probe", {"cpu": cpu, "userland": str(userland)})
+    try:
+        result = device.run([device.python(), "-c", STREAMING_MODE_PROGRAM], timeout=120)
+    finally:
+        device.close()
+    assert result.returncode in (0, -4), result.stderr[-500:]  # ran, or SIGILL
+    return result.returncode == -4
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

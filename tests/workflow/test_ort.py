@@ -14,7 +14,13 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from conftest import copy_repository, debian_archive_reachable, pypi_reachable, run_snakemake
+from conftest import (
+    copy_repository,
+    debian_archive_reachable,
+    pypi_reachable,
+    run_snakemake,
+    streaming_mode_faults,
+)
 
 from mnnrepro.models.onnx_genai import ConversionError, convert
 from mnnrepro.models.synthetic import make_model
@@ -187,6 +193,10 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
         "model": "qwen3-vl-4b",
     }
     cfg["correctness"].update(prompts=["你好"], max_new_tokens=4)
+    # what ran is profiled on the SME2 CPU alone: on the CPU without SME an SME instruction
+    # kills the process (asserted below), so its completed gate and rows show that no SME2
+    # kernel ran there; its profiles (5 QEMU runs logging every block) would say it again
+    cfg["attribution"]["devices"] = ["qemu-sme2-vl512"]
     # emulated timings are recorded, never judged: no warm-up invocation, and short phases
     # (every profiled invocation logs each block QEMU executes: its length is the test's)
     cfg["bench"].update(
@@ -213,10 +223,18 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
         validity = json.loads((out / f"validity/{device}/synth-tiny.json").read_text())
         failed = [c["name"] for c in validity["checks"] if not c["passed"]]
         assert failed == [], (device, failed)
+    # the CPU without SME ran both variants to the end (gate and rows), where an SME
+    # instruction kills the process: no SME2 kernel ran there, whatever the library chose
+    userland = tmp_path / "resources/emulation/userland.json"
+    assert streaming_mode_faults(userland, cfg["devices"]["qemu-no-sme"]["qemu"]["cpu"])
+    assert not streaming_mode_faults(userland, cfg["devices"]["qemu-sme2-vl512"]["qemu"]["cpu"])
+    rows = bench[bench["device"] == "qemu-no-sme"].groupby(["variant", "phase"]).size()
+    assert set(rows.index) == {(v, p) for v in cfg["variants"] for p in ("prefill", "decode")}
     # what ran: KleidiAI's SME2 kernels, named from the stripped library's kernel tables, in
     # prefill (the outer-product GEMM) and decode (the dot-product GEMV) with KleidiAI on, on
-    # the SME2 CPU only; none with the switch set, none on the CPU without SME
+    # the SME2 CPU; none with the switch set
     kernels = pd.read_csv(out / "kernels.csv", keep_default_na=False)
+    assert set(kernels["device"]) == {"qemu-sme2-vl512"}  # attribution.devices
     sme2 = kernels[kernels["sme2_kernel"] & (kernels["count"] > 0)]
     ran = sme2.groupby(["device", "variant", "phase"])["symbol"].agg(set)
     assert set(ran.index) == {
@@ -268,6 +286,6 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
         assert got["low"] <= got["gain"] <= got["high"] and got["sensitivity"]
     assert "## Predicted before the phone" in (out / "summary.md").read_text()
     # the engine's process is told of SME2 on the SME2 CPU only (what cpuinfo reads)
-    greedy = json.loads((out / "greedy/qemu-sme2-vl512/synth-tiny.json").read_text())
-    line = greedy["ort-default"]["engine"]["device_supports"]
-    assert line.endswith("sme:1, sme2:1")
+    for device, said in (("qemu-sme2-vl512", "sme:1, sme2:1"), ("qemu-no-sme", "sme:0, sme2:0")):
+        greedy = json.loads((out / f"greedy/{device}/synth-tiny.json").read_text())
+        assert greedy["ort-default"]["engine"]["device_supports"].endswith(said), device
