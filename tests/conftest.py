@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import re
+import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -34,6 +37,89 @@ def _temp_dir_per_worker() -> None:
 
 
 _temp_dir_per_worker()
+
+
+# What a test not marked `slow` may not start: the workflow run for real (a dry run or lint
+# may), an emulator, a compiler or build, an install, a profiler, a cluster job. The guard
+# below refuses it, naming the test, so `pytest -m "not slow"` stays the inner loop it is
+# said to be (docs/development.md) without a timing in any test.
+SLOW_PROGRAMS = re.compile(
+    r"snakemake|qemu-[\w-]+|cmake|ninja|make|g?cc|g\+\+|c\+\+|clang[\w+.-]*|ccache|sccache"
+    r"|aarch64-linux-gnu-[\w+.-]+|pip\d*(\.\d+)?|valgrind|perf|sbatch|srun|salloc"
+)
+SLOW_PYTHON_MODULES = {"pip", "snakemake", "venv", "ensurepip"}
+SNAKEMAKE_ALLOWED_FAST = {"-n", "--dry-run", "--lint"}
+running_slow_test = True  # outside a test (collection, session teardown): nothing to hold to
+
+
+def slow_program(argv: list[str]) -> str | None:
+    """The program in argv a test not marked slow may not start (None: it may), looking
+    through `env`, `sh -c` and `python -m`."""
+    words = list(argv)
+    while words and Path(words[0]).name == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]
+        while words and "=" in words[0]:
+            words = words[1:]
+    if not words:
+        return None
+    name = Path(words[0]).name
+    if name in ("sh", "bash") and "-c" in words:  # each command of the line
+        line = shlex.split(words[words.index("-c") + 1].replace(";", " ; "))
+        starts = [0] + [i + 1 for i, w in enumerate(line) if w in ("&&", "||", ";", "|")]
+        found = (slow_program(line[i:]) for i in starts if i < len(line))
+        return next((program for program in found if program), None)
+    if name.startswith("python") and "-m" in words:
+        name = words[words.index("-m") + 1].split(".")[0]
+        if name not in SLOW_PYTHON_MODULES:
+            return None
+    elif not SLOW_PROGRAMS.fullmatch(name):
+        return None
+    return None if name == "snakemake" and SNAKEMAKE_ALLOWED_FAST & set(words) else name
+
+
+def refuse_in_a_fast_test(what: str) -> None:
+    if not running_slow_test:
+        pytest.fail(
+            f"a test not marked slow starts {what}: mark it `slow` (pyproject.toml's markers; "
+            "the inner loop, docs/development.md, runs without it)",
+            pytrace=False,
+        )
+
+
+_popen_init = subprocess.Popen.__init__
+
+
+def _guarded_popen_init(self, args, *more, **options):
+    argv = shlex.split(args) if isinstance(args, str) else [str(a) for a in args]
+    if (program := slow_program(argv)) is not None:
+        refuse_in_a_fast_test(program)
+    _popen_init(self, args, *more, **options)
+
+
+subprocess.Popen.__init__ = _guarded_popen_init
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Holds each test, with the fixtures it sets up and tears down, to its `slow` marker."""
+    global running_slow_test
+    running_slow_test = item.get_closest_marker("slow") is not None
+    try:
+        yield
+    finally:
+        running_slow_test = True
+
+
+@contextlib.contextmanager
+def shared_by_fast_tests():
+    """Within it a test not marked slow may run what the guard refuses: the synthetic models'
+    export (made_model), made once per test run and read by the inner loop's tests too."""
+    global running_slow_test
+    held, running_slow_test = running_slow_test, True
+    try:
+        yield
+    finally:
+        running_slow_test = held
 
 
 def pytest_xdist_auto_num_workers(config):
@@ -285,7 +371,7 @@ def made_model(cache: Path, name: str, spec: dict) -> Path:
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
     workdir = cache / f"{name}-{key}"
     made = workdir / "results" / "models" / name
-    with made_once(workdir) as missing:
+    with made_once(workdir) as missing, shared_by_fast_tests():
         if missing:
             config = yaml.safe_load((ROOT / "tests/workflow/config-tiny.yaml").read_text())
             config["models"] = {name: spec}
@@ -485,6 +571,8 @@ def run_snakemake(cwd: Path, *args: str, check: bool = True, env: dict | None = 
     """
     from snakemake_server import snakemake
 
+    if not SNAKEMAKE_ALLOWED_FAST & set(map(str, args)):
+        refuse_in_a_fast_test("a Snakemake run (not a dry run)")
     proc = snakemake(args, cwd, env)
     if check:
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

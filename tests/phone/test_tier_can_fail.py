@@ -29,6 +29,7 @@ def tier(*options: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_a_phone_without_sme2_declared_with_it_fails_the_tier():
     told_sme2 = tier("--phone-sme2", "yes")
     assert told_sme2.returncode == 1, told_sme2.stdout[-3000:]

@@ -83,6 +83,7 @@ def perf_profile(program: Path, *args: str) -> dict:
     return profile
 
 
+@pytest.mark.slow
 @needs_perf
 def test_perf_names_the_functions_a_real_program_ran(program):
     profile = perf_profile(program, "sme")
@@ -93,6 +94,7 @@ def test_perf_names_the_functions_a_real_program_ran(program):
     assert None not in ours  # every sample in the library fell in a named function
 
 
+@pytest.mark.slow
 def test_a_missing_profiler_fails_naming_it(program, monkeypatch):
     monkeypatch.setenv("PATH", str(program))  # no perf there
     device = LocalDevice("host")
@@ -147,6 +149,7 @@ def sme2_check(profiles: dict, facts: dict) -> dict:
     return {c["name"].split(" (")[0]: c for c in checks}
 
 
+@pytest.mark.slow
 @needs_perf
 def test_the_check_passes_only_when_the_treatment_ran_its_sme2_kernels(program):
     good = profiles_of(program, {"off": (), "on": ("sme",)})
@@ -168,6 +171,7 @@ def test_the_check_passes_only_when_the_treatment_ran_its_sme2_kernels(program):
     assert 0 < on["sme2_share"] < 1 and on["engine_count"] <= on["total"]
 
 
+@pytest.mark.slow
 @needs_perf
 def test_the_change_in_time_is_explained_by_the_kernel_that_stopped_running(program):
     """Real perf profiles: the baseline runs both kernels, the treatment only the NEON one, so
@@ -186,6 +190,7 @@ def test_the_change_in_time_is_explained_by_the_kernel_that_stopped_running(prog
     assert change_explained(table, [("slow", "absent")], top=6).empty
 
 
+@pytest.mark.slow
 def test_unresolved_samples_fail_naming_the_library(program):
     profile = {
         "rows": [

@@ -40,6 +40,7 @@ def host_probe(tmp_path_factory):
     return work, record
 
 
+@pytest.mark.slow
 def test_probe_is_built_with_the_hosts_compiler_for_the_prebuilt_engine(host_probe):
     _, record = host_probe
     assert record["platform"] == "host" and record["tool"] == "bandwidth_probe"
@@ -47,6 +48,7 @@ def test_probe_is_built_with_the_hosts_compiler_for_the_prebuilt_engine(host_pro
     assert set(record["source_sha256"]) == {"CMakeLists.txt", "bandwidth_probe.c"}
 
 
+@pytest.mark.slow
 def test_probe_runs_on_the_host_and_every_sample_is_kept(host_probe):
     work, _ = host_probe
     device = LocalDevice("host")
@@ -69,6 +71,7 @@ def test_probe_runs_on_the_host_and_every_sample_is_kept(host_probe):
         assert measured["median_gb_per_s"] > 0
 
 
+@pytest.mark.slow
 def test_probe_refuses_bad_arguments(host_probe):
     work, _ = host_probe
     proc = subprocess.run(
@@ -81,6 +84,7 @@ def test_probe_refuses_bad_arguments(host_probe):
     not shutil.which("aarch64-linux-gnu-gcc"),
     reason="Debian's aarch64 cross compiler (installed by .ci/run) is missing",
 )
+@pytest.mark.slow
 def test_probe_for_a_linux_arm64_engine_is_cross_compiled(tmp_path):
     record = build_bandwidth_probe(
         {"engine": "sme2-on", "kind": "build", "platform": "linux-arm64"},

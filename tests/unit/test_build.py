@@ -43,6 +43,7 @@ def build(source, tmp_path, name, flags, expect=None, platform="host"):
     )
 
 
+@pytest.mark.slow
 def test_flags_reach_cmake_cache_and_artifacts_are_described(source, tmp_path):
     info = build(source, tmp_path, "sme2-off", {**LLM, "MNN_SME2": False}, {"sme2_kernels": False})
     assert info["cmake_cache"]["MNN_SME2"] == "OFF"
@@ -56,6 +57,7 @@ def test_flags_reach_cmake_cache_and_artifacts_are_described(source, tmp_path):
     assert info["sme2"]["sme2_kernel_count"] == 0
 
 
+@pytest.mark.slow
 def test_a_host_build_for_x86_can_have_no_sme2_kernel(source, tmp_path):
     """MNN_SME2=ON on x86 builds the SME2-named sources, but no SME instruction can exist."""
     import platform
@@ -70,6 +72,7 @@ def test_a_host_build_for_x86_can_have_no_sme2_kernel(source, tmp_path):
         assert "MNNGemmInt8AddBiasScaleHp128_SME2_w4_Fp16" in info["sme2"]["sme2_named_without_sme"]
 
 
+@pytest.mark.slow
 @needs_cross
 def test_sme2_kernels_are_sme2_named_functions_that_execute_sme_instructions(source, tmp_path):
     """A real linux-arm64 cross build, disassembled: ON has the kernels; OFF has none, although
@@ -127,6 +130,7 @@ def test_the_disassembly_scan_finds_every_sme_instruction_the_pattern_names(case
     assert functions == {"kai_sme2_fmopa_kernel": len(mnemonics) + 1} and sites == len(body) + 3
 
 
+@pytest.mark.slow
 @needs_cross
 def test_kernel_check_fails_when_the_expectation_is_wrong(source, tmp_path):
     with pytest.raises(BuildError, match=r"`engines.liar.build.expect.sme2_kernels` is False"):
@@ -140,11 +144,13 @@ def test_kernel_check_fails_when_the_expectation_is_wrong(source, tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_unused_flag_fails_naming_it(source, tmp_path):
     with pytest.raises(BuildError, match=r"did not use \['MNN_CPU_WEIGHT_DEQUANT_GEMM'\]"):
         build(source, tmp_path, "seed", {**LLM, "MNN_CPU_WEIGHT_DEQUANT_GEMM": True})
 
 
+@pytest.mark.slow
 def test_kleidiai_silent_fallback_fails(source, tmp_path):
     with pytest.raises(BuildError, match="KleidiAI"):
         build(source, tmp_path, "kai", {**LLM, "MNN_KLEIDIAI": True})
@@ -183,6 +189,7 @@ def test_the_kernel_check_fails_naming_a_missing_tool(tmp_path, tool):
         sme2_kernels(tmp_path, **{tool: f"no-such-{tool}"})
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("ccache"), reason="ccache (installed by .ci/run) is missing")
 def test_one_tree_built_in_two_working_directories_compiles_once(root, tmp_path, monkeypatch):
     """Every test (and every user's second experiment directory) builds the same tree at another
@@ -221,6 +228,7 @@ def test_one_tree_built_in_two_working_directories_compiles_once(root, tmp_path,
     assert cached - cached_first == objects  # every object of the second came from the cache
 
 
+@pytest.mark.slow
 def test_a_build_directory_copied_with_its_working_directory_builds_again(source, tmp_path):
     """A working directory moved or copied keeps CMake caches written for the old path, which
     CMake refuses ("CMakeCache.txt directory ... is different"): the stale cache is dropped

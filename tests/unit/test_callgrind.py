@@ -75,6 +75,7 @@ def program(tmp_path_factory) -> tuple[Path, Path]:
     return program, library
 
 
+@pytest.mark.slow
 @needs_valgrind
 def test_the_kernels_count_is_what_its_source_says(program):
     binary, library = program
@@ -96,6 +97,7 @@ def test_the_kernels_count_is_what_its_source_says(program):
     assert profile["total"] == int(summary)
 
 
+@pytest.mark.slow
 @needs_valgrind
 def test_a_calls_inclusive_cost_is_not_counted_again(program):
     """`calls=` is followed by the callee's inclusive cost at the call site: counted as the

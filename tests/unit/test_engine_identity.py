@@ -49,6 +49,7 @@ def checkout(root, tmp_path):
     return src
 
 
+@pytest.mark.slow
 def test_engine_keys_follow_platform_flags_and_source(checkout):
     tree = {"source": {"path": str(checkout)}}  # the `mnn` section
 
@@ -102,6 +103,7 @@ def test_the_compiler_the_flags_name_defines_the_engine_and_must_be_installed(
     assert not (tmp_path / "b").exists()  # refused before CMake configured anything
 
 
+@pytest.mark.slow
 def test_a_rebuild_of_identical_inputs_keeps_every_measurement(checkout, tmp_path):
     """Same source, flags and toolchain, built again elsewhere (other build dir, other wall
     time): the raw records' key is unchanged, so no repetition is measured again."""

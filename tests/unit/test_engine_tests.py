@@ -65,6 +65,7 @@ def test_a_crash_and_a_hang_are_the_tests_they_happened_in(tmp_path):
     assert result["outcome"] == TIMEOUT and result["died_in"] == "op/second"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("cmake"), reason="cmake is missing")
 def test_the_stand_in_suite_is_built_pushed_with_the_engine_and_run(root, tmp_path):
     """The stand-in MNN (tests/data/fake-mnn) with MNN_BUILD_TEST: its run_test.out lands

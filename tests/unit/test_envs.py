@@ -171,6 +171,7 @@ def env_venvs(root, tmp_path_factory) -> dict:
         return dict(zip(ENVS, pool.map(install, ENVS), strict=True))
 
 
+@pytest.mark.slow
 @pytest.mark.network
 @pytest.mark.parametrize("env", ENVS)
 def test_env_installs_alone_and_imports_its_rules(root, env, env_venvs, tmp_path):

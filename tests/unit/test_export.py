@@ -8,6 +8,8 @@ import subprocess
 import sys
 from importlib import metadata
 
+import pytest
+
 from mnnrepro.models.export import RUNNER, export_model
 from mnnrepro.models.mnn_files import REQUIRED_FILES
 from mnnrepro.models.spec import Model
@@ -31,6 +33,7 @@ def test_tiny_export_has_every_file_and_a_manifest(tiny_model):
     assert all(len(f["sha256"]) == 64 for f in manifest["files"])
 
 
+@pytest.mark.slow
 def test_export_is_deterministic_and_changes_no_installed_package(tiny_model, tmp_path):
     """Same seed, same bytes; and the mnn wheel's converter installs nothing (we block it)."""
     before = installed_packages()

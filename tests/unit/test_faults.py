@@ -7,6 +7,7 @@ import pytest
 from fault_matrix import CELLS, run_cell
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cell", CELLS, ids=[c.name for c in CELLS])
 def test_fault(cell, tiny_model, adb_server_port, tmp_path):
     row = run_cell(cell, tmp_path, adb_server_port, tiny_model)

@@ -34,6 +34,7 @@ def logits(model_class, checkpoint):
         return model(input_ids=torch.tensor([PROMPT])).logits
 
 
+@pytest.mark.slow
 def test_the_language_model_answers_a_text_prompt_as_the_vision_language_model(
     vl_checkpoint, tmp_path
 ):
@@ -61,6 +62,7 @@ def test_the_vision_encoder_is_left_out_and_the_language_model_renamed():
     assert text_name("model.visual.blocks.0.attn.qkv.weight") is None
 
 
+@pytest.mark.slow
 def test_a_checkpoint_without_weights_or_rope_is_one_line(vl_checkpoint, tmp_path):
     bare = tmp_path / "bare"
     bare.mkdir()

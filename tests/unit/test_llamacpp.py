@@ -144,6 +144,7 @@ def test_the_control_config_is_valid_and_its_mistakes_name_the_key(control_confi
         check(kleidiai)
 
 
+@pytest.mark.slow
 def test_llama_engine_keys_follow_their_own_source_tree(control_config):
     spec = control_config["engines"]["llama"]
     key = engine_key("llama", spec, "llamacpp", "llamacpp", control_config["llamacpp"])
@@ -330,6 +331,7 @@ def test_a_host_engine_of_the_quantizers_flags_holds_the_quantizer():
     assert "llama-quantize" not in engine_programs({"platform": "android-arm64"})
 
 
+@pytest.mark.slow
 def test_the_quantizers_flags_give_it_its_own_directory_and_key_in_messages(tmp_path):
     """`llamacpp.quantizer.flags` (tests/workflow/config-control.yaml builds it unoptimized):
     another build of the quantizer in another directory; none, the directory it always had. A

@@ -67,6 +67,7 @@ def test_a_variant_more_or_a_longer_sweep_changes_the_plan(root, tmp_path, monke
     assert "three-threads (mnn-pypi)" in after[2]
 
 
+@pytest.mark.slow
 def test_the_device_time_comes_from_an_earlier_run_of_the_experiment(root, tmp_path, monkeypatch):
     """The shipped archive's bench.csv as this experiment's earlier run: its invocations'
     wall times and gate waits, plus the cool-down, price the next run (its records predate
@@ -99,6 +100,7 @@ def test_the_device_time_comes_from_an_earlier_run_of_the_experiment(root, tmp_p
     assert "earlier invocations there, 3600 s each" in line
 
 
+@pytest.mark.slow
 def test_another_experiment_on_the_device_is_priced_from_its_speed_and_the_models_layout(
     root, quickstart_repo, tmp_path, monkeypatch
 ):

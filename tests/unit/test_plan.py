@@ -109,6 +109,7 @@ def test_bisection_refuses_what_it_cannot_walk_naming_the_key():
     assert repository(config, source_of(config, "own")).endswith("/MNN")  # a checkout's history
 
 
+@pytest.mark.slow
 def test_engines_of_other_releases_bring_their_own_source_kleidiai_and_patch(root):
     """config/mnn-vector-length.yaml, with one more engine of another release (whose CMake
     checks another KleidiAI): each tree fetched once, the patched copy its own, the other

@@ -145,6 +145,7 @@ def test_the_kept_vega_bundle_is_the_one_vl_convert_makes(shipped, tmp_path):
     assert (tmp_path / "kept.html").read_bytes() == (tmp_path / "altair.html").read_bytes()
 
 
+@pytest.mark.slow
 def test_every_chart_is_drawn_for_every_extreme_empty_and_degenerate_table(shipped, tmp_path):
     failed = {}
     for name, (chart, table) in cases(shipped).items():

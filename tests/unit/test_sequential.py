@@ -145,6 +145,7 @@ def test_the_other_checks_see_what_they_are_for():
     assert assumptions.two_group_p(first, rng.normal(0.3, 0.02, 8)) > 0.01
 
 
+@pytest.mark.slow
 def test_the_bias_adjusted_gain_removes_the_bias_of_stopping_on_a_threshold():
     """One row stopped as soon as its interval clears a threshold above the truth (a claim
     band's edge): the runs that stop early are those whose mean fell low, so the mean at the

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import snakemake_server
 from snakemake_server import snakemake
 
@@ -34,6 +35,7 @@ def workflow(where, word: str):
     return where
 
 
+@pytest.mark.slow
 def test_a_forked_run_prints_and_exits_as_a_new_process(tmp_path):
     where = workflow(tmp_path / "w", "hello")
     for args in (["-n", "--cores", "1"], ["--cores", "1", "no-rule-makes-this.txt"]):

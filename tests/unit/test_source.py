@@ -146,6 +146,7 @@ def test_a_patch_that_does_not_apply_or_changed_fails_naming_it(repo, tmp_path):
         provide_source({"path": str(path)}, {}, tmp_path / "cache", [edited])
 
 
+@pytest.mark.slow
 def test_a_patch_makes_another_source_and_engine_key(repo, tmp_path):
     from mnnrepro.toolchain.records import engine_key, source_key
 

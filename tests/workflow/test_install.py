@@ -39,6 +39,7 @@ def system_python() -> str:
 needs_pypi = pytest.mark.skipif(not pypi_reachable(), reason="needs the network (PyPI)")
 
 
+@pytest.mark.slow
 @pytest.mark.network
 @needs_pypi
 def test_light_install_from_pypi_alone_replays_the_shipped_archive(root, tmp_path):
@@ -97,6 +98,7 @@ PIP_DRY_RUN = [
 PIP_DRY_RUN += ["--require-hashes"]
 
 
+@pytest.mark.slow
 @pytest.mark.network
 @needs_pypi
 def test_torch_cpu_comes_from_the_index_the_lock_names(root, tmp_path):

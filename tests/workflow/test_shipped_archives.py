@@ -21,6 +21,7 @@ def test_the_shipped_archives_are_found():
     assert Path("benchmarks/results/host-sme2-archive.tar.gz") in SHIPPED
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("archive", SHIPPED, ids=str)
 def test_a_shipped_archive_replays_to_its_own_tables_or_says_what_differs(root, archive, tmp_path):
     import tarfile
@@ -52,6 +53,7 @@ def test_a_shipped_archive_replays_to_its_own_tables_or_says_what_differs(root, 
         assert f"| **{row.verdict}** |" in body
 
 
+@pytest.mark.slow
 def test_a_replay_that_derives_a_different_value_says_so(root, tmp_path):
     """The check can fail: an archive whose summary.csv holds a value its records do not
     give (a typed-in verdict), repacked with a matching manifest, replays to a table that
