@@ -140,7 +140,9 @@ def main(argv: list[str]) -> int:
         result["tail"] = (proc.stdout + proc.stderr)[-3000:]
     command = " ".join(["python benchmarks/test_time.py", *argv])
     md = [
-        "# The README's test command on a clean clone",
+        "# The inner loop on a clean clone"
+        if args.inner_loop
+        else "# The README's test command on a clean clone",
         "",
         f"`{command}`: a clone of HEAD, `bash install.sh`, then `pytest`"
         + (f" -n {args.workers} (not the README's -n auto)" if args.workers else "")

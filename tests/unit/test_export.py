@@ -89,6 +89,7 @@ def test_same_seed_same_weights(tmp_path):
     assert abs(std - SHAPES["tiny"]["initializer_range"]) < 0.2 * std
 
 
+@pytest.mark.slow
 def test_export_source_with_hqq_yields_a_model_the_engine_runs(tmp_path):
     """The `export:` route (llmexport --hqq) on a local checkout; the manifest says how."""
     from mnnrepro.models.export import export_settings

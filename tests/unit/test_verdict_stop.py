@@ -233,6 +233,7 @@ def test_with_planned_looks_it_stops_only_at_them_on_the_calibrated_t_interval()
     assert stop["rows"]["prefill>decode"]["first_settled_at"] == 10
 
 
+@pytest.mark.slow
 def test_a_real_schedule_stops_on_its_records_and_a_resumed_run_stops_at_the_same_block(
     tiny_model, tmp_path
 ):

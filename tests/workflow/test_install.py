@@ -127,6 +127,7 @@ LOCK_PYTHONS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.network
 @needs_pypi
 def test_every_locked_file_is_on_pypi_with_its_hash(root):
