@@ -1,27 +1,77 @@
-"""The control engines end to end: llama.cpp from the pinned sdist (the real PyPI download),
-built for this host, the same synthetic checkpoint in GGUF Q4_0, llama-bench and llama_greedy,
-and ONNX Runtime GenAI from its pinned wheels on genai's own conversion of it, beside the
-prebuilt MNN engine, the three engines' pairs in one report; then the archive and its replay."""
+"""The control engines end to end, in one run: llama.cpp from the pinned sdist (the real PyPI
+download), built for this host, the same synthetic checkpoint in GGUF Q4_0, llama-bench and
+llama_greedy, and ONNX Runtime GenAI from its pinned wheels on genai's own conversion of it
+(its KleidiAI switch, session option `mlas.disable_kleidiai`, as a pair: through genai's Python
+API, and through its C API as a phone without Python runs it), beside the prebuilt MNN engine:
+the pairs in one report; then the archive and its replay. Bad input gets one line naming its
+key. The ONNX Runtime pair on the emulated CPUs is tests/workflow/test_ort.py's."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
+import sys
 
 import pandas as pd
 import pytest
 import yaml
 from conftest import copy_repository, pypi_reachable, run_snakemake, without_replay_section
 
+from mnnrepro.models.onnx_genai import ConversionError, convert
+from mnnrepro.models.synthetic import make_model
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.network,
     pytest.mark.skipif(not pypi_reachable(), reason="needs the network (PyPI: the sdist)"),
+    pytest.mark.xdist_group("control-run"),  # the module's run: every test on one worker
 ]
 
 CONTROL = "tests/workflow/config-control.yaml"
 COMPILERS = ("CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER")
+
+
+SWITCH = "mlas.disable_kleidiai"
+C_API = ("ort-c-no-kleidiai", "ort-c-default")  # the same pair through ort_genai_tool
+# 4 greedy tokens after a prompt, through genai's Python API (the model directory: argv[1])
+GREEDY = """
+import json, sys, onnxruntime_genai as og
+model = og.Model(sys.argv[1])
+params = og.GeneratorParams(model)
+params.set_search_options(max_length=9, do_sample=False)
+generator = og.Generator(model, params)
+generator.append_tokens([5, 17, 300, 2, 99])
+tokens = []
+while not generator.is_done():
+    generator.generate_next_token()
+    tokens.append(int(generator.get_next_tokens()[0]))
+print(json.dumps(tokens))
+"""
+
+
+def assert_c_api_answers_as_python(repo, out) -> None:
+    """genai's C API tool (runner: c-api, built here against the wheel's library) answers the
+    gate as the Python runner does on the same model and session options: the same prompt
+    tokens, the same token ids, and every step's top-k logits equal as float32 (the tool
+    prints 9 significant digits: a float32's exact value)."""
+    import numpy as np
+
+    tools = [json.loads(p.read_text()) for p in repo.glob("results/engines/*/gate-tool.json")]
+    (tool,) = [t for t in tools if t["engine"] == "ort-c"]
+    assert tool["linked"] == ["libonnxruntime-genai.so"]
+    greedy = json.loads((out / "greedy/host/synth-tiny.json").read_text())
+    for python, c_api in zip(("ort-no-kleidiai", "ort-default"), C_API, strict=True):
+        ours_said, theirs_said = greedy[c_api]["engine"], greedy[python]["engine"]
+        assert ours_said["tool"] == "ort_genai_tool"
+        assert ours_said["device_supports"] == theirs_said["device_supports"]
+        for ours, theirs in zip(greedy[c_api]["answers"], greedy[python]["answers"], strict=True):
+            assert ours["prompt_tokens"] == theirs["prompt_tokens"]
+            assert ours["tokens"] == theirs["tokens"]
+            for step, reference in zip(ours["steps"], theirs["steps"], strict=True):
+                top, expected = np.array(step["top"]), np.array(reference["top"])
+                assert (top[:, 0] == expected[:, 0]).all()
+                assert (top[:, 1].astype(np.float32) == expected[:, 1].astype(np.float32)).all()
 
 
 def with_this_machines_compiler(repo) -> str:
@@ -41,14 +91,21 @@ def with_this_machines_compiler(repo) -> str:
     return version.split("\n")[0]
 
 
-def test_the_control_engine_runs_beside_mnn_and_both_pairs_reach_one_report(
-    root, seed_models, tmp_path
-):
-    repo = copy_repository(root, tmp_path / "repo")
+@pytest.fixture(scope="module")
+def control_run(root, seed_models, tmp_path_factory):
+    """(the repository copy the control experiment ran in, the compiler that built llama.cpp)."""
+    repo = copy_repository(root, tmp_path_factory.mktemp("control") / "repo")
     compiler = with_this_machines_compiler(repo)
     # the MNN export and the checkpoint the GGUF is converted from, made once per test run
     seed_models(repo, yaml.safe_load((repo / CONTROL).read_text())["models"], checkpoint=True)
     run_snakemake(repo, "--cores", "2", "--configfile", CONTROL)
+    return repo, compiler
+
+
+def test_the_control_engine_runs_beside_mnn_and_every_pair_reaches_one_report(
+    control_run, tmp_path
+):
+    repo, compiler = control_run
     out = repo / "results" / "control"
     assert not (repo / "logs" / "make_synthetic_model").exists()  # the seeded checkpoint served
 
@@ -98,8 +155,9 @@ def test_the_control_engine_runs_beside_mnn_and_both_pairs_reach_one_report(
         ("one-thread", "two-threads"),
         ("llama-sme-off", "llama-default"),
         ("ort-no-kleidiai", "ort-default"),
+        ("ort-c-no-kleidiai", "ort-c-default"),
     }
-    controls = summary[summary["treatment"].isin(["llama-default", "ort-default"])]
+    controls = summary[summary["treatment"] != "two-threads"]
     assert set(controls["expectation"]) == {"no difference"}  # no SME2 on x86
     validity = json.loads((out / "validity" / "host" / "synth-tiny.json").read_text())
     names = [
@@ -109,10 +167,10 @@ def test_the_control_engine_runs_beside_mnn_and_both_pairs_reach_one_report(
     assert all(c["passed"] for c in validity["checks"])
     report = (out / "summary.md").read_text()
     assert "## Gains side by side" in report
-    # the three engines' pairs side by side, per phase
+    # the engines' pairs side by side, per phase
     assert (
         "| two-threads vs one-thread | llama-default vs llama-sme-off "
-        "| ort-default vs ort-no-kleidiai |" in report
+        "| ort-default vs ort-no-kleidiai | ort-c-default vs ort-c-no-kleidiai |" in report
     )
     mechanism = pd.read_csv(out / "mechanism.csv").set_index("variant")
     # each engine against its own model file: the GGUF's bytes per token, not MNN's export's
@@ -136,3 +194,94 @@ def test_the_control_engine_runs_beside_mnn_and_both_pairs_reach_one_report(
     for name in ("summary.csv", "mechanism.csv"):
         assert (replayed / name).read_text() == (out / name).read_text(), name
     assert without_replay_section(replayed) == (out / "summary.md").read_text()
+
+
+def test_the_ort_pairs_run_on_this_host_as_equality_checks(control_run, tmp_path):
+    """ONNX Runtime GenAI in the control run: its pinned x86-64 wheels, whose library has no
+    KleidiAI, so each pair is an equality check; once through genai's Python API, once through
+    its C API as a phone without Python runs it."""
+    repo, _ = control_run
+    out = repo / "results" / "control"
+
+    wheels = [(json.loads(p.read_text()), p) for p in repo.glob("results/engines/*/wheels.json")]
+    found = {record["engine"]: p for record, p in wheels if record["kind"] == "ort-genai"}
+    records = {engine: json.loads(path.read_text()) for engine, path in found.items()}
+    assert {e: r["runner"] for e, r in records.items()} == {"ort": "python", "ort-c": "c-api"}
+    record = records["ort"]
+    assert record["kind"] == "ort-genai" and record["target_arch"] == "x86_64"
+    assert record["versions"] == {"onnxruntime": "1.32.0", "onnxruntime_genai": "0.18.0"}
+    assert record["library"]["kleidiai_kernels"] == []  # the x86-64 wheel has no KleidiAI
+    assert "session.intra_op.allow_spinning" in record["library"]["session_options"]
+    model = json.loads((repo / "results/models/synth-tiny/onnx.json").read_text())
+    assert {"genai_config.json", "model.onnx", "model.onnx.data"} <= {
+        f["path"] for f in model["files"]
+    }
+    assert model["layout"]["matmul_nbits"] > 0  # int4, as genai's builder writes for the CPU
+
+    bench = pd.read_csv(out / "bench.csv")
+    bench = bench[bench["variant"].str.startswith("ort")]
+    assert set(bench["variant"]) == {"ort-no-kleidiai", "ort-default", *C_API}
+    assert (bench.groupby(["variant", "phase"]).size() == 2).all()  # 2 repetitions each
+    for baseline in ("ort-no-kleidiai", "ort-c-no-kleidiai"):
+        switched = bench[bench["variant"] == baseline]["session_options"].unique()
+        assert [json.loads(s) for s in switched] == [{SWITCH: "1"}]
+    modes = json.loads((out / "modes/host.json").read_text())["modes"]
+    ort_modes = [m["mode"] for m in modes if m["treatment"].startswith("ort")]
+    assert ort_modes == ["equal", "equal"]  # no SME2 in the x86-64 wheel
+    summary = pd.read_csv(out / "summary.csv")
+    ort_rows = summary[summary["treatment"].isin(["ort-default", "ort-c-default"])]
+    assert len(ort_rows) == 4 and set(ort_rows["expectation"]) == {"no difference"}
+    validity = json.loads((out / "validity/host/synth-tiny.json").read_text())
+    assert [c["name"] for c in validity["checks"] if not c["passed"]] == []
+    checks = {c["name"]: c for c in validity["checks"]}
+    assert_c_api_answers_as_python(repo, out)
+    gate = checks["correctness gate (teacher-forced token ids, ort-default vs ort-no-kleidiai)"]
+    assert gate["passed"]  # the same code with the switch on or off: identical answers
+    assert all(p["kind"] == "identical" for p in gate["details"]["prompts"])
+    switch = checks["SME kernels switched off in ort-no-kleidiai only (same binary as ort-default)"]
+    assert switch["passed"] and switch["details"]["env"] == {
+        "ort-no-kleidiai": "1",
+        "ort-default": None,
+    }
+
+    # a checkpoint genai's builder cannot convert (an architecture it does not map): one line
+    # naming the model, with the builder's own last words
+    site = found["ort"].parent / "bin"
+    make_model("tiny", 0, tmp_path / "unmapped")
+    checkpoint_config = tmp_path / "unmapped/config.json"
+    spec = json.loads(checkpoint_config.read_text())
+    checkpoint_config.write_text(json.dumps({**spec, "architectures": ["NoSuchForCausalLM"]}))
+    with (tmp_path / "convert.log").open("w") as log, pytest.raises(ConversionError) as err:
+        convert("unmapped", tmp_path / "unmapped", site, tmp_path / "onnx", tmp_path / "c", log)
+    assert str(err.value).startswith("model unmapped: genai's model builder could not convert")
+    assert "\n" not in str(err.value) and not (tmp_path / "onnx").exists()
+
+    # a vision-language checkpoint (the paper's Qwen3-VL): its language model is converted, a
+    # decoder of token ids that genai runs text-only, as every engine here runs the model
+    make_model("tiny-vl", 0, tmp_path / "vl")
+    with (tmp_path / "convert-vl.log").open("w") as log:
+        record = convert("vl", tmp_path / "vl", site, tmp_path / "vl-onnx", tmp_path / "vc", log)
+    assert record["language_model"]["as"] == "Qwen3ForCausalLM"
+    assert not (tmp_path / "vc/language-model").exists()  # the text checkpoint is not kept
+    genai = json.loads((tmp_path / "vl-onnx/genai_config.json").read_text())["model"]
+    assert genai["type"] == "qwen3" and "input_ids" in genai["decoder"]["inputs"]
+    ran = subprocess.run(
+        [sys.executable, "-c", GREEDY, str(tmp_path / "vl-onnx")],
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+    )
+    assert ran.returncode == 0 and len(json.loads(ran.stdout)) == 4, ran.stderr[-500:]
+
+    # a session option the library does not hold (a typo: ONNX Runtime would ignore it) is
+    # refused before any run, one line naming the key
+    config = yaml.safe_load((repo / CONTROL).read_text())
+    config["variants"]["ort-default"]["runtime"]["session_options"] = {"mlas.disable_kleidai": "1"}
+    (repo / "typo.yaml").write_text(yaml.safe_dump(config))
+    proc = run_snakemake(repo, "--cores", "2", "--configfile", "typo.yaml", check=False)
+    assert proc.returncode != 0
+    (line,) = [
+        ln for ln in (proc.stdout + proc.stderr).splitlines() if "mlas.disable_kleidai`" in ln
+    ]
+    assert "config key `variants.ort-default.runtime.session_options.mlas.disable_kleidai`" in line
+    assert "holds no such session option" in line
