@@ -52,6 +52,14 @@ SNAKEMAKE_ALLOWED_FAST = {"-n", "--dry-run", "--lint"}
 running_slow_test = True  # outside a test (collection, session teardown): nothing to hold to
 
 
+def words_of(line: str) -> list[str]:
+    """A command line's words as a shell splits them (an unbalanced quote: the line whole)."""
+    try:
+        return shlex.split(line)
+    except ValueError:
+        return [line]
+
+
 def slow_program(argv: list[str]) -> str | None:
     """The program in argv a test not marked slow may not start (None: it may), looking
     through `env`, `sh -c` and `python -m`."""
@@ -64,7 +72,7 @@ def slow_program(argv: list[str]) -> str | None:
         return None
     name = Path(words[0]).name
     if name in ("sh", "bash") and "-c" in words:  # each command of the line
-        line = shlex.split(words[words.index("-c") + 1].replace(";", " ; "))
+        line = words_of(words[words.index("-c") + 1].replace(";", " ; "))
         starts = [0] + [i + 1 for i, w in enumerate(line) if w in ("&&", "||", ";", "|")]
         found = (slow_program(line[i:]) for i in starts if i < len(line))
         return next((program for program in found if program), None)
@@ -90,7 +98,7 @@ _popen_init = subprocess.Popen.__init__
 
 
 def _guarded_popen_init(self, args, *more, **options):
-    argv = shlex.split(args) if isinstance(args, str) else [str(a) for a in args]
+    argv = words_of(args) if isinstance(args, str) else [str(a) for a in args]
     if (program := slow_program(argv)) is not None:
         refuse_in_a_fast_test(program)
     _popen_init(self, args, *more, **options)

@@ -20,6 +20,7 @@ from conftest import shared_by_fast_tests, slow_program
         ),
         (["sh", "-c", "cd b && make -j2"], "make"),  # each command of a shell's line
         (["sh", "-c", "cd b; ls"], None),
+        (["sh", "-c", "echo 'unbalanced"], None),  # not a command line a shell would run
         (["sh", "-c", "clang++-16 -O0 a.cc"], "clang++-16"),
         (["aarch64-linux-gnu-gcc", "a.c"], "aarch64-linux-gnu-gcc"),
         ([sys.executable, "-m", "pip", "install", "x"], "pip"),
