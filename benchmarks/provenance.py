@@ -24,6 +24,21 @@ def clone_of_head(dest: Path) -> str:
     return head_commit(dest)
 
 
+def installed_clone_of_head(dest: Path) -> tuple[str, dict]:
+    """A clone of HEAD at dest with the README's install command run in it, as CI does (`bash
+    install.sh`, with this machine's pip set-up): (the commit it holds, the environment that
+    runs the clone's venv first)."""
+    commit = clone_of_head(dest)
+    subprocess.run(["bash", "install.sh"], cwd=dest, check=True, capture_output=True)
+    venv_bin = dest / ".venv" / "bin"
+    env = {
+        **os.environ,
+        "PATH": f"{venv_bin}:{os.environ['PATH']}",
+        "VIRTUAL_ENV": str(venv_bin.parent),
+    }
+    return commit, env
+
+
 def commit_state() -> tuple[str, bool]:
     commit = head_commit(ROOT)
     dirty = subprocess.run(  # a benchmark's own outputs do not make the tree dirty

@@ -15,7 +15,6 @@ benchmarks/results/test_cpu_by_module.{md,json}. Run it on an otherwise idle mac
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -28,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from provenance import clone_of_head, write_results  # noqa: E402
+from provenance import installed_clone_of_head, write_results  # noqa: E402
 
 from mnnrepro.devices.base import children_cpu_seconds  # noqa: E402
 
@@ -68,11 +67,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="test-cpu-"))
     try:
         clone = work / "clone"
-        commit = clone_of_head(clone)
-        subprocess.run(["bash", "install.sh"], cwd=clone, check=True, capture_output=True)
-        venv_bin = clone / ".venv" / "bin"
-        env = {**os.environ, "PATH": f"{venv_bin}:{os.environ['PATH']}",
-               "VIRTUAL_ENV": str(venv_bin.parent)}  # fmt: skip
+        commit, env = installed_clone_of_head(clone)
         rows = {name: run_group(clone, env, work, args) for name, args in groups(clone)}
     finally:
         shutil.rmtree(work, ignore_errors=True)

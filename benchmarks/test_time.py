@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from provenance import clone_of_head, write_results  # noqa: E402
+from provenance import installed_clone_of_head, write_results  # noqa: E402
 
 from mnnrepro.devices.base import children_cpu_seconds  # noqa: E402
 
@@ -88,14 +88,7 @@ def main(argv: list[str]) -> int:
     work = Path(tempfile.mkdtemp(prefix="test-time-"))
     try:
         clone = work / "clone"
-        commit = clone_of_head(clone)
-        subprocess.run(["bash", "install.sh"], cwd=clone, check=True, capture_output=True)
-        venv_bin = clone / ".venv" / "bin"
-        env = {
-            **os.environ,
-            "PATH": f"{venv_bin}:{os.environ['PATH']}",
-            "VIRTUAL_ENV": str(venv_bin.parent),
-        }
+        commit, env = installed_clone_of_head(clone)
         if cold:
             env["CCACHE_DIR"] = str(work / "ccache")
         cached = ccache_files(env)
