@@ -289,6 +289,19 @@ def streaming_mode_faults(userland: Path, cpu: str) -> bool:
     return result.returncode == -4
 
 
+def assert_no_sme2_kernel_ran_without_sme(
+    workdir: Path, cfg: dict, bench, without: str = "qemu-no-sme", sme2: str = "qemu-sme2-vl512"
+) -> None:
+    """The emulated CPU without SME ran every variant's prefill and decode to the end, where an
+    SME instruction kills the process (and runs on the SME2 CPU): no SME2 kernel ran there,
+    whatever the engine chose; what its profile would show, without the profile's cost."""
+    userland = Path(workdir) / "resources/emulation/userland.json"
+    assert streaming_mode_faults(userland, cfg["devices"][without]["qemu"]["cpu"])
+    assert not streaming_mode_faults(userland, cfg["devices"][sme2]["qemu"]["cpu"])
+    rows = bench[bench["device"] == without].groupby(["variant", "phase"]).size()
+    assert set(rows.index) == {(v, p) for v in cfg["variants"] for p in ("prefill", "decode")}
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

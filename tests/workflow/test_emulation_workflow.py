@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import (
+    assert_no_sme2_kernel_ran_without_sme,
     debian_archive_reachable,
     pypi_reachable,
     run_snakemake,
-    streaming_mode_faults,
 )
 
 pytestmark = [
@@ -82,10 +82,7 @@ def test_fallback_and_vector_length_checks_and_no_emulated_speedups(root, seed_m
     sme2 = kernels[kernels["sme2_kernel"] & kernels["engine_library"]]
     ran = sme2.groupby(["device", "phase"])["count"].sum()
     assert ran.get(("qemu-sme2-vl512", "prefill"), 0) > 0
-    userland = tmp_path / "resources/emulation/userland.json"
-    assert streaming_mode_faults(userland, cfg["devices"]["qemu-no-sme"]["qemu"]["cpu"])
-    rows = bench[bench["device"] == "qemu-no-sme"].groupby(["variant", "phase"]).size()
-    assert set(rows.index) == {(v, p) for v in cfg["variants"] for p in ("prefill", "decode")}
+    assert_no_sme2_kernel_ran_without_sme(tmp_path, cfg, bench)
     engine_code = kernels[kernels["engine_library"]]
     unresolved = engine_code[engine_code["symbol"] == ""]["count"].sum()
     assert unresolved <= 0.01 * engine_code["count"].sum()  # blocks placed in named functions

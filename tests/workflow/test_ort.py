@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import (
+    assert_no_sme2_kernel_ran_without_sme,
     debian_archive_reachable,
     pypi_reachable,
     run_snakemake,
-    streaming_mode_faults,
 )
 
 pytestmark = [
@@ -91,11 +91,7 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
         assert failed == [], (device, failed)
     # the CPU without SME ran both variants to the end (gate and rows), where an SME
     # instruction kills the process: no SME2 kernel ran there, whatever the library chose
-    userland = tmp_path / "resources/emulation/userland.json"
-    assert streaming_mode_faults(userland, cfg["devices"]["qemu-no-sme"]["qemu"]["cpu"])
-    assert not streaming_mode_faults(userland, cfg["devices"]["qemu-sme2-vl512"]["qemu"]["cpu"])
-    rows = bench[bench["device"] == "qemu-no-sme"].groupby(["variant", "phase"]).size()
-    assert set(rows.index) == {(v, p) for v in cfg["variants"] for p in ("prefill", "decode")}
+    assert_no_sme2_kernel_ran_without_sme(tmp_path, cfg, bench)
     # what ran: KleidiAI's SME2 kernels, named from the stripped library's kernel tables, in
     # prefill (the outer-product GEMM) and decode (the dot-product GEMV) with KleidiAI on, on
     # the SME2 CPU; none with the switch set
