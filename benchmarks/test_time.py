@@ -83,8 +83,8 @@ def main(argv: list[str]) -> int:
     name += f"-{args.workers}-workers" if args.workers else ""
     name += "-inner-loop" if args.inner_loop else ""
     goal = INNER_LOOP_GOAL_S if args.inner_loop else GOAL_S
-    workers = ["-n", str(args.workers)] if args.workers else []
-    workers += INNER_LOOP if args.inner_loop else []
+    selection = ["-n", str(args.workers)] if args.workers else []
+    selection += INNER_LOOP if args.inner_loop else []
     work = Path(tempfile.mkdtemp(prefix="test-time-"))
     try:
         clone = work / "clone"
@@ -100,7 +100,7 @@ def main(argv: list[str]) -> int:
             ccache = f"this machine's, {cached} files at start"
         start, machine, cpu = time.monotonic(), machine_seconds(), children_cpu_seconds()
         proc = subprocess.run(
-            ["pytest", "--durations=15", "-p", "no:cacheprovider", *workers],
+            ["pytest", "--durations=15", "-p", "no:cacheprovider", *selection],
             cwd=clone,
             env=env,
             capture_output=True,
