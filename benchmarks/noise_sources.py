@@ -37,10 +37,11 @@ CHILD = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import prebuilt_runner as r
+import runner_timing as t
 config, threads, k, p, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), 256, 32
 llm, _ = r.load_llm(config, {"thread_num": threads})
-r.time_phases(llm, p, n)
-runs = [r.time_phases(llm, p, n) for _ in range(k)]
+t.time_phases(llm, p, n)
+runs = [t.time_phases(llm, p, n) for _ in range(k)]
 prefill = [p / run["prefill_s"] for run in runs]
 decode = [n / run["decode_s"] for run in runs]
 print(json.dumps({"prefill": prefill, "decode": decode}))

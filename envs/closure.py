@@ -183,7 +183,7 @@ def stdlib(name: str) -> bool:
 
 # Our modules the device-side runner imports by their bare names from its own directory, where
 # they are staged beside it (runs/staging.RUNNER_MODULES).
-RUNNER_MODULES = {"genai_llm"}
+RUNNER_MODULES = {"runner_timing", "genai_llm"}
 
 
 def sibling_module(path: Path | None, top: str) -> Path | None:

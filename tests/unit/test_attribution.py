@@ -5,6 +5,7 @@ program whose SME2-named kernel runs or not."""
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
 from pathlib import Path
@@ -279,6 +280,34 @@ def test_qemu_blocks_are_placed_in_the_functions_that_executed_them():
     # main's loop ran twice here: kern_sme's 1000-iteration loop, kern_neon's 10-iteration
     assert counts["kern_sme"] >= 2000 and 20 <= counts["kern_neon"] < 40
     assert sum(counts.values()) == sum(blocks.values())
+
+
+def test_a_process_marking_its_phases_is_counted_phase_by_phase():
+    """A real QEMU 11 log of a program that marks two phases as the runner's `phases` mode
+    does (tests/data/qemu/PROVENANCE.md): each phase's blocks apart, the rest outside."""
+    marker = profilers.phase_marker("/phase-markers")
+    text = (QEMU_DATA / "exec-strace-marked-phases.log").read_bytes()
+    segments, strace = profilers.count_exec_segments(io.BytesIO(text), 4096, marker)
+    assert set(segments) == {profilers.OUTSIDE_PHASES, "prefill", "decode"}
+    maps = profilers.exec_mappings("\n".join(strace), {"libk.so"})
+    libraries = {"libk.so": str(QEMU_DATA / "libk.so")}
+
+    def counts(phase):
+        rows = profilers.attribute_blocks(segments[phase], maps, libraries)
+        return {r["symbol"]: r["count"] for r in rows}
+
+    # the prefill called kern_sme once (1,000 iterations), the decode kern_neon twice
+    assert counts("prefill")["kern_sme"] >= 1000 and "kern_neon" not in counts("prefill")
+    assert 20 <= counts("decode")["kern_neon"] < 40 and "kern_sme" not in counts("decode")
+    outside = counts(profilers.OUTSIDE_PHASES)  # the warm-up: one call of each
+    assert outside["kern_sme"] >= 1000 and outside["kern_neon"] >= 10
+    # every block is in one segment: the markers split, lose nothing
+    whole, _ = profilers.count_exec_log(io.BytesIO(text))
+    assert sum(sum(c.values()) for c in segments.values()) == sum(whole.values())
+    # a marker out of order (a phase ended that never began) is refused, naming the phases
+    swapped = text.replace(b"end-decode", b"end-prefill")
+    with pytest.raises(profilers.ProfilerError, match="end of prefill inside decode"):
+        profilers.count_exec_segments(io.BytesIO(swapped), marker=marker)
 
 
 def test_elf_symbols_and_segments_of_an_arm64_library():

@@ -16,7 +16,7 @@ import pytest
 from mnnrepro.devices import callgrind
 from mnnrepro.devices.instruction_mix import x86_instruction_class
 from mnnrepro.devices.local import LocalDevice
-from mnnrepro.devices.profilers import ProfilerError
+from mnnrepro.devices.profilers import OUTSIDE_PHASES, ProfilerError
 
 needs_valgrind = pytest.mark.skipif(
     shutil.which("valgrind") is None or shutil.which("gcc") is None,
@@ -57,6 +57,23 @@ EXPECTED = {  # the kernel's own instructions, from its source
     "branch": TRIPS + 1,  # jnz per trip, ret once
 }
 
+# the runner's `phases` mode, in C: each phase between two markers (a stat of a path that does
+# not exist, then getppid: callgrind.MARKER_FUNCTION), after an unmarked warm-up
+MARKED_MAIN = f"""
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+void kernel(long trips, const void *buffer);
+static void mark(const char *path) {{ struct stat st; stat(path, &st); getppid(); }}
+int main(void) {{
+  static char buffer[64];
+  kernel({TRIPS}, buffer);
+  mark("/phase-markers/begin-prefill"); kernel({TRIPS}, buffer); mark("/phase-markers/end-prefill");
+  mark("/phase-markers/begin-decode"); kernel({TRIPS // 10}, buffer);
+  mark("/phase-markers/end-decode");
+  puts("done"); return 0; }}
+"""
+
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory) -> tuple[Path, Path]:
@@ -66,13 +83,14 @@ def program(tmp_path_factory) -> tuple[Path, Path]:
     (where / "main.c").write_text(MAIN)
     library = where / "libkernel.so"
     subprocess.run(["gcc", "-shared", "-o", library, where / "kernel.S"], check=True)
-    program = where / "main"
-    subprocess.run(
-        ["gcc", "-O1", "-o", program, where / "main.c", f"-L{where}", "-lkernel",
-         f"-Wl,-rpath,{where}"],
-        check=True,
-    )  # fmt: skip
-    return program, library
+    (where / "marked.c").write_text(MARKED_MAIN)
+    for name in ("main", "marked"):
+        subprocess.run(
+            ["gcc", "-O1", "-o", where / name, where / f"{name}.c", f"-L{where}", "-lkernel",
+             f"-Wl,-rpath,{where}"],
+            check=True,
+        )  # fmt: skip
+    return where / "main", library
 
 
 @pytest.mark.slow
@@ -109,6 +127,32 @@ def test_a_calls_inclusive_cost_is_not_counted_again(program):
         costs = callgrind.parse_callgrind(lines)
     (main,) = [n for (obj, fn), n in costs.items() if fn == "main" and obj.endswith("/main")]
     assert sum(main.values()) < 100  # a handful of instructions of its own
+
+
+@pytest.mark.slow
+@needs_valgrind
+def test_a_process_marking_its_phases_is_counted_phase_by_phase(program):
+    """One run, each phase's instructions apart (callgrind_phases): the kernel's count in
+    each is what the program's source gives it, the warm-up's in neither."""
+    binary, library = program
+    device = LocalDevice("host", profiler=callgrind.PROFILER)
+    assert device.marks_phases
+    result, segments = device.profile_phases(
+        [str(binary.with_name("marked"))], 120, None, {library.name: str(library)}, 0,
+        "/phase-markers", ["prefill", "decode"],
+    )  # fmt: skip
+    assert result.ok and result.stdout.strip() == "done"
+    for phase, trips in (("prefill", TRIPS), ("decode", TRIPS // 10)):
+        (row,) = [r for r in segments[phase]["rows"] if r["symbol"] == "kernel"]
+        assert row["instructions"]["dot_matmul"] == trips, phase
+    (warm_up,) = [r for r in segments[OUTSIDE_PHASES]["rows"] if r["symbol"] == "kernel"]
+    assert warm_up["instructions"]["dot_matmul"] == TRIPS
+    # a process that marks fewer phases than asked: refused, not counted in the wrong phase
+    with pytest.raises(ProfilerError, match="marked 4 times under callgrind"):
+        device.profile_phases(
+            [str(binary.with_name("marked"))], 120, None, {library.name: str(library)}, 0,
+            "/phase-markers", ["prefill", "decode", "startup"],
+        )  # fmt: skip
 
 
 def test_x86_instructions_get_the_class_that_decides_their_time():

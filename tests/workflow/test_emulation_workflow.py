@@ -45,8 +45,8 @@ def test_fallback_and_vector_length_checks_and_no_emulated_speedups(root, seed_m
     cfg["correctness"]["max_new_tokens"] = 8
     cfg["bench"]["quiet_timeout_s"] = 0  # measure the load and mark it, never wait (busy CI)
     cfg["bench"]["quiet_window_s"] = 0.1  # the shortest load sample (0.5 s: per invocation)
-    # profiled: the CPU the kernel checks below read (a QEMU profile runs twice, logging
-    # every block: ~1 minute per device here)
+    # profiled: the CPU the kernel checks below read (a QEMU profile runs twice, the second
+    # logging every block)
     cfg["attribution"]["devices"] = PROFILED
     config_path = tmp_path / "emulated.yaml"
     config_path.write_text(yaml.safe_dump(cfg, allow_unicode=True))

@@ -61,7 +61,7 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
     cfg["correctness"].update(prompts=["你好"], max_new_tokens=4)
     # what ran is profiled on the SME2 CPU alone: on the CPU without SME an SME instruction
     # kills the process (asserted below), so its completed gate and rows show that no SME2
-    # kernel ran there; its profiles (5 QEMU runs logging every block) would say it again
+    # kernel ran there; its profiles (QEMU runs logging every block) would say it again
     cfg["attribution"]["devices"] = ["qemu-sme2-vl512"]
     # emulated timings are recorded, never judged: no warm-up invocation, and short phases
     # (every profiled invocation logs each block QEMU executes: its length is the test's)
@@ -123,9 +123,10 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
     }
     assert outer["sme2_kernel"].all() and PREFILL_KERNEL in set(outer["symbol"])
     # the stripped library's blocks resolve to functions (unwind entries, the kernel tables)
-    # but for a few in code that has neither (hand-written helpers): 0.03 % here
+    # but for a few in code that has neither (hand-written helpers): 0.3 % of the phases'
+    # blocks here (each phase profiled alone, without the session's start: runs/profile.py)
     unresolved = engine_code[engine_code["symbol"] == ""]["count"].sum()
-    assert unresolved / engine_code["count"].sum() < 0.001
+    assert unresolved / engine_code["count"].sum() < 0.01
     # the phone's gain predicted from these counts: the SME2 kernels' outer products are
     # what prefill adds per token with KleidiAI on, and none without; both phases predicted
     prediction = json.loads((out / "prediction.json").read_text())

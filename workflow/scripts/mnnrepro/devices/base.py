@@ -43,6 +43,7 @@ class CommandResult:
 class Device:
     kind = "abstract"
     emulated = False
+    marks_phases = False  # it has profile_phases: one process's marked phases counted apart
     # what its profiler counts beyond the profile's rows, part of a kept profile's key (a
     # profiler that counts more profiles again): "" for the sampling profilers
     profile_counts = ""
@@ -104,6 +105,12 @@ class Device:
         from mnnrepro.devices.profilers import ProfilerError
 
         raise ProfilerError(f"device {self.name}: a {self.kind} device has no profiler")
+
+    def profile_phases(self, argv, timeout, env, libraries, hz, marker: str, phases: list):
+        """Where marks_phases: profile's counts of one process that marks each phase (the
+        prebuilt runner's `phases` mode, markers in the folder `marker`): (result, phase ->
+        profile, and profilers.OUTSIDE_PHASES: the rest of the process)."""
+        raise NotImplementedError
 
     def engine_log_supports(self) -> str:
         """MNN's `The device supports:` line where the engine logs elsewhere (Android logcat)."""

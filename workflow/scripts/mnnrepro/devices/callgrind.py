@@ -16,13 +16,15 @@ check of the method against the host's measured times."""
 
 from __future__ import annotations
 
+import glob
+import os
 import re
 import subprocess
 from collections import Counter
 from pathlib import Path
 
 from mnnrepro.devices.instruction_mix import CLASSES, X86_PREFIXES, x86_instruction_class
-from mnnrepro.devices.profilers import OUTSIDE, ProfilerError, answer, require
+from mnnrepro.devices.profilers import OUTSIDE, OUTSIDE_PHASES, ProfilerError, answer, require
 
 PROFILER = "callgrind"  # the value of devices.<name>.local.profiler that selects it
 VALGRIND_HINT = "valgrind's callgrind: Debian's valgrind package"
@@ -36,9 +38,15 @@ RECURSION = re.compile(r"'\d+$")
 OBJDUMP_LINE = re.compile(r"^\s*([0-9a-f]+):\t(.*)$")
 
 
-def callgrind_command(valgrind: str, argv: list[str], out: str) -> list[str]:
+# the prebuilt runner's `phases` mode calls it at each marker: callgrind dumps what ran since
+# the dump before (`--dump-before`), so each phase is a part of its own (callgrind_phases)
+MARKER_FUNCTION = "getppid"
+
+
+def callgrind_command(valgrind: str, argv: list[str], out: str, dump_before: str = "") -> list:
     return [
         valgrind, "--tool=callgrind", "--dump-instr=yes", "--dump-line=no", "--demangle=no",
+        *([f"--dump-before={dump_before}"] if dump_before else []),
         f"--callgrind-out-file={out}", *argv,
     ]  # fmt: skip
 
@@ -149,3 +157,36 @@ def callgrind_profile(device, argv: list[str], timeout: float, env: dict | None,
     with open(out, encoding="utf-8", errors="replace") as lines:
         rows = function_rows(parse_callgrind(lines), libraries)
     return result, answer("valgrind --tool=callgrind", "instructions", rows)
+
+
+def callgrind_phases(device, argv: list[str], timeout: float, env: dict | None,
+                     libraries: dict[str, str], phases: list[str]):  # fmt: skip
+    """callgrind_profile's counts of a process that marks each phase's begin and end by a
+    call of MARKER_FUNCTION (the runner's `phases` mode): callgrind writes part k of the
+    profile before the k-th call, so phase j is part 2j + 2; (result, phase -> profile, and
+    OUTSIDE_PHASES: the load, the warm-up and the exit, every other part)."""
+    valgrind = require("valgrind", VALGRIND_HINT)
+    out = device.scratch("callgrind.out")
+    for stale in glob.glob(f"{glob.escape(out)}.*"):  # parts of an earlier run
+        os.remove(stale)
+    command = callgrind_command(valgrind, argv, out, MARKER_FUNCTION)
+    result = device.run(argv, timeout, env, command)
+    if not result.ok:
+        return result, {}
+    parts = sorted(glob.glob(f"{glob.escape(out)}.*"), key=lambda p: int(p.rsplit(".", 1)[1]))
+    if len(parts) != 2 * len(phases):
+        raise ProfilerError(
+            f"the profiled process marked {len(parts)} times under callgrind, not twice for each "
+            f"of its phases ({', '.join(phases)}): a phase's counts cannot be told apart"
+        )
+    costs = {}
+    for k, path in enumerate([*parts, out]):
+        segment = phases[k // 2] if k % 2 else OUTSIDE_PHASES
+        with open(path, encoding="utf-8", errors="replace") as lines:
+            for key, per_address in parse_callgrind(lines).items():
+                costs.setdefault(segment, {}).setdefault(key, Counter()).update(per_address)
+    profiler = "valgrind --tool=callgrind"
+    return result, {
+        name: answer(profiler, "instructions", function_rows(by_function, libraries))
+        for name, by_function in costs.items()
+    }

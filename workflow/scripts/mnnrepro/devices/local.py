@@ -59,6 +59,13 @@ class LocalDevice(Device):
             env,
         )
 
+    @property
+    def marks_phases(self) -> bool:
+        return self.profiler == callgrind.PROFILER  # callgrind_phases; perf samples
+
+    def profile_phases(self, argv, timeout, env, libraries, hz, marker, phases):
+        return callgrind.callgrind_phases(self, argv, timeout, env, libraries, phases)
+
     def profile(self, argv, timeout, env, libraries, hz):
         from mnnrepro.devices import profilers
 

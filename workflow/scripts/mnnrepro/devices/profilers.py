@@ -171,19 +171,56 @@ NOT_TRACE = re.compile(rb"\n(?!Trace )([^\n]+)")
 
 def count_exec_log(stream: BinaryIO, chunk: int = 1 << 22) -> tuple[Counter, list[str]]:
     """A `-d exec,nochain,strace` log (bytes) -> (executed blocks per guest PC, the strace
-    lines). Counted a chunk at a time by two regular expressions (a counting run logs a line
-    per block executed, millions of them: a loop over lines took twice the CPU time)."""
-    pcs: Counter = Counter()
+    lines)."""
+    segments, other = count_exec_segments(stream, chunk)
+    return segments[OUTSIDE_PHASES], other
+
+
+OUTSIDE_PHASES = ""  # count_exec_segments' segment of the blocks outside every marked phase
+
+
+def phase_marker(folder: str) -> re.Pattern:
+    """The strace line of a phase's marker (the prebuilt runner's `phases` mode stats
+    `<folder>/begin-<phase>` and `<folder>/end-<phase>`, paths that do not exist)."""
+    return re.compile(rb'"' + re.escape(folder.encode()) + rb"/(begin|end)-([^\"/]+)\"")
+
+
+def count_exec_segments(
+    stream: BinaryIO, chunk: int = 1 << 22, marker: re.Pattern | None = None
+) -> tuple[dict[str, Counter], list[str]]:
+    """A `-d exec,nochain,strace` log (bytes) -> (executed blocks per guest PC by segment, the
+    strace lines): with marker (phase_marker), each marked phase's blocks apart, the rest
+    under OUTSIDE_PHASES. Counted a chunk at a time by regular expressions (a counting run
+    logs a line per block executed, millions of them: a loop over lines took twice the CPU
+    time); the markers are a few lines, each one splits its chunk."""
+    pcs: dict[str, Counter] = {OUTSIDE_PHASES: Counter()}
     other: list[bytes] = []
-    rest = b"\n"
+    rest, current = b"\n", OUTSIDE_PHASES
     for data in chain(iter(lambda: stream.read(chunk), b""), [b"\n"]):  # ends the last line
         data = rest + data
         end = data.rfind(b"\n")
-        rest = data[end:]
-        pcs.update(TRACE_PC.findall(data, 0, end))
+        rest, start = data[end:], 0
+        for found in marker.finditer(data, 0, end) if marker else ():
+            pcs[current].update(TRACE_PC.findall(data, start, found.start()))
+            current = next_segment(current, found.group(1).decode(), found.group(2).decode())
+            pcs.setdefault(current, Counter())
+            start = found.end()
+        pcs[current].update(TRACE_PC.findall(data, start, end))
         other += NOT_TRACE.findall(data, 0, end)
-    blocks = Counter({pc.decode(): n for pc, n in pcs.items()})
-    return blocks, [line.decode(errors="replace") for line in other]
+    segments = {name: Counter({pc.decode(): n for pc, n in c.items()}) for name, c in pcs.items()}
+    return segments, [line.decode(errors="replace") for line in other]
+
+
+def next_segment(current: str, edge: str, phase: str) -> str:
+    """The segment after a marker: a phase begins outside every phase and ends itself."""
+    if edge == "begin" and current == OUTSIDE_PHASES:
+        return phase
+    if edge == "end" and current == phase:
+        return OUTSIDE_PHASES
+    raise ProfilerError(
+        f"the phases' markers are out of order: {edge} of {phase} inside "
+        f"{current or 'no phase'} (the runner's phases mode marks each phase's begin and end)"
+    )
 
 
 def attribute_blocks(
@@ -233,20 +270,28 @@ class LogReader:
     """Reads a QEMU log written to a FIFO while QEMU runs (a block log can be gigabytes: it
     is counted as it streams, never stored)."""
 
-    def __init__(self):
+    def __init__(self, marker: re.Pattern | None = None):
         self.dir = tempfile.mkdtemp(prefix="qemu-log-")
         self.path = str(Path(self.dir) / "log")
         os.mkfifo(self.path)
-        self.blocks: Counter = Counter()
+        self.marker = marker
+        self.segments: dict[str, Counter] = {OUTSIDE_PHASES: Counter()}
         self.other: list[str] = []
+        self.error: ProfilerError | None = None
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
     def _read(self):
         with open(self.path, "rb") as fh:
-            self.blocks, self.other = count_exec_log(fh)
+            try:
+                self.segments, self.other = count_exec_segments(fh, marker=self.marker)
+            except ProfilerError as error:  # read the rest: QEMU blocks on a full FIFO
+                self.error = error
+                while fh.read(1 << 22):
+                    pass
 
-    def finish(self, timeout: float = 600) -> tuple[Counter, str]:
+    def finish(self, timeout: float = 600) -> tuple[dict[str, Counter], str]:
+        """(the blocks by segment (count_exec_segments), the log's other lines)"""
         if self.thread.is_alive():  # QEMU may have failed before it opened the log
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
@@ -255,7 +300,9 @@ class LogReader:
                 pass
         self.thread.join(timeout)
         shutil.rmtree(self.dir, ignore_errors=True)
-        return self.blocks, "\n".join(self.other)
+        if self.error is not None:
+            raise self.error
+        return self.segments, "\n".join(self.other)
 
 
 def answer(profiler: str, unit: str, rows: list[dict]) -> dict:

@@ -73,6 +73,7 @@ class QemuDevice(LocalDevice):
 
     kind = "qemu"
     emulated = True
+    marks_phases = True  # profile_phases: a process's marked phases counted apart
     profile_counts = "instructions by class"  # devices/instruction_mix.py
 
     @classmethod
@@ -115,12 +116,24 @@ class QemuDevice(LocalDevice):
         address space), so the next invocations of the same libraries on this device (other
         variants and phases) reuse the mapping and run once; the counting run logs its own
         mappings, and where they differ it is run again after a fresh first run."""
+        result, segments = self._profiled(argv, timeout, env, libraries, None)
+        return result, segments.get(profilers.OUTSIDE_PHASES, {})
+
+    def profile_phases(self, argv, timeout, env, libraries, hz, marker: str, phases):
+        """profile's counts of one process that marks its phases (the prebuilt runner's
+        `phases` mode, markers in the folder `marker`; phases: their names, in order,
+        which the markers name too): (result, phase -> profile of the
+        blocks between its markers, and under profilers.OUTSIDE_PHASES the rest of the
+        process's), one counting run for them all."""
+        return self._profiled(argv, timeout, env, libraries, marker)
+
+    def _profiled(self, argv, timeout, env, libraries, marker: str | None):
         key = tuple(sorted(libraries))
         known = self._mappings.get(key)
         if known is not None:
-            result, profile = self._count_blocks(argv, timeout, env, libraries, known)
-            if profile is not None:
-                return result, profile
+            result, segments = self._count_blocks(argv, timeout, env, libraries, known, marker)
+            if segments is not None:
+                return result, segments
             del self._mappings[key]
         maps_log = self.scratch("qemu-strace.log")
         first = self.run(argv, timeout, env, [*QEMU_RESERVE, "-d", "strace", "-D", maps_log])
@@ -132,27 +145,34 @@ class QemuDevice(LocalDevice):
                 f"device {self.name}: none of the engine's libraries {sorted(libraries)} was "
                 "mapped executable in the run (QEMU strace)"
             )
-        result, profile = self._count_blocks(argv, timeout, env, libraries, maps)
-        if profile is None:
+        result, segments = self._count_blocks(argv, timeout, env, libraries, maps, marker)
+        if segments is None:
             raise profilers.ProfilerError(
                 f"device {self.name}: QEMU mapped the engine's libraries differently in the "
                 f"counting run than in the run before it: its block counts cannot be placed"
             )
         self._mappings[key] = maps
-        return result, profile
+        return result, segments
 
-    def _count_blocks(self, argv, timeout, env, libraries, maps):
-        """The counting run, logging blocks in maps' ranges; (result, None) when the run
+    def _count_blocks(self, argv, timeout, env, libraries, maps, marker):
+        """The counting run, logging blocks in maps' ranges: segment -> its profile (the
+        whole run's under OUTSIDE_PHASES, without a marker); (result, None) when the run
         mapped the libraries elsewhere (its counts cannot be placed)."""
-        reader = profilers.LogReader()
+        reader = profilers.LogReader(profilers.phase_marker(marker) if marker else None)
         items = ["-d", "strace,exec,nochain,in_asm", "-dfilter", profilers.dfilter(maps)]
         result = self.run(argv, timeout, env, [*QEMU_RESERVE, *items, "-D", reader.path])
-        blocks, other = reader.finish()
+        segments, other = reader.finish()
         if result.ok and profilers.exec_mappings(other, set(libraries)) != maps:
             return result, None
         translated = translated_blocks(other.splitlines())  # each block's instructions
-        rows = profilers.attribute_blocks(blocks, maps, libraries, translated)
-        return result, profilers.answer("qemu -d exec,nochain", "executed blocks", rows)
+        return result, {
+            name: profilers.answer(
+                "qemu -d exec,nochain",
+                "executed blocks",
+                profilers.attribute_blocks(blocks, maps, libraries, translated),
+            )
+            for name, blocks in segments.items()
+        }
 
     def site_dirs(self):
         return [self.userland["site"]]

@@ -7,9 +7,9 @@ source here (`from_source`: the build rules, the gate tool, the kernel checks), 
 SME2 kernels of its own can exist in it (`carries_sme2_kernels`, `sme2_impossible`), the
 model format it reads (`model_format`) and whether it runs through the prebuilt runner
 (`runs_through_runner`); an instance, made from an engine record and a push receipt, gives the
-benchmark command and its parser (`bench_command`, `read_bench`) and the greedy / teacher-forced
-gate (`greedy`). Rules, staging, identity, verdict and validity ask the kind
-(engines.registry), never test a kind's name."""
+benchmark command and its parser (`bench_command`, `read_bench`), the profiled phases' one
+process where it has one (`phases_command`) and the greedy / teacher-forced gate (`greedy`).
+Rules, staging, identity, verdict and validity ask the kind (engines.registry), never its name."""
 
 from __future__ import annotations
 
@@ -49,13 +49,9 @@ class EngineKind:
     record_name = ""  # the record its rules write under results/engines/<key>/
     from_source = False  # built here: build rules, a gate tool, the kernel checks
     model_format = "mnn"  # the directory under results/models/<model>/ it reads
-    # run through the prebuilt runner (runs/prebuilt_runner.py), whose timing loop a
-    # measurement then depends on
-    runs_through_runner = False
-    # the modules the runner imports for it, staged beside the runner (runs/staging.py)
-    runner_modules: tuple[str, ...] = ()
-    # asks the vision phase's image questions (bench.vision; runs/vision.py) in its benchmark
-    takes_images = False
+    runs_through_runner = False  # run by runs/prebuilt_runner.py: measurements depend on it
+    runner_modules: tuple[str, ...] = ()  # what the runner imports for it, staged beside it
+    takes_images = False  # its benchmark asks the image questions (bench.vision; runs/vision.py)
     # the program beside its gate tool that asks them after the benchmark (vision_command);
     # "": the benchmark command asks them itself
     vision_tool = ""
@@ -220,10 +216,14 @@ class EngineKind:
         return None
 
     def read_vision(self, device, result, out: str) -> dict:
-        """What vision_command's run wrote: the sums over the image set (vision_s, pixels_mp,
-        image_tokens, prefill_s, prompt_tokens, first_token_s, questions) and `window`, the
-        measured pass on CLOCK_BOOTTIME, as the prebuilt runner's time_vision returns them."""
+        """What vision_command's run wrote: the sums over the image set and `window`, the
+        measured pass on CLOCK_BOOTTIME, as the runner's time_vision returns them."""
         raise NotImplementedError
+
+    def phases_command(self, device, model: str, runtime: dict, phases: list, marker: str, out):
+        """(argv, env) of one process that marks each profiled phase ([name, prompt tokens,
+        generated tokens]) in the folder `marker` (runs/profile.py); None: none (a process each)."""
+        return None
 
     def read_bench(self, device, result, out: str) -> dict:
         raise NotImplementedError

@@ -124,7 +124,8 @@ class OrtGenaiEngine(PrebuiltEngine):
     sme_kernels_are = "SME2 kernels named in its library's kernel tables"
     switch_turns_off = "all of KleidiAI's kernels, SME2 and NEON: MLAS's own NEON kernels run"
     runner_engine = "ort-genai"
-    runner_modules = ("genai_llm.py",)  # runs/genai_llm.py: genai behind the runner's calls
+    # runs/genai_llm.py: genai behind the runner's calls
+    runner_modules = ("runner_timing.py", "genai_llm.py")
     no_test_suite = "the PyPI wheels ship no test suite"
     waiting_functions = ""  # ONNX Runtime's thread pool is not named: the library is stripped
 
@@ -233,6 +234,11 @@ class OrtGenaiEngine(PrebuiltEngine):
         argv = [posixpath.join(self.tool_dir, TOOL), "bench", model, overlay(runtime)]
         argv += [str(bench["prompt_tokens"]), str(bench["generate_tokens"]), str(bench["warmup"])]
         return argv, self.runner_env()
+
+    def phases_command(self, device, model: str, runtime: dict, phases: list, marker: str, out):
+        if runner_of(self.record) == "python":  # ort_genai_tool runs a process per phase
+            return super().phases_command(device, model, runtime, phases, marker, out)
+        return None
 
     def read_bench(self, device, result, out: str) -> dict:
         if runner_of(self.record) == "python":

@@ -31,6 +31,7 @@ class PrebuiltEngine(EngineKind):
     integer_env = ("MNN_CPU_TARGET",)
     record_name = "engine.json"
     runs_through_runner = True
+    runner_modules = ("runner_timing.py",)  # the runner's timing loop, staged beside it
     takes_images = True  # the runner's image questions (runs/prebuilt_runner.py)
     no_test_suite = "the PyPI wheel ships no test suite"
     waiting_functions = MNN_THREAD_POOL
@@ -80,6 +81,16 @@ class PrebuiltEngine(EngineKind):
         if vision:
             images = [i["device_path"] for i in vision["images"]]
             argv += ["--images", json.dumps(images), "--image-text", vision["text"]]
+        return argv, self.runner_env()
+
+    def phases_command(self, device, model: str, runtime: dict, phases: list, marker: str, out):
+        """The runner's `phases` mode: loaded once, warmed up, each phase between markers."""
+        argv = [
+            *self.runner_argv(device, "phases"),
+            *("--config", model, "--out", out, "--marker", marker),
+            *("--runtime", json.dumps(with_runtime_defaults(runtime), sort_keys=True)),
+            *("--phases", json.dumps(phases)),
+        ]
         return argv, self.runner_env()
 
     def runner_argv(self, device, mode: str) -> list[str]:

@@ -55,7 +55,7 @@ class Plan(EngineInputs):
         # Runtime GenAI): an input of every run
         self.engine_runner = [
             where_run(scripts / "mnnrepro/runs" / name)
-            for name in ("prebuilt_runner.py", "genai_llm.py")
+            for name in ("prebuilt_runner.py", "runner_timing.py", "genai_llm.py")
         ]
         # the gate tools' and the bandwidth probe's sources: an edit rebuilds them, not MNN
         self.gate_tool_code, self.probe_code = tool_digests(scripts / "mnnrepro/toolchain")

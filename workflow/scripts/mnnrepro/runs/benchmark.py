@@ -26,7 +26,6 @@ from mnnrepro.runs.gates import quiet_gate, thermal_gate
 from mnnrepro.runs.job import DeviceJob
 from mnnrepro.runs.on_device import on_device, surviving
 from mnnrepro.runs.power import PowerSampler, unavailable
-from mnnrepro.runs.prebuilt_runner import vision_results
 from mnnrepro.runs.precision import stopping_decision, verdict_thresholds
 from mnnrepro.runs.raw_files import (
     done_record,
@@ -35,6 +34,7 @@ from mnnrepro.runs.raw_files import (
     raw_path,
     supersede,
 )
+from mnnrepro.runs.runner_timing import vision_results
 from mnnrepro.runs.schedule import Invocation
 from mnnrepro.runs.staging import RUNNER, RUNNER_MODULES, check_receipt, engine_files
 from mnnrepro.runs.vision import with_measured_vision, with_vision_set

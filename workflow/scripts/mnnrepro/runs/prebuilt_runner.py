@@ -3,8 +3,9 @@ engine, and ONNX Runtime GenAI (``--engine ort-genai``, its pinned wheels on PYT
 
 This file is staged onto the device and run there with the device's Python, so it
 imports nothing from mnnrepro: only the standard library, numpy and MNN or onnxruntime_genai.
-Both engines run the same timing loop and gate below: ``genai_llm.GenaiLlm`` (staged beside
-this file) answers the calls they make of MNN's ``Llm`` with genai's ``Generator``.
+Both engines run the same timing loop (runner_timing.py: the phases, the image questions of
+``--images``, the clock) and gate below, each staged beside this file, where
+``genai_llm.GenaiLlm`` answers the calls they make of MNN's ``Llm`` with genai's ``Generator``.
 
 It measures what MNN's ``llm_bench -kv true`` measures at 3.6.1 (the paper path) for one
 configuration and one repetition (``-rep 1``), in one context:
@@ -16,26 +17,16 @@ configuration and one repetition (``-rep 1``), in one context:
   (llm_bench stops at EOS and counts the tokens it made; the synthetic prompt makes EOS
   rare); tok/s = N / decode time.
 
-Timers: the bindings fill MNN's own ``context.prefill_us`` / ``decode_us`` only inside
-``generate()``, which in the 3.6.1 wheel ends the process silently (exit code 0, no output)
-in most of our tries on this host; so each phase is timed here around ``forward()`` calls,
-which include picking the greedy token (MNN's sampler does the same inside its timer). The
-context length MNN reports after each phase is recorded as a cross-check.
-
-With ``--images`` (a vision model: the vision phase), after the text phases and in the same
-process, each image question (``<img>path</img>text`` in the chat template) is asked once
-into an empty context: ``vision`` is the image encoder's time by MNN's own timer
-(``context.vision_us``: ``tokenizer_encode`` runs the vision encoder and fills it, with
-``pixels_mp``, the pixels it encoded after resizing to the model's ``image_size``), tokens =
-the image tokens it produced; ``image_prefill`` is the prefill of the whole image prompt
-(image and text tokens) around ``forward()``; ``first_token`` is the time from the question to
-its first token (encode + prefill + the greedy pick), tokens = questions. Each phase sums the
-image set (one entry per phase and invocation); image decoding and resizing happen inside
-MNN's encode call, the camera and the app do not exist here.
-
 ``warmup`` unmeasured runs come first (the vision phase's just before it), in the same
 process (llm_bench drops its first run the same way). The model is loaded once per process,
 so one invocation of this script is one replicate, like one llm_bench launch.
+
+``phases`` mode runs what the kernel profile counts in one process (runs/profile.py): the
+model loaded, each phase (``--phases``: [[name, prompt tokens, generated tokens], ...]) run
+once unmarked (the warm-up, every shape once), then each again between two markers the
+profiler splits its count at: a stat of ``<--marker>/begin-<name>`` and ``/end-<name>``, paths
+that do not exist (QEMU's strace logs it in order with the blocks), and a ``getppid`` call
+(callgrind writes a part of its profile before it).
 
 ``greedy`` mode instead answers fixed prompts with greedy decoding and writes the
 token ids, with every step's top-k logits: the correctness gate compares them across
@@ -56,15 +47,6 @@ import platform
 import sys
 import tempfile
 import time
-
-SYNTHETIC_TOKEN = 16  # llm_bench's prompt token
-
-
-def _argmax(logits) -> int:
-    import numpy as np
-
-    values = np.asarray(logits.read())
-    return int(values.reshape(-1, values.shape[-1])[-1].argmax())
 
 
 def flush_c_stdio() -> None:
@@ -110,110 +92,6 @@ def load_llm(config_path: str, runtime: dict, engine: str = "mnn"):
         llm.set_config(dict(runtime))
         llm.load()
     return llm, printed[0]
-
-
-def context_length(llm) -> int | None:
-    try:
-        return int(llm.context.all_seq_len)
-    except (AttributeError, TypeError, ValueError):  # bindings without the context object
-        return None
-
-
-def time_phases(llm, prompt_tokens: int, generate_tokens: int) -> dict:
-    """One llm_bench -kv true repetition: P prompt tokens into an empty context, then N
-    decode tokens in the same context. Seconds per phase, tokens made, context lengths."""
-    llm.reset()
-    ids = [SYNTHETIC_TOKEN] * prompt_tokens
-    prefill_from = device_clock()
-    start = time.perf_counter()
-    token = _argmax(llm.forward(ids))  # forces the result, as the engine's own timer would
-    prefill_s = time.perf_counter() - start
-    prefill_to = device_clock()
-    after_prefill = context_length(llm)
-    produced = []
-    decode_from = device_clock()
-    start = time.perf_counter()
-    for _ in range(generate_tokens):
-        token = _argmax(llm.forward([token]))
-        produced.append(token)
-    decode_s = time.perf_counter() - start
-    decode_to = device_clock()
-    return {
-        "prefill_s": prefill_s,
-        "decode_s": decode_s,
-        "produced": produced,
-        "context_after_prefill": after_prefill,
-        "context_after_decode": context_length(llm),
-        "windows": {"prefill": [prefill_from, prefill_to], "decode": [decode_from, decode_to]},
-    }
-
-
-def image_pad_id(config_path: str) -> int | None:
-    """MNN's `image_pad` token id (llm_config.json beside config.json): an encoded image
-    prompt holds it once per vision token."""
-    path = os.path.join(os.path.dirname(os.path.abspath(config_path)), "llm_config.json")
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh).get("image_pad")
-
-
-def time_vision(llm, images: list[str], text: str, image_pad: int | None) -> dict:
-    """The vision phase over the image set: each image question into an empty context."""
-    totals = {"vision_s": 0.0, "image_tokens": 0, "pixels_mp": 0.0}
-    totals.update(prefill_s=0.0, prompt_tokens=0, first_token_s=0.0, questions=0)
-    vision_from = device_clock()
-    for image in images:
-        llm.reset()
-        prompt = llm.apply_chat_template(f"<img>{image}</img>{text}")
-        start = time.perf_counter()
-        ids = list(llm.tokenizer_encode(prompt))  # runs the vision encoder
-        encoded = time.perf_counter()
-        _argmax(llm.forward(ids))
-        first = time.perf_counter()
-        context = llm.context
-        totals["vision_s"] += context.vision_us / 1e6
-        totals["pixels_mp"] += float(context.pixels_mp)
-        totals["image_tokens"] += sum(1 for i in ids if i == image_pad)
-        totals["prefill_s"] += first - encoded
-        totals["prompt_tokens"] += len(ids)
-        totals["first_token_s"] += first - start
-        totals["questions"] += 1
-    return {**totals, "window": [vision_from, device_clock()]}
-
-
-def vision_results(vision: dict) -> list[dict]:
-    """The vision phase's entries of a bench record (tok/s = tokens / seconds, as every
-    phase's; the vision entry's MP/s is pixels_mp / seconds)."""
-    return [
-        {
-            "phase": "vision",
-            "tokens": vision["image_tokens"],
-            "seconds": vision["vision_s"],
-            "tps": vision["image_tokens"] / vision["vision_s"],
-            "pixels_mp": vision["pixels_mp"],
-            "context_start": 0,
-        },
-        {
-            "phase": "image_prefill",
-            "tokens": vision["prompt_tokens"],
-            "seconds": vision["prefill_s"],
-            "tps": vision["prompt_tokens"] / vision["prefill_s"],
-            "context_start": 0,
-        },
-        {
-            "phase": "first_token",
-            "tokens": vision["questions"],
-            "seconds": vision["first_token_s"],
-            "tps": vision["questions"] / vision["first_token_s"],
-            "context_start": 0,
-        },
-    ]
-
-
-def device_clock() -> float:
-    """Seconds on this device's boot-time clock (CLOCK_BOOTTIME, what /proc/uptime counts):
-    the clock the power samples are stamped with, on the device itself, so each phase's
-    energy is integrated over the phase's own window."""
-    return time.clock_gettime(time.CLOCK_BOOTTIME)
 
 
 TOP_K = 8  # logits kept per step, as the built engines' mnn_greedy tool keeps them
@@ -277,6 +155,9 @@ def engine_facts(supports_line: str, engine: str = "mnn") -> dict:
 
 
 def run_bench(args) -> dict:
+    # staged beside this file (runs/staging.py), as genai_llm
+    from runner_timing import image_pad_id, time_phases, time_vision, vision_results
+
     runtime = json.loads(args.runtime)
     load_start = time.perf_counter()
     llm, printed = load_llm(args.config, runtime, args.engine)
@@ -354,6 +235,32 @@ def run_greedy(args) -> dict:
     }
 
 
+def mark(path: str) -> None:
+    """A phase's marker (module docstring): a stat of a path that does not exist, then getppid."""
+    os.path.exists(path)
+    os.getppid()
+
+
+def run_phases(args) -> dict:
+    from runner_timing import time_phases
+
+    runtime = json.loads(args.runtime)
+    llm, printed = load_llm(args.config, runtime, args.engine)
+    phases = json.loads(args.phases)
+    for _name, prompt, generate in phases:  # the warm-up: every shape once, unmarked
+        time_phases(llm, prompt, generate)
+    ran = []
+    for name, prompt, generate in phases:
+        mark(f"{args.marker}/begin-{name}")
+        run = time_phases(llm, prompt, generate)
+        mark(f"{args.marker}/end-{name}")
+        seconds = run["prefill_s"] + run["decode_s"]
+        ran.append({"phase": name, "prompt_tokens": prompt, "generate_tokens": generate,
+                    "produced": len(run["produced"]), "seconds": seconds})  # fmt: skip
+    return {"kind": "phases", "runtime": runtime, "phases": ran,
+            "engine": engine_facts(printed, args.engine)}  # fmt: skip
+
+
 def write_atomically(path: str, payload: dict) -> None:
     tmp = f"{path}.part-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -363,9 +270,12 @@ def write_atomically(path: str, payload: dict) -> None:
     os.replace(tmp, path)
 
 
+MODES = {"bench": run_bench, "greedy": run_greedy, "phases": run_phases}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["bench", "greedy"])
+    parser.add_argument("mode", choices=list(MODES))
     parser.add_argument("--engine", choices=["mnn", "ort-genai"], default="mnn")
     parser.add_argument(
         "--config", required=True, help="the model's MNN config.json, or genai's model directory"
@@ -384,9 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--forced", default="", help="JSON: per prompt, the token ids to feed (teacher forcing)"
     )
+    parser.add_argument("--phases", default="[]", help="JSON: [[name, prompt, generate], ...]")
+    parser.add_argument("--marker", default="", help="the phases' markers' folder (phases)")
     args = parser.parse_args(argv)
-    payload = run_bench(args) if args.mode == "bench" else run_greedy(args)
-    write_atomically(args.out, payload)
+    write_atomically(args.out, MODES[args.mode](args))
     return 0
 
 

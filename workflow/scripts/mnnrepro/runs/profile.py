@@ -1,12 +1,24 @@
-"""What ran: one profiled invocation per variant and phase, after the timed repetitions.
+"""What ran: one profile per variant and phase, after the timed repetitions.
 
-Each is the engine's own benchmark command with one phase left: `prefill` runs the benchmark's
+Each phase is the engine's own benchmark with one phase left: `prefill` runs the benchmark's
 prompt and generates 1 token, `decode` runs a 1-token prompt and the benchmark's generated
-tokens (so each invocation's work is its phase's but for one token of the other). It runs
-under the device kind's profiler (devices/profilers.py) and is never one of the timed
-repetitions: its timings are not read. Every profile is written at once to its own file
-(`<out_dir>/<variant>/<phase>.json`) with the key of what it profiled; a rerun keeps those
-whose key matches and profiles only what is missing.
+tokens (so each one's work is its phase's but for one token of the other). It runs under the
+device kind's profiler (devices/profilers.py) and is never one of the timed repetitions: its
+timings are not read.
+
+A phase is profiled in a process of its own (the start-up, loading the model, counted in
+each), except where the device counts a process's marked phases apart (QEMU: its strace log
+orders the markers with the blocks; callgrind: it writes a part of its profile at each
+marker; Device.marks_phases) and the engine has one process for them all
+(EngineKind.phases_command: the prebuilt runner's `phases` mode): there one process per
+variant loads the model, runs every phase once unprofiled (the warm-up, as the timed
+repetitions have), then each again between two markers, and a phase's profile is what ran
+between its markers (`profiled_in`). A prediction subtracts the start-up phase either way
+(analysis/token_work.py), so what a process does once cancels in both.
+
+Every profile is written at once to its own file (`<out_dir>/<variant>/<phase>.json`) with the
+key of what it profiled; a rerun keeps those whose key matches and profiles only what is
+missing.
 """
 
 from __future__ import annotations
@@ -14,7 +26,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from mnnrepro.devices.profilers import ProfilerError
+from mnnrepro.devices.profilers import OUTSIDE_PHASES, ProfilerError
 from mnnrepro.engines.base import command_record
 from mnnrepro.engines.registry import engine_for
 from mnnrepro.files import read_json, write_json
@@ -36,6 +48,9 @@ VISION = VISION_PHASES[0]  # the image questions' profiled invocation is named a
 
 log = logging.getLogger(__name__)
 
+# how a phase's profile was made (the profile's `profiled_in`; module docstring)
+OWN_PROCESS = "a process of its own"
+ONE_PROCESS = "one process per variant: loaded, warmed up, the phase between its markers"
 # a profiled run is slower than a timed one (perf's sampling; QEMU runs twice, the second
 # logging every block): it may take this many times `bench.timeout_s`
 TIMEOUT_FACTOR = 4
@@ -85,11 +100,19 @@ def profile_for_rule(job: DeviceJob, attribution: dict, out_dir: str) -> dict:
         # the start-up and a short prefill, on the device a prediction counts
         counted = job.device_name in attribution.get("startup_devices", [])
         predicted = attribution.get("prediction_phases", []) if counted else []
-        index = [
-            profile(device, bench, v, p)
-            for v in sorted(variants)
-            for p in profiled_phases(bench, specs[v]["engine"], predicted)
-        ]
+        index = []
+        for v in sorted(variants):
+            phases = profiled_phases(bench, specs[v]["engine"], predicted)
+            spec, out = specs[v], Path(out_dir) / v
+            built_dir = built_dirs[spec["engine"]["engine"]]
+            # the text phases in one process where the device and the engine have one (the
+            # image questions keep their own command)
+            text = [p for p in phases if p != VISION] if device.marks_phases else []
+            marked = text and profile_marked(
+                device, v, text, spec, staged, bench, attribution, out, built_dir
+            )
+            index += marked or []
+            index += [profile(device, bench, v, p) for p in phases if not marked or p not in text]
     return {"device": job.device_name, "emulated": device.emulated, "profiles": index}
 
 
@@ -119,15 +142,9 @@ def profile_one(device, variant, phase, spec, receipt, bench, attribution, path,
         path,
         {
             "profile_key": key,
-            "device": device.name,
-            "variant": variant,
-            "phase": phase,
-            "engine": record["engine"],
-            "prompt_tokens": bench["prompt_tokens"],
-            "generate_tokens": bench["generate_tokens"],
-            "libraries": sorted(libraries),
-            "sme2_kernels": kind.sme2_kernel_names(record),
+            **profile_fields(device, variant, phase, record, bench, libraries, kind),
             "command": command_record(argv, env, result),
+            "profiled_in": OWN_PROCESS,
             "wall_s": round(result.seconds, 3),
             "returncode": result.returncode,
             "stderr_tail": "" if result.ok else result.stderr[-2000:],
@@ -137,14 +154,83 @@ def profile_one(device, variant, phase, spec, receipt, bench, attribution, path,
     return entry
 
 
-def profile_key(device, spec: dict, bench: dict, attribution: dict) -> str:
+def profile_marked(device, variant, phases, spec, receipt, bench, attribution, out, built_dir):
+    """The variant's phases profiled in one process that marks each (module docstring),
+    written to out/<phase>.json (the index's entries); kept where every one holds a profile
+    of the same measurement; None where the engine has no such process."""
+    record, kind = spec["engine"], spec["engine"].kind
+    benches = {p: phase_bench(bench, p) for p in phases}
+    engine = engine_for(record, receipt)
+    marker = device.scratch("phase-markers")  # a folder never made: each marker's stat fails
+    asked = [[p, benches[p]["prompt_tokens"], benches[p]["generate_tokens"]] for p in phases]
+    command = engine.phases_command(
+        device, engine.model_path(receipt), spec["runtime"], asked, marker,
+        device.scratch("profile.json"),
+    )  # fmt: skip
+    if command is None:
+        return None
+    keys = {p: profile_key(device, spec, benches[p], attribution, ONE_PROCESS) for p in phases}
+    paths = {p: out / f"{p}.json" for p in phases}
+    entries = [{"variant": variant, "phase": p, "path": str(paths[p])} for p in phases]
+    if all(path.is_file() and read_json(path).get("profile_key") == keys[p]
+           for p, path in paths.items()):  # fmt: skip
+        log.info("keep   %s (profiled earlier)", out)
+        return entries
+    device.verify(engine_files(record, receipt))
+    argv, env = command[0], {**spec.get("env", {}), **command[1]}
+    libraries = kind.profiled_libraries(record, built_dir, device)
+    print(f"{device.name}: profiling {variant} ({', '.join(phases)}: one process)", flush=True)
+    timeout = bench["timeout_s"] * TIMEOUT_FACTOR * 2  # every phase twice: warmed up, profiled
+    result, segments = device.profile_phases(
+        argv, timeout, env, libraries, attribution["sample_hz"], marker, phases
+    )
+    missing = [p for p in phases if p not in segments]
+    if result.ok and missing:
+        raise ProfilerError(
+            f"the profiled process on {device.name} ({variant}) marked no {', '.join(missing)}"
+            f":\n$ {result.command_line}"
+        )
+    if not result.ok and not device.emulated:
+        raise ProfilerError(
+            f"profiled invocation failed on {device.name} ({variant}):\n$ "
+            f"{result.command_line}\n{result.stderr[-2000:]}"
+        )
+    outside = segments.get(OUTSIDE_PHASES, {}).get("total")
+    for p in phases:  # an emulated crash: the phases before it, and what the crash's counted
+        write_json(paths[p], {
+            **profile_fields(device, variant, p, record, benches[p], libraries, kind),
+            "profile_key": keys[p], "command": command_record(argv, env, result),
+            "profiled_in": ONE_PROCESS, "outside_phases_total": outside,
+            "wall_s": round(result.seconds, 3), "returncode": result.returncode,
+            "stderr_tail": "" if result.ok else result.stderr[-2000:], **segments.get(p, {}),
+        })  # fmt: skip
+    return entries
+
+
+def profile_fields(device, variant, phase, record, bench, libraries, kind) -> dict:
+    """What every profile's file says of what it profiled."""
+    return {
+        "device": device.name,
+        "variant": variant,
+        "phase": phase,
+        "engine": record["engine"],
+        "prompt_tokens": bench["prompt_tokens"],
+        "generate_tokens": bench["generate_tokens"],
+        "libraries": sorted(libraries),
+        "sme2_kernels": kind.sme2_kernel_names(record),
+    }
+
+
+def profile_key(device, spec: dict, bench: dict, attribution: dict, profiled_in: str = "") -> str:
     """The key of what a profile measured: the variant's engine and settings, the phase's
-    token counts, the sampling rate and profiler, and the images by content."""
+    token counts, the sampling rate and profiler, how the process ran it (profiled_in:
+    "" = a process of its own) and the images by content."""
     measured = {
         **{k: bench[k] for k in ("prompt_tokens", "generate_tokens")},
         "sample_hz": attribution["sample_hz"],
         "profiler": device.kind,
         **({"profile_counts": device.profile_counts} if device.profile_counts else {}),
+        **({"profiled_in": profiled_in} if profiled_in else {}),
     }
     return measurement_key(spec, with_measured_vision(measured, bench, spec["engine"]))
 

@@ -16,7 +16,9 @@ from mnnrepro.models.formats import FORMATS
 RUNNER = Path(__file__).with_name("prebuilt_runner.py")
 # the modules the runner imports for some engine kinds (EngineKind.runner_modules), staged
 # beside it: Python finds them in the runner's own directory
-RUNNER_MODULES = {name: Path(__file__).with_name(name) for name in ("genai_llm.py",)}
+RUNNER_MODULES = {
+    name: Path(__file__).with_name(name) for name in ("runner_timing.py", "genai_llm.py")
+}
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +49,9 @@ def push_receipt(
     where = {
         "runner": device.stage(RUNNER, "engines/prebuilt-runner"),
         "runner_modules": {
-            name: device.stage(path, f"engines/{name}") for name, path in RUNNER_MODULES.items()
+            # beside the runner: Python looks for its imports in the runner's own folder
+            name: device.stage(path, "engines/prebuilt-runner")
+            for name, path in RUNNER_MODULES.items()
         },
         "engines": staged(engine_dirs, ""),
         "gate_tools": staged(tool_dirs, "-gate-tool"),
