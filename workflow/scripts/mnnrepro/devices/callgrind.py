@@ -115,10 +115,13 @@ def disassembled(path: str, wanted: set[int]) -> dict[int, tuple[str, str]]:
     return out
 
 
-def function_rows(costs: dict[tuple[str, str], Counter], libraries: dict[str, str]) -> list:
+def function_rows(
+    costs: dict[tuple[str, str], Counter], libraries: dict[str, str], code: dict | None = None
+) -> list:
     """Profile rows: one per function of the engine's libraries (libraries: basename -> the
     ELF file here) with its instructions by class and, as `unlogged_blocks`, the executions of
-    instructions objdump did not print; everything else in one row."""
+    instructions objdump did not print; everything else in one row. code: per library, its
+    instructions already disassembled (disassembled_costs), else objdump runs here."""
     rows, outside = [], 0
     by_library: dict[str, list] = {}
     for (obj, fn), per_address in costs.items():
@@ -129,12 +132,12 @@ def function_rows(costs: dict[tuple[str, str], Counter], libraries: dict[str, st
             outside += sum(per_address.values())
     for name, functions in by_library.items():
         wanted = {a for _, per_address in functions for a in per_address}
-        code = disassembled(libraries[name], wanted)
+        instructions = code[name] if code else disassembled(libraries[name], wanted)
         for fn, per_address in functions:
             mix, unknown = Counter(), 0
             for address, n in per_address.items():
-                if address in code:
-                    mix[x86_instruction_class(*code[address])] += n
+                if address in instructions:
+                    mix[x86_instruction_class(*instructions[address])] += n
                 else:
                     unknown += n
             symbol = None if UNNAMED.match(fn) else fn
@@ -185,8 +188,20 @@ def callgrind_phases(device, argv: list[str], timeout: float, env: dict | None,
         with open(path, encoding="utf-8", errors="replace") as lines:
             for key, per_address in parse_callgrind(lines).items():
                 costs.setdefault(segment, {}).setdefault(key, Counter()).update(per_address)
+    code = disassembled_costs(costs.values(), libraries)  # objdump once per library
     profiler = "valgrind --tool=callgrind"
     return result, {
-        name: answer(profiler, "instructions", function_rows(by_function, libraries))
+        name: answer(profiler, "instructions", function_rows(by_function, libraries, code))
         for name, by_function in costs.items()
     }
+
+
+def disassembled_costs(costs, libraries: dict[str, str]) -> dict[str, dict]:
+    """Per library (basename -> the ELF file here), the instructions at every address that any
+    of costs (parse_callgrind's) executed in it, disassembled."""
+    wanted: dict[str, set] = {name: set() for name in libraries}
+    for by_function in costs:
+        for (obj, _fn), per_address in by_function.items():
+            if Path(obj).name in wanted:
+                wanted[Path(obj).name].update(per_address)
+    return {name: disassembled(libraries[name], addresses) for name, addresses in wanted.items()}

@@ -22,11 +22,12 @@ process (llm_bench drops its first run the same way). The model is loaded once p
 so one invocation of this script is one replicate, like one llm_bench launch.
 
 ``phases`` mode runs what the kernel profile counts in one process (runs/profile.py): the
-model loaded, each phase (``--phases``: [[name, prompt tokens, generated tokens], ...]) run
-once unmarked (the warm-up, every shape once), then each again between two markers the
-profiler splits its count at: a stat of ``<--marker>/begin-<name>`` and ``/end-<name>``, paths
-that do not exist (QEMU's strace logs it in order with the blocks), and a ``getppid`` call
-(callgrind writes a part of its profile before it).
+model loaded, each phase (``--phases``: [[name, prompt tokens, generated tokens], ...]; an
+entry with a fourth item, {"images", "text"}, asks the image questions instead, after the
+text phases) run once unmarked (the warm-up, every shape once), then again between two
+markers the profiler splits its count at: a stat of ``<--marker>/begin-<name>`` and
+``/end-<name>``, paths that do not exist (QEMU's strace logs it in order with the blocks),
+and a ``getppid`` call (callgrind writes a part of its profile before it).
 
 ``greedy`` mode instead answers fixed prompts with greedy decoding and writes the
 token ids, with every step's top-k logits: the correctness gate compares them across
@@ -242,21 +243,31 @@ def mark(path: str) -> None:
 
 
 def run_phases(args) -> dict:
-    from runner_timing import time_phases
+    from runner_timing import image_pad_id, time_phases, time_vision
 
     runtime = json.loads(args.runtime)
     llm, printed = load_llm(args.config, runtime, args.engine)
     phases = json.loads(args.phases)
-    for _name, prompt, generate in phases:  # the warm-up: every shape once, unmarked
-        time_phases(llm, prompt, generate)
+
+    def run(prompt: int, generate: int, *images) -> None:
+        if images:  # the image questions: {"images": [...], "text": ...}
+            asked = images[0]
+            time_vision(llm, asked["images"], asked["text"], image_pad_id(args.config))
+        else:
+            time_phases(llm, prompt, generate)
+
     ran = []
-    for name, prompt, generate in phases:
-        mark(f"{args.marker}/begin-{name}")
-        run = time_phases(llm, prompt, generate)
-        mark(f"{args.marker}/end-{name}")
-        seconds = run["prefill_s"] + run["decode_s"]
-        ran.append({"phase": name, "prompt_tokens": prompt, "generate_tokens": generate,
-                    "produced": len(run["produced"]), "seconds": seconds})  # fmt: skip
+    # the image questions last, their warm-up too: after one, a text-only forward() of another
+    # length crashes the 3.6.1 wheel (run_bench)
+    for group in ([p for p in phases if len(p) == 3], [p for p in phases if len(p) > 3]):
+        for _name, *asked in group:  # the warm-up: every shape once, unmarked
+            run(*asked)
+        for name, *asked in group:
+            mark(f"{args.marker}/begin-{name}")
+            start = time.perf_counter()
+            run(*asked)
+            ran.append({"phase": name, "seconds": time.perf_counter() - start})
+            mark(f"{args.marker}/end-{name}")
     return {"kind": "phases", "runtime": runtime, "phases": ran,
             "engine": engine_facts(printed, args.engine)}  # fmt: skip
 

@@ -105,14 +105,11 @@ def profile_for_rule(job: DeviceJob, attribution: dict, out_dir: str) -> dict:
             phases = profiled_phases(bench, specs[v]["engine"], predicted)
             spec, out = specs[v], Path(out_dir) / v
             built_dir = built_dirs[spec["engine"]["engine"]]
-            # the text phases in one process where the device and the engine have one (the
-            # image questions keep their own command)
-            text = [p for p in phases if p != VISION] if device.marks_phases else []
-            marked = text and profile_marked(
-                device, v, text, spec, staged, bench, attribution, out, built_dir
+            # in one process where the device and the engine have one
+            marked = device.marks_phases and profile_marked(
+                device, v, phases, spec, staged, bench, attribution, out, built_dir
             )
-            index += marked or []
-            index += [profile(device, bench, v, p) for p in phases if not marked or p not in text]
+            index += marked or [profile(device, bench, v, p) for p in phases]
     return {"device": job.device_name, "emulated": device.emulated, "profiles": index}
 
 
@@ -159,10 +156,14 @@ def profile_marked(device, variant, phases, spec, receipt, bench, attribution, o
     written to out/<phase>.json (the index's entries); kept where every one holds a profile
     of the same measurement; None where the engine has no such process."""
     record, kind = spec["engine"], spec["engine"].kind
+    phases = sorted(phases, key=lambda p: p == VISION)  # in the runner's order: images last
     benches = {p: phase_bench(bench, p) for p in phases}
     engine = engine_for(record, receipt)
     marker = device.scratch("phase-markers")  # a folder never made: each marker's stat fails
-    asked = [[p, benches[p]["prompt_tokens"], benches[p]["generate_tokens"]] for p in phases]
+    asked = [
+        [p, benches[p]["prompt_tokens"], benches[p]["generate_tokens"], *image_questions(p, bench)]
+        for p in phases
+    ]
     command = engine.phases_command(
         device, engine.model_path(receipt), spec["runtime"], asked, marker,
         device.scratch("profile.json"),
@@ -205,6 +206,14 @@ def profile_marked(device, variant, phases, spec, receipt, bench, attribution, o
             "stderr_tail": "" if result.ok else result.stderr[-2000:], **segments.get(p, {}),
         })  # fmt: skip
     return entries
+
+
+def image_questions(phase: str, bench: dict) -> list[dict]:
+    """What the runner's phases mode asks in the image questions' phase (none in the others)."""
+    vision = bench.get("vision_set") if phase == VISION else None
+    if not vision:
+        return []
+    return [{"images": [i["device_path"] for i in vision["images"]], "text": vision["text"]}]
 
 
 def profile_fields(device, variant, phase, record, bench, libraries, kind) -> dict:
