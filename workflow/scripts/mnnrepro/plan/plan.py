@@ -33,7 +33,6 @@ from mnnrepro.plan.messages import JobMessages
 from mnnrepro.plan.prediction import prediction_inputs
 from mnnrepro.plan.settings import Settings
 from mnnrepro.plan.sources import SourceTrees
-from mnnrepro.runs.staging import RUNNER, RUNNER_MODULES
 from mnnrepro.sweep_plan import sweep_points, thread_nums
 from mnnrepro.toolchain.llamacpp import quantizer_dir, quantizer_engine
 
@@ -52,9 +51,12 @@ class Plan(EngineInputs):
         self.settings = Settings.of(config)  # what the rules hand their jobs
         self.experiment = experiment
         self.scripts = scripts
-        # the device-side runner holds the timing loop (with the modules it imports, staged
-        # beside it): an input of every run
-        self.engine_runner = [where_run(p) for p in (RUNNER, *RUNNER_MODULES.values())]
+        # the device-side runner holds the timing loop (with the module it imports for ONNX
+        # Runtime GenAI): an input of every run
+        self.engine_runner = [
+            where_run(scripts / "mnnrepro/runs" / name)
+            for name in ("prebuilt_runner.py", "runner_timing.py", "genai_llm.py")
+        ]
         # the gate tools' and the bandwidth probe's sources: an edit rebuilds them, not MNN
         self.gate_tool_code, self.probe_code = tool_digests(scripts / "mnnrepro/toolchain")
         self.models = sorted(config["models"])
