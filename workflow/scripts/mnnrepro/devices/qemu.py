@@ -120,11 +120,9 @@ class QemuDevice(LocalDevice):
         return result, segments.get(profilers.OUTSIDE_PHASES, {})
 
     def profile_phases(self, argv, timeout, env, libraries, hz, marker: str, phases):
-        """profile's counts of one process that marks its phases (the prebuilt runner's
-        `phases` mode, markers in the folder `marker`; phases: their names, in order,
-        which the markers name too): (result, phase -> profile of the
-        blocks between its markers, and under profilers.OUTSIDE_PHASES the rest of the
-        process's), one counting run for them all."""
+        """Device.profile_phases, one counting run for every phase: each phase's blocks are
+        those between its markers (their names are in the strace log, so `phases` is not
+        needed to tell them apart)."""
         return self._profiled(argv, timeout, env, libraries, marker)
 
     def _profiled(self, argv, timeout, env, libraries, marker: str | None):

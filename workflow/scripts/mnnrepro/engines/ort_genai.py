@@ -124,8 +124,8 @@ class OrtGenaiEngine(PrebuiltEngine):
     sme_kernels_are = "SME2 kernels named in its library's kernel tables"
     switch_turns_off = "all of KleidiAI's kernels, SME2 and NEON: MLAS's own NEON kernels run"
     runner_engine = "ort-genai"
-    # runs/genai_llm.py: genai behind the runner's calls
-    runner_modules = ("runner_timing.py", "genai_llm.py")
+    # and runs/genai_llm.py: genai behind the runner's calls
+    runner_modules = (*PrebuiltEngine.runner_modules, "genai_llm.py")
     no_test_suite = "the PyPI wheels ship no test suite"
     waiting_functions = ""  # ONNX Runtime's thread pool is not named: the library is stripped
 
