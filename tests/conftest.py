@@ -150,18 +150,15 @@ def pytest_xdist_auto_num_workers(config):
 # collection order (with `--no-loadscope-reorder`, pyproject.toml), so these start first, and
 # the hundreds of short tests fill the gaps after them: before, the control engine's 18 minutes
 # started 6 minutes into the run and the emulated device's 8 minutes 24 minutes in, after every
-# short test, and the run took the sum of their tails. The two that compute most start beside
-# two that mostly wait (Slurm's scheduling, adb's timeouts), not beside the next two that
-# compute: with four of those started at once on 2 CPUs, the emulated ONNX Runtime test took
-# twice its time alone (343 s at 1a07b6d).
+# short test, and the run took the sum of their tails.
 LONGEST_FIRST = (
-    "tests/workflow/test_ort.py",
     "tests/workflow/test_control.py",
-    "tests/workflow/test_slurm.py",
-    "tests/workflow/test_workflow_adb.py",
     "tests/workflow/test_emulation_workflow.py",
+    "tests/workflow/test_ort.py",
     "tests/workflow/test_workflow.py",
+    "tests/workflow/test_slurm.py",
     "tests/workflow/test_readme.py",
+    "tests/workflow/test_workflow_adb.py",
     "tests/workflow/test_install.py",
     "tests/workflow/test_sweep_workflow.py",
     "tests/workflow/test_module.py",
