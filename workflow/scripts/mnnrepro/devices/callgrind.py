@@ -116,12 +116,12 @@ def disassembled(path: str, wanted: set[int]) -> dict[int, tuple[str, str]]:
 
 
 def function_rows(
-    costs: dict[tuple[str, str], Counter], libraries: dict[str, str], code: dict | None = None
+    costs: dict[tuple[str, str], Counter], libraries: dict[str, str], code: dict[str, dict]
 ) -> list:
     """Profile rows: one per function of the engine's libraries (libraries: basename -> the
-    ELF file here) with its instructions by class and, as `unlogged_blocks`, the executions of
-    instructions objdump did not print; everything else in one row. code: per library, its
-    instructions already disassembled (disassembled_costs), else objdump runs here."""
+    ELF file here) with its instructions by class (code: per library, the instructions it ran,
+    disassembled_costs) and, as `unlogged_blocks`, the executions of instructions objdump did
+    not print; everything else in one row."""
     rows, outside = [], 0
     by_library: dict[str, list] = {}
     for (obj, fn), per_address in costs.items():
@@ -131,8 +131,7 @@ def function_rows(
         else:
             outside += sum(per_address.values())
     for name, functions in by_library.items():
-        wanted = {a for _, per_address in functions for a in per_address}
-        instructions = code[name] if code else disassembled(libraries[name], wanted)
+        instructions = code[name]
         for fn, per_address in functions:
             mix, unknown = Counter(), 0
             for address, n in per_address.items():
@@ -152,39 +151,34 @@ def function_rows(
 def callgrind_profile(device, argv: list[str], timeout: float, env: dict | None,
                       libraries: dict[str, str]):  # fmt: skip
     """(the run's result, its profile): argv run under callgrind on this host."""
-    valgrind = require("valgrind", VALGRIND_HINT)
-    out = device.scratch("callgrind.out")
-    result = device.run(argv, timeout, env, callgrind_command(valgrind, argv, out))
-    if not result.ok:
-        return result, {}
-    with open(out, encoding="utf-8", errors="replace") as lines:
-        rows = function_rows(parse_callgrind(lines), libraries)
-    return result, answer("valgrind --tool=callgrind", "instructions", rows)
+    result, segments = callgrind_phases(device, argv, timeout, env, libraries, None)
+    return result, segments.get(OUTSIDE_PHASES, {})
 
 
 def callgrind_phases(device, argv: list[str], timeout: float, env: dict | None,
-                     libraries: dict[str, str], phases: list[str]):  # fmt: skip
+                     libraries: dict[str, str], phases: list[str] | None):  # fmt: skip
     """callgrind_profile's counts of a process that marks each phase's begin and end by a
     call of MARKER_FUNCTION (the runner's `phases` mode): callgrind writes part k of the
     profile before the k-th call, so phase j is part 2j + 2; (result, phase -> profile, and
-    OUTSIDE_PHASES: the load, the warm-up and the exit, every other part)."""
+    OUTSIDE_PHASES: the load, the warm-up and the exit, every other part). phases None: an
+    unmarked process, all of it under OUTSIDE_PHASES."""
     valgrind = require("valgrind", VALGRIND_HINT)
     out = device.scratch("callgrind.out")
     for stale in glob.glob(f"{glob.escape(out)}.*"):  # parts of an earlier run
         os.remove(stale)
-    command = callgrind_command(valgrind, argv, out, MARKER_FUNCTION)
+    command = callgrind_command(valgrind, argv, out, MARKER_FUNCTION if phases else "")
     result = device.run(argv, timeout, env, command)
     if not result.ok:
         return result, {}
     parts = sorted(glob.glob(f"{glob.escape(out)}.*"), key=lambda p: int(p.rsplit(".", 1)[1]))
-    if len(parts) != 2 * len(phases):
+    if len(parts) != 2 * len(phases or ()):
         raise ProfilerError(
             f"the profiled process marked {len(parts)} times under callgrind, not twice for each "
-            f"of its phases ({', '.join(phases)}): a phase's counts cannot be told apart"
+            f"of its phases ({', '.join(phases or ())}): a phase's counts cannot be told apart"
         )
     costs = {}
     for k, path in enumerate([*parts, out]):
-        segment = phases[k // 2] if k % 2 else OUTSIDE_PHASES
+        segment = phases[k // 2] if phases and k % 2 else OUTSIDE_PHASES
         with open(path, encoding="utf-8", errors="replace") as lines:
             for key, per_address in parse_callgrind(lines).items():
                 costs.setdefault(segment, {}).setdefault(key, Counter()).update(per_address)

@@ -248,11 +248,12 @@ def run_phases(args) -> dict:
     runtime = json.loads(args.runtime)
     llm, printed = load_llm(args.config, runtime, args.engine)
     phases = json.loads(args.phases)
+    image_pad = image_pad_id(args.config) if any(len(p) > 3 for p in phases) else None
 
     def run(prompt: int, generate: int, *images) -> None:
         if images:  # the image questions: {"images": [...], "text": ...}
             asked = images[0]
-            time_vision(llm, asked["images"], asked["text"], image_pad_id(args.config))
+            time_vision(llm, asked["images"], asked["text"], image_pad)
         else:
             time_phases(llm, prompt, generate)
 

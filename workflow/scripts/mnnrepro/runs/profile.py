@@ -130,21 +130,14 @@ def profile_one(device, variant, phase, spec, receipt, bench, attribution, path,
     result, profile = device.profile(
         argv, bench["timeout_s"] * TIMEOUT_FACTOR, env, libraries, attribution["sample_hz"]
     )
-    if not result.ok and not device.emulated:  # an emulated crash is what the profile found
-        raise ProfilerError(
-            f"profiled invocation failed on {device.name} ({variant}, {phase}):\n$ "
-            f"{result.command_line}\n{result.stderr[-2000:]}"
-        )
+    check_ran(device, result, f"{variant}, {phase}")
     write_json(
         path,
         {
             "profile_key": key,
-            **profile_fields(device, variant, phase, record, bench, libraries, kind),
-            "command": command_record(argv, env, result),
+            **profile_fields(device, variant, phase, record, bench, libraries),
+            **ran_fields(argv, env, result),
             "profiled_in": OWN_PROCESS,
-            "wall_s": round(result.seconds, 3),
-            "returncode": result.returncode,
-            "stderr_tail": "" if result.ok else result.stderr[-2000:],
             **profile,
         },
     )
@@ -191,19 +184,14 @@ def profile_marked(device, variant, phases, spec, receipt, bench, attribution, o
             f"the profiled process on {device.name} ({variant}) marked no {', '.join(missing)}"
             f":\n$ {result.command_line}"
         )
-    if not result.ok and not device.emulated:
-        raise ProfilerError(
-            f"profiled invocation failed on {device.name} ({variant}):\n$ "
-            f"{result.command_line}\n{result.stderr[-2000:]}"
-        )
+    check_ran(device, result, variant)
     outside = segments.get(OUTSIDE_PHASES, {}).get("total")
     for p in phases:  # an emulated crash: the phases before it, and what the crash's counted
         write_json(paths[p], {
-            **profile_fields(device, variant, p, record, benches[p], libraries, kind),
-            "profile_key": keys[p], "command": command_record(argv, env, result),
-            "profiled_in": ONE_PROCESS, "outside_phases_total": outside,
-            "wall_s": round(result.seconds, 3), "returncode": result.returncode,
-            "stderr_tail": "" if result.ok else result.stderr[-2000:], **segments.get(p, {}),
+            "profile_key": keys[p],
+            **profile_fields(device, variant, p, record, benches[p], libraries),
+            **ran_fields(argv, env, result),
+            "profiled_in": ONE_PROCESS, "outside_phases_total": outside, **segments.get(p, {}),
         })  # fmt: skip
     return entries
 
@@ -216,7 +204,27 @@ def image_questions(phase: str, bench: dict) -> list[dict]:
     return [{"images": [i["device_path"] for i in vision["images"]], "text": vision["text"]}]
 
 
-def profile_fields(device, variant, phase, record, bench, libraries, kind) -> dict:
+def check_ran(device, result, what: str) -> None:
+    """A profiled process that failed on a real device stops the job; on an emulated one its
+    crash is what the profile found."""
+    if not result.ok and not device.emulated:
+        raise ProfilerError(
+            f"profiled invocation failed on {device.name} ({what}):\n$ "
+            f"{result.command_line}\n{result.stderr[-2000:]}"
+        )
+
+
+def ran_fields(argv: list, env: dict, result) -> dict:
+    """What every profile's file says of the process that made it."""
+    return {
+        "command": command_record(argv, env, result),
+        "wall_s": round(result.seconds, 3),
+        "returncode": result.returncode,
+        "stderr_tail": "" if result.ok else result.stderr[-2000:],
+    }
+
+
+def profile_fields(device, variant, phase, record, bench, libraries) -> dict:
     """What every profile's file says of what it profiled."""
     return {
         "device": device.name,
@@ -226,7 +234,7 @@ def profile_fields(device, variant, phase, record, bench, libraries, kind) -> di
         "prompt_tokens": bench["prompt_tokens"],
         "generate_tokens": bench["generate_tokens"],
         "libraries": sorted(libraries),
-        "sme2_kernels": kind.sme2_kernel_names(record),
+        "sme2_kernels": record.kind.sme2_kernel_names(record),
     }
 
 
