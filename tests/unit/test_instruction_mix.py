@@ -47,6 +47,8 @@ def test_a_counting_runs_log_gives_the_instructions_each_function_ran():
     )
     assert translated[0x7FAAC794F990]["sme_mode"] == 1  # the entry ends with SMSTART
     assert set(translated) == {0x7FAAC794C140, 0x7FAAC794F990, LOOP}
+    # the blocks asked for alone (a counting run classifies those its phases executed)
+    assert translated_blocks(other, {LOOP, 0x1000}) == {LOOP: loop}
 
     # no library mapped: every block is outside the engine's libraries, in one row, and a
     # block with no logged translation is counted as such

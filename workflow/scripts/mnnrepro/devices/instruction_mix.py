@@ -59,24 +59,28 @@ def instruction_class(word: int, mnemonic: str, operands: str) -> str:
     return "vector_other" if vector else "scalar_other"
 
 
-def translated_blocks(lines: Iterable[str]) -> dict[int, Counter]:
+def translated_blocks(lines: Iterable[str], wanted: set[int] | None = None) -> dict[int, Counter]:
     """QEMU `-d in_asm` blocks among a log's other lines: the guest address of a block's first
-    instruction -> its instructions by class. A block translated again (QEMU flushes and
-    retranslates) holds the same instructions: the last translation is kept."""
+    instruction -> its instructions by class (with wanted, only the blocks starting there: a
+    counting run translates far more blocks than its phases execute). A block translated
+    again (QEMU flushes and retranslates) holds the same instructions: the last translation
+    is kept."""
     blocks: dict[int, Counter] = {}
     start, classes = None, Counter()
     for line in lines:
         found = IN_ASM.match(line)
         if found is None:
-            if start is not None:
+            if start is not None and classes is not None:
                 blocks[start] = classes
             start, classes = None, Counter()
             continue
         address, word, mnemonic, operands = found.groups()
         if start is None:
             start = int(address, 16)
-        classes[instruction_class(int(word, 16), mnemonic, operands)] += 1
-    if start is not None:
+            classes = Counter() if wanted is None or start in wanted else None
+        if classes is not None:
+            classes[instruction_class(int(word, 16), mnemonic, operands)] += 1
+    if start is not None and classes is not None:
         blocks[start] = classes
     return blocks
 

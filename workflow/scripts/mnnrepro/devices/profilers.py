@@ -19,6 +19,8 @@ symbol did not resolve has symbol None (the check in analysis/attribution.py fai
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -167,12 +169,13 @@ def dfilter(maps: list[dict]) -> str:
 # newline before it)
 TRACE_PC = re.compile(rb"\nTrace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
 NOT_TRACE = re.compile(rb"\n(?!Trace )([^\n]+)")
+TRACE = b"\nTrace "
 
 
 def count_exec_log(stream: BinaryIO, chunk: int = 1 << 22) -> tuple[Counter, list[str]]:
     """A `-d exec,nochain,strace` log (bytes) -> (executed blocks per guest PC, the strace
     lines)."""
-    segments, other = count_exec_segments(stream, chunk)
+    segments, _, other = count_exec_segments(stream, chunk)
     return segments[OUTSIDE_PHASES], other
 
 
@@ -187,28 +190,40 @@ def phase_marker(folder: str) -> re.Pattern:
 
 def count_exec_segments(
     stream: BinaryIO, chunk: int = 1 << 22, marker: re.Pattern | None = None
-) -> tuple[dict[str, Counter], list[str]]:
+) -> tuple[dict[str, Counter], int, list[str]]:
     """A `-d exec,nochain,strace` log (bytes) -> (executed blocks per guest PC by segment, the
-    strace lines): with marker (phase_marker), each marked phase's blocks apart, the rest
-    under OUTSIDE_PHASES. Counted a chunk at a time by regular expressions (a counting run
-    logs a line per block executed, millions of them: a loop over lines took twice the CPU
-    time); the markers are a few lines, each one splits its chunk."""
-    pcs: dict[str, Counter] = {OUTSIDE_PHASES: Counter()}
-    other: list[bytes] = []
+    blocks counted and not placed, the strace lines). Without marker, the whole log is one
+    segment, OUTSIDE_PHASES. With marker (phase_marker), each marked phase's blocks apart; the
+    blocks outside them (the load, the warm-up, the exit: most of a counting run's log) are
+    counted, not placed. Counted a chunk at a time by regular expressions (a counting run logs a line per
+    block executed, millions of them: a loop over lines took twice the CPU time); the markers
+    are a few lines, each one splits its chunk."""
+    pcs: dict[str, Counter] = {} if marker else {OUTSIDE_PHASES: Counter()}
+    unplaced, other = 0, []
     rest, current = b"\n", OUTSIDE_PHASES
     for data in chain(iter(lambda: stream.read(chunk), b""), [b"\n"]):  # ends the last line
         data = rest + data
         end = data.rfind(b"\n")
         rest, start = data[end:], 0
         for found in marker.finditer(data, 0, end) if marker else ():
-            pcs[current].update(TRACE_PC.findall(data, start, found.start()))
+            unplaced += count_segment(pcs.get(current), data, start, found.start())
             current = next_segment(current, found.group(1).decode(), found.group(2).decode())
-            pcs.setdefault(current, Counter())
+            if current != OUTSIDE_PHASES:
+                pcs.setdefault(current, Counter())
             start = found.end()
-        pcs[current].update(TRACE_PC.findall(data, start, end))
+        unplaced += count_segment(pcs.get(current), data, start, end)
         other += NOT_TRACE.findall(data, 0, end)
     segments = {name: Counter({pc.decode(): n for pc, n in c.items()}) for name, c in pcs.items()}
-    return segments, [line.decode(errors="replace") for line in other]
+    return segments, unplaced, [line.decode(errors="replace") for line in other]
+
+
+def count_segment(blocks: Counter | None, data: bytes, start: int, end: int) -> int:
+    """data[start:end]'s blocks added to blocks by guest PC; without blocks (outside the
+    marked phases), counted: the number it did not place."""
+    if blocks is None:
+        return data.count(TRACE, start, end)
+    blocks.update(TRACE_PC.findall(data, start, end))
+    return 0
 
 
 def next_segment(current: str, edge: str, phase: str) -> str:
@@ -275,23 +290,30 @@ class LogReader:
         self.path = str(Path(self.dir) / "log")
         os.mkfifo(self.path)
         self.marker = marker
-        self.segments: dict[str, Counter] = {OUTSIDE_PHASES: Counter()}
+        self.segments: dict[str, Counter] = {}
+        self.unplaced = 0
         self.other: list[str] = []
         self.error: ProfilerError | None = None
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
     def _read(self):
-        with open(self.path, "rb") as fh:
+        with open(self.path, "rb") as fh:  # a read returns a whole chunk (or the log's end)
+            with contextlib.suppress(OSError):  # the largest pipe an unprivileged process may
+                # ask for: fewer wake-ups of QEMU, writing a line per block, and of this thread
+                fcntl.fcntl(fh.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
             try:
-                self.segments, self.other = count_exec_segments(fh, marker=self.marker)
+                self.segments, self.unplaced, self.other = count_exec_segments(
+                    fh, marker=self.marker
+                )
             except ProfilerError as error:  # read the rest: QEMU blocks on a full FIFO
                 self.error = error
                 while fh.read(1 << 22):
                     pass
 
-    def finish(self, timeout: float = 600) -> tuple[dict[str, Counter], str]:
-        """(the blocks by segment (count_exec_segments), the log's other lines)"""
+    def finish(self, timeout: float = 600) -> tuple[dict[str, Counter], int, str]:
+        """(the blocks by segment, the blocks counted and not placed (count_exec_segments),
+        the log's other lines)"""
         if self.thread.is_alive():  # QEMU may have failed before it opened the log
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
@@ -302,7 +324,10 @@ class LogReader:
         shutil.rmtree(self.dir, ignore_errors=True)
         if self.error is not None:
             raise self.error
-        return self.segments, "\n".join(self.other)
+        return self.segments, self.unplaced, "\n".join(self.other)
+
+
+PIPE_BYTES = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size
 
 
 def answer(profiler: str, unit: str, rows: list[dict]) -> dict:

@@ -154,16 +154,18 @@ class QemuDevice(LocalDevice):
 
     def _count_blocks(self, argv, timeout, env, libraries, maps, marker):
         """The counting run, logging blocks in maps' ranges: segment -> its profile (the
-        whole run's under OUTSIDE_PHASES, without a marker); (result, None) when the run
+        whole run's under OUTSIDE_PHASES, without a marker; with one, OUTSIDE_PHASES holds
+        only the total of the blocks outside the phases); (result, None) when the run
         mapped the libraries elsewhere (its counts cannot be placed)."""
         reader = profilers.LogReader(profilers.phase_marker(marker) if marker else None)
         items = ["-d", "strace,exec,nochain,in_asm", "-dfilter", profilers.dfilter(maps)]
         result = self.run(argv, timeout, env, [*QEMU_RESERVE, *items, "-D", reader.path])
-        segments, other = reader.finish()
+        segments, unplaced, other = reader.finish()
         if result.ok and profilers.exec_mappings(other, set(libraries)) != maps:
             return result, None
-        translated = translated_blocks(other.splitlines())  # each block's instructions
-        return result, {
+        placed = {int(pc, 16) for blocks in segments.values() for pc in blocks}
+        translated = translated_blocks(other.splitlines(), placed)  # their instructions
+        profiles = {
             name: profilers.answer(
                 "qemu -d exec,nochain",
                 "executed blocks",
@@ -171,6 +173,12 @@ class QemuDevice(LocalDevice):
             )
             for name, blocks in segments.items()
         }
+        if marker:
+            profiles[profilers.OUTSIDE_PHASES] = {
+                **profilers.answer("qemu -d exec,nochain", "executed blocks", []),
+                "total": unplaced,
+            }
+        return result, profiles
 
     def site_dirs(self):
         return [self.userland["site"]]
