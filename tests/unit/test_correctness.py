@@ -308,3 +308,13 @@ def test_the_runner_fed_the_reference_tokens_reproduces_its_steps(tiny_model, tm
     assert misfed["forced_tokens"] == other
     assert misfed["tokens"] == [s["top"][0][0] for s in misfed["steps"]]
     assert misfed["steps"][0] == forced["steps"][0]  # the prompt's step is fed nothing
+
+
+def test_the_gate_asks_each_variant_after_the_baselines_it_is_fed():
+    """runs/gate_job.py asks a treatment's own and teacher-forced answers in one ask, so its
+    baselines are asked first; pairs in a cycle keep the variants' order."""
+    from mnnrepro.runs.gate_job import bases_first
+
+    assert bases_first(["a", "b", "c"], {"a": ["c"], "b": ["a"]}) == ["c", "a", "b"]
+    assert bases_first(["a", "b"], {"a": ["b"], "b": ["a"]}) == ["a", "b"]  # a cycle
+    assert bases_first(["a", "b"], {}) == ["a", "b"]

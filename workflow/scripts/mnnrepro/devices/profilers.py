@@ -195,9 +195,9 @@ def count_exec_segments(
     blocks counted and not placed, the strace lines). Without marker, the whole log is one
     segment, OUTSIDE_PHASES. With marker (phase_marker), each marked phase's blocks apart; the
     blocks outside them (the load, the warm-up, the exit: most of a counting run's log) are
-    counted, not placed. Counted a chunk at a time by regular expressions (a counting run logs a line per
-    block executed, millions of them: a loop over lines took twice the CPU time); the markers
-    are a few lines, each one splits its chunk."""
+    counted, not placed. Counted a chunk at a time by regular expressions (a counting run
+    logs a line per block executed, millions of them: a loop over lines took twice the CPU
+    time); the markers are a few lines, each one splits its chunk."""
     pcs: dict[str, Counter] = {} if marker else {OUTSIDE_PHASES: Counter()}
     unplaced, other = 0, []
     rest, current = b"\n", OUTSIDE_PHASES

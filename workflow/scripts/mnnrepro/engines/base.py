@@ -369,7 +369,7 @@ def tool_answers(device, prompts, forced, argv_of, env: dict, timeout: float):
         prompt_path, out = device.scratch(f"prompt-{i}.txt"), device.scratch(f"greedy-{i}.json")
         device.put_text(prompt + "\n", prompt_path)
         forced_path = None
-        if forced is not None:
+        if forced is not None and forced[i] is not None:  # None: the prompt's own answer
             forced_path = device.scratch(f"forced-{i}.txt")
             device.put_text(" ".join(map(str, forced[i])) + "\n", forced_path)
         argv = argv_of(prompt_path, out, forced_path)
@@ -385,7 +385,7 @@ def tool_answers(device, prompts, forced, argv_of, env: dict, timeout: float):
                 "tokens": answer["tokens"],
                 "steps": answer["steps"],
                 "prompt_tokens": answer["prompt_tokens"],
-                **({"forced_tokens": answer["forced_tokens"]} if forced is not None else {}),
+                **({"forced_tokens": answer["forced_tokens"]} if forced_path else {}),
                 "command": command,
             }
         )

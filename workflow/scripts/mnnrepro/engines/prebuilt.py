@@ -105,12 +105,16 @@ class PrebuiltEngine(EngineKind):
         return json.loads(fetch_text(device, out))
 
     def greedy(self, device, receipt: dict, ask: GreedyAsk) -> dict:
-        """The runner's greedy mode, one process per prompt, with the runtime its benchmark
+        """The runner's greedy mode, one process per prompt however it is fed (its own answer
+        and each teacher-forced one: a crash is its prompt's), with the runtime its benchmark
         mode applies (llm.set_config(runtime) in both); ask.forced: see the runner."""
         runtime = with_runtime_defaults(ask.runtime)
         out = device.scratch("greedy.json")
-        payload, answers = None, []
-        for i, prompt in enumerate(ask.prompts):  # one process per prompt: a crash is its prompt's
+        payload, answers = None, [{}] * len(ask.prompts)
+        asked: dict[str, list[int]] = {}  # prompt -> where it is in ask.prompts
+        for i, prompt in enumerate(ask.prompts):
+            asked.setdefault(prompt, []).append(i)
+        for prompt, where in asked.items():
             argv = [
                 *self.runner_argv(device, "greedy"),
                 "--config",
@@ -120,19 +124,22 @@ class PrebuiltEngine(EngineKind):
                 "--out",
                 out,
                 "--prompts",
-                json.dumps([prompt], ensure_ascii=False),
+                json.dumps([prompt] * len(where), ensure_ascii=False),
                 "--max-new-tokens",
                 str(ask.max_new_tokens),
             ]
             if ask.forced is not None:
-                argv += ["--forced", json.dumps([ask.forced[i]])]
+                argv += ["--forced", json.dumps([ask.forced[i] for i in where])]
             env = {**(ask.env or {}), **self.runner_env()}
             result = device.run(argv, timeout=ask.timeout, env=env or None)
             command = command_record(argv, env, result)
             if result.ok:
                 payload = json.loads(fetch_text(device, out))
-                answers += [{**a, "command": command} for a in payload["answers"]]
+                for i, answer in zip(where, payload["answers"], strict=True):
+                    answers[i] = {**answer, "command": command}
             else:
-                answers.append({**crashed_answer(device, prompt, argv, result), "command": command})
+                crashed = crashed_answer(device, prompt, argv, result)
+                for i in where:
+                    answers[i] = {**crashed, "command": command}
         payload = payload or {"kind": "greedy", "runtime": runtime, "engine": {}}
         return {**payload, "env": ask.env or {}, "answers": answers}

@@ -73,17 +73,44 @@ class GateJob:
         images = stage_images(device, self.images) if self.vision else {}  # a vision model's
         prompts = gate_prompts(self.gate, images, self.vision)
         log.info("gate prompts: %s", [p["label"] for p in prompts])
-        free = {name: self.answers_of(device, name, prompts) for name in sorted(self.variants)}
-        # teacher forcing: each treatment fed its baseline's greedy answer, every step compared
-        for base, treat in (pair.names for pair in pairs):
-            fed = self.fed(device, treat, free[base], prompts)
-            free[treat].setdefault("teacher_forced", {})[base] = fed
-        # across devices (emulation): each variant fed the reference device's answer of the
-        # same variant, so the emulated CPUs are compared step by step in its context
-        for name in sorted(set(self.variants) & set(self.reference or {})):
-            by_device = free[name].setdefault("teacher_forced_by_device", {})
-            by_device[self.reference_device] = self.fed(device, name, self.reference[name], prompts)
-        return free
+        names = [pair.names for pair in pairs]
+        bases: dict[str, list[str]] = {}
+        for base, treat in names:
+            bases.setdefault(treat, []).append(base)
+        answered: dict = {}
+        for name in bases_first(sorted(self.variants), bases):
+            # teacher forcing: each treatment fed its baseline's greedy answer, every step
+            # compared; across devices (emulation), each variant fed the reference device's
+            # answer of the same variant, so the emulated CPUs are compared step by step in
+            # its context. Asked with the variant's own answers, each prompt in one process
+            # however it is fed (its baselines were asked before it)
+            known = [base for base in bases.get(name, []) if base in answered]
+            forcings = [(("teacher_forced", base), answered[base]) for base in known]
+            if name in (self.reference or {}):
+                by_device = ("teacher_forced_by_device", self.reference_device)
+                forcings.append((by_device, self.reference[name]))
+            answered[name] = self.answers_fed(device, name, prompts, forcings)
+        for base, treat in names:  # a baseline asked after its treatment (pairs in a cycle)
+            if base not in answered[treat].get("teacher_forced", {}):
+                fed = self.fed(device, treat, answered[base], prompts)
+                answered[treat].setdefault("teacher_forced", {})[base] = fed
+        return {name: answered[name] for name in sorted(answered)}
+
+    def answers_fed(self, device, name: str, prompts: list[dict], forcings: list) -> dict:
+        """name's greedy answers to prompts, and under each forcing's key (field, source) its
+        answers when fed that reference's tokens (runs/greedy.forced_plan), in one ask."""
+        sent, forced, slots = list(prompts), [None] * len(prompts), []
+        for key, reference in forcings:
+            plan = forced_plan(reference, prompts)
+            slots.append((key, len(sent), len(plan)))
+            sent += [p for p, _ in plan]
+            forced += [tokens for _, tokens in plan]
+        payload = self.answers_of(device, name, sent, forced if len(sent) > len(prompts) else None)
+        answers = payload["answers"]
+        own = {**payload, "answers": answers[: len(prompts)]}
+        for (field, source), start, count in slots:
+            own.setdefault(field, {})[source] = answers[start : start + count]
+        return own
 
     def answers_of(self, device, name: str, sent: list[dict], forced=None) -> dict:
         variant = self.variants[name]
@@ -102,3 +129,14 @@ class GateJob:
             return []
         sent, tokens = [p for p, _ in plan], [t for _, t in plan]
         return self.answers_of(device, name, sent, tokens)["answers"]
+
+
+def bases_first(names: list[str], bases: dict[str, list[str]]) -> list[str]:
+    """names ordered so that each variant comes after the baselines it is compared with
+    (bases: treatment -> its baselines), where pairs allow it (a cycle: in names' order)."""
+    order, pending = [], list(names)
+    while pending:
+        ready = [n for n in pending if not set(bases.get(n, ())) & set(pending) - {n}]
+        order.append((ready or pending)[0])
+        pending.remove(order[-1])
+    return order
