@@ -118,7 +118,28 @@ def test_the_host_and_its_emulated_devices_share_one_lock(tmp_path):
     receipt = tmp_path / "userland.json"  # what fetch_emulation_userland writes (paths only)
     receipt.write_text('{"python": "/usr/bin/python3", "qemu": "qemu-aarch64", "sysroot": "/"}')
     qemu = QemuDevice("qemu-x", {"cpu": "max", "userland": str(receipt)})
-    assert LocalDevice("host").lock_key == qemu.lock_key
+    key = LocalDevice("host").lock_key
+    assert key == qemu.lock_key and qemu.emulated and not LocalDevice("host").emulated
+    # emulated devices beside each other (their timings are never judged), never beside the
+    # host's own job, in either order
+    with holding(key, "qemu-x", shared=True):
+        assert can_share(key) and is_locked(key)
+        with holding(key, "qemu-y", shared=True):
+            assert is_locked(key)
+    with holding(key, "host"):
+        assert not can_share(key)
+    assert can_share(key) and not is_locked(key)
+
+
+def can_share(key: str) -> bool:
+    """A shared holder (an emulated device's job) would enter now."""
+    with open(lock_path(key), "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
 
 
 def test_the_lock_is_released_when_the_job_fails():

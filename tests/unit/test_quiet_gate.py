@@ -64,6 +64,15 @@ def test_the_gate_runs_as_soon_as_the_load_drops():
     assert gate["quiet"] is True and gate["load"] == 0.1 and device.loads == []
 
 
+def test_an_emulated_device_measures_the_load_once_and_never_waits():
+    """Its timings are recorded, never judged, and emulated devices run beside each other
+    (runs/device_lock.py): a loaded reading marks the invocation, the gate does not wait."""
+    device = ScriptedLoad([1.8, 0.1])
+    device.emulated = True
+    gate = quiet_gate(device, {"max_other_load": 0.25, "quiet_timeout_s": 60})
+    assert gate["quiet"] is False and gate["load"] == 1.8 and device.loads == [0.1]
+
+
 def test_devices_that_cannot_measure_load_and_a_disabled_gate_pass():
     assert quiet_gate(Device("phone"), {"max_other_load": 0.25})["quiet"] is None
     assert quiet_gate(ScriptedLoad([]), {"max_other_load": None})["quiet"] is None

@@ -121,7 +121,8 @@ class LocalDevice(Device):
 
     @property
     def lock_key(self):
-        # the host's CPUs: its local and QEMU devices share them, so they take turns
+        # the host's CPUs: its local and QEMU devices share them, so a job of the host's own
+        # runs alone (the QEMU devices hold it shared: runs/device_lock.py)
         return f"host-{platform.node()}"
 
     def cpufreq(self):

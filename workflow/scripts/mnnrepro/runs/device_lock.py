@@ -4,7 +4,9 @@ A Snakemake resource is a global count, so `device=1` serialised every phone beh
 other. Instead each job that runs on a device holds an exclusive lock on that device while it
 runs: an OS file lock (flock) on `<temp dir>/mnnrepro-device-locks/<key>.lock`, keyed by what
 the device is (an adb server's address and the phone's serial on it; for the local host and
-its QEMU devices, the host itself, since they share its CPUs). The lock lives outside the
+its QEMU devices, the host itself, since they share its CPUs: the emulated devices hold it
+shared, beside each other, since their timings are recorded and never judged, and never
+beside a job of the host's own, whose timings are). The lock lives outside the
 working directory, so two experiments in different directories on the same phone do not
 overlap either; the OS releases it when the process ends, however it ends."""
 
@@ -37,15 +39,22 @@ POLL_S = 0.5
 
 
 @contextlib.contextmanager
-def holding(key: str, what: str = "", wait_s: float | None = None, report_s: float = REPORT_S):
-    """Hold the device lock `key` for the body. While another job holds it, say who (its job,
-    working directory, process and since when) at once and every report_s seconds; past
-    wait_s (None: never) end with one line naming the holder. Yields the seconds waited."""
+def holding(
+    key: str,
+    what: str = "",
+    wait_s: float | None = None,
+    report_s: float = REPORT_S,
+    shared: bool = False,
+):
+    """Hold the device lock `key` for the body (shared: beside other shared holders, never
+    beside an exclusive one). While another job holds it, say who (its job, working
+    directory, process and since when) at once and every report_s seconds; past wait_s
+    (None: never) end with one line naming the holder. Yields the seconds waited."""
     path = lock_path(key)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+", encoding="utf-8") as handle:
         start = time.monotonic()
-        wait_for(handle, path, what or key, wait_s, report_s)
+        wait_for(handle, path, what or key, wait_s, report_s, shared)
         handle.seek(0)
         handle.truncate()
         handle.write(json.dumps(holder_record(what)) + "\n")
@@ -56,12 +65,14 @@ def holding(key: str, what: str = "", wait_s: float | None = None, report_s: flo
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def wait_for(handle, path: Path, what: str, wait_s: float | None, report_s: float) -> None:
+def wait_for(
+    handle, path: Path, what: str, wait_s: float | None, report_s: float, shared: bool = False
+) -> None:
     """Take the lock on handle, saying who holds it meanwhile (holder_text)."""
     start = next_report = time.monotonic()
     while True:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             return
         except BlockingIOError:
             now = time.monotonic()

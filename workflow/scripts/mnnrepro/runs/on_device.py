@@ -22,7 +22,7 @@ def on_device(name: str, spec: dict, stage: str):
 
     device = make_device(name, spec)
     try:
-        with holding(device.lock_key, device.name, device.lock_wait_s):
+        with holding(device.lock_key, device.name, device.lock_wait_s, shared=device.emulated):
             refuse_unless_ready(device, stage)
             yield device
     finally:
