@@ -6,8 +6,11 @@ program whose SME2-named kernel runs or not."""
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -308,6 +311,34 @@ def test_a_process_marking_its_phases_is_counted_phase_by_phase():
     swapped = text.replace(b"end-decode", b"end-prefill")
     with pytest.raises(profilers.ProfilerError, match="end of prefill inside decode"):
         profilers.count_exec_segments(io.BytesIO(swapped), marker=marker)
+
+
+def test_a_log_read_while_it_is_written_is_read_whole_and_freed_behind_the_reader(tmp_path):
+    """QEMU's log is read from its file as QEMU writes it (profilers.GrowingFile): here a
+    writer that writes a line at a time, as QEMU does, and pauses; every byte is read once, in
+    order, and the part read is given back to the file system as the reading goes."""
+    path = tmp_path / "log"
+    path.touch()
+    lines = [f"Trace 0: 0x{i:x} [{i:08x}/{i:016x}/0/0]\n".encode() for i in range(100_000)]
+    written = threading.Event()
+
+    def write():
+        with open(path, "ab", buffering=0) as out:
+            for i, line in enumerate(lines):
+                out.write(line)
+                if i % 25_000 == 0:
+                    time.sleep(0.1)  # the reader finds the file's end before QEMU's
+        written.set()
+
+    with open(path, "r+b", buffering=0) as fh:
+        stream = profilers.GrowingFile(fh, written)
+        writer = threading.Thread(target=write)
+        writer.start()
+        read = b"".join(iter(lambda: stream.read(1 << 20), b""))
+        writer.join()
+    assert read == b"".join(lines)
+    assert os.stat(path).st_size == len(read)
+    assert os.stat(path).st_blocks * 512 < len(read) // 10  # its holes: freed on disk
 
 
 def test_elf_symbols_and_segments_of_an_arm64_library():
