@@ -19,14 +19,24 @@ from mnnrepro.runs.schedule import interleaved
 from mnnrepro.runs.staging import push_receipt
 
 
-def is_locked(key: str) -> bool:
+def would_enter(key: str, mode: int) -> bool:
+    """A holder of the lock in mode (fcntl.LOCK_EX: a job of its own; LOCK_SH: an emulated
+    device's job) would enter now."""
     with open(lock_path(key), "a+") as handle:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, mode | fcntl.LOCK_NB)
         except BlockingIOError:
-            return True
+            return False
         fcntl.flock(handle, fcntl.LOCK_UN)
-        return False
+        return True
+
+
+def is_locked(key: str) -> bool:
+    return not would_enter(key, fcntl.LOCK_EX)
+
+
+def can_share(key: str) -> bool:
+    return would_enter(key, fcntl.LOCK_SH)
 
 
 HOLD = (
@@ -129,17 +139,6 @@ def test_the_host_and_its_emulated_devices_share_one_lock(tmp_path):
     with holding(key, "host"):
         assert not can_share(key)
     assert can_share(key) and not is_locked(key)
-
-
-def can_share(key: str) -> bool:
-    """A shared holder (an emulated device's job) would enter now."""
-    with open(lock_path(key), "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return True
 
 
 def test_the_lock_is_released_when_the_job_fails():
