@@ -327,7 +327,7 @@ class GrowingFile:
 
     def __init__(self, fh, written: threading.Event, poll_s: float = 0.02):
         self.fh, self.written, self.poll_s = fh, written, poll_s
-        self.offset = self.freed = 0  # bytes read; bytes given back (whole pages)
+        self.offset = self.freed = 0  # bytes read; bytes given back (whole HOLE_GRAIN parts)
 
     def read(self, size: int) -> bytes:
         while True:
@@ -337,25 +337,23 @@ class GrowingFile:
                 break
             time.sleep(self.poll_s)
         self.offset += len(data)
-        pages = self.offset - self.offset % PAGE
-        if pages > self.freed:
-            punch_hole(self.fh.fileno(), self.freed, pages - self.freed)
-            self.freed = pages
+        whole = self.offset - self.offset % HOLE_GRAIN
+        if whole > self.freed:
+            punch_hole(self.fh.fileno(), self.freed, whole - self.freed)
+            self.freed = whole
         return data
 
 
 def punch_hole(fd: int, offset: int, length: int) -> None:
     """Free a file's bytes [offset, offset + length) on disk, its size unchanged (Linux's
     fallocate PUNCH_HOLE); where the file system cannot, the bytes stay until it is removed."""
-    if LIBC is not None:
-        LIBC.fallocate(
-            fd, FALLOC_PUNCH_HOLE_KEEP_SIZE, ctypes.c_long(offset), ctypes.c_long(length)
-        )
+    if FALLOCATE is not None:
+        FALLOCATE(fd, FALLOC_PUNCH_HOLE_KEEP_SIZE, ctypes.c_long(offset), ctypes.c_long(length))
 
 
-LIBC = ctypes.CDLL(None, use_errno=True) if hasattr(ctypes.CDLL(None), "fallocate") else None
+FALLOCATE = getattr(ctypes.CDLL(None, use_errno=True), "fallocate", None)  # the C library's
 FALLOC_PUNCH_HOLE_KEEP_SIZE = 0x02 | 0x01  # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
-PAGE = 1 << 16  # holes punched in whole 64 KiB parts: a partial block is zeroed, not freed
+HOLE_GRAIN = 1 << 16  # holes punched in whole 64 KiB parts: a partial block is zeroed, not freed
 
 
 def answer(profiler: str, unit: str, rows: list[dict]) -> dict:

@@ -67,6 +67,11 @@ def vector_length_mismatch(name: str, configured: int | None, measured: int | No
         )
 
 
+def counted_profile(rows: list[dict]) -> dict:
+    """A counting run's profile (profilers.answer)."""
+    return profilers.answer("qemu -d exec,nochain", "executed blocks", rows)
+
+
 class QemuDevice(LocalDevice):
     """arm64 Linux under QEMU user mode, on this host's file system (so staging, fetching and
     verifying are the local device's); its timings are recorded but never judged."""
@@ -166,18 +171,11 @@ class QemuDevice(LocalDevice):
         placed = {int(pc, 16) for blocks in segments.values() for pc in blocks}
         translated = translated_blocks(other.splitlines(), placed)  # their instructions
         profiles = {
-            name: profilers.answer(
-                "qemu -d exec,nochain",
-                "executed blocks",
-                profilers.attribute_blocks(blocks, maps, libraries, translated),
-            )
+            name: counted_profile(profilers.attribute_blocks(blocks, maps, libraries, translated))
             for name, blocks in segments.items()
         }
-        if marker:
-            profiles[profilers.OUTSIDE_PHASES] = {
-                **profilers.answer("qemu -d exec,nochain", "executed blocks", []),
-                "total": unplaced,
-            }
+        if marker:  # outside the phases: counted, not placed
+            profiles[profilers.OUTSIDE_PHASES] = {**counted_profile([]), "total": unplaced}
         return result, profiles
 
     def site_dirs(self):
