@@ -47,6 +47,8 @@ SLOW_PROGRAMS = re.compile(
     r"snakemake|qemu-[\w-]+|cmake|ninja|make|g?cc|g\+\+|c\+\+|clang[\w+.-]*|ccache|sccache"
     r"|aarch64-linux-gnu-[\w+.-]+|pip\d*(\.\d+)?|valgrind|perf|sbatch|srun|salloc"
 )
+# a compiler asked only its version compiles nothing (a plan's engine keys ask it: plan_of)
+COMPILERS = re.compile(r"g?cc|g\+\+|c\+\+|clang[\w+.-]*|aarch64-linux-gnu-(gcc|g\+\+)[\w.-]*")
 SLOW_PYTHON_MODULES = {"pip", "snakemake", "venv", "ensurepip"}
 SNAKEMAKE_ALLOWED_FAST = {"-n", "--dry-run", "--lint"}
 running_slow_test = True  # outside a test (collection, session teardown): nothing to hold to
@@ -81,6 +83,8 @@ def slow_program(argv: list[str]) -> str | None:
         if name not in SLOW_PYTHON_MODULES:
             return None
     elif not SLOW_PROGRAMS.fullmatch(name):
+        return None
+    elif COMPILERS.fullmatch(name) and words[1:] == ["--version"]:
         return None
     return None if name == "snakemake" and SNAKEMAKE_ALLOWED_FAST & set(words) else name
 

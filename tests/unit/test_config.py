@@ -8,11 +8,14 @@ import re
 import pytest
 import yaml
 from conftest import run_snakemake
+from snakemake.utils import update_config
 
 from mnnrepro.config import ConfigError, check_schema
 from mnnrepro.design import variants_of
 from mnnrepro.engines.registry import kind_of_spec
 from mnnrepro.plan.checks import check
+from mnnrepro.plan.overview import downloads
+from mnnrepro.plan.plan import plan_of
 
 CONFIGS = [
     "config/config.yaml",
@@ -203,16 +206,30 @@ def test_the_one_pass_fills_the_defaults_snakemakes_validate_fills(root, rel):
             ["fetch_modelscope_model", "fetch_modelscope_checkpoint", "export_mnn_model"],
         ),
         ("config/host-sme2.yaml", ["build_engine", "make_synthetic_model", "run_bench"]),
+        ("config/paper.yaml config/paper-control.yaml", ["fetch_ort_genai", "fetch_ndk"]),
+        ("config/emulated-paper.yaml", ["fetch_emulation_userland", "fetch_ort_genai"]),
     ],
 )
-def test_whole_dag_dry_run(root, tmp_path, rel, must_run):
-    """`snakemake -n` plans every stage from toolchain to report, offline."""
+def test_whole_dag_dry_run(root, tmp_path, monkeypatch, rel, must_run):
+    """`snakemake -n` plans every stage from toolchain to report, offline, and its plan's
+    "network" line names what each fetch job it plans downloads (plan/overview.downloads)."""
     work = tmp_path / "work"
     (tmp_path / "MNN").mkdir()  # where a config's `../MNN` checkout would be
     files = [str(root / name) for name in rel.split()]
     proc = run_snakemake(root, "-n", "--configfile", *files, "--directory", str(work))
     for rule in must_run:
         assert f"\n{rule} " in proc.stdout, rule
+    config = {}
+    for name in files:
+        update_config(config, load(root, name))
+    work.mkdir(exist_ok=True)
+    monkeypatch.chdir(work)
+    fetched = downloads(plan_of(config, files[-1], root))
+    planned = set(re.findall(r"^(fetch_\w+) +\d+$", proc.stdout, re.MULTILINE))
+    assert {rule for rule, _ in fetched} == planned
+    said = (proc.stdout + proc.stderr).splitlines()
+    (network,) = [x for x in said if "network, where not fetched yet" in x] or [""]
+    assert network.endswith(", ".join(what for _, what in fetched))
     if rel == "config/paper.yaml":  # one model by default: the export is an explicit option
         assert "\nexport_mnn_model " not in proc.stdout
         # the phone's benchmark asks the article's photo question too, through engines that

@@ -23,6 +23,9 @@ from conftest import shared_by_fast_tests, slow_program
         (["sh", "-c", "echo 'unbalanced"], None),  # not a command line a shell would run
         (["sh", "-c", "clang++-16 -O0 a.cc"], "clang++-16"),
         (["aarch64-linux-gnu-gcc", "a.c"], "aarch64-linux-gnu-gcc"),
+        (["aarch64-linux-gnu-g++", "--version"], None),  # a compiler asked its version
+        (["c++", "--version", "a.cc"], "c++"),
+        (["cmake", "--version"], "cmake"),
         ([sys.executable, "-m", "pip", "install", "x"], "pip"),
         ([sys.executable, "-m", "snakemake", "--cores", "2"], "snakemake"),
         ([sys.executable, "-m", "snakemake", "-n"], None),  # a dry run plans, it runs nothing

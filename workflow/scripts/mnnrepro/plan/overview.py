@@ -196,16 +196,45 @@ def on_top(plan, device: str, per: float) -> str:
     return f"; on top, {extra} invocations, about {hours((gate + profiled) * per)}{push}"
 
 
-def source_downloads(plan):
-    """What the builds fetch: each source tree that is not a local checkout, and the NDK."""
+def tree_downloads(section: str, tree: dict) -> list[tuple[str, str]]:
+    """What fetch_source downloads for a source tree: the source unless it is a local checkout,
+    and the KleidiAI it pins (a local checkout's too)."""
+    found = [] if "path" in tree.get("source", {}) else [("fetch_source", f"the {section} source")]
+    if tree.get("kleidiai"):
+        version = tree["kleidiai"].get("version", "")
+        found.append(("fetch_source", f"KleidiAI {version} (the {section} build's)"))
+    return found
+
+
+def downloads(plan) -> list[tuple[str, str]]:
+    """What the plan fetches where it has not yet, each as (the rule that fetches it, what it
+    is): the models, each source tree that is not a local checkout, the NDK, each fetched
+    engine's pinned archives, and an emulated device's userland. The dry run's fetch jobs are
+    these rules (tests/unit/test_config.py's whole-DAG dry runs hold them to it)."""
+    config = plan.config
+    found = [("fetch_modelscope_model", f"model {m} (ModelScope)") for m in plan.downloaded_models]
+    found += [
+        ("fetch_modelscope_checkpoint", f"{m}'s checkpoint (ModelScope)")
+        for m in plan.checkpoint_models
+    ]
+    ndk = ("fetch_ndk", f"Android NDK {config.get('toolchains', {}).get('ndk', {}).get('version')}")
     for engine in plan.built_engines:
-        kind, spec = plan.engine_kinds[engine], plan.config["engines"][engine]
-        if "path" not in kind.tree_of(spec, plan.config.get(kind.source_section, {})).get(
-            "source", {}
-        ):
-            yield f"the {kind.source_section} source"
-        if spec[kind.config_key].get("platform") == "android-arm64":
-            yield f"Android NDK {plan.config['toolchains']['ndk']['version']}"
+        kind, spec = plan.engine_kinds[engine], config["engines"][engine]
+        found += tree_downloads(
+            kind.source_section, kind.tree_of(spec, config.get(kind.source_section, {}))
+        )
+        if kind.platform(spec) == "android-arm64":
+            found.append(ndk)
+    for engine in plan.wheel_engines:
+        kind, spec = plan.engine_kinds[engine], config["engines"][engine]
+        archives = len(plan.wheel_pins_of(spec))  # wheels, or AARs and genai's wheel
+        what = f"ONNX Runtime GenAI for {kind.platform(spec)} ({archives} pinned archives)"
+        found.append(("fetch_ort_genai", what))
+        if kind.platform(spec) == "android-arm64":  # its C API tool is built with the NDK
+            found.append(ndk)
+    if any(plan.device_kinds[d].needs_userland for d in plan.devices):
+        found.append(("fetch_emulation_userland", "QEMU and an arm64 userland (Debian's archive)"))
+    return sorted(set(found), key=found.index)
 
 
 def overview(plan) -> list[str]:
@@ -239,9 +268,7 @@ def overview(plan) -> list[str]:
         kind = plan.device_kinds[device]
         time = device_time(plan, device)
         lines.append(f"  device `{device}` ({kind.key}): needs {kind.needs}; {time}")
-    downloads = [f"model {m} (ModelScope)" for m in plan.downloaded_models]
-    downloads += [f"{m}'s checkpoint (ModelScope)" for m in plan.checkpoint_models]
-    downloads += sorted(set(source_downloads(plan)))
-    if downloads:
-        lines.append(f"  network, where not fetched yet: {', '.join(downloads)}")
+    fetched = [what for _, what in downloads(plan)]
+    if fetched:
+        lines.append(f"  network, where not fetched yet: {', '.join(fetched)}")
     return lines
