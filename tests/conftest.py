@@ -62,6 +62,10 @@ def words_of(line: str) -> list[str]:
         return [line]
 
 
+def asks_its_version(name: str, words: list[str]) -> bool:
+    return bool(COMPILERS.fullmatch(name)) and words[1:] == ["--version"]
+
+
 def slow_program(argv: list[str]) -> str | None:
     """The program in argv a test not marked slow may not start (None: it may), looking
     through `env`, `sh -c` and `python -m`."""
@@ -82,9 +86,7 @@ def slow_program(argv: list[str]) -> str | None:
         name = words[words.index("-m") + 1].split(".")[0]
         if name not in SLOW_PYTHON_MODULES:
             return None
-    elif not SLOW_PROGRAMS.fullmatch(name):
-        return None
-    elif COMPILERS.fullmatch(name) and words[1:] == ["--version"]:
+    elif not SLOW_PROGRAMS.fullmatch(name) or asks_its_version(name, words):
         return None
     return None if name == "snakemake" and SNAKEMAKE_ALLOWED_FAST & set(words) else name
 
@@ -178,8 +180,36 @@ def is_long(nodeid: str) -> bool:
     return module_of(nodeid) in LONGEST_FIRST
 
 
+# Session fixtures each xdist worker would make again for itself (a whole workflow run), and
+# the group whose one worker makes them once: every test that uses one runs in its group. The
+# quickstart's run was made twice, in two workers, when a unit test used it outside the group.
+SHARED_RUN_GROUPS = {"quickstart_repo": "quickstart"}
+
+
+def shared_group(item) -> str | None:
+    """The xdist group a test runs in to share what it uses with the tests that make it once:
+    its shared run's (SHARED_RUN_GROUPS), else its module's where it uses a module-scoped
+    fixture (made once per worker that runs the module's tests); None where it has a group
+    of its own or shares nothing."""
+    if item.get_closest_marker("xdist_group"):
+        return None
+    for name in item.fixturenames:
+        if name in SHARED_RUN_GROUPS:
+            return SHARED_RUN_GROUPS[name]
+    definitions = item._fixtureinfo.name2fixturedefs  # pytest is pinned (pyproject.toml)
+    if any(d[-1].scope == "module" for d in definitions.values() if d):
+        return module_of(item.nodeid)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups into node ids
 def pytest_collection_modifyitems(config, items):
-    """Longest first (LONGEST_FIRST), then everything else in collection order."""
+    """Each test in the group it shares a fixture with (shared_group); longest first
+    (LONGEST_FIRST), then everything else in collection order."""
+    for item in items:
+        group = shared_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(module_of(item.nodeid), len(rank)))
 

@@ -146,7 +146,6 @@ def test_commands_are_classified_as_intended():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("quickstart")  # shares the session's quickstart run
 def test_every_documented_command_runs_as_written_after_the_quickstart(quickstart_repo):
     repo = quickstart_repo
     env_bin = str(Path(sys.executable).parent)
