@@ -7,11 +7,14 @@ from what the library keeps for itself, so that profiles of it resolve to functi
   tables of `{name, get_m_step, ..., run_matmul}` (ONNX Runtime's MLAS) keeps each kernel's
   name string and, as relocations (R_*_RELATIVE), the addresses of its name and functions.
   The slots after a name up to the next unrelocated slot are its interface's functions, the
-  last one `run_matmul`: named `kai_run_<kernel>`. Its hand-written assembly body (which has
-  no unwind entry) is a direct call target (aarch64 BL) from it that has none and that no
+  last one `run_matmul`: named `kai_run_<kernel>`. Its hand-written assembly (which has no
+  unwind entry) is each direct call target (aarch64 BL) from it that has none and that no
   other kernel's run function calls (the helpers they share, such as reading the streaming
-  vector length, are called from many), the furthest-reaching if several: named
-  `kai_kernel_<kernel>` (KleidiAI's own name for it), up to the next known function.
+  vector length, are called from many): a body, or a kernel's second routine or its small
+  converter, each named `kai_kernel_<kernel>` (KleidiAI's own name for the body) up to where
+  its code ends (code_end: after the first return or jump out that no branch before it
+  reaches past), not up to the next known function: code after it that nothing names stays
+  unnamed.
 
 Only little-endian ELF64 with the usual encodings (FDE addresses pc-relative 4-byte, the table
 data-relative 4-byte) is read; anything else yields what could be read, never a guess."""
@@ -27,6 +30,16 @@ R_RELATIVE = {1027, 8}  # R_AARCH64_RELATIVE, R_X86_64_RELATIVE
 SHT_RELA = 4
 KERNEL_NAME = re.compile(rb"kai_run_[a-z0-9_]+\x00")
 BL_MASK, BL_OPCODE = 0xFC000000, 0x94000000  # aarch64 BL imm26
+# aarch64 branches within a function, (mask, opcode, offset's lowest bit, its width in bits):
+# B imm26, B.cond imm19, CB(N)Z imm19, TB(N)Z imm14; RET Xn; BR Xn (an indirect jump out)
+B_OPCODE = 0x14000000
+BRANCHES = (
+    (0xFC000000, B_OPCODE, 0, 26),
+    (0xFF000010, 0x54000000, 5, 19),
+    (0x7E000000, 0x34000000, 5, 19),
+    (0x7E000000, 0x36000000, 5, 14),
+)
+RET_MASK, RET_OPCODE, BR_OPCODE = 0xFFFFFC1F, 0xD65F0000, 0xD61F0000
 TABLE_ENCODING = 0x3B  # DW_EH_PE_datarel | DW_EH_PE_sdata4
 
 
@@ -109,10 +122,36 @@ def kernel_functions(data: bytes, sections, by_name: dict, known: dict) -> dict[
     for run, name in runs.items():
         found[run] = (known[run][0], name)
         own = {t: span for t, span in calls[run].items() if shared[t] == 1}  # helpers are shared
-        if own:
-            body = max(own, key=own.get)
-            found[body] = (0, "kai_kernel_" + name.removeprefix("kai_run_"))
+        for body, span in own.items():
+            size = code_end(data, by_name[".text"], body, body + span) - body
+            found[body] = (size, "kai_kernel_" + name.removeprefix("kai_run_"))
     return found
+
+
+def branch_target(word: int, address: int) -> int | None:
+    """Where an aarch64 direct branch (not a call) at address goes (None: not one)."""
+    for mask, opcode, low, width in BRANCHES:
+        if word & mask == opcode:
+            imm = (word >> low) & ((1 << width) - 1)
+            return address + ((imm - (1 << width) if imm >> (width - 1) else imm) << 2)
+    return None
+
+
+def code_end(data: bytes, text: tuple, start: int, limit: int) -> int:
+    """Where the assembly function at start ends, read forward up to limit (the next known
+    function): after the first return, indirect jump or unconditional branch that no branch
+    before it reaches past; limit where none does (0 size: read_symbols runs it there)."""
+    text_at, code = section_bytes(data, text)
+    furthest = start
+    for address in range(start, min(limit, text_at + len(code)), 4):
+        (word,) = struct.unpack_from("<I", code, address - text_at)
+        target = branch_target(word, address)
+        if target is not None and target > furthest:
+            furthest = target
+        leaves = word & RET_MASK in (RET_OPCODE, BR_OPCODE) or word & 0xFC000000 == B_OPCODE
+        if leaves and address >= furthest:
+            return address + 4
+    return start  # size 0
 
 
 def unwound_callees(data: bytes, by_name: dict, start: int, size: int, known: dict) -> dict:
