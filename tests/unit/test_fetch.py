@@ -347,6 +347,7 @@ def aar_tarball(package: str, library: bytes) -> bytes:
         zf.writestr(f"jni/arm64-v8a/lib{package}.so", library)
         zf.writestr(f"jni/arm64-v8a/lib{package}-jni.so", b"\x7fELF")
         zf.writestr(f"jni/x86_64/lib{package}.so", b"\x7fELF")
+        zf.writestr("headers/ort_genai_c.h", b"// its C API")  # genai's AAR ships its header
         zf.writestr("classes.jar", b"")
     tarball = io.BytesIO()
     with tarfile.open(fileobj=tarball, mode="w:gz") as tar:
@@ -405,6 +406,7 @@ def test_a_phones_ort_libraries_come_from_pinned_aars_and_its_builder_from_the_s
     check_record({"kind": "ort-genai", "engine": "ort", **record}, "engine", "wheels.json")
     files = sorted(f["path"] for f in record["files"])
     assert files == [
+        "include/ort_genai_c.h",  # the genai AAR's: the C API tool is checked against it
         "lib/libonnxruntime-genai-jni.so",
         "lib/libonnxruntime-genai.so",
         "lib/libonnxruntime-jni.so",

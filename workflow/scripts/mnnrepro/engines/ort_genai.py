@@ -34,7 +34,7 @@ from mnnrepro.engines.base import (
 )
 from mnnrepro.engines.prebuilt import PrebuiltEngine
 from mnnrepro.models.spec import checkpoint_problems
-from mnnrepro.toolchain.ort_genai import genai_library, section_of
+from mnnrepro.toolchain.ort_genai import genai_header, genai_library, section_of
 
 MODEL_FORMAT = "onnx"  # results/models/<model>/onnx: genai's model directory
 SWITCH = "mlas.disable_kleidiai"  # the session option (toolchain/ort_genai.SWITCH)
@@ -146,8 +146,8 @@ class OrtGenaiEngine(PrebuiltEngine):
     def build_gate_tool(cls, record, source, engine_dir, build_dir, out_dir, log_file) -> dict:
         from mnnrepro.toolchain.tools import build_ort_genai_tool
 
-        library = Path(engine_dir) / genai_library(record)
-        return build_ort_genai_tool(record, library, build_dir, out_dir, log_file)
+        library, header = Path(engine_dir) / genai_library(record), genai_header(engine_dir)
+        return build_ort_genai_tool(record, library, build_dir, out_dir, log_file, header)
 
     @classmethod
     def platform(cls, spec: dict) -> str:

@@ -4,8 +4,9 @@ into results/engines/<key>/bin (staged on the device by hash like a build's):
 - host and linux-arm64 (config `ort_genai.wheels.<platform>`): the PyPI wheels of onnxruntime
   and onnxruntime-genai, side by side, where a device's Python imports them;
 - android-arm64 (`ort_genai.aars.<platform>`): the arm64-v8a libraries of Microsoft's Android
-  archives (AARs) of both, under lib/, and the model builder of the genai wheel of the same
-  version (a phone runs no Python: ort_genai_tool calls genai's C API).
+  archives (AARs) of both, under lib/, genai's C header (include/), and the model builder of
+  the genai wheel of the same version (a phone runs no Python: ort_genai_tool calls genai's C
+  API).
 
 And what its ONNX Runtime library carries, read from its bytes: KleidiAI's kernel-table names
 (SME2, SME, the rest), the session options it reads (`mlas.disable_kleidiai` among them), the
@@ -37,6 +38,9 @@ GENAI_LIBRARY = {
     "aars": "lib/libonnxruntime-genai.so",
 }
 AAR_LIBRARIES = "jni/arm64-v8a/"  # an AAR's native libraries for arm64 phones
+# genai's own C header, which its AAR ships (headers/): unpacked to include/, where the C API
+# tool's build checks its declarations against the version the phone runs
+AAR_HEADERS, GENAI_HEADER = "headers/", "include/ort_genai_c.h"
 BUILDER = "onnxruntime_genai/models/"  # genai's model builder, in its wheel
 KERNEL_NAME = re.compile(rb"kai_run_[a-z0-9_]+")
 # ONNX Runtime's session configuration keys (onnxruntime_session_options_config_keys.h) as
@@ -64,6 +68,13 @@ def wheel_identity(url: str, key: str) -> dict:
 def section_of(platform: str) -> str:
     """Where a platform's pins are (`ort_genai.<section>.<platform>`): wheels or aars."""
     return SECTIONS[platform]
+
+
+def genai_header(engine_dir: str | Path) -> Path | None:
+    """genai's own C header in an engine's unpacked directory (None: its archive shipped none,
+    as a wheel does not)."""
+    header = Path(engine_dir) / GENAI_HEADER
+    return header if header.is_file() else None
 
 
 def genai_library(record) -> str:
@@ -140,6 +151,8 @@ def unpack_aars(platform: str, pins: dict, cache: Path, staging: Path) -> dict:
         with aar_file(path, pin.get("member"), f"{key}.{package}") as aar:
             if not extract_zip_members(aar, AAR_LIBRARIES, staging / "lib"):
                 raise WheelError(f"config key `{key}.{package}`: no {AAR_LIBRARIES} in its AAR")
+            if package == PACKAGES[1]:
+                extract_zip_members(aar, AAR_HEADERS, staging / Path(GENAI_HEADER).parent)
         file = {"file": path.name, "sha256": pin["sha256"], "member": pin.get("member")}
         aars.append({"name": package, "version": pin["version"], **file})
     builder = fetched_wheel(pins["builder"], PACKAGES[1], f"{key}.builder", cache)

@@ -125,19 +125,23 @@ def build_llama_gate_tool(
 
 
 def build_ort_genai_tool(
-    record: dict, library: Path, build_dir: str, out_dir: str, log_file
+    record: dict, library: Path, build_dir: str, out_dir: str, log_file, header: Path | None
 ) -> dict:
     """Build ort_genai_tool for one ONNX Runtime GenAI engine (`runner: c-api`): its platform's
     toolchain, linked against the engine's own libonnxruntime-genai.so (its C API functions
-    declared by the tool: no genai header needed)."""
+    declared by the tool), its declarations checked against the version's own C header where
+    the engine's archive ships one (`header`: an AAR's, unpacked beside its libraries)."""
     if not library.is_file():
         raise BuildError(f"{library}: no libonnxruntime-genai.so to link ort_genai_tool against")
     cache = {"GENAI_LIBS": str(library.resolve())}
+    if header is not None:
+        cache["GENAI_HEADER"] = str(header.resolve())
     built = build_tool(
         ORT_GENAI_TOOL_SOURCE, "ort_genai_tool", record, cache, build_dir, out_dir, log_file,
         shared=GATE_COMMON,
     )  # fmt: skip
-    return {**built, "linked": [library.name]}
+    checked = {"header": {header.name: sha256_file(header)}} if header is not None else {}
+    return {**built, "linked": [library.name], **checked}
 
 
 def build_bandwidth_probe(record: dict, build_dir: str, out_dir: str, log_file) -> dict:

@@ -1,7 +1,10 @@
-// The few functions of ONNX Runtime GenAI's C API (ort_genai_c.h, onnxruntime-genai 0.18.0)
-// that ort_genai_tool calls, declared here instead of copying the header: the opaque handles,
+// The few functions of ONNX Runtime GenAI's C API (ort_genai_c.h) that ort_genai_tool calls,
+// declared here as onnxruntime-genai 0.15.2 and 0.18.0 both declare them: the opaque handles,
 // and each function as libonnxruntime-genai.so exports it. A function the library does not
-// export fails the tool's link, naming it.
+// export fails the tool's link, naming it. Where the engine's archive ships genai's own header
+// (an AAR's headers/ort_genai_c.h: the version the phone runs), the build includes it first
+// (OGA_C_HEADER, toolchain/tools.build_ort_genai_tool): a declaration here that differs from
+// that version's fails the build, naming the function (tests/unit/test_ort_genai_tool.py).
 #pragma once
 
 #include <cstddef>
@@ -16,7 +19,11 @@ struct OgaSequences;
 struct OgaGeneratorParams;
 struct OgaGenerator;
 struct OgaTensor;
+#ifdef OGA_C_HEADER
+#include OGA_C_HEADER
+#else
 enum OgaElementType { OgaElementType_undefined, OgaElementType_float32 };  // the first two
+#endif
 
 const char* OgaResultGetError(const OgaResult* result);
 void OgaDestroyResult(OgaResult* result);
