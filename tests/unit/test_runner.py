@@ -78,3 +78,23 @@ def test_greedy_is_deterministic_across_thread_counts(tiny_model, tmp_path):
     two = run_runner(*args, "--runtime", '{"thread_num": 2}', tmp_path=tmp_path)
     assert [a["tokens"] for a in one["answers"]] == [a["tokens"] for a in two["answers"]]
     assert all(len(a["tokens"]) == 8 for a in one["answers"])
+
+
+def test_a_staged_wheels_version_is_read_beside_the_module_without_importing_it(tmp_path):
+    """genai_llm.version_beside: the dist-info in the imported module's own directory (the
+    staged wheels side by side), not another installation of the same package."""
+    from types import SimpleNamespace
+
+    from mnnrepro.runs.genai_llm import version_beside
+
+    staged, other = tmp_path / "staged", tmp_path / "other"
+    for site, version in ((staged, "1.32.0"), (other, "9.9.9")):
+        info = site / f"onnxruntime-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: onnxruntime\nVersion: {version}\n"
+        )
+    (staged / "onnxruntime_genai").mkdir()
+    genai = SimpleNamespace(__file__=str(staged / "onnxruntime_genai/__init__.py"))
+    assert version_beside(genai, "onnxruntime") == "1.32.0"
+    assert version_beside(genai, "numpy") == ""  # not staged beside it

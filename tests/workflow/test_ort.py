@@ -81,6 +81,14 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
     ]
     assert record["target_arch"] == "aarch64" and len(record["library"]["sme2_kernels"]) == 11
     assert SWITCH in record["library"]["session_options"]
+    # each invocation names the versions it ran: the staged wheels' (read beside genai's)
+    raws = [json.loads(p.read_text()) for p in out.glob("raw/*/*/*/rep-*.json")]
+    ran_versions = {
+        (r["engine"]["onnxruntime_version"], r["engine"]["onnxruntime_genai_version"]) for r in raws
+    }
+    assert ran_versions == {
+        tuple(record["versions"][p] for p in ("onnxruntime", "onnxruntime_genai"))
+    }
     modes = json.loads((out / "modes/qemu-sme2-vl512.json").read_text())["modes"]
     assert [m["mode"] for m in modes] == ["claim"]
     bench = pd.read_csv(out / "bench.csv")
