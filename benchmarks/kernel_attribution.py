@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 from provenance import write_results  # noqa: E402
 
 from mnnrepro.analysis.attribution import phase_summary  # noqa: E402
-from mnnrepro.stats import VISION_PHASES  # noqa: E402
+from mnnrepro.phases import VISION_PHASES  # noqa: E402
 
 
 def derived_config(args) -> dict:

@@ -29,8 +29,8 @@ from predicted_gain import counted_functions, counted_lines, predicted_run  # no
 from provenance import write_results  # noqa: E402
 
 from mnnrepro.analysis.prediction import CostModel, seconds_per_token, weights  # noqa: E402
+from mnnrepro.phases import PHASES  # noqa: E402
 from mnnrepro.plan.prediction import constants_path  # noqa: E402
-from mnnrepro.stats import PHASES  # noqa: E402
 
 CONFIG = "config/predict-host.yaml"
 EXPERIMENT = "predict-host"

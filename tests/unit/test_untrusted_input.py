@@ -399,11 +399,11 @@ def test_identifiers_that_a_path_or_a_shell_would_misread_are_refused(key, value
 
 
 def test_a_raw_record_holds_the_phases_the_analysis_knows_and_no_other(root):
-    """The records schema's phase names are stats.ALL_PHASES (a phase the runner writes and
+    """The records schema's phase names are phases.ALL_PHASES (a phase the runner writes and
     the schema refuses, or one the schema lets through that no table knows, fails here)."""
     import yaml
 
-    from mnnrepro.stats import ALL_PHASES
+    from mnnrepro.phases import ALL_PHASES
 
     schema = yaml.safe_load((root / "workflow" / "schemas" / "records.schema.yaml").read_text())
     result = schema["$defs"]["raw_record"]["properties"]["results"]["items"]

@@ -23,8 +23,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from mnnrepro.assumptions import DEPENDENCE_P
+from mnnrepro.phases import PHASES
 from mnnrepro.repetitions import Repetitions
-from mnnrepro.stats import PHASES, Interval, sequential_t_level
+from mnnrepro.stats import Interval, sequential_t_level
 
 if TYPE_CHECKING:
     from mnnrepro.design import Design

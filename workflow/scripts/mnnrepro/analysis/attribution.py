@@ -22,7 +22,7 @@ from mnnrepro.devices.instruction_mix import CLASSES
 from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json
-from mnnrepro.stats import PHASES
+from mnnrepro.phases import PHASES
 from mnnrepro.toolchain.kernels import SME2_SYMBOL
 
 # the instructions each row's blocks executed, by class (QEMU's profiles only: empty else)

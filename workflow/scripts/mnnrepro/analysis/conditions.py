@@ -129,8 +129,8 @@ def run_dependence(group: pd.DataFrame, design: Design) -> float:
     (assumptions.dependence_p): the rows the stopping rule judges
     (runs/precision.judged_row_names)."""
     from mnnrepro.assumptions import dependence_p
+    from mnnrepro.phases import PHASES
     from mnnrepro.runs.precision import block_log_ratios, judged_row_names, records_of_table
-    from mnnrepro.stats import PHASES
 
     records = records_of_table(group[group["phase"].isin(PHASES)])
     names = judged_row_names(design)

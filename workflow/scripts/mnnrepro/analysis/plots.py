@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from mnnrepro.analysis.vega_bundle import save_page
-from mnnrepro.stats import ALL_PHASES
+from mnnrepro.phases import ALL_PHASES
 
 PHASE_ORDER = list(ALL_PHASES)  # prefill, decode, then the vision phases where measured
 

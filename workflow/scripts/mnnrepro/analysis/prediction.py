@@ -38,7 +38,7 @@ import yaml
 from mnnrepro.analysis.token_work import SME_CLASSES, mixes, per_token, short_prompt
 from mnnrepro.config import ConfigError
 from mnnrepro.devices.instruction_mix import CLASSES
-from mnnrepro.stats import PHASES
+from mnnrepro.phases import PHASES
 
 VECTOR_CLASSES = ("dot_matmul", "vector_load_store", "vector_other")
 INTEGER_CLASSES = ("load_store", "branch", "scalar_other")

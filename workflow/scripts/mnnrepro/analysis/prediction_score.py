@@ -22,7 +22,7 @@ import pandas as pd
 from mnnrepro.analysis.prediction import gain_text, not_like_for_like, origin_text
 from mnnrepro.design import variants_of
 from mnnrepro.errors import DataError
-from mnnrepro.stats import PHASES
+from mnnrepro.phases import PHASES
 
 SCORE_COLUMNS = [
     "predicted_gain",

@@ -22,9 +22,10 @@ from mnnrepro.analysis.prediction_score import SCORE_COLUMNS, predicted_for, sco
 from mnnrepro.analysis.text import reps_text
 from mnnrepro.design import Design
 from mnnrepro.intervals import ChosenInterval, interval_name
+from mnnrepro.phases import ALL_PHASES, PHASES
 from mnnrepro.runs.precision import row_name
 from mnnrepro.sides import aa_drifted, aa_stable
-from mnnrepro.stats import ALL_PHASES, PHASES, compare_phase
+from mnnrepro.stats import compare_phase
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ import pandas as pd
 
 from mnnrepro.config import SME2_SETTINGS
 from mnnrepro.errors import DataError
+from mnnrepro.phases import SPANNING_PHASES, VISION_PHASES
 from mnnrepro.records import HINTS, check_sha256, read_record
 from mnnrepro.runs.power import phase_joules
-from mnnrepro.stats import SPANNING_PHASES, VISION_PHASES
 
 # Columns that identify one measured configuration (compare-llama-bench's "key properties").
 KEY_COLUMNS = ["experiment", "device", "model", "variant", "phase"]

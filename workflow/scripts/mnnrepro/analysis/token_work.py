@@ -9,7 +9,7 @@ import pandas as pd
 
 from mnnrepro.devices.instruction_mix import CLASSES
 from mnnrepro.errors import DataError
-from mnnrepro.stats import PHASES, SHORT_PREFILL_PHASE, STARTUP_PHASE, short_prompt
+from mnnrepro.phases import PHASES, SHORT_PREFILL_PHASE, STARTUP_PHASE, short_prompt
 
 SME_CLASSES = ("sme_outer_product", "sme_other", "sme_mode")
 

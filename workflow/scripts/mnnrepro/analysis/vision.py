@@ -21,7 +21,7 @@ from __future__ import annotations
 import pandas as pd
 
 from mnnrepro.analysis.text import pct
-from mnnrepro.stats import VISION_PHASES
+from mnnrepro.phases import VISION_PHASES
 
 
 def gain_cell(by_phase: pd.DataFrame, phase: str) -> str:

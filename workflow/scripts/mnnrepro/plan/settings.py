@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mnnrepro.config import canonical
-from mnnrepro.stats import PREDICTION_PHASES
+from mnnrepro.phases import PREDICTION_PHASES
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from mnnrepro.devices.power import PowerReader
 from mnnrepro.engines.base import BenchError, command_record
 from mnnrepro.engines.registry import EngineRecord, engine_for
 from mnnrepro.files import read_json, sha256_file, write_json
+from mnnrepro.phases import VISION_PHASES
 from mnnrepro.repetitions import Repetitions
 from mnnrepro.runs.gates import quiet_gate, thermal_gate
 from mnnrepro.runs.job import DeviceJob
@@ -38,7 +39,6 @@ from mnnrepro.runs.runner_timing import vision_results
 from mnnrepro.runs.schedule import Invocation
 from mnnrepro.runs.staging import RUNNER, RUNNER_MODULES, check_receipt, engine_files
 from mnnrepro.runs.vision import with_measured_vision, with_vision_set
-from mnnrepro.stats import VISION_PHASES
 
 log = logging.getLogger(__name__)
 

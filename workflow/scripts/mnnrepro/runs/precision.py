@@ -20,8 +20,9 @@ import numpy as np
 
 from mnnrepro import sides
 from mnnrepro.errors import ReproError
+from mnnrepro.phases import PHASES
 from mnnrepro.repetitions import Repetitions
-from mnnrepro.stats import PHASES, t_interval
+from mnnrepro.stats import t_interval
 
 if TYPE_CHECKING:
     from mnnrepro.design import Design

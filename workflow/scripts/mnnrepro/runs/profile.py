@@ -30,19 +30,13 @@ from mnnrepro.devices.profilers import OUTSIDE_PHASES, ProfilerError
 from mnnrepro.engines.base import command_record
 from mnnrepro.engines.registry import engine_for
 from mnnrepro.files import read_json, write_json
+from mnnrepro.phases import PHASES, SHORT_PREFILL_PHASE, STARTUP_PHASE, VISION_PHASES, short_prompt
 from mnnrepro.runs.benchmark import variant_specs
 from mnnrepro.runs.job import DeviceJob
 from mnnrepro.runs.on_device import on_device
 from mnnrepro.runs.raw_files import measurement_key
 from mnnrepro.runs.staging import check_receipt, engine_files
 from mnnrepro.runs.vision import measured_vision, with_measured_vision, with_vision_set
-from mnnrepro.stats import (
-    PHASES,
-    SHORT_PREFILL_PHASE,
-    STARTUP_PHASE,
-    VISION_PHASES,
-    short_prompt,
-)
 
 VISION = VISION_PHASES[0]  # the image questions' profiled invocation is named after the encoder
 
@@ -74,7 +68,7 @@ def phase_bench(bench: dict, phase: str) -> dict:
 
 def profiled_phases(bench: dict, engine_record: dict, predicted: tuple) -> tuple[str, ...]:
     """Prefill and decode; the image questions, for an engine that asks them; and where a
-    prediction counts, its own (predicted: stats.PREDICTION_PHASES, the start-up both phases
+    prediction counts, its own (predicted: phases.PREDICTION_PHASES, the start-up both phases
     share and a short prefill)."""
     vision = (VISION,) if measured_vision(bench, engine_record) else ()
     return PHASES + vision + tuple(predicted)

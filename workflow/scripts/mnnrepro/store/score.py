@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from mnnrepro.analysis.prediction_score import registered_prediction, score_fields, yes_no
-from mnnrepro.stats import PHASES
+from mnnrepro.phases import PHASES
 from mnnrepro.store.compare import pct, resolve_run, welch_ratio
 from mnnrepro.store.schema import open_store
 
