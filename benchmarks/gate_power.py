@@ -60,7 +60,7 @@ from mnnrepro.devices.qemu import QemuDevice  # noqa: E402
 from mnnrepro.engines.registry import EngineRecord  # noqa: E402
 from mnnrepro.models.export import export_model  # noqa: E402
 from mnnrepro.models.synthetic import make_model  # noqa: E402
-from mnnrepro.runs import prebuilt_runner as runner  # noqa: E402
+from mnnrepro.runs import python_runner as runner  # noqa: E402
 from mnnrepro.runs.greedy import run_greedy  # noqa: E402
 from mnnrepro.runs.staging import push_receipt  # noqa: E402
 

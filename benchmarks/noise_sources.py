@@ -36,7 +36,7 @@ RUNNER_DIR = ROOT / "workflow" / "scripts" / "mnnrepro" / "runs"
 CHILD = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-import prebuilt_runner as r
+import python_runner as r
 import runner_timing as t
 config, threads, k, p, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), 256, 32
 llm, _ = r.load_llm(config, {"thread_num": threads})

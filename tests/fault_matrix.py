@@ -43,7 +43,7 @@ class Cell:
 
 
 ENGINE = r"echo \$! >"  # a benchmark invocation's shell (devices/phone_readings.py)
-GATE = r"prebuilt_runner\.py.* greedy"
+GATE = r"python_runner\.py.* greedy"
 # a hung invocation is stopped after this long; the invocations around it must finish well
 # within it on a busy machine (a test run beside QEMU's: 8 s once was not enough there)
 HANG_TIMEOUT_S = 20
@@ -223,7 +223,7 @@ def host_fault(kind: str, snapshot, raw_dir: Path, over: threading.Event) -> thr
     def strike():
         while not over.is_set():
             done = len(digests(raw_dir))  # then the engines running now: the third's
-            running = children_running("prebuilt_runner.py") if done >= THIRD - 1 else []
+            running = children_running("python_runner.py") if done >= THIRD - 1 else []
             if running:
                 snapshot()
                 for pid in running:

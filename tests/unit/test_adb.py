@@ -94,7 +94,7 @@ def test_corrupted_file_on_the_device_is_refused_by_name(loopback_phone, tiny_mo
     runner = receipt["runner"]
     with open(runner, "a") as fh:  # the device's file system is the sandbox on this host
         fh.write("# tampered\n")
-    with pytest.raises(AdbDeviceError, match=r"refusing to run on phone: .*prebuilt_runner.py"):
+    with pytest.raises(AdbDeviceError, match=r"refusing to run on phone: .*python_runner.py"):
         run_greedy(
             AdbDevice("phone", spec),
             receipt,

@@ -83,7 +83,7 @@ def test_changed_settings_are_measured_again(tiny_model, tmp_path):
 
 
 def test_a_changed_runner_measures_again():
-    """The prebuilt runner holds the timing loop: its hash is part of what was measured."""
+    """The Python runner holds the timing loop: its hash is part of what was measured."""
     from mnnrepro.files import sha256_file
     from mnnrepro.runs.raw_files import plan_key
     from mnnrepro.runs.staging import RUNNER
@@ -158,7 +158,7 @@ def test_a_raw_record_holds_the_command_that_repeats_it_by_hand(tiny_model, tmp_
     device.close()
     record = read_json(index[0]["raw"])
     command = record["command"]
-    assert command["argv"][1].endswith("prebuilt_runner.py") and "--out" in command["argv"]
+    assert command["argv"][1].endswith("python_runner.py") and "--out" in command["argv"]
     out = command["argv"][command["argv"].index("--out") + 1]
     assert not Path(out).exists()  # the host device's scratch directory went with the job
     again = subprocess.run(

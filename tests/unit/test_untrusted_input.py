@@ -219,7 +219,7 @@ def test_every_error_type_of_the_package_is_a_project_error():
 
     found = []
     for info in pkgutil.walk_packages(mnnrepro.__path__, "mnnrepro."):
-        if info.name.endswith(("llmexport_main", "prebuilt_runner")):
+        if info.name.endswith(("llmexport_main", "python_runner")):
             continue  # run as their own programs
         module = importlib.import_module(info.name)
         for value in vars(module).values():

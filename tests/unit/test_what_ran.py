@@ -86,7 +86,7 @@ def test_cpufreq_per_core_and_its_summary():
     assert cpufreq_summary({}) == {"governor": "", "freq_before_mhz": None, "freq_after_mhz": None}
 
 
-def test_the_prebuilt_runner_decodes_in_the_prompts_context(tiny_model, tmp_path):
+def test_the_python_runner_decodes_in_the_prompts_context(tiny_model, tmp_path):
     """As llm_bench -kv true: N decode tokens right after the P-token prompt (MNN's own
     context length says P, then P + N), warm-ups counted as run."""
     out = tmp_path / "bench.json"

@@ -32,16 +32,16 @@ rule fetch_ort_genai:
     log:
         "logs/fetch_ort_genai/{engine}.log",
     wildcard_constraints:
-        engine=PLAN.keys_of(PLAN.wheel_engines),
+        engine=PLAN.keys_of(PLAN.fetched_engines),
     localrule: True  # the network is where Snakemake runs, not a compute node
     conda:
         "../../envs/analysis.yaml"
     params:
         name=PLAN.engine_name,
         platform=PLAN.engine_platform,
-        runner=PLAN.wheels_runner,
-        pins=PLAN.wheel_pins,
-        said=PLAN.messages.wheel_pins,
+        runner=PLAN.fetched_runner,
+        pins=PLAN.archive_pins,
+        said=PLAN.messages.archive_pins,
         cache="resources/wheels",
     message:
         "Fetching ONNX Runtime GenAI for {params.platform} ({params.said}) for engine {wildcards.engine}"

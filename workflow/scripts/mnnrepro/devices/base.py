@@ -108,7 +108,7 @@ class Device:
 
     def profile_phases(self, argv, timeout, env, libraries, hz, marker: str, phases: list):
         """Where marks_phases: profile's counts of one process that marks each phase (the
-        prebuilt runner's `phases` mode, markers in the folder `marker`): (result, phase ->
+        Python runner's `phases` mode, markers in the folder `marker`): (result, phase ->
         profile, and profilers.OUTSIDE_PHASES: the rest of the process)."""
         raise NotImplementedError
 

@@ -38,7 +38,7 @@ RECURSION = re.compile(r"'\d+$")
 OBJDUMP_LINE = re.compile(r"^\s*([0-9a-f]+):\t(.*)$")
 
 
-# the prebuilt runner's `phases` mode calls it at each marker: callgrind dumps what ran since
+# the Python runner's `phases` mode calls it at each marker: callgrind dumps what ran since
 # the dump before (`--dump-before`), so each phase is a part of its own (callgrind_phases)
 MARKER_FUNCTION = "getppid"
 

@@ -183,7 +183,7 @@ OUTSIDE_PHASES = ""  # count_exec_segments' segment of the blocks outside every 
 
 
 def phase_marker(folder: str) -> re.Pattern:
-    """The strace line of a phase's marker (the prebuilt runner's `phases` mode stats
+    """The strace line of a phase's marker (the Python runner's `phases` mode stats
     `<folder>/begin-<phase>` and `<folder>/end-<phase>`, paths that do not exist)."""
     return re.compile(rb'"' + re.escape(folder.encode()) + rb"/(begin|end)-([^\"/]+)\"")
 

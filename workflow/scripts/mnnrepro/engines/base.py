@@ -5,7 +5,7 @@ the record its rules write, `record_name`), what of a record a measurement depen
 (`identity`), which files it runs on a device (`device_files`), whether it is built from a
 source here (`from_source`: the build rules, the gate tool, the kernel checks), whether
 SME2 kernels of its own can exist in it (`carries_sme2_kernels`, `sme2_impossible`), the
-model format it reads (`model_format`) and whether it runs through the prebuilt runner
+model format it reads (`model_format`) and whether it runs through the Python runner
 (`runs_through_runner`); an instance, made from an engine record and a push receipt, gives the
 benchmark command and its parser (`bench_command`, `read_bench`), the profiled phases' one
 process where it has one (`phases_command`) and the greedy / teacher-forced gate (`greedy`).
@@ -49,7 +49,7 @@ class EngineKind:
     record_name = ""  # the record its rules write under results/engines/<key>/
     from_source = False  # built here: build rules, a gate tool, the kernel checks
     model_format = "mnn"  # the directory under results/models/<model>/ it reads
-    runs_through_runner = False  # run by runs/prebuilt_runner.py: measurements depend on it
+    runs_through_runner = False  # run by runs/python_runner.py: measurements depend on it
     runner_modules: tuple[str, ...] = ()  # what the runner imports for it, staged beside it
     takes_images = False  # its benchmark asks the image questions (bench.vision; runs/vision.py)
     # the program beside its gate tool that asks them after the benchmark (vision_command);
@@ -70,7 +70,7 @@ class EngineKind:
     # its files are staged on the device by hash (results/engines/<key>/bin): built or fetched
     stages_files = False
     # made of pinned libraries (`ort_genai.wheels` or `.aars`), fetched and unpacked by a rule
-    fetches_wheels = False
+    fetches_archives = False
     # the streaming vector lengths (bits) its SME2 kernels are written for; () = any
     sme2_vector_lengths_bits: tuple[int, ...] = ()
     # environment variables the engine reads as integers (atoi: a word there is silently 0)
@@ -93,7 +93,7 @@ class EngineKind:
 
     @classmethod
     def through_runner(cls, record: dict) -> bool:
-        """Whether this engine runs through the prebuilt runner (runs_through_runner)."""
+        """Whether this engine runs through the Python runner (runs_through_runner)."""
         return cls.runs_through_runner
 
     @classmethod
@@ -336,7 +336,7 @@ class BenchError(ReproError, RuntimeError):
     pass
 
 
-GATE_TOP_K = 8  # logits kept per step: mnn_greedy's default, the prebuilt runner's TOP_K
+GATE_TOP_K = 8  # logits kept per step: mnn_greedy's default, the Python runner's TOP_K
 
 
 def command_record(argv: list[str], env: dict | None, result) -> dict:

@@ -1,7 +1,7 @@
 """The ONNX Runtime GenAI kind, the third stack: onnxruntime and onnxruntime-genai's pinned
 PyPI wheels for one platform, or for a phone the arm64 libraries of their Android archives
 (fetched and unpacked by the rule fetch_ort_genai: toolchain/ort_genai.py), staged on the
-device by hash and run there by the runner (runs/prebuilt_runner.py, `--engine ort-genai`,
+device by hash and run there by the runner (runs/python_runner.py, `--engine ort-genai`,
 through genai's Python API) or by ort_genai_tool, on the model genai's own builder converted
 (models/onnx_genai.py).
 
@@ -47,7 +47,7 @@ class ToolOutputError(BenchError, ValueError):
 
 
 def runner_of(spec_or_record: dict) -> str:
-    """python (the prebuilt runner, genai's Python API) or c-api (ort_genai_tool): an engine
+    """python (the Python runner, genai's Python API) or c-api (ort_genai_tool): an engine
     entry's `ort_genai.runner`, or a wheels record's `runner`."""
     own = spec_or_record.get(OrtGenaiEngine.config_key, spec_or_record)
     return own.get("runner", "python")
@@ -114,7 +114,7 @@ class OrtGenaiEngine(PrebuiltEngine):
     record_name = "wheels.json"
     model_format = MODEL_FORMAT
     stages_files = True
-    fetches_wheels = True
+    fetches_archives = True
     integer_env = ()
     takes_images = False
     runtime_keys = ("thread_num", "session_options")

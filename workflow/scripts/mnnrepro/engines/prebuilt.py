@@ -1,4 +1,4 @@
-"""The prebuilt kind: MNN's PyPI wheel, run through the prebuilt runner (runs/, staged by the
+"""The prebuilt kind: MNN's PyPI wheel, run through the Python runner (runs/, staged by the
 push as the receipt's `runner`; it needs a Python on the device), which holds the timing loop
 and the greedy / teacher-forced gate."""
 
@@ -32,7 +32,7 @@ class PrebuiltEngine(EngineKind):
     record_name = "engine.json"
     runs_through_runner = True
     runner_modules = ("runner_timing.py",)  # the runner's timing loop, staged beside it
-    takes_images = True  # the runner's image questions (runs/prebuilt_runner.py)
+    takes_images = True  # the runner's image questions (runs/python_runner.py)
     no_test_suite = "the PyPI wheel ships no test suite"
     waiting_functions = MNN_THREAD_POOL
     runtime_keys = MNN_RUNTIME_KEYS

@@ -30,33 +30,33 @@ class EngineInputs:
 
     def _engine_key(self, name: str, spec: dict) -> str:
         kind = kind_of_spec(spec)
-        if kind.fetches_wheels:  # the libraries it is made of are part of what defines it
+        if kind.fetches_archives:  # the libraries it is made of are part of what defines it
             android = kind.platform(spec) == "android-arm64"  # and its tools' NDK
             ndk = {"ndk": self.settings.ndk_pin} if android else {}
-            return engine_key(name, {**spec, "wheels": self.wheel_pins_of(spec), **ndk})
+            return engine_key(name, {**spec, "wheels": self.archive_pins_of(spec), **ndk})
         if not kind.from_source:
             return engine_key(name, spec)
         tree = kind.tree_of(spec, self.config.get(kind.source_section, {}))
         ndk_pin = self.settings.ndk_pin
         return engine_key(name, spec, kind.config_key, kind.source_section, tree, ndk_pin)
 
-    def wheel_pins_of(self, spec: dict) -> list[dict] | dict:
+    def archive_pins_of(self, spec: dict) -> list[dict] | dict:
         """The pins of an engine that runs fetched libraries (its platform's:
         `ort_genai.wheels.<platform>`, or `ort_genai.aars.<platform>` for Android)."""
         platform = kind_of_spec(spec).platform(spec)
         return self.config["ort_genai"][section_of(platform)][platform]
 
-    def wheel_pins(self, wildcards) -> list[dict] | dict:
+    def archive_pins(self, wildcards) -> list[dict] | dict:
         """The pins the engine {engine} is made of."""
         return canonical(
-            self.wheel_pins_of(self.config["engines"][self.engine_of_key[wildcards.engine]])
+            self.archive_pins_of(self.config["engines"][self.engine_of_key[wildcards.engine]])
         )
 
     def engine_platform(self, wildcards) -> str:
         spec = self.config["engines"][self.engine_of_key[wildcards.engine]]
         return kind_of_spec(spec).platform(spec)
 
-    def wheels_runner(self, wildcards) -> str:
+    def fetched_runner(self, wildcards) -> str:
         """What runs a wheels engine on the device (`ort_genai.runner`: python or c-api)."""
         return runner_of(self.config["engines"][self.engine_of_key[wildcards.engine]])
 

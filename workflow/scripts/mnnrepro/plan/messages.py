@@ -64,10 +64,10 @@ class JobMessages:
     def source_pins(self, wildcards) -> str:
         return source_pins(self.plan.sources.tree(wildcards.tree, wildcards.source))
 
-    def wheel_pins(self, wildcards) -> str:
+    def archive_pins(self, wildcards) -> str:
         """What the engine's libraries are pinned by (`ort_genai.wheels.<platform>` or
         `ort_genai.aars.<platform>`: each one's sha256, which the schema requires)."""
-        pins = self.plan.wheel_pins(wildcards)
+        pins = self.plan.archive_pins(wildcards)
         if isinstance(pins, dict):  # the AARs, and the wheel whose model builder is taken
             return f"{len(pins) - 1} AARs and genai's wheel (its model builder), sha256 pinned"
         return f"{len(pins)} wheel(s), sha256 pinned"

@@ -225,9 +225,9 @@ def downloads(plan) -> list[tuple[str, str]]:
         )
         if kind.platform(spec) == "android-arm64":
             found.append(ndk)
-    for engine in plan.wheel_engines:
+    for engine in plan.fetched_engines:
         kind, spec = plan.engine_kinds[engine], config["engines"][engine]
-        archives = len(plan.wheel_pins_of(spec))  # wheels, or AARs and genai's wheel
+        archives = len(plan.archive_pins_of(spec))  # wheels, or AARs and genai's wheel
         what = f"ONNX Runtime GenAI for {kind.platform(spec)} ({archives} pinned archives)"
         found.append(("fetch_ort_genai", what))
         if kind.platform(spec) == "android-arm64":  # its C API tool is built with the NDK

@@ -55,7 +55,7 @@ class Plan(EngineInputs):
         # Runtime GenAI): an input of every run
         self.engine_runner = [
             where_run(scripts / "mnnrepro/runs" / name)
-            for name in ("prebuilt_runner.py", "runner_timing.py", "genai_llm.py")
+            for name in ("python_runner.py", "runner_timing.py", "genai_llm.py")
         ]
         # the gate tools' and the bandwidth probe's sources: an edit rebuilds them, not MNN
         self.gate_tool_code, self.probe_code = tool_digests(scripts / "mnnrepro/toolchain")
@@ -95,15 +95,17 @@ class Plan(EngineInputs):
         self.tool_engines = [e for e in self.used_engines if tool[e]]
         # the engines whose files are staged on a device (results/engines/<key>/bin)
         self.staged_engines = [e for e in self.used_engines if self.engine_kinds[e].stages_files]
-        self.wheel_engines = [e for e in self.used_engines if self.engine_kinds[e].fetches_wheels]
+        self.fetched_engines = [
+            e for e in self.used_engines if self.engine_kinds[e].fetches_archives
+        ]
         # results/engines/<name>-<digest of what defines the engine>: configs that define an
         # engine differently never overwrite each other's builds
         self.engine_keys = {n: self._engine_key(n, s) for n, s in config["engines"].items()}
         self.engine_of_key = {key: name for name, key in self.engine_keys.items()}
         # genai's model builder: the one in the first such engine's unpacked wheels
         self.builder_site = (
-            f"results/engines/{self.engine_keys[self.wheel_engines[0]]}/bin"
-            if self.wheel_engines
+            f"results/engines/{self.engine_keys[self.fetched_engines[0]]}/bin"
+            if self.fetched_engines
             else []
         )
         self.sources = SourceTrees(config, self.engine_kinds, self.built_engines)

@@ -3,5 +3,5 @@ interleaved schedule (schedule), the resumable benchmark (benchmark) with its th
 gates (thermal) and stopping rule (precision), the greedy answers of the correctness gate
 (greedy), the memory-bandwidth probe's run (bandwidth), power sampling for energy per token
 (power), the device lock (device_lock) and the on-device runner of the prebuilt engine
-(prebuilt_runner). What an engine runs and how its output is read is
+(python_runner). What an engine runs and how its output is read is
 its kind's (mnnrepro.engines)."""

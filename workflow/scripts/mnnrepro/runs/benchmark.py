@@ -293,7 +293,7 @@ def variant_specs(
 ) -> dict:
     """What identifies each variant's measurement: engine (with file hashes), runtime, model.
 
-    An engine that runs through the prebuilt runner depends on it too (it holds the timing
+    An engine that runs through the Python runner depends on it too (it holds the timing
     loop), so its hash is part of the measurement: a changed runner measures everything again.
     """
 

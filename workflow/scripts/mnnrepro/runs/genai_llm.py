@@ -1,4 +1,4 @@
-"""Device-side: ONNX Runtime GenAI behind the calls the runner (prebuilt_runner.py, staged
+"""Device-side: ONNX Runtime GenAI behind the calls the runner (python_runner.py, staged
 beside this file) makes of MNN's ``Llm``: reset, forward of token ids returning the last
 position's logits, the chat template and the tokenizer, the context length. genai's
 ``Generator.append_tokens`` computes the tokens appended; ``get_logits`` returns the last

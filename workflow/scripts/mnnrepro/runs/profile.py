@@ -10,7 +10,7 @@ A phase is profiled in a process of its own (the start-up, loading the model, co
 each), except where the device counts a process's marked phases apart (QEMU: its strace log
 orders the markers with the blocks; callgrind: it writes a part of its profile at each
 marker; Device.marks_phases) and the engine has one process for them all
-(EngineKind.phases_command: the prebuilt runner's `phases` mode): there one process per
+(EngineKind.phases_command: the Python runner's `phases` mode): there one process per
 variant loads the model, runs every phase once unprofiled (the warm-up, as the timed
 repetitions have), then each again between two markers, and a phase's profile is what ran
 between its markers (`profiled_in`). A prediction subtracts the start-up phase either way

@@ -1,4 +1,4 @@
-"""Device-side: what the runner (prebuilt_runner.py, staged beside it) times, and the clock.
+"""Device-side: what the runner (python_runner.py, staged beside it) times, and the clock.
 
 Timers: the bindings fill MNN's own ``context.prefill_us`` / ``decode_us`` only inside
 ``generate()``, which in the 3.6.1 wheel ends the process silently (exit code 0, no output)

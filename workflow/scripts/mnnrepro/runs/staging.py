@@ -1,4 +1,4 @@
-"""Staging on a device, by hash: the prebuilt runner, built engines with their gate tools, the
+"""Staging on a device, by hash: the Python runner, built engines with their gate tools, the
 model; and the receipt every run verifies before it runs anything.
 """
 
@@ -13,7 +13,7 @@ from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import sha256_file
 from mnnrepro.models.formats import FORMATS
 
-RUNNER = Path(__file__).with_name("prebuilt_runner.py")
+RUNNER = Path(__file__).with_name("python_runner.py")
 # the modules the runner imports for some engine kinds (EngineKind.runner_modules), staged
 # beside it: Python finds them in the runner's own directory
 RUNNER_MODULES = {
@@ -94,7 +94,7 @@ def check_receipt(device: Device, receipt: dict) -> None:
 
 def engine_files(record: EngineRecord, receipt: dict) -> dict[str, str]:
     """Device path -> sha256 of the files one engine runs from, re-verified before each run:
-    its kind's, and the prebuilt runner where the kind runs through it."""
+    its kind's, and the Python runner where the kind runs through it."""
     kind = record.kind
     files = kind.device_files(record, receipt)
     if kind.through_runner(record):

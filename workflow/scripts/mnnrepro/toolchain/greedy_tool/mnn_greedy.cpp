@@ -2,7 +2,7 @@
 //
 // Built by the workflow against the engine's own libraries (same build, same toolchain), so the
 // gate compares what that engine computes, as token ids, never as decoded text (a model's
-// tokens may decode to nothing). It does exactly what the prebuilt runner's `greedy` mode does
+// tokens may decode to nothing). It does exactly what the Python runner's `greedy` mode does
 // through the Python bindings: reset, encode the chat-templated prompt (MNN's multimodal
 // `<img>path</img>` syntax included), forward the prompt, then feed back the argmax, recording
 // the top-k logits and the logits' mean and standard deviation at every step.
