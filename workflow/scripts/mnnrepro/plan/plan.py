@@ -86,18 +86,15 @@ class Plan(EngineInputs):
 
     def _plan_engines(self, config: dict) -> None:
         self.engines = sorted(config["engines"])
-        self.engine_kinds = {n: kind_of_spec(s) for n, s in config["engines"].items()}
+        self.engine_kinds = kinds = {n: kind_of_spec(s) for n, s in config["engines"].items()}
         # the engines the variants run (an engine no variant names is neither built nor run)
-        self.used_engines = sorted({config["variants"][v]["engine"] for v in self.variants})
-        self.built_engines = [e for e in self.used_engines if self.engine_kinds[e].from_source]
+        self.used_engines = used = sorted({config["variants"][v]["engine"] for v in self.variants})
+        self.built_engines = [e for e in used if kinds[e].from_source]
         # the engines a gate tool is built for (every built one; ONNX Runtime's C API runner)
-        tool = {n: k.builds_gate_tool(config["engines"][n]) for n, k in self.engine_kinds.items()}
-        self.tool_engines = [e for e in self.used_engines if tool[e]]
+        self.tool_engines = [e for e in used if kinds[e].builds_gate_tool(config["engines"][e])]
         # the engines whose files are staged on a device (results/engines/<key>/bin)
-        self.staged_engines = [e for e in self.used_engines if self.engine_kinds[e].stages_files]
-        self.fetched_engines = [
-            e for e in self.used_engines if self.engine_kinds[e].fetches_archives
-        ]
+        self.staged_engines = [e for e in used if kinds[e].stages_files]
+        self.fetched_engines = [e for e in used if kinds[e].fetches_archives]
         # results/engines/<name>-<digest of what defines the engine>: configs that define an
         # engine differently never overwrite each other's builds
         self.engine_keys = {n: self._engine_key(n, s) for n, s in config["engines"].items()}
