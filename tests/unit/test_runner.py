@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
+from mnnrepro.runs.genai_llm import version_beside
 from mnnrepro.runs.staging import RUNNER
 
 
@@ -83,10 +85,6 @@ def test_greedy_is_deterministic_across_thread_counts(tiny_model, tmp_path):
 def test_a_staged_wheels_version_is_read_beside_the_module_without_importing_it(tmp_path):
     """genai_llm.version_beside: the dist-info in the imported module's own directory (the
     staged wheels side by side), not another installation of the same package."""
-    from types import SimpleNamespace
-
-    from mnnrepro.runs.genai_llm import version_beside
-
     staged, other = tmp_path / "staged", tmp_path / "other"
     for site, version in ((staged, "1.32.0"), (other, "9.9.9")):
         info = site / f"onnxruntime-{version}.dist-info"

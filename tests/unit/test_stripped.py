@@ -39,16 +39,12 @@ def library(root, tmp_path_factory):
     where = tmp_path_factory.mktemp("stripped")
     source = root / "tests/data/stripped"
     built, stripped = where / "libk.so", where / "libk-stripped.so"
-    subprocess.run(
-        ["aarch64-linux-gnu-gcc", "-O1", "-fPIC", "-shared", "-fvisibility=hidden",
-         "-o", built, source / "tables.c", source / "bodies.S"],
-        check=True,
-    )  # fmt: skip
+    flags = ["-O1", "-fPIC", "-shared", "-fvisibility=hidden"]
+    sources = [source / "tables.c", source / "bodies.S"]
+    subprocess.run(["aarch64-linux-gnu-gcc", *flags, "-o", built, *sources], check=True)
     subprocess.run(["aarch64-linux-gnu-strip", "-o", stripped, built], check=True)
-    listed = subprocess.run(
-        ["aarch64-linux-gnu-nm", "-S", "--defined-only", built],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+    nm = ["aarch64-linux-gnu-nm", "-S", "--defined-only", built]
+    listed = subprocess.run(nm, capture_output=True, text=True, check=True).stdout
     symbols = {}
     for line in listed.splitlines():
         words = line.split()

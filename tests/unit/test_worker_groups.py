@@ -30,12 +30,15 @@ def test_the_tests_sharing_a_module_fixture_or_a_shared_run_share_one_worker(roo
     once: every test of the whole suite that uses it carries one xdist group, the same for all
     of them."""
     (tmp_path / "groups_probe.py").write_text(PROBE)
+    collect = ["--collect-only", "-q", "-n", "0", "-p", "groups_probe", "-p", "no:cacheprovider"]
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "groups_probe",
-         "-p", "no:cacheprovider", "tests"],
-        cwd=root, capture_output=True, text=True, check=True,
+        [sys.executable, "-m", "pytest", *collect, "tests"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
-    )  # fmt: skip
+    )
     (line,) = [x for x in proc.stdout.splitlines() if x.startswith("GROUPS ")]
     groups = json.loads(line.removeprefix("GROUPS "))
     shared = {

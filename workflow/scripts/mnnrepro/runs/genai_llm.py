@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import platform
+from importlib import metadata
 from pathlib import Path
 
 
@@ -101,8 +102,6 @@ def version_beside(module, package: str) -> str:
     side: its dist-info in the same directory), read without importing it: ONNX Runtime's own
     Python binding is a second 27 MB library, whose import took 1.5 s of the 3.4 s an emulated
     invocation takes, only to say its version."""
-    from importlib import metadata
-
     site = str(Path(module.__file__).resolve().parents[1])
     for dist in metadata.distributions(path=[site]):
         if dist.metadata["Name"] == package:
