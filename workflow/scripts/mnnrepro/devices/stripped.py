@@ -29,12 +29,12 @@ from collections import Counter
 R_RELATIVE = {1027, 8}  # R_AARCH64_RELATIVE, R_X86_64_RELATIVE
 SHT_RELA = 4
 KERNEL_NAME = re.compile(rb"kai_run_[a-z0-9_]+\x00")
-BL_MASK, BL_OPCODE = 0xFC000000, 0x94000000  # aarch64 BL imm26
+BL_MASK, BL_OPCODE = 0xFC000000, 0x94000000  # aarch64 BL imm26 (B's mask too)
 # aarch64 branches within a function, (mask, opcode, offset's lowest bit, its width in bits):
 # B imm26, B.cond imm19, CB(N)Z imm19, TB(N)Z imm14; RET Xn; BR Xn (an indirect jump out)
 B_OPCODE = 0x14000000
 BRANCHES = (
-    (0xFC000000, B_OPCODE, 0, 26),
+    (BL_MASK, B_OPCODE, 0, 26),
     (0xFF000010, 0x54000000, 5, 19),
     (0x7E000000, 0x34000000, 5, 19),
     (0x7E000000, 0x36000000, 5, 14),
@@ -132,9 +132,14 @@ def branch_target(word: int, address: int) -> int | None:
     """Where an aarch64 direct branch (not a call) at address goes (None: not one)."""
     for mask, opcode, low, width in BRANCHES:
         if word & mask == opcode:
-            imm = (word >> low) & ((1 << width) - 1)
-            return address + ((imm - (1 << width) if imm >> (width - 1) else imm) << 2)
+            return address + branch_offset(word, low, width)
     return None
+
+
+def branch_offset(word: int, low: int, width: int) -> int:
+    """The byte offset a branch encodes: its signed word offset, bits [low, low + width)."""
+    imm = (word >> low) & ((1 << width) - 1)
+    return (imm - (1 << width) if imm >> (width - 1) else imm) << 2
 
 
 def code_end(data: bytes, text: tuple, start: int, limit: int) -> int:
@@ -148,7 +153,7 @@ def code_end(data: bytes, text: tuple, start: int, limit: int) -> int:
         target = branch_target(word, address)
         if target is not None and target > furthest:
             furthest = target
-        leaves = word & RET_MASK in (RET_OPCODE, BR_OPCODE) or word & 0xFC000000 == B_OPCODE
+        leaves = word & RET_MASK in (RET_OPCODE, BR_OPCODE) or word & BL_MASK == B_OPCODE
         if leaves and address >= furthest:
             return address + 4
     return start  # size 0
@@ -170,8 +175,7 @@ def unwound_callees(data: bytes, by_name: dict, start: int, size: int, known: di
         (word,) = struct.unpack_from("<I", code, offset)
         if word & BL_MASK != BL_OPCODE:
             continue
-        imm = word & 0x3FFFFFF
-        target = address + ((imm - (1 << 26) if imm & (1 << 25) else imm) << 2)
+        target = address + branch_offset(word, 0, 26)
         if target not in known:
             i = bisect.bisect_right(starts, target)
             targets[target] = (starts[i] if i < len(starts) else text_at + len(code)) - target
