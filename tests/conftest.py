@@ -43,12 +43,13 @@ _temp_dir_per_worker()
 # may), an emulator, a compiler or build, an install, a profiler, a cluster job. The guard
 # below fails such a test (pytest names it), so `pytest -m "not slow"` stays the inner loop it is
 # said to be (docs/development.md) without a timing in any test.
+COMPILER_NAMES = r"g?cc|g\+\+|c\+\+|clang[\w+.-]*|aarch64-linux-gnu-(gcc|g\+\+)[\w.-]*"
 SLOW_PROGRAMS = re.compile(
-    r"snakemake|qemu-[\w-]+|cmake|ninja|make|g?cc|g\+\+|c\+\+|clang[\w+.-]*|ccache|sccache"
+    rf"snakemake|qemu-[\w-]+|cmake|ninja|make|{COMPILER_NAMES}|ccache|sccache"
     r"|aarch64-linux-gnu-[\w+.-]+|pip\d*(\.\d+)?|valgrind|perf|sbatch|srun|salloc"
 )
 # a compiler asked only its version compiles nothing (a plan's engine keys ask it: plan_of)
-COMPILERS = re.compile(r"g?cc|g\+\+|c\+\+|clang[\w+.-]*|aarch64-linux-gnu-(gcc|g\+\+)[\w.-]*")
+COMPILERS = re.compile(COMPILER_NAMES)
 SLOW_PYTHON_MODULES = {"pip", "snakemake", "venv", "ensurepip"}
 SNAKEMAKE_ALLOWED_FAST = {"-n", "--dry-run", "--lint"}
 running_slow_test = True  # outside a test (collection, session teardown): nothing to hold to
