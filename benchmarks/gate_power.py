@@ -58,9 +58,9 @@ from mnnrepro.analysis.correctness import ROUNDING, WRONG, GateRule, compare_for
 from mnnrepro.design import Variant  # noqa: E402
 from mnnrepro.devices.qemu import QemuDevice  # noqa: E402
 from mnnrepro.engines.registry import EngineRecord  # noqa: E402
+from mnnrepro.engines.runner import python_runner as runner  # noqa: E402
 from mnnrepro.models.export import export_model  # noqa: E402
 from mnnrepro.models.synthetic import make_model  # noqa: E402
-from mnnrepro.runs import python_runner as runner  # noqa: E402
 from mnnrepro.runs.greedy import run_greedy  # noqa: E402
 from mnnrepro.runs.staging import push_receipt  # noqa: E402
 

@@ -2,11 +2,11 @@
 
 tests/workflow/config-control.yaml builds its llama.cpp engine for this host with clang-16 and
 CMAKE_BUILD_TYPE None (no -O flags) as a unity build (CMAKE_UNITY_BUILD; its batches are
-adjusted by toolchain/llamacpp_unity.cmake: one source that cannot join a batch is compiled
+adjusted by engines/llamacpp/llamacpp_unity.cmake: one source that cannot join a batch is compiled
 alone, and the core sources llama.cpp leaves out of its batches join them), and its quantizer
 flags are the engine's, so that one build holds llama-bench and llama-quantize (the
 quantizer is not built again). This builds the same tree (that config's pinned sdist) for
-this host each way with the workflow's own function (toolchain/llamacpp.py build_engine), each
+this host each way with the workflow's own function (engines/llamacpp/build.py build_engine), each
 with a new, empty compiler cache (as in a test run on a fresh machine). Cost = CPU seconds of
 the build processes (user + system, from the children's rusage: the same work whatever else
 the machine does); wall time is reported too.
@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 from provenance import write_results  # noqa: E402
 
 from mnnrepro.devices.base import children_cpu_seconds  # noqa: E402
-from mnnrepro.toolchain.llamacpp import build_engine, provide_source  # noqa: E402
+from mnnrepro.engines.llamacpp.build import build_engine, provide_source  # noqa: E402
 from mnnrepro.toolchain.records import BuildJob  # noqa: E402
 
 CONTROL = ROOT / "tests" / "workflow" / "config-control.yaml"

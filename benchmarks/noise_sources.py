@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from provenance import write_results  # noqa: E402
 
-RUNNER_DIR = ROOT / "workflow" / "scripts" / "mnnrepro" / "runs"
+RUNNER_DIR = ROOT / "workflow" / "scripts" / "mnnrepro" / "engines" / "runner"
 
 CHILD = """
 import json, sys

@@ -12,7 +12,7 @@ Everything here is real and runs on this x86 machine (no phone, no NDK):
   kernel names, `mlas.disable_kleidiai`), the KleidiAI kernels the attribution names in the
   stripped library from its kernel tables (devices/stripped.py, as simpleperf's samples on a
   phone would be attributed), and genai's library's exported functions against the C API
-  functions ort_genai_tool declares (toolchain/ort_genai_tool/oga_api.h: a missing one would
+  functions ort_genai_tool declares (engines/ort_genai/gate_tool/oga_api.h: a missing one would
   fail the tool's link on the phone's toolchain);
 * the models: the workflow's tiny synthetic Qwen3 and Qwen3-VL checkpoints (seed 0; the VL
   one's language model, as models/language_model.py gives it to the builder) converted by the
@@ -41,11 +41,11 @@ from provenance import write_results  # noqa: E402
 
 from mnnrepro.config import load_schema  # noqa: E402
 from mnnrepro.devices.elf import read_symbols  # noqa: E402
+from mnnrepro.engines.ort_genai.c_api_runner import TOOL_SOURCE as ORT_GENAI_TOOL_SOURCE  # noqa: E402
+from mnnrepro.engines.ort_genai.fetch import fetch_ort_genai, genai_library  # noqa: E402
+from mnnrepro.engines.ort_genai.onnx_genai import convert  # noqa: E402
 from mnnrepro.fetch import download  # noqa: E402
-from mnnrepro.models.onnx_genai import convert  # noqa: E402
 from mnnrepro.models.synthetic import make_model  # noqa: E402
-from mnnrepro.toolchain.ort_genai import fetch_ort_genai, genai_library  # noqa: E402
-from mnnrepro.toolchain.tools import ORT_GENAI_TOOL_SOURCE  # noqa: E402
 from mnnrepro.unpack import extract_zip_into  # noqa: E402
 
 # the AARs' versions as PyPI's x86_64 wheels (PyPI's simple index, 2026-12-05): the runtime

@@ -35,7 +35,7 @@ from real_mnn import KLEIDIAI_MD5, snakemake  # noqa: E402
 
 from mnnrepro.analysis.prediction import CostModel, predict_pair  # noqa: E402
 from mnnrepro.analysis.token_work import for_prompt  # noqa: E402
-from mnnrepro.engines.mnn_build import BuiltEngine  # noqa: E402
+from mnnrepro.engines.mnn_source.kind import BuiltEngine  # noqa: E402
 from mnnrepro.plan.prediction import constants_path  # noqa: E402
 
 CONFIG = "config/predict-x300.yaml"

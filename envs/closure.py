@@ -29,6 +29,9 @@ from pathlib import Path
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
+from mnnrepro.engines.registry import RUNNER
+from mnnrepro.engines.registry import RUNNER_MODULES as KIND_RUNNER_MODULES
+
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "workflow" / "rules"
 SCRIPTS = ROOT / "workflow" / "scripts"
@@ -49,18 +52,19 @@ THROUGH_EXTRAS = {
 
 # Modules our programs import from a source tree the workflow fetches (not a distribution):
 # llama.cpp's converter (`conversion`, convert_hf_to_gguf.py) and its gguf-py, run by
-# models/gguf_convert_main.py -> the distributions their code imports at the pinned commit.
+# engines/llamacpp/gguf_convert_main.py -> the distributions their code imports at the pinned
+# commit.
 FROM_FETCHED_TREES = {
     "conversion": {"torch", "transformers", "numpy", "safetensors", "sentencepiece", "requests"},
     "gguf": {"numpy", "pyyaml", "tqdm", "requests"},
 }
 
 # Modules the device-side runner imports from an engine's fetched wheels, staged on the device
-# and put on its PYTHONPATH (ONNX Runtime GenAI: toolchain/ort_genai.py), never from the env ->
+# and put on its PYTHONPATH (ONNX Runtime GenAI: engines/ort_genai/fetch.py), never from the env ->
 # the distributions they need from the device's Python.
 FROM_FETCHED_TREES |= {"onnxruntime": {"numpy"}, "onnxruntime_genai": {"numpy"}}
-# ... and genai's model builder in those wheels (models/onnx_builder_main.py runs it), which
-# imports these at onnxruntime-genai 0.18.0.
+# ... and genai's model builder in those wheels (engines/ort_genai/onnx_builder_main.py runs
+# it), which imports these at onnxruntime-genai 0.18.0.
 FROM_FETCHED_TREES |= {
     "builder": {"onnx-ir", "onnx", "torch", "transformers", "onnxruntime", "numpy", "safetensors"}
 }
@@ -163,6 +167,7 @@ def imports_of(path: Path) -> tuple[set[str], set[Path], set[str]]:
             and isinstance(node.value, str)
             and re.fullmatch(r"\w+\.py", node.value)
             and (path.parent / node.value).is_file()
+            and (path.parent / node.value) not in STAGED_PROGRAMS
         ):
             programs.add(path.parent / node.value)
     return names, programs, by_name
@@ -181,18 +186,21 @@ def stdlib(name: str) -> bool:
     return name in sys.stdlib_module_names or name == "__future__"
 
 
-# Our modules the device-side runner imports by their bare names from its own directory, where
-# they are staged beside it (runs/staging.RUNNER_MODULES).
-RUNNER_MODULES = {"runner_timing", "genai_llm"}
+# The device-side Python runner and the modules it imports by their bare names from its own
+# directory, where they are staged beside it: the engine kinds declare them (engines/registry).
+# The device's Python runs them; on this host that is the env of the rules that stage them
+# (runs/staging.py), so they count there, not wherever a kind names its files.
+RUNNER_MODULES = {name.removesuffix(".py"): path for name, path in KIND_RUNNER_MODULES.items()}
+STAGED_PROGRAMS = {RUNNER, *KIND_RUNNER_MODULES.values()}
+STAGING = SCRIPTS / PACKAGE / "runs" / "staging.py"
 
 
 def sibling_module(path: Path | None, top: str) -> Path | None:
     """A runner module (RUNNER_MODULES) that a program of the package imports from its own
-    directory: ours, followed like the package's modules."""
+    directory on the device: ours, followed like the package's modules."""
     if path is None or top not in RUNNER_MODULES or not path.is_relative_to(SCRIPTS / PACKAGE):
         return None
-    sibling = path.parent / f"{top}.py"
-    return sibling if sibling.is_file() else None
+    return RUNNER_MODULES[top]
 
 
 def closure_of(scripts: list[Path], names_imported: set[str] = frozenset()) -> Closure:
@@ -210,6 +218,7 @@ def closure_of(scripts: list[Path], names_imported: set[str] = frozenset()) -> C
         else:
             seen.add(path)
             names, programs, by_name = imports_of(path)
+            programs |= {RUNNER} if path == STAGING else set()
         result.by_name.update(n for n in by_name if n.split(".")[0] != PACKAGE)
         todo.extend(programs)
         result.modules.update(module_of(program) for program in programs)

@@ -25,7 +25,7 @@ from conftest import PREBUILT_ENGINE, start_loopback_phone, stop_loopback_phone
 from mnnrepro.design import Variant
 from mnnrepro.devices.adb import AdbDevice
 from mnnrepro.devices.power import PowerReader
-from mnnrepro.engines.base import supported_features
+from mnnrepro.engines.device_io import supported_features
 from mnnrepro.runs.benchmark import thermal_gate
 from mnnrepro.runs.staging import push_receipt
 from mnnrepro.runs.thermal import gate_temperatures, named_temperatures

@@ -9,7 +9,7 @@ from conftest import PREBUILT_ENGINE, SHORT_BENCH, design_stats, two_variant_spe
 
 from mnnrepro.devices.base import CommandResult
 from mnnrepro.devices.local import LocalDevice
-from mnnrepro.engines.base import BenchError
+from mnnrepro.engines.device_io import BenchError
 from mnnrepro.errors import DataError
 from mnnrepro.files import read_json
 from mnnrepro.runs.benchmark import run_schedule

@@ -8,7 +8,8 @@ import shutil
 
 import pytest
 
-from mnnrepro.toolchain.cmake import BuildError, build_engine, unused_flags
+from mnnrepro.engines.mnn_source.build import build_engine
+from mnnrepro.toolchain.cmake import BuildError, unused_flags
 from mnnrepro.toolchain.kernels import SME_INSTRUCTIONS, SYMBOL_LABEL, scan_disassembly
 from mnnrepro.toolchain.records import BuildJob, flag_on
 

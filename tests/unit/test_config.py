@@ -455,7 +455,7 @@ def test_every_runtime_key_an_engine_kind_does_not_read_is_refused_when_the_plan
 def test_the_wheel_reads_mnns_sme2_settings_in_its_own_library():
     """describe_prebuilt reads them from the installed wheel's native libraries (the strings
     of MNN's config keys; an MNN without a setting has no such string)."""
-    from mnnrepro.toolchain.records import describe_prebuilt
+    from mnnrepro.engines.mnn_wheel.kind import describe_prebuilt
 
     record = describe_prebuilt("mnn-pypi", "mnn==3.6.1")
     assert record["reads_settings"] == ["cpu_sme2_neon_division_ratio", "cpu_sme_core_num"]
@@ -466,7 +466,7 @@ def test_the_onnx_runtime_switch_is_refused_where_its_library_would_ignore_it():
     KleidiAI kernel (the x86-64 wheel: nothing to switch off, an equality pair); in an arm64
     library with KleidiAI's kernels and without the key, ONNX Runtime would ignore it and
     leave them on in the baseline: one line naming the key."""
-    from mnnrepro.engines.ort_genai import OrtGenaiEngine
+    from mnnrepro.engines.ort_genai.kind import OrtGenaiEngine
     from mnnrepro.engines.registry import EngineRecord, unread_session_options
 
     variant = variants_of(

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from mnnrepro.design import Design
+from mnnrepro.engines.mnn_wheel.kind import PrebuiltEngine
 from mnnrepro.engines.pairs import modes_of, modes_record
-from mnnrepro.engines.prebuilt import PrebuiltEngine
 from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json, write_json
 from mnnrepro.plan.plan import plan_of

@@ -17,6 +17,8 @@ from conftest import SHORT_BENCH, two_variant_specs
 
 from mnnrepro.config import ConfigError
 from mnnrepro.devices.local import LocalDevice
+from mnnrepro.engines.mnn_source.build import build_engine
+from mnnrepro.engines.mnn_source.kind import BuiltEngine
 from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json, write_json
 from mnnrepro.plan.checks import check_references
@@ -24,7 +26,7 @@ from mnnrepro.runs.benchmark import run_schedule
 from mnnrepro.runs.raw_files import done_record, engine_identity, measurement_key
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.runs.staging import push_receipt
-from mnnrepro.toolchain.cmake import build_engine, run_logged
+from mnnrepro.toolchain.cmake import run_logged
 from mnnrepro.toolchain.records import BuildJob, engine_key
 
 FLAGS = {"MNN_BUILD_LLM": True, "MNN_LOW_MEMORY": True, "MNN_SUPPORT_TRANSFORMER_FUSE": True}
@@ -54,7 +56,7 @@ def test_engine_keys_follow_platform_flags_and_source(checkout):
     tree = {"source": {"path": str(checkout)}}  # the `mnn` section
 
     def key(name, spec, ndk_pin=None):
-        return engine_key(name, spec, "build", "mnn", tree, ndk_pin)
+        return engine_key(name, spec, "build", BuiltEngine.compilers, tree, ndk_pin)
 
     on_host = key("sme2-on", engine("host", MNN_SME2=True))
     assert on_host.startswith("sme2-on-")
@@ -88,7 +90,7 @@ def test_the_compiler_the_flags_name_defines_the_engine_and_must_be_installed(
         compiler.write_text(f"#!/bin/sh\necho '{version}'\n")
         compiler.chmod(0o755)
         spec = engine("host", CMAKE_CXX_COMPILER=compiler.name)
-        return engine_key("e", spec, "build", "mnn", tree)
+        return engine_key("e", spec, "build", BuiltEngine.compilers, tree)
 
     assert key_with("cxx-under-test 16.0.6") != key_with("cxx-under-test 17.0.1")
     source = {"kind": "path", "path": str(checkout), "commit": "c" * 40, "dirty": False}

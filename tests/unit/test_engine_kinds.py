@@ -3,6 +3,7 @@ the workflow asks the kind instead of testing its name."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -10,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from mnnrepro.engines.base import EngineKind
-from mnnrepro.engines.llamacpp import LlamaCppEngine
-from mnnrepro.engines.mnn_build import BuiltEngine
-from mnnrepro.engines.ort_genai import OrtGenaiEngine
-from mnnrepro.engines.prebuilt import PrebuiltEngine
+from mnnrepro.engines.llamacpp.kind import LlamaCppEngine
+from mnnrepro.engines.mnn_source.kind import BuiltEngine
+from mnnrepro.engines.mnn_wheel.kind import PrebuiltEngine
+from mnnrepro.engines.ort_genai.kind import OrtGenaiEngine
 from mnnrepro.engines.registry import KINDS, kind_of_record, kind_of_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +34,7 @@ def test_every_kind_is_registered_once_and_says_what_defines_it():
         OrtGenaiEngine: "onnx",
     }
     assert [k for k in KINDS if k.from_source] == [BuiltEngine, LlamaCppEngine]
-    assert all(k.source_section for k in KINDS if k.from_source)
+    assert all(k.config_section for k in KINDS if k.from_source)
     assert [k for k in KINDS if k.runs_through_runner] == [PrebuiltEngine, OrtGenaiEngine]
     assert [k for k in KINDS if k.sme_switch] == [LlamaCppEngine, OrtGenaiEngine]
     # what a device stages of an engine: a build's files, or its unpacked wheels
@@ -87,7 +88,7 @@ def test_onnx_runtimes_c_api_runner_is_its_engines_choice_and_its_output_is_chec
     """`runner: c-api` gets a gate tool (ort_genai_tool) and leaves the Python runner; the
     tool's bench line becomes the runner's payload (tok/s = tokens / seconds), and a line that
     ran something else than asked, or none, is refused in one line."""
-    from mnnrepro.engines.ort_genai import ToolOutputError, overlay, parse_tool_bench
+    from mnnrepro.engines.ort_genai.kind import ToolOutputError, overlay, parse_tool_bench
 
     c_api = {"ort_genai": {"platform": "host", "runner": "c-api"}}
     python = {"ort_genai": {"platform": "host"}}
@@ -150,12 +151,105 @@ def spelled_outside(pattern: str, allowed) -> list[str]:
     ]
 
 
-def test_no_module_outside_the_kinds_tests_a_kinds_name():
-    """Only engines/ (the kinds) may spell a kind's name in a comparison; the rules, the
-    config's checks and every stage ask the kind (no exemptions)."""
-    names = "(build|prebuilt|llamacpp)"
-    pattern = rf"""(==|!=|\bin\b)\s*\(?["']{names}["']|["']{names}["']\s*(==|!=|in\b)"""
-    assert spelled_outside(pattern, lambda p: p.is_relative_to(PACKAGE / "engines")) == []
+def string_constants(path: Path) -> list[tuple[int, str]]:
+    """(line, value) of every string a module spells, its docstrings aside (they may say where
+    things are); a rule file's quoted strings."""
+    text = path.read_text()
+    if path.suffix == ".smk":
+        return [
+            (text.count("\n", 0, m.start()) + 1, m.group(2))
+            for m in re.finditer(r"""(["'])([^"'\n]*)\1""", text)
+        ]
+    tree = ast.parse(text)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if id(node) not in docstrings
+    ]
+
+
+def kind_packages() -> set[str]:
+    """The module prefixes of the kinds' own packages (mnnrepro.engines.<package>)."""
+    return {kind.__module__.rpartition(".")[0] for kind in KINDS} - {"mnnrepro.engines"}
+
+
+def kind_spellings() -> tuple[set[str], set[str]]:
+    """(the names a kind is selected or recorded by: its kind, config key and source section,
+    as whole strings; its runner files and tool folders, as parts of a string). A source
+    section that is also a model format's name (`mnn`) is the format's (models/formats.py)."""
+    from mnnrepro.engines.registry import RUNNER, RUNNER_MODULES
+    from mnnrepro.models.formats import FORMATS
+
+    names = {n for k in KINDS for n in (k.kind, k.config_key, k.config_section) if n}
+    files = {RUNNER.name, *RUNNER_MODULES}
+    folders = {
+        k.gate_tool_source.relative_to(PACKAGE).as_posix() for k in KINDS if k.gate_tool_source
+    }
+    return names - set(FORMATS), files | folders
+
+
+def kind_spelled_outside_engines(sources=SOURCES, root=ROOT) -> list[str]:
+    """Every string of the package outside engines/, of the rules and of their shims that
+    names a kind, a runner file or a tool folder, and every import of a kind's package from the
+    package outside engines/ (a shim of a kind's own rule, such as convert_gguf_model.py, may
+    import its kind's package: the rule is the kind's)."""
+    names, parts = kind_spellings()
+    packages = tuple(kind_packages())
+    shims = root / "workflow" / "scripts"
+    found = []
+    for path in sources:
+        if path.is_relative_to(PACKAGE / "engines"):
+            continue
+        where = path.relative_to(root)
+        for line, value in string_constants(path):
+            if value in names or any(part in value for part in parts):
+                found.append(f"{where}:{line}: {value!r}")
+        if path.suffix == ".py" and path.parent != shims:
+            for node in ast.walk(ast.parse(path.read_text())):
+                module = getattr(node, "module", None) or ""
+                if isinstance(node, ast.ImportFrom) and module.startswith(packages):
+                    found.append(f"{where}:{node.lineno}: imports {module}")
+    return found
+
+
+def test_nothing_outside_the_kinds_names_a_kind_a_runner_file_or_a_tool_folder():
+    """Only engines/ (the kinds) may spell a kind's name, config key or source section, its
+    runner's files or its tool's folder, or import a kind's package: the rules, the config's
+    checks and every stage ask the kind (engines/registry)."""
+    assert kind_spelled_outside_engines() == []
+
+
+def test_the_spelling_check_finds_a_kind_named_outside_the_kinds(tmp_path):
+    """The check above fails for each way a kind can leak: its name, a runner file, a tool
+    folder, an import of its package (a shim may import its own kind's)."""
+    names, parts = kind_spellings()
+    assert {"llamacpp", "ort-genai", "ort_genai", "prebuilt", "build"} <= names
+    assert {"python_runner.py", "genai_llm.py", "engines/llamacpp/gate_tool"} <= parts
+    assert kind_packages() >= {"mnnrepro.engines.llamacpp", "mnnrepro.engines.ort_genai"}
+    leaks = {
+        "name.py": 'KIND = "ort-genai"\n',
+        "runner.py": 'RUNNER = "engines/runner/python_runner.py"\n',
+        "tool.py": 'TOOL = Path("engines/llamacpp/gate_tool")\n',
+        "imports.py": "from mnnrepro.engines.llamacpp.build import build_engine\n",
+        "rule.smk": 'rule r:\n    input:\n        PLAN.host_tools["llamacpp"],\n',
+        "clean.py": '"""Says llamacpp in a docstring."""\nX = "llamacpp-tree"\n',
+        "workflow/scripts/shim.py": "from mnnrepro.engines.llamacpp.gguf import convert\n",
+    }
+    for name, text in leaks.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    found = kind_spelled_outside_engines([tmp_path / name for name in leaks], tmp_path)
+    flagged = {line.split(":")[0] for line in found}
+    assert flagged == {"name.py", "runner.py", "tool.py", "imports.py", "rule.smk"}
 
 
 def test_no_module_outside_the_device_kinds_tests_a_device_kinds_name():
@@ -170,7 +264,7 @@ def test_no_module_outside_the_device_kinds_tests_a_device_kinds_name():
 
 def test_no_module_tests_a_model_format_or_source_tree_by_name():
     """Model formats are models/formats.py's (FORMATS), source trees the engine kinds'
-    (`source_section`): nothing compares `"gguf"` or `"mnn"`, or lists `("mnn", "llamacpp")`."""
+    (`config_section`): nothing compares `"gguf"` or `"mnn"`, or lists `("mnn", "llamacpp")`."""
     pattern = (
         r"""(==|!=|\bin\b)\s*\(?["'](mnn|gguf)["']|["'](mnn|gguf)["']\s*(==|!=|in\b)"""
         r"""|\(\s*["']mnn["'],\s*["']llamacpp["']\s*\)"""

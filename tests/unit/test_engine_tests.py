@@ -70,7 +70,7 @@ def test_a_crash_and_a_hang_are_the_tests_they_happened_in(tmp_path):
 def test_the_stand_in_suite_is_built_pushed_with_the_engine_and_run(root, tmp_path):
     """The stand-in MNN (tests/data/fake-mnn) with MNN_BUILD_TEST: its run_test.out lands
     below the engine's directory, out of the SME2 kernel check, and runs per named test."""
-    from mnnrepro.toolchain.cmake import build_engine
+    from mnnrepro.engines.mnn_source.build import build_engine
     from mnnrepro.toolchain.records import BuildJob
 
     src = tmp_path / "src"
@@ -81,7 +81,7 @@ def test_the_stand_in_suite_is_built_pushed_with_the_engine_and_run(root, tmp_pa
     engine_dir = tmp_path / "engines" / "fake" / "bin"
     job = BuildJob("fake", source, spec, str(tmp_path / "b"), str(engine_dir), io.StringIO())
     record = build_engine(job)
-    record["kind"] = "build"
+    record = EngineRecord.of({**record, "kind": "build"})
     assert record["test_suite"] == "tests/run_test.out"
     assert "tests/run_test.out" in {f["path"] for f in record["files"]}
     device = LocalDevice("host")

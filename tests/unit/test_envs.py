@@ -109,7 +109,7 @@ def test_the_closure_follows_lazy_imports_programs_and_requirements():
     # run_bench -> runs.benchmark -> runs.precision -> stats imports pandas and scipy
     assert {"pandas", "scipy"} <= bench.distributions
     # the engine runner is a program started with sys.executable: its `import MNN` counts
-    assert "mnnrepro.runs.python_runner" in bench.modules and "mnn" in bench.distributions
+    assert "mnnrepro.engines.runner.python_runner" in bench.modules and "mnn" in bench.distributions
     export = closure.closure_of([by_name["export_mnn_model"].script])
     # llmexport_main is started as a program; llmexport requires torch (metadata, not imports)
     assert {"llmexport", "torch", "onnx"} <= export.distributions

@@ -308,7 +308,7 @@ def wheel_pins(server) -> list[dict]:
 
 
 def test_the_ort_wheels_are_fetched_verified_unpacked_and_read(server, tmp_path):
-    from mnnrepro.toolchain.ort_genai import fetch_ort_genai
+    from mnnrepro.engines.ort_genai.fetch import fetch_ort_genai
 
     record = fetch_ort_genai(
         "linux-arm64", wheel_pins(server), tmp_path / "cache", tmp_path / "site"
@@ -321,7 +321,7 @@ def test_the_ort_wheels_are_fetched_verified_unpacked_and_read(server, tmp_path)
 
 
 def test_an_ort_wheel_whose_hash_differs_is_refused_naming_its_key(server, tmp_path):
-    from mnnrepro.toolchain.ort_genai import WheelError, fetch_ort_genai
+    from mnnrepro.engines.ort_genai.fetch import WheelError, fetch_ort_genai
 
     pins = wheel_pins(server)
     pins[1]["sha256"] = "0" * 64
@@ -387,8 +387,8 @@ def aar_pins(server, library: bytes = ORT_LIBRARY, builder_version: str = "0.15.
 def test_a_phones_ort_libraries_come_from_pinned_aars_and_its_builder_from_the_same_genai(
     server, tmp_path
 ):
+    from mnnrepro.engines.ort_genai.fetch import fetch_ort_genai, genai_library
     from mnnrepro.records import check_record
-    from mnnrepro.toolchain.ort_genai import fetch_ort_genai, genai_library
 
     site = tmp_path / "site"
     record = fetch_ort_genai("android-arm64", aar_pins(server), tmp_path / "cache", site)
@@ -416,7 +416,7 @@ def test_a_phones_ort_libraries_come_from_pinned_aars_and_its_builder_from_the_s
 
 
 def test_a_phones_ort_pins_that_cannot_be_used_are_one_line_naming_the_key(server, tmp_path):
-    from mnnrepro.toolchain.ort_genai import WheelError, fetch_ort_genai
+    from mnnrepro.engines.ort_genai.fetch import WheelError, fetch_ort_genai
 
     def refused(pins, error=WheelError) -> str:
         with pytest.raises(error) as err:

@@ -14,7 +14,9 @@ from conftest import pair_mode
 from mnnrepro.analysis.validity import switch_checks
 from mnnrepro.config import ConfigError
 from mnnrepro.design import variants_of
-from mnnrepro.engines.llamacpp import (
+from mnnrepro.engines.llamacpp.build import changelog_names
+from mnnrepro.engines.llamacpp.gguf_convert_main import declared_pre_tokenizer, update_script_text
+from mnnrepro.engines.llamacpp.kind import (
     LlamaBenchParseError,
     LlamaCppEngine,
     kleidiai_lines,
@@ -22,9 +24,7 @@ from mnnrepro.engines.llamacpp import (
     sme_selected,
 )
 from mnnrepro.engines.registry import EngineRecord, kind_of_record, kind_of_spec
-from mnnrepro.models.gguf_convert_main import declared_pre_tokenizer, update_script_text
 from mnnrepro.plan.checks import check
-from mnnrepro.toolchain.llamacpp import changelog_names
 from mnnrepro.toolchain.records import engine_key
 
 
@@ -147,10 +147,11 @@ def test_the_control_config_is_valid_and_its_mistakes_name_the_key(control_confi
 @pytest.mark.slow
 def test_llama_engine_keys_follow_their_own_source_tree(control_config):
     spec = control_config["engines"]["llama"]
-    key = engine_key("llama", spec, "llamacpp", "llamacpp", control_config["llamacpp"])
+    compilers = LlamaCppEngine.compilers
+    key = engine_key("llama", spec, "llamacpp", compilers, control_config["llamacpp"])
     other = copy.deepcopy(control_config)
     other["llamacpp"]["source"]["sdist"]["sha256"] = "0" * 64
-    assert key != engine_key("llama", spec, "llamacpp", "llamacpp", other["llamacpp"])
+    assert key != engine_key("llama", spec, "llamacpp", compilers, other["llamacpp"])
     assert kind_of_spec(spec) is LlamaCppEngine and kind_of_record({"kind": "llamacpp"}) is (
         LlamaCppEngine
     )
@@ -264,8 +265,8 @@ def sdist(tmp_path, version="0.3.36", commit="0c1e57098"):
 
 
 def test_the_sdist_is_verified_unpacked_and_must_name_its_commit(tmp_path):
+    from mnnrepro.engines.llamacpp.build import provide_source
     from mnnrepro.fetch import FetchError
-    from mnnrepro.toolchain.llamacpp import provide_source
     from mnnrepro.toolchain.source import SourceError
 
     pin = sdist(tmp_path)
@@ -283,7 +284,7 @@ def test_the_sdist_is_verified_unpacked_and_must_name_its_commit(tmp_path):
 def test_a_local_checkout_is_used_in_place_with_its_commit(tmp_path):
     import subprocess
 
-    from mnnrepro.toolchain.llamacpp import provide_source
+    from mnnrepro.engines.llamacpp.build import provide_source
 
     tree = tmp_path / "llama.cpp"
     tree.mkdir()
@@ -303,8 +304,8 @@ def test_a_local_checkout_is_used_in_place_with_its_commit(tmp_path):
 def test_a_linux_arm64_build_without_clang_16_names_the_tool(monkeypatch):
     """Checked before CMake runs (it would fail later with a compiler-test error); which()
     is pointed at an empty PATH so that the tool is missing on any machine."""
+    from mnnrepro.engines.llamacpp.build import cross_args
     from mnnrepro.toolchain import BuildError
-    from mnnrepro.toolchain.llamacpp import cross_args
 
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(BuildError, match="needs `clang-16`, which is not installed"):
@@ -316,7 +317,7 @@ def test_a_host_engine_of_the_quantizers_flags_holds_the_quantizer():
     """One build of one tree and flags: the first used host engine whose flags are
     `llamacpp.quantizer.flags`; another platform or other flags leave the quantizer its own
     build."""
-    from mnnrepro.toolchain.llamacpp import engine_programs, quantizer_engine
+    from mnnrepro.engines.llamacpp.build import engine_programs, quantizer_engine
 
     flags = {"CMAKE_BUILD_TYPE": "None"}
     engines = {
@@ -336,8 +337,8 @@ def test_the_quantizers_flags_give_it_its_own_directory_and_key_in_messages(tmp_
     """`llamacpp.quantizer.flags` (tests/workflow/config-control.yaml builds it unoptimized):
     another build of the quantizer in another directory; none, the directory it always had. A
     flag CMake does not use fails naming the key it came from (a small CMake project here)."""
+    from mnnrepro.engines.llamacpp.build import build_engine, build_quantizer, quantizer_dir
     from mnnrepro.toolchain import BuildError
-    from mnnrepro.toolchain.llamacpp import build_engine, build_quantizer, quantizer_dir
     from mnnrepro.toolchain.records import BuildJob, source_key
 
     tree = {"source": {"path": "/src/llama.cpp"}}  # the `llamacpp` section

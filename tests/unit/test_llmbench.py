@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mnnrepro.engines import llmbench
 from mnnrepro.engines.base import GreedyAsk
+from mnnrepro.engines.mnn_source import llmbench
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llm_bench"
 PAIRS = sorted(p.name.removesuffix(".stdout.txt") for p in DATA.glob("llm_bench_*.stdout.txt"))
@@ -107,7 +107,7 @@ def test_build_args_one_configuration_per_invocation():
 
 
 def test_built_engine_command_sets_its_own_library_path():
-    from mnnrepro.engines.mnn_build import BuiltEngine
+    from mnnrepro.engines.mnn_source.kind import BuiltEngine
 
     engine = BuiltEngine(
         {"engine": "sme2-on", "kind": "build"},
@@ -131,7 +131,7 @@ def test_built_engine_reads_a_real_capture(tmp_path):
     """The reader on llm_bench 3.6.1's real -kv output (JSON + table, cross-checked)."""
     from mnnrepro.devices.base import CommandResult
     from mnnrepro.devices.local import LocalDevice
-    from mnnrepro.engines.mnn_build import BuiltEngine
+    from mnnrepro.engines.mnn_source.kind import BuiltEngine
 
     out = tmp_path / "out.json"
     out.write_text((DATA / "llm_bench_q06kv361.json").read_text())
@@ -159,7 +159,7 @@ def test_the_gate_the_benchmark_and_the_vision_tool_of_a_built_engine_get_identi
     import stat
 
     from mnnrepro.devices.local import LocalDevice
-    from mnnrepro.engines.mnn_build import LEVELS, BuiltEngine, llm_bench_config
+    from mnnrepro.engines.mnn_source.kind import LEVELS, BuiltEngine, llm_bench_config
 
     model = tmp_path / "model"
     model.mkdir()
@@ -225,7 +225,7 @@ def test_mnns_sme2_settings_reach_llm_bench_and_the_gate_alike():
     """A variant's cpu_sme_core_num and division ratio: llm_bench's -scn and -mr, and the
     gate's config.json the same values; absent, llm_bench keeps its defaults (2, 41), which
     the gate's config spells out."""
-    from mnnrepro.engines.mnn_build import BuiltEngine, llm_bench_config
+    from mnnrepro.engines.mnn_source.kind import BuiltEngine, llm_bench_config
 
     engine = BuiltEngine({"engine": "on", "kind": "build"}, {"engines": {"on": "/e"}})
     bench = {"prompt_tokens": 64, "generate_tokens": 8}

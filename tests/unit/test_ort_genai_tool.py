@@ -1,4 +1,4 @@
-"""ort_genai_tool's declarations of genai's C API (toolchain/ort_genai_tool/oga_api.h) against
+"""ort_genai_tool's declarations of genai's C API (engines/ort_genai/gate_tool/oga_api.h) against
 the header of the version a phone runs: onnxruntime-genai 0.15.2's ort_genai_c.h, as its
 Android archive ships it (tests/data/ort_genai/ort_genai_c-0.15.2.h: `headers/ort_genai_c.h`
 of package/Plugins/Android/onnxruntime-genai.aar in the pinned npm tarball
@@ -14,7 +14,8 @@ import subprocess
 
 import pytest
 
-from mnnrepro.toolchain.tools import GATE_COMMON, ORT_GENAI_TOOL_SOURCE
+from mnnrepro.engines.ort_genai.c_api_runner import TOOL_SOURCE as ORT_GENAI_TOOL_SOURCE
+from mnnrepro.toolchain.tools import GATE_COMMON
 
 pytestmark = [
     pytest.mark.slow,

@@ -17,9 +17,9 @@ from mnnrepro.analysis.prediction import CostModel, cycles, predict_pair, weight
 from mnnrepro.analysis.token_work import mixes, per_token
 from mnnrepro.config import ConfigError
 from mnnrepro.devices.instruction_mix import CLASSES
-from mnnrepro.engines.llamacpp import LlamaCppEngine
-from mnnrepro.engines.mnn_build import BuiltEngine
-from mnnrepro.engines.prebuilt import PrebuiltEngine
+from mnnrepro.engines.llamacpp.kind import LlamaCppEngine
+from mnnrepro.engines.mnn_source.kind import BuiltEngine
+from mnnrepro.engines.mnn_wheel.kind import PrebuiltEngine
 from mnnrepro.errors import DataError
 from mnnrepro.models.shapes import SHAPES
 from mnnrepro.plan.prediction import prediction_problems

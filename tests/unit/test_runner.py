@@ -7,7 +7,7 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from mnnrepro.runs.genai_llm import version_beside
+from mnnrepro.engines.runner.genai_llm import version_beside
 from mnnrepro.runs.staging import RUNNER
 
 

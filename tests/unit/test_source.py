@@ -156,6 +156,6 @@ def test_a_patch_makes_another_source_and_engine_key(repo, tmp_path):
     spec = {"build": {"platform": "host", "flags": {}}}
     assert source_key(base) != source_key(patched)
     assert source_key(base) == source_key({**base, "patches": []})
-    assert engine_key("e", spec, "build", "mnn", base) != engine_key(
-        "e", spec, "build", "mnn", patched
+    assert engine_key("e", spec, "build", source=base) != engine_key(
+        "e", spec, "build", source=patched
     )

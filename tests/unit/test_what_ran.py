@@ -13,7 +13,7 @@ import pandas as pd
 from mnnrepro.analysis.summary import run_problems
 from mnnrepro.analysis.tables import cpufreq_summary, settings_mismatch, timing_plausible
 from mnnrepro.devices.base import parse_cpufreq
-from mnnrepro.engines.llmbench import settings_ran
+from mnnrepro.engines.mnn_source.llmbench import settings_ran
 from mnnrepro.runs.staging import RUNNER
 
 CAPTURED = Path(__file__).resolve().parents[2] / "tests" / "data" / "llm_bench"
@@ -109,7 +109,7 @@ def test_the_python_runner_decodes_in_the_prompts_context(tiny_model, tmp_path):
 
 def test_the_engine_feature_line_is_read_as_values_not_as_a_mention():
     """MNN prints `sme2: 0` and `sme2: 1` alike: a check for the word passes on both."""
-    from mnnrepro.engines.base import supported_features
+    from mnnrepro.engines.device_io import supported_features
 
     captured = (CAPTURED / "llm_bench_kv361.stdout.txt").read_text().splitlines()
     line = next(x for x in captured if "The device supports" in x)

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from conftest import copy_repository, pypi_reachable, run_snakemake, without_replay_section
 
-from mnnrepro.models.onnx_genai import ConversionError, convert
+from mnnrepro.engines.ort_genai.onnx_genai import ConversionError, convert
 from mnnrepro.models.synthetic import make_model
 
 pytestmark = [

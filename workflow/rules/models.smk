@@ -87,22 +87,25 @@ rule export_mnn_model:
 # The control engine's model: the same checkpoint in GGUF, Q4_0 (the type KleidiAI's kernels
 # take), with the llama.cpp tree's own converter and quantizer: a host engine's build of the
 # quantizer's flags holds llama-quantize; else this rule builds it alone.
+QUANTIZER_DIR = PLAN.host_tools["quantizer_dir"]
+
+
 rule build_llamacpp_quantizer:
     input:
-        source=PLAN.sources.section_receipts["llamacpp"],
+        source=PLAN.host_tools["quantizer_source"],
     output:
-        record=f"{PLAN.quantizer_dir}.json",
-        tool=directory(PLAN.quantizer_dir),
+        record=f"{QUANTIZER_DIR}.json",
+        tool=directory(QUANTIZER_DIR),
     log:
-        f"logs/build_llamacpp_quantizer/{Path(PLAN.quantizer_dir).name}.log",
+        f"logs/build_llamacpp_quantizer/{Path(QUANTIZER_DIR).name}.log",
     benchmark:
-        f"logs/build_llamacpp_quantizer/{Path(PLAN.quantizer_dir).name}.benchmark.tsv"
+        f"logs/build_llamacpp_quantizer/{Path(QUANTIZER_DIR).name}.benchmark.tsv"
     conda:
         "../../envs/build.yaml"
     threads: all_cores()
     params:
-        build_dir=f"resources/build/{Path(PLAN.quantizer_dir).name}",
-        flags=PLAN.settings.quantizer_flags,
+        build_dir=f"resources/build/{Path(QUANTIZER_DIR).name}",
+        flags=PLAN.host_tools["quantizer_flags"],
     message:
         "Building llama.cpp's llama-quantize for this host"
     script:
@@ -112,8 +115,8 @@ rule build_llamacpp_quantizer:
 rule convert_gguf_model:
     input:
         hf=PLAN.checkpoint,
-        source=PLAN.sources.section_receipts["llamacpp"],
-        quantizer=PLAN.quantizer_bin,
+        source=PLAN.host_tools["quantizer_source"],
+        quantizer=PLAN.host_tools["quantizer_bin"],
     output:
         model=directory(PLAN.gguf_model_dir),
         record="results/models/{model}/gguf.json",
@@ -139,7 +142,7 @@ rule convert_gguf_model:
 rule convert_onnx_model:
     input:
         hf=PLAN.checkpoint,
-        site=PLAN.builder_site,
+        site=PLAN.host_tools["builder_site"],
     output:
         model=directory(PLAN.onnx_model_dir),
         record="results/models/{model}/onnx.json",

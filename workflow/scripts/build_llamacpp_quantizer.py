@@ -1,6 +1,6 @@
+from mnnrepro.engines.llamacpp.build import build_quantizer
 from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
-from mnnrepro.toolchain.llamacpp import build_quantizer
 
 log = log_to(snakemake.log[0])
 record = build_quantizer(

@@ -1,6 +1,6 @@
+from mnnrepro.engines.llamacpp.gguf import convert
 from mnnrepro.files import read_json, write_json
 from mnnrepro.logs import log_to
-from mnnrepro.models.gguf import convert
 
 log = log_to(snakemake.log[0])
 record = convert(

@@ -1,6 +1,6 @@
+from mnnrepro.engines.ort_genai.onnx_genai import convert
 from mnnrepro.files import write_json
 from mnnrepro.logs import log_to
-from mnnrepro.models.onnx_genai import convert
 
 log = log_to(snakemake.log[0])
 model = snakemake.wildcards.model

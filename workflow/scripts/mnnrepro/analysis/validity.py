@@ -6,7 +6,7 @@ from mnnrepro.analysis.attribution import execution_checks
 from mnnrepro.analysis.correctness import TEACHER_FORCED_RULE, GateRule, compare_answers
 from mnnrepro.analysis.engine_tests import engine_tests_check
 from mnnrepro.design import Design
-from mnnrepro.engines.base import supported_features
+from mnnrepro.engines.device_io import supported_features
 from mnnrepro.engines.pairs import Pair
 
 

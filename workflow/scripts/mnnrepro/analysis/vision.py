@@ -2,7 +2,7 @@
 
 The article's demonstration is a photo question in MNN Chat; `llm_bench` (the article's
 measurement) has no image input. For a model with a vision encoder every benchmark
-invocation also asks each image of `bench.vision.images` once (runs/python_runner.py):
+invocation also asks each image of `bench.vision.images` once (engines/runner/python_runner.py):
 
 * `vision`: the image encoder (a ViT: large matrix products, where SME2's outer products
   should help most), by the engine's own timer; tok/s = image tokens / s, and MP/s from the

@@ -13,18 +13,10 @@ Rules, staging, identity, verdict and validity ask the kind (engines.registry), 
 
 from __future__ import annotations
 
-import json
-import logging
-import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mnnrepro.errors import ReproError
-from mnnrepro.toolchain.kernels import can_have_sme2
-from mnnrepro.toolchain.records import BuildJob
-
-log = logging.getLogger(__name__)
+from mnnrepro.toolchain.records import PLATFORM_COMPILERS, BuildJob
 
 
 @dataclass(frozen=True)
@@ -49,14 +41,18 @@ class EngineKind:
     record_name = ""  # the record its rules write under results/engines/<key>/
     from_source = False  # built here: build rules, a gate tool, the kernel checks
     model_format = "mnn"  # the directory under results/models/<model>/ it reads
-    runs_through_runner = False  # run by runs/python_runner.py: measurements depend on it
-    runner_modules: tuple[str, ...] = ()  # what the runner imports for it, staged beside it
+    runs_through_runner = False  # run by a Python runner program: measurements depend on it
+    runner_program: Path | None = None  # that program (engines/runner/python_runner.py)
+    runner_modules: tuple[Path, ...] = ()  # what the runner imports for it, staged beside it
+    gate_tool_source: Path | None = None  # the sources of its gate tool (build_gate_tool)
     takes_images = False  # its benchmark asks the image questions (bench.vision; runs/vision.py)
     # the program beside its gate tool that asks them after the benchmark (vision_command);
     # "": the benchmark command asks them itself
     vision_tool = ""
 
-    source_section = ""  # a from-source kind: the top-level config key of its source tree
+    # the top-level config section it reads besides `engines`: a from-source kind's source
+    # tree, a fetched kind's pinned archives ("": none)
+    config_section = ""
     # what switches the kind's SME kernels off in the same binary (an environment variable,
     # or a runtime setting: switch_value), whose pairs get the switch's checks instead of
     # MNN's kernel checks
@@ -75,7 +71,9 @@ class EngineKind:
     sme2_vector_lengths_bits: tuple[int, ...] = ()
     # environment variables the engine reads as integers (atoi: a word there is silently 0)
     integer_env: tuple[str, ...] = ()
-    # a from-source kind: what its `<source_section>` must give (for the message)
+    # a from-source kind: the compiler per platform whose version defines a build (engine_key)
+    compilers: dict[str, str] = PLATFORM_COMPILERS
+    # a from-source kind: what its `<config_section>` must give (for the message)
     source_forms = ""
     # the keys of a variant's `runtime` its engines read (MNN's SME2 settings, where its
     # binaries do: the record's `reads_settings`); any other is refused when the plan is made
@@ -113,8 +111,8 @@ class EngineKind:
         )
         if without:
             return [
-                f"config key `{cls.source_section}.source`: engines {without} are built "
-                f"from source; give `{cls.source_section}.source` ({cls.source_forms}), or "
+                f"config key `{cls.config_section}.source`: engines {without} are built "
+                f"from source; give `{cls.config_section}.source` ({cls.source_forms}), or "
                 f"each engine its own `engines.<name>.{cls.config_key}.source`"
             ]
         return []
@@ -122,7 +120,7 @@ class EngineKind:
     @classmethod
     def tree_of(cls, spec: dict, section: dict) -> dict:
         """The source tree an engine of this kind is built from: the config's
-        `<source_section>` (section), with the engine's own `source`, `patches` and `kleidiai`
+        `<config_section>` (section), with the engine's own `source`, `patches` and `kleidiai`
         (`engines.<name>.<config_key>`) in place of the tree's where it names them."""
         tree = dict(section)
         own = spec.get(cls.config_key, {})
@@ -149,6 +147,40 @@ class EngineKind:
     ) -> dict:
         """A from-source kind: its correctness gate's token-id tool, against its libraries."""
         raise NotImplementedError
+
+    @classmethod
+    def suite_command(cls, engine_dir: str, suite: str, name: str, settings: dict) -> list[str]:
+        """The command that runs one named test of its own suite (test_suite) on a device."""
+        raise NotImplementedError
+
+    @classmethod
+    def host_tools(cls, section: dict, engines: dict[str, dict], keys: dict[str, str]) -> dict:
+        """What its models' conversion needs on this host, by name (PLAN.host_tools, which its
+        conversion rules read): from its config section, the measured engines of its kind
+        (name -> config entry, in order) and every engine's key."""
+        return {}
+
+    @classmethod
+    def archive_pins(cls, spec: dict, section: dict) -> list[dict] | dict:
+        """A kind that fetches archives (`fetches_archives`): the pins one engine is made of,
+        from its config section."""
+        raise NotImplementedError
+
+    @classmethod
+    def describe(cls, name: str, spec: dict) -> dict:
+        """A kind installed in the workflow's env (`describe_engine`): its record, checked."""
+        raise NotImplementedError
+
+    @classmethod
+    def downloads(cls, spec: dict, section: dict) -> list[tuple[str, str]]:
+        """What its own fetch rule downloads for one engine, as the dry run says it: (the rule,
+        what). A from-source kind's trees are fetch_source's (plan/overview.tree_downloads)."""
+        return []
+
+    @classmethod
+    def runner_name(cls, spec: dict) -> str:
+        """What runs an engine of the kind on a device, where the kind offers a choice."""
+        return ""
 
     @classmethod
     def identity(cls, record: dict) -> dict:
@@ -232,169 +264,3 @@ class EngineKind:
         """Greedy answers per prompt (token ids, top-k logits per step) with the runtime its
         benchmark applies for a P = ask.prompt_tokens prompt (GreedyAsk)."""
         raise NotImplementedError
-
-
-class BuiltFromSource(EngineKind):
-    """What the kinds built here share: build.json, a directory of files staged on the device
-    under the engine's key and run with LD_LIBRARY_PATH set to it alone, and SME2 only where
-    the build's architecture has it."""
-
-    record_name = "build.json"
-    from_source = True
-    stages_files = True
-
-    def __init__(self, record: dict, receipt: dict):
-        self.record = record
-        self.dir = receipt["engines"][record["engine"]]
-
-    @classmethod
-    def provide_source(cls, tree: dict, cache) -> dict:
-        """The kind's source tree (its `<source_section>` config: source, kleidiai, patches)
-        in the cache directory, verified; returns the receipt every build of it reads."""
-        raise NotImplementedError
-
-    @classmethod
-    def identity(cls, record: dict) -> dict:
-        """What a kept measurement of this build stays valid for: what went into it (kind,
-        platform, flags, commit, a dirty tree) and the files it made, not when it was built."""
-        source = record.get("source", {})
-        return {
-            "kind": cls.kind,
-            "platform": record["platform"],
-            "flags": record.get("flags", {}),
-            "commit": source.get("commit"),
-            "dirty": source.get("dirty", False),
-            "files": files_of(record),
-            **cls.source_identity(source),
-        }
-
-    @classmethod
-    def source_identity(cls, source: dict) -> dict:
-        """What else of its source tree a kind's builds are measured against."""
-        return {}
-
-    @classmethod
-    def device_files(cls, record: dict, receipt: dict) -> dict[str, str]:
-        return staged_files(record, receipt)
-
-    @classmethod
-    def sme2_impossible(cls, record: dict) -> bool:
-        return not can_have_sme2(record)
-
-    @classmethod
-    def profiled_libraries(cls, record: dict, built_dir: str, device) -> dict[str, str]:
-        # the files the workflow built (the device runs the same bytes, staged by hash)
-        return {
-            Path(f["path"]).name: str(Path(built_dir) / f["path"])
-            for f in record["files"]
-            if ".so" in Path(f["path"]).name
-        }
-
-    def tool_greedy(self, device, ask: GreedyAsk, argv_of, engine_of) -> dict:
-        """The gate tool's answers (tool_answers) with this engine's libraries: argv_of gives
-        its command line, engine_of(first successful run) what it says of the engine."""
-        run_env = {**(ask.env or {}), **self.library_env()}
-        answers, first = tool_answers(
-            device, ask.prompts, ask.forced, argv_of, run_env, ask.timeout
-        )
-        return {
-            "kind": "greedy",
-            "unit": "token ids",
-            "runtime": ask.runtime,
-            "env": ask.env or {},
-            "answers": answers,
-            "engine": engine_of(first),
-        }
-
-    def library_env(self) -> dict:
-        return {"LD_LIBRARY_PATH": self.dir}
-
-
-FEATURE = re.compile(r"(\w+)\s*:\s*([01])\b")
-
-
-def supported_features(line: str) -> dict[str, bool]:
-    """MNN's `The device supports: i8sdot:0, fp16:0, i8mm: 0, sve2: 0, sme2: 0` -> fields
-    ({"sme2": False, ...}); {} where there is no such line. Read as values, never as text:
-    the line names `sme2` whether or not the CPU has it."""
-    _, found, rest = line.partition("supports:")
-    return {k: v == "1" for k, v in FEATURE.findall(rest)} if found else {}
-
-
-def staged_files(record: dict, receipt: dict) -> dict[str, str]:
-    """Device path -> sha256 of an engine's files staged under its key (a build's, or unpacked
-    wheels: EngineKind.stages_files), where the push receipt put them."""
-    base = receipt["engines"][record["engine"]]
-    return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}
-
-
-def files_of(record: dict) -> list[tuple[str, str]]:
-    return sorted((f["path"], f["sha256"]) for f in record["files"])
-
-
-class BenchError(ReproError, RuntimeError):
-    pass
-
-
-GATE_TOP_K = 8  # logits kept per step: mnn_greedy's default, the Python runner's TOP_K
-
-
-def command_record(argv: list[str], env: dict | None, result) -> dict:
-    """What ran, so that it can be repeated by hand: argv, the variables set for it, and the
-    exact shell line on the device (every word quoted)."""
-    return {"argv": [str(a) for a in argv], "env": dict(env or {}), "line": result.command_line}
-
-
-def crashed_answer(device, prompt: str, argv: list[str], result) -> dict:
-    """On an emulated device a crash is what the check found; elsewhere it is an error."""
-    last = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
-    if not device.emulated:
-        why = "timed out" if result.returncode is None else f"exit code {result.returncode}"
-        raise BenchError(
-            f"device {device.name}: the correctness gate's greedy run failed ({why}: {last}); "
-            "rerun to ask again (what was measured is kept)\n$ "
-            + " ".join(argv) + "\n" + result.stderr[-4000:]
-        )  # fmt: skip
-    log.warning("%s crashed on prompt %r: %s", device.name, prompt, last)
-    return {"prompt": prompt, "tokens": [], "crashed": last}
-
-
-def tool_answers(device, prompts, forced, argv_of, env: dict, timeout: float):
-    """A gate tool's answers (token ids, top-k logits per step), one process per prompt so
-    that a crash is its prompt's. argv_of(prompt file, output file, forced-tokens file or None)
-    gives the tool's command line; env is the whole environment it runs with. Returns the
-    answers and the first successful run's result (whose output names the engine's features)."""
-    answers, first = [], None
-    for i, prompt in enumerate(prompts):
-        prompt_path, out = device.scratch(f"prompt-{i}.txt"), device.scratch(f"greedy-{i}.json")
-        device.put_text(prompt + "\n", prompt_path)
-        forced_path = None
-        if forced is not None and forced[i] is not None:  # None: the prompt's own answer
-            forced_path = device.scratch(f"forced-{i}.txt")
-            device.put_text(" ".join(map(str, forced[i])) + "\n", forced_path)
-        argv = argv_of(prompt_path, out, forced_path)
-        result = device.run(argv, timeout=timeout, env=env)
-        command = command_record(argv, env, result)
-        if not result.ok:
-            answers.append({**crashed_answer(device, prompt, argv, result), "command": command})
-            continue
-        answer = json.loads(fetch_text(device, out))["answers"][0]
-        answers.append(
-            {
-                "prompt": prompt,
-                "tokens": answer["tokens"],
-                "steps": answer["steps"],
-                "prompt_tokens": answer["prompt_tokens"],
-                **({"forced_tokens": answer["forced_tokens"]} if forced_path else {}),
-                "command": command,
-            }
-        )
-        first = first or result
-    return answers, first
-
-
-def fetch_text(device, path: str) -> str:
-    with tempfile.TemporaryDirectory() as tmp:
-        local = Path(tmp) / "out"
-        device.fetch(path, local)
-        return local.read_text(encoding="utf-8")

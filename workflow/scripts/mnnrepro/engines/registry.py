@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mnnrepro.engines.base import EngineKind
-from mnnrepro.engines.llamacpp import LlamaCppEngine
-from mnnrepro.engines.mnn_build import BuiltEngine
-from mnnrepro.engines.ort_genai import OrtGenaiEngine
-from mnnrepro.engines.prebuilt import PrebuiltEngine
+from mnnrepro.engines.llamacpp.kind import LlamaCppEngine
+from mnnrepro.engines.mnn_source.kind import BuiltEngine
+from mnnrepro.engines.mnn_wheel.kind import PrebuiltEngine
+from mnnrepro.engines.ort_genai.kind import OrtGenaiEngine
 
 if TYPE_CHECKING:
     from mnnrepro.design import Variant
@@ -21,6 +22,13 @@ KINDS: tuple[type[EngineKind], ...] = (
     LlamaCppEngine,
     OrtGenaiEngine,
 )
+
+# the Python runner program (one, shared by the kinds that run through it) and, by file name,
+# every module a kind's runner imports: staged beside it, where Python finds them
+(RUNNER,) = {kind.runner_program for kind in KINDS if kind.runner_program}
+RUNNER_MODULES: dict[str, Path] = {m.name: m for kind in KINDS for m in kind.runner_modules}
+# every kind's gate tool sources (a folder each), in the kinds' order
+GATE_TOOL_SOURCES: tuple[Path, ...] = tuple(k.gate_tool_source for k in KINDS if k.gate_tool_source)
 
 
 def kind_of_record(record: Mapping) -> type[EngineKind]:
@@ -72,7 +80,7 @@ def engine_for(record: EngineRecord, receipt: dict) -> EngineKind:
 def kind_of_tree(tree: str) -> type[EngineKind]:
     """The from-source kind whose source tree `tree` is (its config section)."""
     for kind in KINDS:
-        if kind.from_source and kind.source_section == tree:
+        if kind.from_source and kind.config_section == tree:
             return kind
     raise ValueError(f"no engine kind is built from a source tree named {tree!r}")
 

@@ -2,7 +2,7 @@
 the operations of a prompt token and of an image token. layout.json of the models stage
 (`describe_model_layout`); analysis/mechanism.py divides the measured read bandwidth by the
 bytes per token (the decode ceiling) and the prompt's operations by prefill's time. A GGUF
-model's layout is models/gguf_convert_main.py's.
+model's layout is engines/llamacpp/gguf_convert_main.py's.
 
 Bytes a decode step reads (`decode_bytes_per_token`):
 * counted: the language model's weight file (`llm_weight` of config.json, default

@@ -65,7 +65,7 @@ def source_of(config: dict, engine: str) -> tuple[str, ...]:
         raise ConfigError(f"--engine {engine!r}: a {kind.kind} engine is not built from source")
     if "source" in spec[kind.config_key]:
         return ("engines", engine, kind.config_key, "source")
-    return (kind.source_section, "source")
+    return (kind.config_section, "source")
 
 
 def repository(config: dict, where: tuple[str, ...]) -> str:

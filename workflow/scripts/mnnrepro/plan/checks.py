@@ -155,7 +155,7 @@ def variant_problems(config: dict) -> list[str]:
     for name, spec in sorted(engines.items()):
         by_kind.setdefault(kind_of_spec(spec), {})[name] = spec
     for kind, of_kind in by_kind.items():
-        tree = config.get(kind.source_section, {}) if kind.from_source else {}
+        tree = config.get(kind.config_section, {}) if kind.from_source else {}
         problems += kind.config_problems(of_kind, tree, config.get("models", {}))
     for m, spec in config.get("models", {}).items():
         if "checkpoint" in spec and "modelscope" not in spec:
@@ -237,7 +237,7 @@ def missing_local_paths(config: dict) -> list[str]:
     """Local directories the config names that do not exist (relative to the working
     directory): said before any job, naming the key, instead of a rule that cannot run."""
     named = []
-    for section in sorted({kind.source_section for kind in KINDS if kind.from_source}):
+    for section in sorted({kind.config_section for kind in KINDS if kind.from_source}):
         source = config.get(section, {}).get("source", {})
         if "path" in source:
             named.append((f"{section}.source.path", source["path"]))
@@ -263,7 +263,7 @@ def patch_pin_problems(config: dict) -> list[str]:
     sha256 when the config is read: a dry run names an edited or missing patch by its key,
     before any fetch or build (fetch_source checks it again where it applies it)."""
     pinned = []
-    for section in sorted({kind.source_section for kind in KINDS if kind.from_source}):
+    for section in sorted({kind.config_section for kind in KINDS if kind.from_source}):
         pinned += [(f"{section}.patches", config.get(section, {}).get("patches", []))]
     for name, spec in sorted(config.get("engines", {}).items()):
         kind = kind_of_spec(spec)

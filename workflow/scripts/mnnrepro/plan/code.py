@@ -75,11 +75,10 @@ def code_of(script: Path, scripts: Path) -> str:
     return digest.hexdigest()
 
 
-def tool_digests(toolchain: Path) -> tuple[str, str]:
-    """The sources of the gate tools and of the bandwidth probe, each hashed: an edit of one
-    rebuilds it, not the engines."""
-    gate_tools = "".join(
-        code_digest(toolchain / tool, ("*.cpp", "*.hpp", "*.h", "*.txt"))
-        for tool in ("greedy_tool", "llama_gate_tool", "ort_genai_tool", "gate_common")
+def tool_digests(gate_tools: tuple[Path, ...], shared: Path, probe: Path) -> tuple[str, str]:
+    """The sources of the gate tools (each kind's folder, and the code they share) and of the
+    bandwidth probe, each hashed: an edit of one rebuilds it, not the engines."""
+    gate_code = "".join(
+        code_digest(folder, ("*.cpp", "*.hpp", "*.h", "*.txt")) for folder in (*gate_tools, shared)
     )
-    return gate_tools, code_digest(toolchain / "bandwidth_probe", ("*.c", "*.txt"))
+    return gate_code, code_digest(probe, ("*.c", "*.txt"))

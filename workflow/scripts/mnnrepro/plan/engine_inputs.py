@@ -5,9 +5,7 @@ names, kinds, keys and source trees they read)."""
 from __future__ import annotations
 
 from mnnrepro.config import canonical
-from mnnrepro.engines.ort_genai import runner_of
 from mnnrepro.engines.registry import kind_of_spec
-from mnnrepro.toolchain.ort_genai import section_of
 from mnnrepro.toolchain.records import engine_key
 
 
@@ -36,15 +34,14 @@ class EngineInputs:
             return engine_key(name, {**spec, "wheels": self.archive_pins_of(spec), **ndk})
         if not kind.from_source:
             return engine_key(name, spec)
-        tree = kind.tree_of(spec, self.config.get(kind.source_section, {}))
+        tree = kind.tree_of(spec, self.config.get(kind.config_section, {}))
         ndk_pin = self.settings.ndk_pin
-        return engine_key(name, spec, kind.config_key, kind.source_section, tree, ndk_pin)
+        return engine_key(name, spec, kind.config_key, kind.compilers, tree, ndk_pin)
 
     def archive_pins_of(self, spec: dict) -> list[dict] | dict:
-        """The pins of an engine that runs fetched libraries (its platform's:
-        `ort_genai.wheels.<platform>`, or `ort_genai.aars.<platform>` for Android)."""
-        platform = kind_of_spec(spec).platform(spec)
-        return self.config["ort_genai"][section_of(platform)][platform]
+        """The pins of an engine that runs fetched libraries (its kind's archive_pins)."""
+        kind = kind_of_spec(spec)
+        return kind.archive_pins(spec, self.config[kind.config_section])
 
     def archive_pins(self, wildcards) -> list[dict] | dict:
         """The pins the engine {engine} is made of."""
@@ -57,8 +54,9 @@ class EngineInputs:
         return kind_of_spec(spec).platform(spec)
 
     def fetched_runner(self, wildcards) -> str:
-        """What runs a wheels engine on the device (`ort_genai.runner`: python or c-api)."""
-        return runner_of(self.config["engines"][self.engine_of_key[wildcards.engine]])
+        """What runs a fetched engine on the device (its kind's runner_name)."""
+        spec = self.config["engines"][self.engine_of_key[wildcards.engine]]
+        return kind_of_spec(spec).runner_name(spec)
 
     def waiting_functions(self, wildcards=None) -> dict[str, str]:
         """Variant -> its engine kind's waiting functions (EngineKind.waiting_functions): what

@@ -221,15 +221,13 @@ def downloads(plan) -> list[tuple[str, str]]:
     for engine in plan.built_engines:
         kind, spec = plan.engine_kinds[engine], config["engines"][engine]
         found += tree_downloads(
-            kind.source_section, kind.tree_of(spec, config.get(kind.source_section, {}))
+            kind.config_section, kind.tree_of(spec, config.get(kind.config_section, {}))
         )
         if kind.platform(spec) == "android-arm64":
             found.append(ndk)
     for engine in plan.fetched_engines:
         kind, spec = plan.engine_kinds[engine], config["engines"][engine]
-        archives = len(plan.archive_pins_of(spec))  # wheels, or AARs and genai's wheel
-        what = f"ONNX Runtime GenAI for {kind.platform(spec)} ({archives} pinned archives)"
-        found.append(("fetch_ort_genai", what))
+        found += kind.downloads(spec, config[kind.config_section])
         if kind.platform(spec) == "android-arm64":  # its C API tool is built with the NDK
             found.append(ndk)
     if any(plan.device_kinds[d].needs_userland for d in plan.devices):

@@ -22,7 +22,13 @@ from mnnrepro.design import SECTIONS as DESIGN_SECTIONS
 from mnnrepro.design import Design
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.pairs import Pair
-from mnnrepro.engines.registry import kind_of_spec
+from mnnrepro.engines.registry import (
+    GATE_TOOL_SOURCES,
+    KINDS,
+    RUNNER,
+    RUNNER_MODULES,
+    kind_of_spec,
+)
 from mnnrepro.files import where_run
 from mnnrepro.models.formats import FORMATS
 from mnnrepro.models.spec import Model
@@ -34,7 +40,7 @@ from mnnrepro.plan.prediction import prediction_inputs
 from mnnrepro.plan.settings import Settings
 from mnnrepro.plan.sources import SourceTrees
 from mnnrepro.sweep_plan import sweep_points, thread_nums
-from mnnrepro.toolchain.llamacpp import quantizer_dir, quantizer_engine
+from mnnrepro.toolchain.tools import GATE_COMMON, PROBE_SOURCE
 
 # the layout file of each model format: MNN's (describe_model_layout), GGUF's (its conversion)
 LAYOUT_FILES = {name: f.layout_file for name, f in FORMATS.items()}
@@ -53,12 +59,11 @@ class Plan(EngineInputs):
         self.scripts = scripts
         # the device-side runner holds the timing loop (with the module it imports for ONNX
         # Runtime GenAI): an input of every run
-        self.engine_runner = [
-            where_run(scripts / "mnnrepro/runs" / name)
-            for name in ("python_runner.py", "runner_timing.py", "genai_llm.py")
-        ]
+        self.engine_runner = [where_run(p) for p in (RUNNER, *RUNNER_MODULES.values())]
         # the gate tools' and the bandwidth probe's sources: an edit rebuilds them, not MNN
-        self.gate_tool_code, self.probe_code = tool_digests(scripts / "mnnrepro/toolchain")
+        self.gate_tool_code, self.probe_code = tool_digests(
+            GATE_TOOL_SOURCES, GATE_COMMON, PROBE_SOURCE
+        )
         self.models = sorted(config["models"])
         self.devices = sorted(config["devices"])
         self.device_kinds = {n: device_kind(n, s) for n, s in config["devices"].items()}
@@ -99,21 +104,14 @@ class Plan(EngineInputs):
         # engine differently never overwrite each other's builds
         self.engine_keys = {n: self._engine_key(n, s) for n, s in config["engines"].items()}
         self.engine_of_key = {key: name for name, key in self.engine_keys.items()}
-        # genai's model builder: the one in the first such engine's unpacked wheels
-        self.builder_site = (
-            f"results/engines/{self.engine_keys[self.fetched_engines[0]]}/bin"
-            if self.fetched_engines
-            else []
-        )
         self.sources = SourceTrees(config, self.engine_kinds, self.built_engines)
-        # llama-quantize for this host: a host engine's build of the same flags holds it, else
-        # its own build (quantizer_dir)
-        llamacpp, flags = config.get("llamacpp", {}), self.settings.quantizer_flags
-        self.quantizer_dir = quantizer_dir(llamacpp, flags)
-        holder = quantizer_engine(config["engines"], self.used_engines, flags)
-        self.quantizer_bin = (
-            f"results/engines/{self.engine_keys[holder]}/bin" if holder else self.quantizer_dir
-        )
+        # what the kinds' conversions need on this host, by name (llama.cpp's quantizer, genai's
+        # model builder)
+        self.host_tools = {}
+        for kind in KINDS:
+            own = {e: config["engines"][e] for e in used if kinds[e] is kind}
+            section = config.get(kind.config_section, {})
+            self.host_tools.update(kind.host_tools(section, own, self.engine_keys))
         self.engine_formats = {n: k.model_format for n, k in self.engine_kinds.items()}
         self.model_formats = sorted(set(self.engine_formats.values()))
 

@@ -21,7 +21,6 @@ class Settings:
     ndk_pin: dict  # toolchains.ndk: the NDK's URL and checksum
     emulation_pins: dict  # toolchains.emulation: QEMU's packages and their hashes
     emulation_reference: str  # emulation.reference: the device emulated CPUs are checked against
-    quantizer_flags: dict  # llamacpp.quantizer.flags: llama-quantize's own options
     remeasure: str  # --config remeasure=...: which kept invocations to measure again
     prediction: dict  # the phone's gain predicted from the emulated mix (empty: none)
 
@@ -39,9 +38,6 @@ class Settings:
             ndk_pin=canonical(toolchains.get("ndk", {})),
             emulation_pins=canonical(toolchains.get("emulation", {})),
             emulation_reference=config.get("emulation", {}).get("reference", ""),
-            quantizer_flags=canonical(
-                config.get("llamacpp", {}).get("quantizer", {}).get("flags", {})
-            ),
             remeasure=str(config.get("remeasure", "")),
             prediction=canonical(config.get("prediction", {})),
         )

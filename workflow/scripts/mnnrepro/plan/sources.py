@@ -7,22 +7,17 @@ resources/<section>/<its key>/source.json, the key from its source, KleidiAI pin
 from __future__ import annotations
 
 from mnnrepro.engines.registry import KINDS
-from mnnrepro.toolchain.records import source_key
-
-
-def receipt_of(section: str, tree: dict) -> str:
-    """resources/<section>/<the tree's key>/source.json: what fetch_source writes."""
-    return f"resources/{section}/{source_key(tree)}/source.json"
+from mnnrepro.toolchain.records import receipt_of, source_key
 
 
 class SourceTrees:
     def __init__(self, config: dict, engine_kinds: dict, built_engines: list[str]):
-        self.sections = sorted({k.source_section for k in KINDS if k.from_source})
+        self.sections = sorted({k.config_section for k in KINDS if k.from_source})
         own = [(s, config.get(s, {})) for s in self.sections]
         built = [
             (
-                kind.source_section,
-                kind.tree_of(config["engines"][e], config.get(kind.source_section, {})),
+                kind.config_section,
+                kind.tree_of(config["engines"][e], config.get(kind.config_section, {})),
             )
             for e, kind in ((e, engine_kinds[e]) for e in built_engines)
         ]

@@ -18,8 +18,9 @@ from pathlib import Path
 from mnnrepro.design import Design, Variant
 from mnnrepro.devices.base import Device
 from mnnrepro.devices.power import PowerReader
-from mnnrepro.engines.base import BenchError, command_record
-from mnnrepro.engines.registry import EngineRecord, engine_for
+from mnnrepro.engines.device_io import BenchError, command_record
+from mnnrepro.engines.registry import RUNNER, RUNNER_MODULES, EngineRecord, engine_for
+from mnnrepro.engines.runner.vision_entries import vision_results
 from mnnrepro.files import read_json, sha256_file, write_json
 from mnnrepro.phases import VISION_PHASES
 from mnnrepro.repetitions import Repetitions
@@ -35,9 +36,8 @@ from mnnrepro.runs.raw_files import (
     raw_path,
     supersede,
 )
-from mnnrepro.runs.runner_timing import vision_results
 from mnnrepro.runs.schedule import Invocation
-from mnnrepro.runs.staging import RUNNER, RUNNER_MODULES, check_receipt, engine_files
+from mnnrepro.runs.staging import check_receipt, engine_files
 from mnnrepro.runs.vision import with_measured_vision, with_vision_set
 
 log = logging.getLogger(__name__)
@@ -303,7 +303,7 @@ def variant_specs(
     def runner(record) -> dict:
         if not record.kind.through_runner(record):
             return {}
-        modules = {n: module_sha256[n] for n in record.kind.runner_modules}
+        modules = {m.name: module_sha256[m.name] for m in record.kind.runner_modules}
         return {"runner_sha256": runner_sha256, **({"runner_modules": modules} if modules else {})}
 
     return {

@@ -10,11 +10,10 @@ none)."""
 
 from __future__ import annotations
 
-import posixpath
 import re
 
 from mnnrepro.devices.base import CommandResult
-from mnnrepro.engines.mnn_build import LEVELS  # run_test.out's precision codes are llm_bench's
+from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.errors import ReproError
 
 PASS, FAIL, CRASH, TIMEOUT, NO_SUITE = "pass", "fail", "crash", "timeout", "no test suite"
@@ -58,30 +57,21 @@ def outcome_of(name: str, result: CommandResult) -> dict:
     }
 
 
-def suite_command(engine_dir: str, suite: str, name: str, settings: dict) -> list[str]:
-    """`run_test.out NAME 0 PRECISION THREADS` (backend 0: the CPU)."""
-    return [
-        posixpath.join(engine_dir, suite),
-        name,
-        "0",
-        str(LEVELS[settings["precision"]]),
-        str(settings["threads"]),
-    ]
-
-
 def without_suite(device_name: str, record: dict, reason: str) -> dict:
     """The record of an engine that has no suite to run: why, and no device asked."""
     return {"device": device_name, "engine": record["engine"], "suite": None, "tests": [],
             "no_suite": reason}  # fmt: skip
 
 
-def run_engine_tests(device, record: dict, suite: str, engine_dir: str, settings: dict) -> dict:
+def run_engine_tests(
+    device, record: EngineRecord, suite: str, engine_dir: str, settings: dict
+) -> dict:
     """Every configured test of one engine's suite (its path below the engine's directory)
     on one device (engine_dir: where the engine is on the device)."""
     env = {"LD_LIBRARY_PATH": engine_dir}
     tests = []
     for name in settings["tests"]:
-        argv = suite_command(engine_dir, suite, name, settings)
+        argv = record.kind.suite_command(engine_dir, suite, name, settings)
         tests.append(outcome_of(name, device.run(argv, settings["timeout_s"], env)))
     return {"device": device.name, "engine": record["engine"], "suite": suite, "tests": tests,
             "no_suite": None}  # fmt: skip

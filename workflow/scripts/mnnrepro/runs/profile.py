@@ -27,7 +27,7 @@ import logging
 from pathlib import Path
 
 from mnnrepro.devices.profilers import OUTSIDE_PHASES, ProfilerError
-from mnnrepro.engines.base import command_record
+from mnnrepro.engines.device_io import command_record
 from mnnrepro.engines.registry import engine_for
 from mnnrepro.files import read_json, write_json
 from mnnrepro.phases import PHASES, SHORT_PREFILL_PHASE, STARTUP_PHASE, VISION_PHASES, short_prompt

@@ -9,16 +9,9 @@ import time
 from pathlib import Path
 
 from mnnrepro.devices.base import Device
-from mnnrepro.engines.registry import EngineRecord
+from mnnrepro.engines.registry import RUNNER, RUNNER_MODULES, EngineRecord
 from mnnrepro.files import sha256_file
 from mnnrepro.models.formats import FORMATS
-
-RUNNER = Path(__file__).with_name("python_runner.py")
-# the modules the runner imports for some engine kinds (EngineKind.runner_modules), staged
-# beside it: Python finds them in the runner's own directory
-RUNNER_MODULES = {
-    name: Path(__file__).with_name(name) for name in ("runner_timing.py", "genai_llm.py")
-}
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +92,8 @@ def engine_files(record: EngineRecord, receipt: dict) -> dict[str, str]:
     files = kind.device_files(record, receipt)
     if kind.through_runner(record):
         files[receipt["runner"]] = sha256_file(RUNNER)
-        for name in kind.runner_modules:
-            files[receipt["runner_modules"][name]] = sha256_file(RUNNER_MODULES[name])
+        for module in kind.runner_modules:
+            files[receipt["runner_modules"][module.name]] = sha256_file(module)
     return files
 
 

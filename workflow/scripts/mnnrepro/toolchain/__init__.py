@@ -2,7 +2,7 @@
 in workflow/rules/build.smk and engines.smk): the pinned NDK, the MNN
 source (+ KleidiAI), CMake builds per platform (cmake), their SME2 kernels (kernels), the
 correctness gate's token-id tool and the memory-bandwidth probe, built with an engine's
-toolchain (tools, greedy_tool/, bandwidth_probe/), and engine keys and records (records)."""
+toolchain (tools, gate_common/, bandwidth_probe/), and engine keys and records (records)."""
 
 from mnnrepro.errors import ReproError
 

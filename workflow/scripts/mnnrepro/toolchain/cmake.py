@@ -1,12 +1,9 @@
-"""Build MNN engines with CMake + Ninja (+ ccache), and describe what came out.
+"""What every kind's CMake + Ninja (+ ccache) build shares, and how a build is described.
 
 * configure fails if CMake reports a -D flag as unused (a typo or a removed option would
-  silently build something else), or if MNN's KleidiAI download fell back to "Building
-  without KleidiAI" (the build would silently differ);
-* artifacts (llm_bench, llm_demo, every shared library beside them) are collected into one
-  engine directory and described in build.json (commit, toolchain, command line, the
-  CMakeCache values of every MNN_*/LLM_* option, sha256 of every file, wall time, and the
-  SME2 kernels found by toolchain/kernels.py);
+  silently build something else);
+* a build.json starts with the same fields for every kind (build_record: the engine, its
+  source, toolchain and configure command; cmake_cache: its CMakeCache options);
 * the CMake/Ninja output streams into the rule's log while it runs, with [n/N] progress on
   the console.
 """
@@ -17,24 +14,12 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
-from mnnrepro.files import file_table
 from mnnrepro.toolchain import BuildError
-from mnnrepro.toolchain.kernels import check_expectation, disassembly_tools, sme2_kernels
-from mnnrepro.toolchain.records import BuildJob, flag_on, flag_text, settings_read_by
+from mnnrepro.toolchain.records import flag_text
 
 UNUSED_MARKER = "Manually-specified variables were not used by the project:"
-
-
-KLEIDIAI_FALLBACK = "Building without KleidiAI"
-
-
-ENGINE_BINARIES = ("llm_bench", "llm_demo")
-# MNN's own test suite (MNN_BUILD_TEST=ON), kept below the engine's directory so that the
-# SME2 kernel check reads the engine's libraries and tools only; pushed with them
-TEST_SUITE = "tests/run_test.out"
 
 
 def platform_args(platform: str, ndk: str | None = None, api_level: int = 21) -> list[str]:
@@ -239,30 +224,6 @@ def compiler(build_dir: str | os.PathLike, language: str = "CXX") -> dict:
     return {"path": path, "version": version, "launcher": launcher}
 
 
-def collect(
-    build_dir: str | os.PathLike, engine_dir: str | os.PathLike, with_tests: bool = False
-) -> list[str]:
-    """Copy llm_bench, llm_demo, every shared library of the build and (with_tests) MNN's
-    test suite into engine_dir."""
-    build_dir, engine_dir = Path(build_dir), Path(engine_dir)
-    engine_dir.mkdir(parents=True, exist_ok=True)
-    picked = []
-    wanted = [(name, name) for name in ENGINE_BINARIES]
-    wanted += [(Path(TEST_SUITE).name, TEST_SUITE)] if with_tests else []
-    for name, dest in wanted:
-        found = sorted(p for p in build_dir.rglob(name) if p.is_file() and os.access(p, os.X_OK))
-        if not found:
-            raise BuildError(f"the build produced no {name}")
-        (engine_dir / dest).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(found[0], engine_dir / dest)
-        picked.append(dest)
-    for lib in sorted(p for p in build_dir.rglob("*.so") if p.is_file()):
-        if not (engine_dir / lib.name).exists():
-            shutil.copy2(lib, engine_dir / lib.name)
-            picked.append(lib.name)
-    return picked
-
-
 TARGET_ARCH = {"android-arm64": "aarch64", "linux-arm64": "aarch64"}
 
 
@@ -289,43 +250,4 @@ def build_record(
         "ndk": ndk,
         "compiler": compiler(build_dir),
         "cmake_command": cmd,
-    }
-
-
-def build_engine(job: BuildJob, extra_flags: dict | None = None) -> dict:
-    """Configure, build, collect and check one engine; returns build.json's content."""
-    start = time.monotonic()
-    engine, source, spec, ndk = job.engine, job.source, job.spec, job.ndk
-    build_dir, engine_dir, log_file = job.build_dir, job.engine_dir, job.log_file
-    flags = {**spec.get("flags", {}), **(extra_flags or {})}
-    extra = platform_args(spec["platform"], ndk["path"] if ndk else None)
-    cmd, output = configure_checked(
-        f"engines.{engine}.build.flags", source["path"], build_dir, flags, extra, log_file
-    )
-    if KLEIDIAI_FALLBACK in output:
-        raise BuildError(
-            "MNN's configure could not get KleidiAI and would build without it; "
-            "provide KLEIDIAI_SRC_DIR from the pinned fetch"
-        )
-    with_tests = flag_on(flags.get("MNN_BUILD_TEST", False))
-    targets = spec.get("targets", list(ENGINE_BINARIES)) + (["run_test.out"] * with_tests)
-    run_logged(
-        ["cmake", "--build", str(build_dir), "-j", str(job.jobs), "--target", *targets],
-        log_file,
-        progress=f"build {engine}",
-    )
-    if Path(engine_dir).exists():
-        shutil.rmtree(engine_dir)
-    collect(build_dir, engine_dir, with_tests)
-    kernels = sme2_kernels(engine_dir, **disassembly_tools(spec, ndk))
-    check_expectation(engine, kernels, spec.get("expect", {}))
-    return {
-        **build_record(engine, "build", spec, source, ndk, build_dir, cmd),
-        "cmake_cache": cmake_cache(build_dir),
-        "flags": {k: flag_text(v) for k, v in sorted(flags.items())},
-        "sme2": kernels,
-        "files": file_table(engine_dir),
-        "test_suite": TEST_SUITE if with_tests else None,
-        "reads_settings": settings_read_by(p for p in Path(engine_dir).iterdir() if p.is_file()),
-        "build_wall_s": round(time.monotonic() - start, 1),
     }

@@ -131,7 +131,7 @@ def disassembly_tools(spec: dict, ndk: dict | None) -> dict:
     if spec["platform"] in DISASSEMBLERS:
         tools["objdump"] = DISASSEMBLERS[spec["platform"]]
     if spec["platform"] == "android-arm64" and ndk:
-        bin_dir = Path(ndk["path"], "toolchains", "llvm", "prebuilt", "linux-x86_64", "bin")
+        bin_dir = Path(ndk["path"], "toolchains/llvm/prebuilt/linux-x86_64/bin")
         tools = {"nm": str(bin_dir / "llvm-nm"), "objdump": str(bin_dir / "llvm-objdump")}
     return {**tools, **spec.get("tools", {})}
 

@@ -8,12 +8,10 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import TextIO
 
 from mnnrepro.errors import ReproError
-from mnnrepro.files import sha256_file
 
 
 class EngineError(ReproError, RuntimeError):
@@ -46,38 +44,6 @@ def settings_read_by(paths) -> list[str]:
         data = Path(path).read_bytes()
         found |= {key for key in SME2_SETTINGS if key.encode()[:16] in data}
     return sorted(found)
-
-
-def describe_prebuilt(name: str, pin: str) -> dict:
-    """Check that the installed `mnn` wheel is the pinned one and hash its native libraries.
-
-    Nothing is installed at run time: a mismatch is an error telling how to fix the install.
-    """
-    wanted = pin.split("==", 1)[1]
-    try:
-        installed = metadata.version("mnn")
-    except metadata.PackageNotFoundError as err:
-        raise EngineError(
-            f"config key `engines.{name}.prebuilt.pypi` asks for {pin}, but `mnn` is not "
-            f"installed; install it with: pip install '{pin}'"
-        ) from err
-    if installed != wanted:
-        raise EngineError(
-            f"config key `engines.{name}.prebuilt.pypi` asks for {pin}, but mnn {installed} is "
-            f"installed; install the pinned version with: pip install '{pin}'"
-        )
-    dist = metadata.distribution("mnn")
-    natives = sorted(str(f) for f in dist.files or [] if str(f).endswith(".so") or ".so." in str(f))
-    return {
-        "engine": name,
-        "kind": "prebuilt",
-        "pin": pin,
-        "version": installed,
-        "reads_settings": settings_read_by(Path(dist.locate_file(rel)) for rel in natives),
-        "files": [
-            {"path": rel, "sha256": sha256_file(Path(dist.locate_file(rel)))} for rel in natives
-        ],
-    }
 
 
 PLATFORM_COMPILERS = {"host": "c++", "linux-arm64": "aarch64-linux-gnu-g++"}
@@ -121,29 +87,21 @@ def short_digest(payload) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
 
-# the compiler whose version defines a build, per source tree (llama.cpp's linux-arm64 builds
-# use clang: build/llamacpp.py)
-TREE_COMPILERS = {
-    "mnn": PLATFORM_COMPILERS,
-    "llamacpp": {**PLATFORM_COMPILERS, "linux-arm64": "clang++-16"},
-}
-
-
 def engine_key(
     name: str,
     spec: dict,
     section: str | None = None,
-    tree: str = "",
+    compilers: dict = PLATFORM_COMPILERS,
     source: dict | None = None,
     ndk_pin: dict | None = None,
 ) -> str:
     """`<name>-<digest>`: the directory name of an engine's outputs.
 
     The digest covers what defines the engine: for a build (`section`, the key of its
-    definition in the engine's config entry, built from the source tree `tree`: `mnn` or
-    `llamacpp`) its platform, -D flags, targets and expectations, the source (commit),
-    KleidiAI pin (`source`: the tree, EngineKind.tree_of), and the toolchain (`ndk_pin`:
-    `toolchains.ndk`, or the compiler's version); for a prebuilt
+    definition in the engine's config entry; `compilers`: its kind's compiler per platform)
+    its platform, -D flags, targets and expectations, the source (commit), KleidiAI pin
+    (`source`: the tree, EngineKind.tree_of), and the toolchain (`ndk_pin`: `toolchains.ndk`,
+    or the compiler's version); for a prebuilt
     engine (no section) its pin. Two configs that build differently (e.g. sme2-on for
     android-arm64 and for the host) never share, and never overwrite, each other's outputs;
     the same definition always maps to the same directory.
@@ -164,7 +122,7 @@ def engine_key(
         "toolchain": (
             ndk_pin or {}
             if build["platform"] == "android-arm64"
-            else compiler_version(build["platform"], TREE_COMPILERS[tree], build.get("flags"))
+            else compiler_version(build["platform"], compilers, build.get("flags"))
         ),
     }
     return f"{name}-{short_digest(material)}"
@@ -196,3 +154,8 @@ def flag_on(value) -> bool:
         return float(text) != 0
     except ValueError:
         return False
+
+
+def receipt_of(section: str, tree: dict) -> str:
+    """resources/<section>/<the tree's key>/source.json: what fetch_source writes."""
+    return f"resources/{section}/{source_key(tree)}/source.json"

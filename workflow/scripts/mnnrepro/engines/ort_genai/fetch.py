@@ -65,6 +65,9 @@ def wheel_identity(url: str, key: str) -> dict:
     return found.groupdict()
 
 
+KIND = "ort-genai"  # the kind its records carry (kind.OrtGenaiEngine.kind)
+
+
 def section_of(platform: str) -> str:
     """Where a platform's pins are (`ort_genai.<section>.<platform>`): wheels or aars."""
     return SECTIONS[platform]
@@ -98,6 +101,7 @@ def fetch_ort_genai(platform: str, pins, cache: str | Path, site: str | Path) ->
             )
     versions = {p["name"]: p["version"] for p in fetched[section]}
     return {
+        "kind": KIND,
         "platform": platform,
         **fetched,
         "versions": versions,

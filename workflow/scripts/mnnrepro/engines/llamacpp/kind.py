@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import json
 import posixpath
+from pathlib import Path
 
-from mnnrepro.config import with_runtime_defaults
-from mnnrepro.engines.base import (
-    GATE_TOP_K,
-    BenchError,
-    BuiltFromSource,
-    GreedyAsk,
-)
+from mnnrepro.config import canonical, with_runtime_defaults
+from mnnrepro.engines.base import GreedyAsk
+from mnnrepro.engines.device_io import GATE_TOP_K, BenchError
+from mnnrepro.engines.from_source import BuiltFromSource
+from mnnrepro.engines.llamacpp import build as llamacpp
 from mnnrepro.models.spec import checkpoint_problems
-from mnnrepro.toolchain import llamacpp, tools
-from mnnrepro.toolchain.records import BuildJob
+from mnnrepro.toolchain import tools
+from mnnrepro.toolchain.records import BuildJob, receipt_of
 
+GATE_TOOL_SOURCE = Path(__file__).with_name("gate_tool")  # llama_greedy
 MODEL_FILE = "model.gguf"  # in results/models/<model>/gguf/
 SME_SWITCH = "GGML_KLEIDIAI_SME"  # "0": KleidiAI's SME kernels off, the same binary
 KLEIDIAI_LINE = "kleidiai:"
@@ -119,7 +119,9 @@ class LlamaCppEngine(BuiltFromSource):
     kind = "llamacpp"
     config_key = "llamacpp"
     model_format = "gguf"
-    source_section = "llamacpp"
+    config_section = "llamacpp"
+    gate_tool_source = GATE_TOOL_SOURCE
+    compilers = llamacpp.COMPILERS
     sme_switch = SME_SWITCH
     integer_env = (SME_SWITCH,)
     reports_sme_choice = True  # ggml's `kleidiai:` lines
@@ -164,12 +166,34 @@ class LlamaCppEngine(BuiltFromSource):
         return llamacpp.provide_source(tree.get("source", {}), tree.get("kleidiai", {}), cache)
 
     @classmethod
+    def host_tools(cls, section: dict, engines: dict[str, dict], keys: dict[str, str]) -> dict:
+        """llama-quantize for this host, with `llamacpp.quantizer.flags`: where it is built
+        alone (quantizer_dir), and where the conversion finds it (quantizer_bin: a host engine's
+        build of the same flags holds it, else that); the tree's receipt both rules read
+        (quantizer_source: its converter)."""
+        flags = canonical(section.get("quantizer", {}).get("flags", {}))
+        alone = llamacpp.quantizer_dir(section, flags)
+        holder = llamacpp.quantizer_engine(engines, list(engines), flags)
+        where = f"results/engines/{keys[holder]}/bin" if holder else alone
+        return {
+            "quantizer_dir": alone,
+            "quantizer_bin": where,
+            "quantizer_flags": flags,
+            "quantizer_source": receipt_of(cls.config_section, section),
+        }
+
+    @classmethod
     def build(cls, job: BuildJob) -> dict:
         return llamacpp.build_engine(job)
 
     @classmethod
     def build_gate_tool(cls, record, source, engine_dir, build_dir, out_dir, log_file) -> dict:
-        return tools.build_llama_gate_tool(record, source, engine_dir, build_dir, out_dir, log_file)
+        """llama_greedy: the engine's toolchain (clang-16 for linux-arm64), the tree's
+        headers, its own libllama and ggml libraries."""
+        return tools.build_gate_tool(
+            GATE_TOOL_SOURCE, "llama_greedy", "LLAMA", "libllama.so",
+            record, source, engine_dir, build_dir, out_dir, log_file, toolchain=llamacpp.cross_args,
+        )  # fmt: skip
 
     @classmethod
     def source_identity(cls, source: dict) -> dict:

@@ -1,21 +1,20 @@
-"""The prebuilt kind: MNN's PyPI wheel, run through the Python runner (runs/, staged by the
-push as the receipt's `runner`; it needs a Python on the device), which holds the timing loop
-and the greedy / teacher-forced gate."""
+"""The prebuilt kind: MNN's PyPI wheel, run through the Python runner (engines/runner/,
+staged by the push as the receipt's `runner`; it needs a Python on the device),
+which holds the timing loop and the greedy / teacher-forced gate."""
 
 from __future__ import annotations
 
 import json
+from importlib import metadata
 from pathlib import Path
 
 from mnnrepro.config import SME2_SETTINGS, with_runtime_defaults
-from mnnrepro.engines.base import (
-    EngineKind,
-    GreedyAsk,
-    command_record,
-    crashed_answer,
-    fetch_text,
-    files_of,
-)
+from mnnrepro.engines.base import EngineKind, GreedyAsk
+from mnnrepro.engines.device_io import command_record, crashed_answer, fetch_text, files_of
+from mnnrepro.files import sha256_file
+from mnnrepro.toolchain.records import EngineError, settings_read_by
+
+RUNNER_DIR = Path(__file__).parents[1] / "runner"  # the Python runner and its modules
 
 # MNN's thread pool (source/backend/cpu/ThreadPool.cpp): its members (enqueue polls until every
 # worker is done) and a worker thread's loop (polling its task flags, yielding); the tasks are
@@ -31,8 +30,10 @@ class PrebuiltEngine(EngineKind):
     integer_env = ("MNN_CPU_TARGET",)
     record_name = "engine.json"
     runs_through_runner = True
-    runner_modules = ("runner_timing.py",)  # the runner's timing loop, staged beside it
-    takes_images = True  # the runner's image questions (runs/python_runner.py)
+    runner_program = RUNNER_DIR / "python_runner.py"
+    # its timing loop, and the vision phase's entries it writes
+    runner_modules = (RUNNER_DIR / "runner_timing.py", RUNNER_DIR / "vision_entries.py")
+    takes_images = True  # the runner's image questions (python_runner.py)
     no_test_suite = "the PyPI wheel ships no test suite"
     waiting_functions = MNN_THREAD_POOL
     runtime_keys = MNN_RUNTIME_KEYS
@@ -41,6 +42,10 @@ class PrebuiltEngine(EngineKind):
 
     def __init__(self, record: dict, receipt: dict):
         self.record, self.runner = record, receipt["runner"]
+
+    @classmethod
+    def describe(cls, name: str, spec: dict) -> dict:
+        return describe_prebuilt(name, spec[cls.config_key]["pypi"])
 
     @classmethod
     def identity(cls, record: dict) -> dict:
@@ -143,3 +148,35 @@ class PrebuiltEngine(EngineKind):
                     answers[i] = {**crashed, "command": command}
         payload = payload or {"kind": "greedy", "runtime": runtime, "engine": {}}
         return {**payload, "env": ask.env or {}, "answers": answers}
+
+
+def describe_prebuilt(name: str, pin: str) -> dict:
+    """Check that the installed `mnn` wheel is the pinned one and hash its native libraries.
+
+    Nothing is installed at run time: a mismatch is an error telling how to fix the install.
+    """
+    wanted = pin.split("==", 1)[1]
+    try:
+        installed = metadata.version("mnn")
+    except metadata.PackageNotFoundError as err:
+        raise EngineError(
+            f"config key `engines.{name}.prebuilt.pypi` asks for {pin}, but `mnn` is not "
+            f"installed; install it with: pip install '{pin}'"
+        ) from err
+    if installed != wanted:
+        raise EngineError(
+            f"config key `engines.{name}.prebuilt.pypi` asks for {pin}, but mnn {installed} is "
+            f"installed; install the pinned version with: pip install '{pin}'"
+        )
+    dist = metadata.distribution("mnn")
+    natives = sorted(str(f) for f in dist.files or [] if str(f).endswith(".so") or ".so." in str(f))
+    return {
+        "engine": name,
+        "kind": PrebuiltEngine.kind,
+        "pin": pin,
+        "version": installed,
+        "reads_settings": settings_read_by(Path(dist.locate_file(rel)) for rel in natives),
+        "files": [
+            {"path": rel, "sha256": sha256_file(Path(dist.locate_file(rel)))} for rel in natives
+        ],
+    }

@@ -155,28 +155,36 @@ def engine_facts(supports_line: str, engine: str = "mnn") -> dict:
     }
 
 
+def timed_vision(llm, args) -> dict | None:
+    """The image questions of `--images` (none: None), after as many warm-ups as the text's;
+    run last: after an image prompt, the 3.6.1 wheel keeps the image's positions, and a
+    text-only forward() of another length crashes (a broadcast error)."""
+    from runner_timing import image_pad_id, time_vision  # staged beside this file
+
+    images = json.loads(args.images)
+    if not images:
+        return None
+    image_pad = image_pad_id(args.config)
+    for _ in range(args.warmup):
+        time_vision(llm, images, args.image_text, image_pad)
+    return time_vision(llm, images, args.image_text, image_pad)
+
+
 def run_bench(args) -> dict:
     # staged beside this file (runs/staging.py), as genai_llm
-    from runner_timing import image_pad_id, time_phases, time_vision, vision_results
+    from runner_timing import time_phases
+    from vision_entries import vision_results
 
     runtime = json.loads(args.runtime)
     load_start = time.perf_counter()
     llm, printed = load_llm(args.config, runtime, args.engine)
     load_s = time.perf_counter() - load_start
-    images = json.loads(args.images)
-    image_pad = image_pad_id(args.config) if images else None
     warmups = 0
     for _ in range(args.warmup):
         time_phases(llm, args.prompt_tokens, args.generate_tokens)
         warmups += 1
     run = time_phases(llm, args.prompt_tokens, args.generate_tokens)
-    # the vision phase last: after an image prompt, the 3.6.1 wheel keeps the image's
-    # positions, and a text-only forward() of another length crashes (a broadcast error)
-    vision = None
-    if images:
-        for _ in range(args.warmup):
-            time_vision(llm, images, args.image_text, image_pad)
-        vision = time_vision(llm, images, args.image_text, image_pad)
+    vision = timed_vision(llm, args)
     produced = run["produced"]
     # the image questions' three phases alternate image by image: each one's power window is
     # the span of all the questions (the mean power of the work they share)

@@ -1,9 +1,9 @@
 """The ONNX Runtime GenAI kind, the third stack: onnxruntime and onnxruntime-genai's pinned
 PyPI wheels for one platform, or for a phone the arm64 libraries of their Android archives
-(fetched and unpacked by the rule fetch_ort_genai: toolchain/ort_genai.py), staged on the
-device by hash and run there by the runner (runs/python_runner.py, `--engine ort-genai`,
-through genai's Python API) or by ort_genai_tool, on the model genai's own builder converted
-(models/onnx_genai.py).
+(fetched and unpacked by the rule fetch_ort_genai: fetch.py beside this), staged on the device
+by hash and run there by the Python runner (runner/python_runner.py, `--engine ort-genai`,
+through genai's Python API) or by ort_genai_tool (c_api_runner.py), on the model genai's own
+builder converted (onnx_genai.py).
 
 KleidiAI's kernels are chosen at run time by ONNX Runtime's MLAS; the session option
 `mlas.disable_kleidiai` "1" (a variant's `runtime.session_options`) turns all of them off in
@@ -11,34 +11,32 @@ the same library, SME2 and KleidiAI's NEON kernels alike, and MLAS's own NEON ke
 instead. The library is stripped: its KleidiAI kernels are named for the profiles from its
 kernel tables (devices/stripped.py).
 
-With `runner: c-api` the device needs no Python: ort_genai_tool (toolchain/ort_genai_tool),
+With `runner: c-api` the device needs no Python: ort_genai_tool (engines/ort_genai/gate_tool),
 built for the platform against the wheel's libonnxruntime-genai.so by the gate-tool rule,
 answers the gate and times the benchmark through genai's C API, as it would on a phone, by the
 same definitions as the Python runner (prompt, context, argmax fed back)."""
 
 from __future__ import annotations
 
-import functools
 import json
 import posixpath
 from pathlib import Path
 
 from mnnrepro.config import with_runtime_defaults
-from mnnrepro.engines.base import (
-    GATE_TOP_K,
-    BenchError,
-    GreedyAsk,
-    files_of,
-    staged_files,
-    tool_answers,
+from mnnrepro.engines.base import GreedyAsk
+from mnnrepro.engines.device_io import GATE_TOP_K, BenchError, files_of, staged_files, tool_answers
+from mnnrepro.engines.mnn_wheel.kind import RUNNER_DIR, PrebuiltEngine
+from mnnrepro.engines.ort_genai.c_api_runner import (
+    TOOL,
+    TOOL_SOURCE,
+    build_c_api_runner,
+    tool_sources,
 )
-from mnnrepro.engines.prebuilt import PrebuiltEngine
+from mnnrepro.engines.ort_genai.fetch import KIND, genai_header, genai_library, section_of
 from mnnrepro.models.spec import checkpoint_problems
-from mnnrepro.toolchain.ort_genai import genai_header, genai_library, section_of
 
 MODEL_FORMAT = "onnx"  # results/models/<model>/onnx: genai's model directory
-SWITCH = "mlas.disable_kleidiai"  # the session option (toolchain/ort_genai.SWITCH)
-TOOL = "ort_genai_tool"  # the C API runner (runner: c-api), in the engine's gate-tool directory
+SWITCH = "mlas.disable_kleidiai"  # the session option (fetch.SWITCH)
 SUPPORTS = "The process supports"  # the tool's AT_HWCAP2 line, as genai_llm.hwcap2_line's
 
 
@@ -55,7 +53,7 @@ def runner_of(spec_or_record: dict) -> str:
 
 def overlay(runtime: dict) -> str:
     """genai's config overlay for a variant's runtime: its threads and session options, as
-    runs/genai_llm.GenaiLlm passes them."""
+    genai_llm.GenaiLlm passes them."""
     options = {"intra_op_num_threads": int(runtime.get("thread_num", 4))}
     options.update(runtime.get("session_options", {}))
     return json.dumps({"model": {"decoder": {"session_options": options}}}, sort_keys=True)
@@ -94,23 +92,14 @@ def parse_tool_bench(stdout: str, stderr: str, prompt: int, generate: int) -> di
     }
 
 
-@functools.cache  # an identity is asked for every invocation's key; the sources are fixed
-def tool_sources() -> dict[str, str]:
-    """The sha256 of ort_genai_tool's sources (and the gate code it includes)."""
-    from mnnrepro.files import sha256_file
-    from mnnrepro.toolchain.tools import GATE_COMMON, ORT_GENAI_TOOL_SOURCE
-
-    files = [*ORT_GENAI_TOOL_SOURCE.iterdir(), *GATE_COMMON.glob("*.hpp")]
-    return {p.name: sha256_file(p) for p in sorted(files) if p.is_file()}
-
-
 def supports_line(stderr: str) -> str:
     return next((ln.strip() for ln in stderr.splitlines() if ln.startswith(SUPPORTS)), "")
 
 
 class OrtGenaiEngine(PrebuiltEngine):
-    kind = "ort-genai"
+    kind = KIND
     config_key = "ort_genai"
+    config_section = "ort_genai"  # the pinned archives, per platform
     record_name = "wheels.json"
     model_format = MODEL_FORMAT
     stages_files = True
@@ -124,8 +113,9 @@ class OrtGenaiEngine(PrebuiltEngine):
     sme_kernels_are = "SME2 kernels named in its library's kernel tables"
     switch_turns_off = "all of KleidiAI's kernels, SME2 and NEON: MLAS's own NEON kernels run"
     runner_engine = "ort-genai"
-    # and runs/genai_llm.py: genai behind the runner's calls
-    runner_modules = (*PrebuiltEngine.runner_modules, "genai_llm.py")
+    gate_tool_source = TOOL_SOURCE
+    # genai behind the calls the runner makes of MNN's Llm
+    runner_modules = (*PrebuiltEngine.runner_modules, RUNNER_DIR / "genai_llm.py")
     no_test_suite = "the PyPI wheels ship no test suite"
     waiting_functions = ""  # ONNX Runtime's thread pool is not named: the library is stripped
 
@@ -144,14 +134,35 @@ class OrtGenaiEngine(PrebuiltEngine):
 
     @classmethod
     def build_gate_tool(cls, record, source, engine_dir, build_dir, out_dir, log_file) -> dict:
-        from mnnrepro.toolchain.tools import build_ort_genai_tool
-
         library, header = Path(engine_dir) / genai_library(record), genai_header(engine_dir)
-        return build_ort_genai_tool(record, library, build_dir, out_dir, log_file, header)
+        return build_c_api_runner(record, library, build_dir, out_dir, log_file, header)
 
     @classmethod
     def platform(cls, spec: dict) -> str:
         return spec[cls.config_key]["platform"]
+
+    @classmethod
+    def archive_pins(cls, spec: dict, section: dict) -> list[dict] | dict:
+        """Its platform's pins: `ort_genai.wheels.<platform>`, or `ort_genai.aars.<platform>`
+        for Android."""
+        platform = cls.platform(spec)
+        return section[section_of(platform)][platform]
+
+    @classmethod
+    def downloads(cls, spec: dict, section: dict) -> list[tuple[str, str]]:
+        archives = len(cls.archive_pins(spec, section))  # wheels, or AARs and genai's wheel
+        what = f"ONNX Runtime GenAI for {cls.platform(spec)} ({archives} pinned archives)"
+        return [("fetch_ort_genai", what)]
+
+    @classmethod
+    def runner_name(cls, spec: dict) -> str:
+        return runner_of(spec)
+
+    @classmethod
+    def host_tools(cls, section: dict, engines: dict[str, dict], keys: dict[str, str]) -> dict:
+        """genai's model builder: the one in the first measured engine's unpacked wheels."""
+        first = next(iter(engines), None)
+        return {"builder_site": f"results/engines/{keys[first]}/bin" if first else []}
 
     @classmethod
     def config_problems(cls, engines: dict[str, dict], tree: dict, models: dict) -> list[str]:

@@ -27,7 +27,7 @@ from mnnrepro.toolchain.cmake import (
 )
 from mnnrepro.toolchain.kernels import disassembly_tools, sme2_kernels
 from mnnrepro.toolchain.records import (
-    TREE_COMPILERS,
+    PLATFORM_COMPILERS,
     BuildJob,
     flag_on,
     flag_text,
@@ -57,7 +57,8 @@ BASE_FLAGS = {
 }
 # clang for aarch64 over Debian's cross sysroot (binutils-aarch64-linux-gnu, libstdc++ of
 # g++-aarch64-linux-gnu): the only cross compiler here that builds KleidiAI v1.24.0.
-CLANG_CXX = TREE_COMPILERS["llamacpp"]["linux-arm64"]  # clang++-16, whose version keys builds
+CLANG_CXX = "clang++-16"  # linux-arm64's compiler, whose version keys its builds
+COMPILERS = {**PLATFORM_COMPILERS, "linux-arm64": CLANG_CXX}
 CLANG = CLANG_CXX.replace("clang++", "clang")
 CROSS_TRIPLE = "aarch64-linux-gnu"
 

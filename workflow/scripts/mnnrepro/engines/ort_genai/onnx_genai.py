@@ -1,5 +1,5 @@
 """A transformers checkpoint converted by ONNX Runtime GenAI's own model builder (the builder
-in the pinned onnxruntime-genai wheel, run by models/onnx_builder_main.py) to genai's model
+in the pinned onnxruntime-genai wheel, run by onnx_builder_main.py beside this) to genai's model
 directory: int4 for the CPU (MatMulNBits, block 32, accuracy level 4: the path on which ONNX
 Runtime runs KleidiAI's kernels), every output file hashed, and its layout (what a decode step
 reads, what a prefill token computes) read from the ONNX graph.

@@ -1,7 +1,7 @@
 """ONNX Runtime GenAI's model builder, run as the program it is (its `__main__`), from the
 unpacked onnxruntime-genai wheel given as the first argument, in this job's environment (which
 holds what the builder imports: onnx_ir, onnx, torch, transformers, onnxruntime). The rest of
-the arguments are the builder's. Started by models/onnx_genai.convert."""
+the arguments are the builder's. Started by onnx_genai.convert."""
 
 from __future__ import annotations
 

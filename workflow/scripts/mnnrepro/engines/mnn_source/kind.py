@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import json
 import posixpath
+from pathlib import Path
 
 from mnnrepro.config import with_runtime_defaults
-from mnnrepro.engines import llmbench
-from mnnrepro.engines.base import (
-    GATE_TOP_K,
-    BuiltFromSource,
-    GreedyAsk,
-    fetch_text,
-)
-from mnnrepro.engines.prebuilt import MNN_RUNTIME_KEYS, MNN_THREAD_POOL
-from mnnrepro.toolchain import cmake, source, tools
+from mnnrepro.engines.base import GreedyAsk
+from mnnrepro.engines.device_io import GATE_TOP_K, fetch_text
+from mnnrepro.engines.from_source import BuiltFromSource
+from mnnrepro.engines.mnn_source import build as mnn_build
+from mnnrepro.engines.mnn_source import llmbench
+from mnnrepro.engines.mnn_wheel.kind import MNN_RUNTIME_KEYS, MNN_THREAD_POOL
+from mnnrepro.toolchain import source, tools
 from mnnrepro.toolchain.records import BuildJob
 
+GATE_TOOL_SOURCE = Path(__file__).with_name("gate_tool")
+MNN_VISION_TOOL = "mnn_vision"  # the vision phase's timing, built beside mnn_greedy
 LEVELS = {"normal": 0, "high": 1, "low": 2}  # llm_bench's -c, --memory and --power codes
 
 
@@ -45,7 +46,7 @@ def llm_bench_config(runtime: dict, prompt_tokens: int) -> dict:
 
 
 class BuiltEngine(BuiltFromSource):
-    kind = "build"
+    kind = mnn_build.KIND
     # MNN's hand-written SME2 assembly (source/backend/cpu/arm/arm64/sme2_asm/, 3.2.2 to
     # 3.6.1) assumes a 512-bit streaming vector (`VG=512bit` comments, a fixed tile height,
     # `addvl` steps) and its CPU backend never reads the length: wrong answers at 128/256
@@ -53,9 +54,10 @@ class BuiltEngine(BuiltFromSource):
     sme2_vector_lengths_bits = (512,)
     config_key = "build"
     takes_images = True
-    vision_tool = tools.MNN_VISION_TOOL  # built beside mnn_greedy
+    gate_tool_source = GATE_TOOL_SOURCE
+    vision_tool = MNN_VISION_TOOL  # built beside mnn_greedy
     integer_env = ("MNN_CPU_TARGET",)
-    source_section = "mnn"
+    config_section = "mnn"
     source_forms = "git + commit, path, or archive + sha256"
     no_test_suite = "built without MNN_BUILD_TEST"
     waiting_functions = MNN_THREAD_POOL
@@ -63,8 +65,15 @@ class BuiltEngine(BuiltFromSource):
 
     @classmethod
     def test_suite(cls, record: dict) -> tuple[str | None, str]:
-        """run_test.out, where the build has it (toolchain/cmake.TEST_SUITE)."""
+        """run_test.out, where the build has it (build.py: TEST_SUITE)."""
         return (record["test_suite"], "") if record.get("test_suite") else (None, cls.no_test_suite)
+
+    @classmethod
+    def suite_command(cls, engine_dir: str, suite: str, name: str, settings: dict) -> list[str]:
+        """`run_test.out NAME 0 PRECISION THREADS` (backend 0: the CPU; the precision codes
+        are llm_bench's)."""
+        precision = str(LEVELS[settings["precision"]])
+        return [posixpath.join(engine_dir, suite), name, "0", precision, str(settings["threads"])]
 
     @classmethod
     def provide_source(cls, tree: dict, cache) -> dict:
@@ -74,11 +83,16 @@ class BuiltEngine(BuiltFromSource):
 
     @classmethod
     def build(cls, job: BuildJob) -> dict:
-        return cmake.build_engine(job, extra_flags=job.source.get("cmake_flags", {}))
+        return mnn_build.build_engine(job, extra_flags=job.source.get("cmake_flags", {}))
 
     @classmethod
     def build_gate_tool(cls, record, source, engine_dir, build_dir, out_dir, log_file) -> dict:
-        return tools.build_gate_tool(record, source, engine_dir, build_dir, out_dir, log_file)
+        """mnn_greedy (the correctness gate's token-id tool) and mnn_vision (the vision
+        phase's timing): the engine's platform arguments, MNN's headers, its own libraries."""
+        return tools.build_gate_tool(
+            GATE_TOOL_SOURCE, "mnn_greedy", "MNN", None,
+            record, source, engine_dir, build_dir, out_dir, log_file, also=(MNN_VISION_TOOL,),
+        )  # fmt: skip
 
     @classmethod
     def carries_sme2_kernels(cls, record: dict) -> bool:

@@ -1,0 +1,41 @@
+"""ONNX Runtime GenAI's C API runner, ort_genai_tool (`runner: c-api`, what a phone without
+Python runs): its sources (gate_tool/), their digest in an engine's identity, and its build
+against one engine's own libonnxruntime-genai.so."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from mnnrepro.files import sha256_file
+from mnnrepro.toolchain import BuildError
+from mnnrepro.toolchain.tools import GATE_COMMON, build_tool
+
+TOOL = "ort_genai_tool"  # the program, in the engine's gate-tool directory
+TOOL_SOURCE = Path(__file__).with_name("gate_tool")
+
+
+@functools.cache  # an identity is asked for every invocation's key; the sources are fixed
+def tool_sources() -> dict[str, str]:
+    """The sha256 of ort_genai_tool's sources (and the gate code it includes)."""
+    files = [*TOOL_SOURCE.iterdir(), *GATE_COMMON.glob("*.hpp")]
+    return {p.name: sha256_file(p) for p in sorted(files) if p.is_file()}
+
+
+def build_c_api_runner(
+    record: dict, library: Path, build_dir: str, out_dir: str, log_file, header: Path | None
+) -> dict:
+    """Build ort_genai_tool for one ONNX Runtime GenAI engine: its platform's toolchain, linked
+    against the engine's own libonnxruntime-genai.so (its C API functions declared by the
+    tool), its declarations checked against the version's own C header where the engine's
+    archive ships one (`header`: an AAR's, unpacked beside its libraries)."""
+    if not library.is_file():
+        raise BuildError(f"{library}: no libonnxruntime-genai.so to link {TOOL} against")
+    cache = {"GENAI_LIBS": str(library.resolve())}
+    if header is not None:
+        cache["GENAI_HEADER"] = str(header.resolve())
+    built = build_tool(
+        TOOL_SOURCE, TOOL, record, cache, build_dir, out_dir, log_file, shared=GATE_COMMON
+    )
+    checked = {"header": {header.name: sha256_file(header)}} if header is not None else {}
+    return {**built, "linked": [library.name], **checked}
