@@ -228,19 +228,23 @@ def compare_forced(
     if wrong_at is not None:
         i, judged = wrong_at
         return {**row, "kind": WRONG, "reason": _divergence_text(i, judged)}
-    drift = row["max_logit_diff_sd"]
+    return {**row, **forced_verdict(row, rule)}
+
+
+def forced_verdict(row: dict, rule: GateRule) -> dict:
+    """A teacher-forced prompt without a wrong step: wrong where its logits drift beyond the
+    bound or too many steps flip a near-tie, rounding where a few do, else identical."""
+    steps, drift = row["steps_compared"], row["max_logit_diff_sd"]
     if drift is not None and drift > rule.max_logit_diff_sd:
         return {
-            **row,
             "kind": WRONG,
-            "reason": f"logits differ by up to {drift:.3g} SDs over {len(ref_tokens)} steps "
+            "reason": f"logits differ by up to {drift:.3g} SDs over {steps} steps "
             f"(bound {rule.max_logit_diff_sd:g})",
         }
-    if row["differing_steps"] > rule.max_flip_share * len(ref_tokens):
+    if row["differing_steps"] > rule.max_flip_share * steps:
         return {
-            **row,
             "kind": WRONG,
-            "reason": f"{row['differing_steps']} of {len(ref_tokens)} steps flip a near-tie "
+            "reason": f"{row['differing_steps']} of {steps} steps flip a near-tie "
             f"(more than the bound {rule.max_flip_share:g} of the steps: two correct kernels "
             "flip a few near-ties, not many); logits within "
             f"{'-' if drift is None else f'{drift:.3g}'} SDs",
@@ -248,12 +252,11 @@ def compare_forced(
     if row["differing_steps"]:
         first = row["first_top1_difference"]
         return {
-            **row,
             "kind": ROUNDING,
-            "reason": f"{row['differing_steps']} of {len(ref_tokens)} steps flip a near-tie "
+            "reason": f"{row['differing_steps']} of {steps} steps flip a near-tie "
             f"(first at step {first}); logits within {drift:.3g} SDs",
         }
-    return {**row, "kind": IDENTICAL, "reason": ""}
+    return {"kind": IDENTICAL, "reason": ""}
 
 
 def forced_unusable(reference: dict | None, forced: dict | None, ref_tokens: list) -> dict | None:

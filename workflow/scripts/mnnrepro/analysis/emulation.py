@@ -95,14 +95,14 @@ def agreement_row(where, payload, answer, ref, fed, teacher_forced: bool, rule) 
     }
 
 
-def emulation_section(tables: list[pd.DataFrame]) -> list[str]:
-    references = sorted({r for table in tables for r in table["reference"].dropna()})
+def judging_rule(tables: list[pd.DataFrame]) -> str:
+    """How the rows were judged: teacher-forced, at the first divergence, or (records from
+    before teacher forcing) both, by device. The reference device compared with itself, and a
+    crash, are never teacher-forced."""
     rows = pd.concat(tables, ignore_index=True)
     if "teacher_forced" not in rows:
         rows["teacher_forced"] = False
     rows["teacher_forced"] = rows["teacher_forced"].fillna(False).astype(bool)
-    # the reference device compared with itself, and a crash, are never teacher-forced:
-    # the rule text says how the other rows were judged
     judged = rows[(rows["device"] != rows["reference"]) & (rows["judged"] != CRASHED)]
     if judged.empty or judged["teacher_forced"].all():
         rule = TEACHER_FORCED_RULE
@@ -114,10 +114,15 @@ def emulation_section(tables: list[pd.DataFrame]) -> list[str]:
             f"{TEACHER_FORCED_RULE} Devices {free} have records from before teacher forcing: "
             f"judged at the first divergence of their free-running answers: {NEAR_TIE_RULE}"
         )
-    rule += (
+    return rule + (
         " The reference device's own rows compare it with itself; a crashed answer is "
         "counted as crashed, not judged."
     )
+
+
+def emulation_section(tables: list[pd.DataFrame]) -> list[str]:
+    references = sorted({r for table in tables for r in table["reference"].dropna()})
+    rule = judging_rule(tables)
     out = [
         "",
         "## Emulated SME2 checks (QEMU)",

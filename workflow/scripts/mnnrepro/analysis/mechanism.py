@@ -156,13 +156,6 @@ def mechanism_table(
         bw = bandwidth.get((device, engine, threads)) or bandwidth.get((device, engine, 0), {})
         ceiling = ceiling_tps(bw["median_gb_per_s"], per_token) if bw and per_token else None
         sources = sorted(set(group["power_source"].dropna().astype(str)))
-        vision = group[group["phase"] == "vision"]
-        vision_tps, vision_ops = _median(vision, "tps"), layout.get("vision_ops_per_image_token")
-        mp_per_s = (
-            (vision["pixels_mp"] / vision["seconds"]).median()
-            if len(vision) and "pixels_mp" in vision
-            else None
-        )
         rows.append(
             {
                 "experiment": design.name,
@@ -184,13 +177,26 @@ def mechanism_table(
                 "prefill_joules_per_token": _median(prefill, "joules_per_token"),
                 "decode_joules_per_token": _median(decode, "joules_per_token"),
                 "power_source": "; ".join(sources),
-                "vision_tps": vision_tps,
-                "vision_ops_per_image_token": vision_ops,
-                "vision_gops": vision_ops * vision_tps / GB if vision_ops and vision_tps else None,
-                "vision_mp_per_s": mp_per_s,
+                **vision_columns(group[group["phase"] == "vision"], layout),
             }
         )
     return pd.DataFrame(rows, columns=MECHANISM_COLUMNS)
+
+
+def vision_columns(vision: pd.DataFrame, layout: dict) -> dict:
+    """The vision phase's speed, work and pixel rate (empty where it was not measured)."""
+    vision_tps, vision_ops = _median(vision, "tps"), layout.get("vision_ops_per_image_token")
+    mp_per_s = (
+        (vision["pixels_mp"] / vision["seconds"]).median()
+        if len(vision) and "pixels_mp" in vision
+        else None
+    )
+    return {
+        "vision_tps": vision_tps,
+        "vision_ops_per_image_token": vision_ops,
+        "vision_gops": vision_ops * vision_tps / GB if vision_ops and vision_tps else None,
+        "vision_mp_per_s": mp_per_s,
+    }
 
 
 def energy_comparison(bench: pd.DataFrame, design: Design) -> list[dict]:

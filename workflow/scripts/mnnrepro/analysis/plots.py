@@ -102,11 +102,9 @@ def claimed(data: pd.DataFrame) -> bool:
     return bool(pd.to_numeric(data["claim_gain"], errors="coerce").notna().any())
 
 
-def speedup_chart(summary: pd.DataFrame) -> alt.Chart:
-    """Gain (speedup - 1) with its CI, the claim band where a claim is configured, and the
-    reference gains where the config gives them (not judged: another machine's)."""
-    if summary.empty:
-        return note_chart("no speedups: every device is emulated", "Speedup")
+def speedup_data(summary: pd.DataFrame) -> tuple[pd.DataFrame, tuple[float, float]]:
+    """The summary with each row's label and claim band, cut to the frame that shows the
+    gains, the bands and the reference gains; and that frame."""
     data = summary.copy()
     data["label"] = data["device"] + " / " + data["model"]
     data["band_low"] = data["claim_gain"] - data["tolerance"]
@@ -114,7 +112,15 @@ def speedup_chart(summary: pd.DataFrame) -> alt.Chart:
     if "reference_gain" not in data:
         data["reference_gain"] = np.nan
     frame = gain_frame(data, ("band_low", "band_high", "reference_gain"))
-    data = cut_to_frame(data, frame)
+    return cut_to_frame(data, frame), frame
+
+
+def speedup_chart(summary: pd.DataFrame) -> alt.Chart:
+    """Gain (speedup - 1) with its CI, the claim band where a claim is configured, and the
+    reference gains where the config gives them (not judged: another machine's)."""
+    if summary.empty:
+        return note_chart("no speedups: every device is emulated", "Speedup")
+    data, frame = speedup_data(summary)
     y = alt.Y("label:N", title=None, sort=sorted(data["label"].unique()))
     scale = alt.Scale(domain=list(frame), clamp=True)
     base = alt.Chart()
@@ -147,16 +153,21 @@ def speedup_chart(summary: pd.DataFrame) -> alt.Chart:
         .encode(x="gain_ci_high_drawn:Q", y=y, tooltip=gain_tooltip("phase", "cut_mark"))
     )
     zero = base.mark_rule(strokeDash=[4, 4], color="gray").encode(x=alt.datum(0.0))
-    parts = ["bar: CI"]
-    parts += ["band: claim ± tolerance"] if claimed(data) else []
-    parts += ["diamond: reference gain"] if data["reference_gain"].notna().any() else []
-    parts += ["✂: CI cut at the frame"] if data["cut"].any() else []
     return (
         alt.layer(band, rule, point, reference, cut, zero, data=data)
         .properties(width=380, height=alt.Step(28))
         .facet(row=alt.Row("phase:N", sort=PHASE_ORDER, title=None))
-        .properties(title=f"Speedup of treatment over baseline ({'; '.join(parts)})")
+        .properties(title=f"Speedup of treatment over baseline ({speedup_legend(data)})")
     )
+
+
+def speedup_legend(data: pd.DataFrame) -> str:
+    """What the speedup chart's marks are, those it draws only."""
+    parts = ["bar: CI"]
+    parts += ["band: claim ± tolerance"] if claimed(data) else []
+    parts += ["diamond: reference gain"] if data["reference_gain"].notna().any() else []
+    parts += ["✂: CI cut at the frame"] if data["cut"].any() else []
+    return "; ".join(parts)
 
 
 def note_chart(text: str, title: str) -> alt.Chart:

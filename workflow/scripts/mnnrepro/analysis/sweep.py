@@ -68,6 +68,16 @@ def main_checks(summary_document: dict) -> dict[tuple[str, str, str, str], bool]
     }
 
 
+def checks_columns(problems: list[str], main_passed: bool | None) -> dict:
+    """A point is evidence where the main comparison's checks passed and it has no problems
+    of its own; `problems` says why not."""
+    failed = [] if main_passed else ["the main comparison's checks failed"]
+    return {
+        "checks_passed": bool(main_passed) and not problems,
+        "problems": "; ".join(problems + failed),
+    }
+
+
 def sweep_summary(
     sweep: pd.DataFrame,
     main: pd.DataFrame,
@@ -109,11 +119,7 @@ def sweep_summary(
                         "treatment": pair[1],
                         **gain_of(r, claim, comparison.tolerance),
                         "blocks_under_load": blocks_under_load(part, pair),
-                        "checks_passed": bool(main_passed) and not problems,
-                        "problems": "; ".join(
-                            problems
-                            + ([] if main_passed else ["the main comparison's checks failed"])
-                        ),
+                        **checks_columns(problems, main_passed),
                     }
                 )
     columns = list(SWEEP_SUMMARY_COLUMNS)

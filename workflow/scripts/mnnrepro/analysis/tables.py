@@ -200,22 +200,20 @@ def rows_from_record(
         **phone_columns(record),
     }
     energy = stretch_joules(record)
-    return [
-        {
-            **base,
-            **{
-                key: energy.get(r["phase"], {}).get(key)
-                for key in ("power_w", "power_window", "joules_per_token")
-            },
-            "phase": r["phase"],
-            "tokens": r["tokens"],
-            "seconds": r["seconds"],
-            "tps": r["tps"],
-            "pixels_mp": r.get("pixels_mp"),  # the vision phase's: what the encoder took in
-            "context_start": r.get("context_start"),
-        }
-        for r in record["results"]
-    ]
+    return [{**base, **phase_columns(r, energy.get(r["phase"], {}))} for r in record["results"]]
+
+
+def phase_columns(result: dict, energy: dict) -> dict:
+    """One measured phase's columns: its energy (where sampled), tokens, time and speed."""
+    return {
+        **{key: energy.get(key) for key in ("power_w", "power_window", "joules_per_token")},
+        "phase": result["phase"],
+        "tokens": result["tokens"],
+        "seconds": result["seconds"],
+        "tps": result["tps"],
+        "pixels_mp": result.get("pixels_mp"),  # the vision phase's: what the encoder took in
+        "context_start": result.get("context_start"),
+    }
 
 
 def gate_columns(record: dict, temps: dict, max_other_load) -> dict:

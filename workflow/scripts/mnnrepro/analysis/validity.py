@@ -198,20 +198,25 @@ def switch_checks(
         },
     ]
     if facts.get("sme2") and kind.reports_sme_choice:
-        chosen = {v: greedy[v]["engine"].get("kleidiai_sme", False) for v in pair}
-        checks.append(
-            {
-                "name": f"KleidiAI chose SME kernels in {treat_variant}, not in {base_variant}",
-                "pair": list(pair),
-                "passed": chosen[treat_variant] and not chosen[base_variant],
-                "evidence": "; ".join(
-                    f"{v}: {greedy[v]['engine'].get('device_supports') or 'no feature line'!r}"
-                    for v in pair
-                ),
-                "details": chosen,
-            }
-        )
+        checks.append(sme_choice_check(greedy, pair))
     return checks
+
+
+def sme_choice_check(greedy: dict, pair: tuple[str, str]) -> dict:
+    """On an SME2 device, an engine that says which kernels it chose (`kleidiai_sme`): SME in
+    the treatment, not in the baseline."""
+    base_variant, treat_variant = pair
+    chosen = {v: greedy[v]["engine"].get("kleidiai_sme", False) for v in pair}
+    return {
+        "name": f"KleidiAI chose SME kernels in {treat_variant}, not in {base_variant}",
+        "pair": list(pair),
+        "passed": chosen[treat_variant] and not chosen[base_variant],
+        "evidence": "; ".join(
+            f"{v}: {greedy[v]['engine'].get('device_supports') or 'no feature line'!r}"
+            for v in pair
+        ),
+        "details": chosen,
+    }
 
 
 def device_vector_length_bits(facts: dict) -> int | None:

@@ -98,6 +98,38 @@ def config_of(archive: str, data: bytes | None) -> dict:
     return config
 
 
+def check_raw_paths(archive: str, root: Path, experiment: str) -> None:
+    """Every raw record a run index names (and every earlier measurement it superseded) lies
+    inside the archive's own raw directory of that kind; DataError naming the index if not."""
+    source = root / "results" / experiment
+    for kind, raw_dir in RAW_DIRS.items():
+        inside = ("results", experiment, *raw_dir.split("/"))
+        for index in sorted((source / kind).rglob("*.json")):
+            for entry in read_record(index, "run_index")["runs"]:
+                for named in [entry["raw"], *(s["raw"] for s in entry.get("superseded", []))]:
+                    raw = PurePosixPath(named)
+                    if ".." in raw.parts or raw.parts[: len(inside)] != inside:
+                        raise DataError(
+                            archive,
+                            f"{index.relative_to(root)} names raw record {named!r}, which "
+                            f"is not inside the archive's results/{experiment}/{raw_dir}/",
+                        )
+
+
+def archived_engine_records(archive: str, root: Path, wanted: dict[str, str]) -> dict[str, Path]:
+    """engine name -> its archived record, for every engine `wanted` names; DataError naming
+    the ones the archive lacks."""
+    found = {}
+    for path in sorted((root / "results" / "engines").glob("*/*.json")):
+        record = read_record(path, "engine")
+        if path.name in ENGINE_RECORDS and record.get("engine") in wanted:
+            found[record["engine"]] = path
+    missing = sorted(set(wanted) - set(found))
+    if missing:
+        raise DataError(archive, f"no archived record of engine(s) {missing}")
+    return found
+
+
 def restore(
     archive: str,
     results: str,
@@ -124,27 +156,8 @@ def restore(
             if (source / kind).is_dir():
                 shutil.copytree(source / kind, Path(results) / kind, dirs_exist_ok=True)
                 restored.append(f"{results}/{kind}")
-        for kind, raw_dir in RAW_DIRS.items():
-            inside = ("results", experiment, *raw_dir.split("/"))
-            for index in sorted((source / kind).rglob("*.json")):
-                for entry in read_record(index, "run_index")["runs"]:
-                    # the raw record and every earlier measurement it superseded
-                    for named in [entry["raw"], *(s["raw"] for s in entry.get("superseded", []))]:
-                        raw = PurePosixPath(named)
-                        if ".." in raw.parts or raw.parts[: len(inside)] != inside:
-                            raise DataError(
-                                archive,
-                                f"{index.relative_to(root)} names raw record {named!r}, which "
-                                f"is not inside the archive's results/{experiment}/{raw_dir}/",
-                            )
-        found = {}
-        for path in sorted((root / "results" / "engines").glob("*/*.json")):
-            record = read_record(path, "engine")
-            if path.name in ENGINE_RECORDS and record.get("engine") in engine_records:
-                found[record["engine"]] = path
-        missing = sorted(set(engine_records) - set(found))
-        if missing:
-            raise DataError(archive, f"no archived record of engine(s) {missing}")
+        check_raw_paths(archive, root, experiment)
+        found = archived_engine_records(archive, root, engine_records)
         for name, dest in engine_records.items():
             Path(dest).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(found[name], dest)

@@ -91,6 +91,18 @@ def function_symbols(data: bytes, sections: list[tuple], table: tuple) -> dict[i
     return functions
 
 
+def function_ends(starts: list[int], sizes: list[int], executable: list[Section]) -> list[int]:
+    """Where each function ends: its start plus its size; hand-written assembly often has no
+    size: it runs to the next function, within its section (`_init` does not own the call
+    stubs after it)."""
+    ends = []
+    for i, (start, size) in enumerate(zip(starts, sizes, strict=True)):
+        section_end = next((sec.end for sec in executable if sec.start <= start < sec.end), start)
+        following = starts[i + 1] if i + 1 < len(starts) else section_end
+        ends.append(start + size if size else min(following, section_end))
+    return ends
+
+
 def read_symbols(path: str | Path) -> ElfSymbols:
     """Functions and load segments of one ELF file; DataError naming it if it is not ELF64 LE."""
     data = Path(path).read_bytes()
@@ -130,14 +142,7 @@ def read_symbols(path: str | Path) -> ElfSymbols:
             if start not in functions or function[1].startswith("kai_"):
                 functions[start] = function
     starts = sorted(functions)
-    ends = []
-    for i, start in enumerate(starts):
-        size = functions[start][0]
-        # hand-written assembly often has no size: it runs to the next function, within its
-        # section (`_init` does not own the call stubs after it)
-        section_end = next((sec.end for sec in executable if sec.start <= start < sec.end), start)
-        following = starts[i + 1] if i + 1 < len(starts) else section_end
-        ends.append(start + size if size else min(following, section_end))
+    ends = function_ends(starts, [functions[s][0] for s in starts], executable)
     return ElfSymbols(
         str(path),
         segments,

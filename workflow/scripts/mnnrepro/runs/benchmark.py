@@ -243,27 +243,11 @@ def run_schedule(
     done = 0
     per_block = len({inv.variant for inv in plan})
     for number, inv in enumerate(plan, 1):
-        spec = specs[inv.variant]
-        key = measurement_key(spec, with_measured_vision(measured, bench, spec["engine"]))
-        path = raw_path(raw_dir, inv)
         progress = f"{device.name}: [{number}/{len(plan)}] {inv.variant} rep {inv.block}"
-        record = done_record(path, key, remeasure)
-        if record is not None:
-            log.info("keep   %s (measured earlier)", path)
-            print(f"{progress}: kept (measured earlier)", flush=True)
-            done += 1
-        else:
-            step = partial(measure, run, inv, spec, key, path)
-            record = surviving_invocation(device, inv, step)
-            write_json(path, record)
-            print(f"{progress}: measured", flush=True)
-            log.info(
-                "ran    %s: %s",
-                path,
-                ", ".join(f"{r['phase']} {r['tps']:.2f} tok/s" for r in record["results"]),
-            )
+        record, kept = kept_or_measured(run, inv, specs[inv.variant], raw_dir, progress)
+        done += kept
         records.append(record)
-        index.append(index_entry(inv, path))
+        index.append(index_entry(inv, raw_path(raw_dir, inv)))
         if stop is not None and inv.position == per_block - 1:
             stopped = stop(records, inv.block + 1)
             if stopped is not None:
@@ -272,6 +256,25 @@ def run_schedule(
                 break
     log.info("%d invocations kept from earlier runs, %d run now", done, len(index) - done)
     return index, stopped
+
+
+def kept_or_measured(run: Measuring, inv, spec: dict, raw_dir: Path, progress: str):
+    """(one invocation's raw record, whether it was kept): the one measured earlier under the
+    same key where it exists (and --config remeasure does not ask for it again), else measured
+    now and written before the next one runs."""
+    key = measurement_key(spec, with_measured_vision(run.measured, run.bench, spec["engine"]))
+    path = raw_path(raw_dir, inv)
+    record = done_record(path, key, run.remeasure)
+    if record is not None:
+        log.info("keep   %s (measured earlier)", path)
+        print(f"{progress}: kept (measured earlier)", flush=True)
+        return record, True
+    record = surviving_invocation(run.device, inv, partial(measure, run, inv, spec, key, path))
+    write_json(path, record)
+    print(f"{progress}: measured", flush=True)
+    speeds = ", ".join(f"{r['phase']} {r['tps']:.2f} tok/s" for r in record["results"])
+    log.info("ran    %s: %s", path, speeds)
+    return record, False
 
 
 STEPS = ("cooldown", "thermal_gate", "quiet_gate", "setup", "engine", "vision_and_teardown")

@@ -35,24 +35,12 @@ def push_receipt(
         }
 
     started = time.monotonic()
-    models = {
-        fmt: device.stage(path, f"models/{model}{FORMATS[fmt].device_suffix}")
-        for fmt, path in sorted(model_dirs.items())
-    }
     where = {
-        "runner": device.stage(RUNNER, "engines/prebuilt-runner"),
-        "runner_modules": {
-            # beside the runner: Python looks for its imports in the runner's own folder
-            name: device.stage(path, "engines/prebuilt-runner")
-            for name, path in RUNNER_MODULES.items()
-        },
+        **stage_runner(device),
         "engines": staged(engine_dirs, ""),
         "gate_tools": staged(tool_dirs, "-gate-tool"),
-        "models": models,
+        **stage_models(device, model_dirs, model),
     }
-    for fmt, path in models.items():
-        if FORMATS[fmt].config_file:
-            where["model_config"] = f"{path}/{FORMATS[fmt].config_file}"
     log.info(
         "pushed %d bytes to %s, %d files already there",
         device.bytes_pushed,
@@ -69,6 +57,30 @@ def push_receipt(
         "files_skipped": device.files_skipped,
         "files": device.receipts,
     }
+
+
+def stage_runner(device: Device) -> dict:
+    """The Python runner, and beside it the modules it imports: Python looks for them in the
+    runner's own folder."""
+    folder = "engines/prebuilt-runner"
+    return {
+        "runner": device.stage(RUNNER, folder),
+        "runner_modules": {name: device.stage(p, folder) for name, p in RUNNER_MODULES.items()},
+    }
+
+
+def stage_models(device: Device, model_dirs: dict[str, str], model: str) -> dict:
+    """The model in every format the engines read (format -> its directory), and the config
+    file of the format that has one."""
+    models = {
+        fmt: device.stage(path, f"models/{model}{FORMATS[fmt].device_suffix}")
+        for fmt, path in sorted(model_dirs.items())
+    }
+    where = {"models": models}
+    for fmt, path in models.items():
+        if FORMATS[fmt].config_file:
+            where["model_config"] = f"{path}/{FORMATS[fmt].config_file}"
+    return where
 
 
 def stage_engine(device: Device, engine_dir: str, suffix: str = "") -> str:

@@ -56,6 +56,36 @@ def sme_selected(lines: list[str]) -> bool:
     return any("SME enabled" in ln for ln in lines)
 
 
+# what llama-bench says it ran, kept from its first test
+RAN_KEYS = ("build_commit", "n_threads", "n_batch", "n_ubatch", "type_k", "type_v",
+            "flash_attn", "model_type", "model_size", "cpu_info")  # fmt: skip
+
+
+def one_test(tests: list, n_prompt: int, n_gen: int, n_depth: int, phase: str) -> dict:
+    """The one llama-bench test of these sizes, as a phase's result (its one sample)."""
+    found = [
+        t
+        for t in tests
+        if (t.get("n_prompt"), t.get("n_gen"), t.get("n_depth")) == (n_prompt, n_gen, n_depth)
+    ]
+    if len(found) != 1:
+        raise LlamaBenchParseError(
+            f"llama-bench: {len(found)} {phase} tests with n_prompt={n_prompt}, "
+            f"n_gen={n_gen}, n_depth={n_depth} (expected 1)"
+        )
+    samples = found[0].get("samples_ns") or []
+    if len(samples) != 1 or not samples[0] or samples[0] <= 0:
+        raise LlamaBenchParseError(f"llama-bench {phase} test: samples_ns {samples!r}")
+    tokens, seconds = n_prompt or n_gen, samples[0] / 1e9
+    return {
+        "phase": phase,
+        "tokens": tokens,
+        "seconds": seconds,
+        "tps": tokens / seconds,
+        "context_start": n_depth,
+    }
+
+
 def parse_output(stdout: str, prompt_tokens: int, generate_tokens: int) -> dict:
     """llama-bench -o json: the prefill test (P tokens, depth 0) and the decode test (N tokens
     after P), one sample each; anything else missing or malformed is an error naming it."""
@@ -66,52 +96,11 @@ def parse_output(stdout: str, prompt_tokens: int, generate_tokens: int) -> dict:
         raise LlamaBenchParseError(f"llama-bench printed no readable JSON: {err}") from None
     if not isinstance(tests, list) or not tests:
         raise LlamaBenchParseError("llama-bench printed no test results (expected a JSON list)")
-
-    def one(n_prompt: int, n_gen: int, n_depth: int, phase: str) -> dict:
-        found = [
-            t
-            for t in tests
-            if (t.get("n_prompt"), t.get("n_gen"), t.get("n_depth")) == (n_prompt, n_gen, n_depth)
-        ]
-        if len(found) != 1:
-            raise LlamaBenchParseError(
-                f"llama-bench: {len(found)} {phase} tests with n_prompt={n_prompt}, "
-                f"n_gen={n_gen}, n_depth={n_depth} (expected 1)"
-            )
-        test = found[0]
-        samples = test.get("samples_ns") or []
-        if len(samples) != 1 or not samples[0] or samples[0] <= 0:
-            raise LlamaBenchParseError(f"llama-bench {phase} test: samples_ns {samples!r}")
-        tokens = n_prompt or n_gen
-        seconds = samples[0] / 1e9
-        return {
-            "phase": phase,
-            "tokens": tokens,
-            "seconds": seconds,
-            "tps": tokens / seconds,
-            "context_start": n_depth,
-        }
-
     results = [
-        one(prompt_tokens, 0, 0, "prefill"),
-        one(0, generate_tokens, prompt_tokens, "decode"),
+        one_test(tests, prompt_tokens, 0, 0, "prefill"),
+        one_test(tests, 0, generate_tokens, prompt_tokens, "decode"),
     ]
-    first = tests[0]
-    ran = {
-        key: first.get(key)
-        for key in (
-            "build_commit",
-            "n_threads",
-            "n_batch",
-            "n_ubatch",
-            "type_k",
-            "type_v",
-            "flash_attn",
-            "model_type",
-            "model_size",
-            "cpu_info",
-        )
-    }
+    ran = {key: tests[0].get(key) for key in RAN_KEYS}
     return {"results": results, "ran": ran, "tests": tests}
 
 

@@ -110,45 +110,33 @@ def parse_table(text: str) -> list[dict]:
     rows = []
     for line in lines[2:]:
         cells = dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True))
-        tests = _tests(cells[test_col])
-        speeds = [_speed(s) for s in cells[speed_col].split("<br>")]
-        base = {
-            "model": cells.get("model", ""),
-            "backend": cells.get("backend", ""),
-            "threads": int(cells["threads"]) if "threads" in cells else None,
-            "precision": cells.get("precision", ""),
-            "test": cells[test_col],
-        }
-        lens = dict(tests)
-        if len(tests) == len(speeds):
-            for (phase, tokens), (tps, std) in zip(tests, speeds, strict=True):
-                rows.append(
-                    {
-                        **base,
-                        "phase": phase,
-                        "tokens": tokens,
-                        "tps": tps,
-                        "std": std,
-                        "prompt_len": lens.get("prefill"),
-                        "generate_len": lens.get("decode"),
-                    }
-                )
-        elif len(speeds) == 1:  # 3.6.1 -pg: one combined number for prefill + decode
-            tps, std = speeds[0]
-            rows.append(
-                {
-                    **base,
-                    "phase": "combined",
-                    "tokens": sum(lens.values()),
-                    "tps": tps,
-                    "std": std,
-                    "prompt_len": lens.get("prefill"),
-                    "generate_len": lens.get("decode"),
-                }
-            )
-        else:
-            raise LlmBenchParseError(f"{len(speeds)} speeds for tests {tests} in {line!r}")
+        rows += table_row(cells, test_col, speed_col, line)
     return rows
+
+
+def table_row(cells: dict, test_col: str, speed_col: str, line: str) -> list[dict]:
+    """One table row's results: a speed per test, or (3.6.1 -pg) one combined number for
+    prefill + decode."""
+    tests = _tests(cells[test_col])
+    speeds = [_speed(s) for s in cells[speed_col].split("<br>")]
+    lens = dict(tests)
+    base = {
+        "model": cells.get("model", ""),
+        "backend": cells.get("backend", ""),
+        "threads": int(cells["threads"]) if "threads" in cells else None,
+        "precision": cells.get("precision", ""),
+        "test": cells[test_col],
+    }
+    lengths = {"prompt_len": lens.get("prefill"), "generate_len": lens.get("decode")}
+    if len(tests) == len(speeds):
+        return [
+            {**base, "phase": phase, "tokens": tokens, "tps": tps, "std": std, **lengths}
+            for (phase, tokens), (tps, std) in zip(tests, speeds, strict=True)
+        ]
+    if len(speeds) == 1:
+        (tps, std), tokens = speeds[0], sum(lens.values())
+        return [{**base, "phase": "combined", "tokens": tokens, "tps": tps, "std": std, **lengths}]
+    raise LlmBenchParseError(f"{len(speeds)} speeds for tests {tests} in {line!r}")
 
 
 def settings_ran(json_text: str) -> dict:

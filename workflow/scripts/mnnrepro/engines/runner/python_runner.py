@@ -171,9 +171,7 @@ def timed_vision(llm, args) -> dict | None:
 
 
 def run_bench(args) -> dict:
-    # staged beside this file (runs/staging.py), as genai_llm
-    from runner_timing import time_phases
-    from vision_entries import vision_results
+    from runner_timing import time_phases  # staged beside this file (runs/staging.py)
 
     runtime = json.loads(args.runtime)
     load_start = time.perf_counter()
@@ -184,14 +182,7 @@ def run_bench(args) -> dict:
         time_phases(llm, args.prompt_tokens, args.generate_tokens)
         warmups += 1
     run = time_phases(llm, args.prompt_tokens, args.generate_tokens)
-    vision = timed_vision(llm, args)
-    produced = run["produced"]
-    # the image questions' three phases alternate image by image: each one's power window is
-    # the span of all the questions (the mean power of the work they share)
-    span = (
-        {p: vision["window"] for p in ("vision", "image_prefill", "first_token")} if vision else {}
-    )
-    windows = {**run["windows"], **span}
+    results, windows = phase_results(run, timed_vision(llm, args), args.prompt_tokens)
     return {
         "kind": "bench",
         "runtime": runtime,
@@ -204,25 +195,39 @@ def run_bench(args) -> dict:
         },
         # when each measured phase ran, on the device's CLOCK_BOOTTIME (seconds)
         "phase_clock": {"clock": "CLOCK_BOOTTIME", **windows},
-        "results": [
-            {
-                "phase": "prefill",
-                "tokens": args.prompt_tokens,
-                "seconds": run["prefill_s"],
-                "tps": args.prompt_tokens / run["prefill_s"],
-                "context_start": 0,
-            },
-            {
-                "phase": "decode",
-                "tokens": len(produced),
-                "seconds": run["decode_s"],
-                "tps": len(produced) / run["decode_s"],
-                "context_start": args.prompt_tokens,
-            },
-            *(vision_results(vision) if vision else []),
-        ],
+        "results": results,
         "engine": engine_facts(printed, args.engine),
     }
+
+
+def phase_results(run: dict, vision: dict | None, prompt_tokens: int) -> tuple[list, dict]:
+    """(each measured phase's entry, each phase's window): prefill and decode of the timed
+    run, then the image questions' where asked. Their three phases alternate image by image:
+    each one's power window is the span of all the questions (the mean power of the work they
+    share)."""
+    from vision_entries import vision_results  # staged beside this file, as runner_timing
+
+    produced = run["produced"]
+    results = [
+        {
+            "phase": "prefill",
+            "tokens": prompt_tokens,
+            "seconds": run["prefill_s"],
+            "tps": prompt_tokens / run["prefill_s"],
+            "context_start": 0,
+        },
+        {
+            "phase": "decode",
+            "tokens": len(produced),
+            "seconds": run["decode_s"],
+            "tps": len(produced) / run["decode_s"],
+            "context_start": prompt_tokens,
+        },
+    ]
+    if not vision:
+        return results, run["windows"]
+    span = {p: vision["window"] for p in ("vision", "image_prefill", "first_token")}
+    return results + vision_results(vision), {**run["windows"], **span}
 
 
 def run_greedy(args) -> dict:
