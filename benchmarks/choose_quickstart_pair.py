@@ -29,7 +29,8 @@ from mnnrepro.design import variants_of  # noqa: E402
 from mnnrepro.devices.local import LocalDevice  # noqa: E402
 from mnnrepro.engines.mnn_wheel.kind import describe_prebuilt  # noqa: E402
 from mnnrepro.engines.registry import EngineRecord  # noqa: E402
-from mnnrepro.runs.benchmark import run_schedule, variant_specs  # noqa: E402
+from mnnrepro.runs.benchmark import run_schedule  # noqa: E402
+from mnnrepro.runs.raw_files import variant_specs  # noqa: E402
 from mnnrepro.runs.schedule import interleaved  # noqa: E402
 from mnnrepro.runs.staging import push_receipt  # noqa: E402
 from mnnrepro.stats import Interval, compare_phase  # noqa: E402

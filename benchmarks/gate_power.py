@@ -54,7 +54,8 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 from emulated import userland_receipt  # noqa: E402
 from provenance import write_results  # noqa: E402
 
-from mnnrepro.analysis.correctness import ROUNDING, WRONG, GateRule, compare_forced  # noqa: E402
+from mnnrepro.analysis.correctness import compare_forced  # noqa: E402
+from mnnrepro.analysis.divergence import ROUNDING, WRONG, GateRule  # noqa: E402
 from mnnrepro.design import Variant  # noqa: E402
 from mnnrepro.devices.qemu import QemuDevice  # noqa: E402
 from mnnrepro.engines.registry import EngineRecord  # noqa: E402

@@ -44,7 +44,7 @@ from real_mnn import engines, git_out, snakemake  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 from mnnrepro.analysis.attribution import phase_summary  # noqa: E402
-from mnnrepro.analysis.correctness import CRASHED, IDENTICAL, ROUNDING, WRONG  # noqa: E402
+from mnnrepro.analysis.divergence import CRASHED, IDENTICAL, ROUNDING, WRONG  # noqa: E402
 
 KINDS = {IDENTICAL: "identical", ROUNDING: "rounding", WRONG: "wrong", CRASHED: "crashed"}
 

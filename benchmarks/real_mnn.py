@@ -47,7 +47,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from provenance import measured_record  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
-from mnnrepro.analysis.attribution import change_explained, phase_summary  # noqa: E402
+from mnnrepro.analysis.attribution import phase_summary  # noqa: E402
+from mnnrepro.analysis.kernel_sections import change_explained  # noqa: E402
 from mnnrepro.design import Design  # noqa: E402
 
 KLEIDIAI_MD5 = "0a9e9008adb6031f9e8cf70dff4a3321"  # config/paper.yaml's pin

@@ -7,7 +7,7 @@ Simulates config/paper.yaml's run through the project's own stopping code
 the schedule's own interleaved order (runs.schedule.interleaved), the claim pair, the A/A
 twin and the mechanism check, at every look until every row is settled, the last look or the
 last look the budget affords. The same simulated runs go through five rules: the workflow's
-(the t interval at the level calibrated for the looks, stats.sequential_t_level, widened
+(the t interval at the level calibrated for the looks, sequential.sequential_t_level, widened
 where the run's dependence check finds serial dependence), the same never widened, the
 anytime-valid interval (the boundary before), the plain Student t (what optional stopping
 costs it) and a fixed 30 blocks on the t interval. For each scenario (per-invocation noise
@@ -21,7 +21,7 @@ and around the band's edges, and zero):
   run's own conditions, the mean of its blocks' noise-free ratios);
 - the verdicts of the main pair (analysis.verdict.claim_verdict), blocks and phone time;
 - the bias of the main pair's prefill gain at the stop, plain and bias-adjusted
-  (stats.bias_adjusted_mean);
+  (sequential.bias_adjusted_mean);
 - the phone time at 3 % noise with the gains as claimed for 30 to 110 s per invocation
   (the dry run's expected time interpolates it);
 - config/config.yaml's two planned looks under a real quickstart run's noise;
@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from provenance import write_results  # noqa: E402
 
-from mnnrepro import stats  # noqa: E402
+from mnnrepro import sequential, stats  # noqa: E402
 from mnnrepro.analysis.verdict import claim_verdict  # noqa: E402
 from mnnrepro.config import run_variants, with_schema_defaults  # noqa: E402
 from mnnrepro.design import Design  # noqa: E402
@@ -63,7 +63,7 @@ from mnnrepro.engines.registry import EngineRecord  # noqa: E402
 from mnnrepro.intervals import run_intervals  # noqa: E402
 from mnnrepro.plan.overview import last_affordable_look  # noqa: E402
 from mnnrepro.repetitions import Repetitions  # noqa: E402
-from mnnrepro.runs import precision  # noqa: E402
+from mnnrepro.runs import precision, stopping_rows  # noqa: E402
 from mnnrepro.runs.schedule import interleaved  # noqa: E402
 
 FIXED_BLOCKS = 30  # the comparison: a fixed run judged with the t interval
@@ -250,15 +250,15 @@ def expected_log_ratios(config: dict, scenario: dict, blocks: int, rows) -> dict
         {k: scenario[k] for k in ("drift", "step", "thermal", "throttle") if k in scenario}
     )
     clean = simulate(config, quiet, blocks, np.random.default_rng(0))
-    return {n: precision.block_log_ratios(clean, n) for n in rows}
+    return {n: stopping_rows.block_log_ratios(clean, n) for n in rows}
 
 
 def true_ratios(config: dict, rows: dict, gains: dict) -> dict[str, float]:
     truth = variant_gains(config, gains)
     out = {}
     for name in rows:
-        b, t, what = precision.row_parts(name)
-        if what == precision.MECHANISM:
+        b, t, what = stopping_rows.row_parts(name)
+        if what == stopping_rows.MECHANISM:
             out[name] = (truth[t]["prefill"] / truth[b]["prefill"]) / (
                 truth[t]["decode"] / truth[b]["decode"]
             )
@@ -301,7 +301,7 @@ def rules_of(repetitions: dict) -> dict[str, precision.StoppingRule]:
 def run_once(records, rows, rule, per_block_s: float) -> dict:
     """One simulated run's records through one stopping rule: where it stops, every row's
     final interval, and each row's mean log ratio at the stop."""
-    ratios_all = {n: precision.block_log_ratios(records, n) for n in rows}
+    ratios_all = {n: stopping_rows.block_log_ratios(records, n) for n in rows}
     stop = None
     for blocks in rule.looks:
         ratios = {n: r[:blocks] for n, r in ratios_all.items()}
@@ -316,7 +316,9 @@ def fixed_run(records, rows) -> dict:
     """The same data judged at a fixed FIXED_BLOCKS blocks on the Student t interval."""
     out = {}
     for name in rows:
-        low, high = stats.t_interval(precision.block_log_ratios(records, name)[:FIXED_BLOCKS], 0.95)
+        low, high = stats.t_interval(
+            stopping_rows.block_log_ratios(records, name)[:FIXED_BLOCKS], 0.95
+        )
         out[name] = (float(low), float(high))
     return out
 
@@ -332,7 +334,7 @@ def main_verdicts(intervals: dict, config: dict) -> tuple[str, str]:
     comparison = config["comparison"]
     pair, claims = (comparison["baseline"], comparison["treatment"]), comparison["claims"]
     return tuple(
-        verdict_of(*intervals[precision.row_name(*pair, p)], claims[p], comparison["tolerance"])
+        verdict_of(*intervals[stopping_rows.row_name(*pair, p)], claims[p], comparison["tolerance"])
         for p in ("prefill", "decode")
     )
 
@@ -345,7 +347,7 @@ def stop_intervals(one: dict) -> dict:
 def evaluate(config, rows, repetitions, scenario, runs, seed, per_block_s) -> dict:
     """Every rule of rules_of on the same simulated runs of one scenario."""
     comparison = config["comparison"]
-    prefill = precision.row_name(comparison["baseline"], comparison["treatment"], "prefill")
+    prefill = stopping_rows.row_name(comparison["baseline"], comparison["treatment"], "prefill")
     truth = true_ratios(config, rows, scenario["gains"])
     rules = rules_of(repetitions)
     rng = np.random.default_rng(seed)
@@ -404,10 +406,10 @@ BIAS_RUNS = 300  # runs per scenario whose bias-adjusted estimate is computed (i
 
 def bias_of(one, rows, rule, records, name, truth, bias) -> None:
     """The main pair's prefill row at the stop: the plain mean log ratio and the bias-adjusted
-    one (the summary's, stats.bias_adjusted_mean, never before the other rows settled), each
+    one (the summary's, sequential.bias_adjusted_mean, never before the other rows settled), each
     minus the truth, in log."""
-    logs = precision.block_log_ratios(records, name)[: one["blocks"]]
-    level = stats.sequential_t_level(rule.looks, 0.95)
+    logs = stopping_rows.block_log_ratios(records, name)[: one["blocks"]]
+    level = sequential.sequential_t_level(rule.looks, 0.95)
     adjusted = precision.bias_adjusted_log_gain(
         logs, name, rule.looks, level, rows[name], one["rows"]
     )
@@ -478,7 +480,7 @@ def measured_run(path: Path) -> tuple[dict[str, float], dict[str, float]]:
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     pair = f"{config['comparison']['baseline']}/{config['comparison']['treatment']}"
     records = precision.records_of_table(table)
-    logs = {p: precision.block_log_ratios(records, f"{pair} {p}") for p in BASE}
+    logs = {p: stopping_rows.block_log_ratios(records, f"{pair} {p}") for p in BASE}
     noise = {p: round(float(r.std(ddof=1) / np.sqrt(2)), 4) for p, r in logs.items()}
     gains = {p: round(float(np.exp(r.mean())) - 1, 4) for p, r in logs.items()}
     return noise, gains
@@ -495,7 +497,7 @@ def quickstart_rule(runs: int, seed: int) -> dict:
     every_block = {k: v for k, v in rule.items() if k != "looks"}
     engines = {e: EngineRecord.of({"engine": e, "kind": "prebuilt"}) for e in config["engines"]}
     rows = thresholds_on(config, engines, {"device": "host", "sme2": False})
-    mechanism = next(n for n in rows if precision.row_parts(n)[2] == precision.MECHANISM)
+    mechanism = next(n for n in rows if stopping_rows.row_parts(n)[2] == stopping_rows.MECHANISM)
     noise, measured = measured_run(QUICKSTART_RUN)
     reference = config["comparison"]["reference_gains"]
     equal = {p: reference["decode"] for p in BASE}
@@ -604,7 +606,7 @@ def replay(source: str, config: dict, records: list[dict], facts: dict, engines:
     the one the full run gave (all its blocks, fixed in advance: Student t)."""
     rule, rule_from = replay_rule(config["experiment"])
     rows = thresholds_on(config, engines, facts)
-    ratios = {n: precision.block_log_ratios(records, n) for n in rows}
+    ratios = {n: stopping_rows.block_log_ratios(records, n) for n in rows}
     total = min(r.size for r in ratios.values())
     out = {"source": source, "rule": rule, "rule_from": rule_from, "blocks_recorded": total}
     stop = None
@@ -717,7 +719,9 @@ def main(argv: list[str] | None = None) -> int:
         "invocations_per_block": per_block,
         "per_invocation_s": per_invocation_s,
         "looks": list(Repetitions.of(repetitions).stopping_looks()),
-        "look_level": stats.sequential_t_level(Repetitions.of(repetitions).stopping_looks(), 0.95),
+        "look_level": sequential.sequential_t_level(
+            Repetitions.of(repetitions).stopping_looks(), 0.95
+        ),
         "scenarios": results,
         "phone_times": times,
         "replays": replays,
@@ -763,7 +767,7 @@ def markdown(result: dict) -> list[str]:
         f"{result['invocations_per_block']} invocations per block, through the project's own "
         f"stopping code (runs/precision.verdict_stop): looks at blocks {looks[0]} to "
         f"{looks[-1]}, each on the Student t interval at {level:.2%} "
-        "(stats.sequential_t_level: the level calibrated for those looks), widened where the "
+        "(sequential.sequential_t_level: the level calibrated for those looks), widened where the "
         "blocks show serial dependence. **The noise levels are assumed, not measured: no phone "
         "was reachable here.** Phone time: blocks x invocations per block x "
         f"{result['per_invocation_s']:g} s (the phone's assumed seconds per invocation and the "
@@ -810,8 +814,8 @@ def markdown(result: dict) -> list[str]:
         "Stopping when an interval clears a threshold makes the mean at the stop a biased "
         "estimate of the gain. Mean error of the main pair's prefill log gain at the stop "
         f"over the first {BIAS_RUNS} runs of each scenario, plain and bias-adjusted "
-        "(summary.csv `gain_bias_adjusted`: stats.bias_adjusted_mean, Whitehead's estimate for "
-        "the row's own stopping):",
+        "(summary.csv `gain_bias_adjusted`: sequential.bias_adjusted_mean, Whitehead's "
+        "estimate for the row's own stopping):",
         "",
         "| scenario | plain mean: bias (log) | bias-adjusted: bias (log) |",
         "|---|---:|---:|",

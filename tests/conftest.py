@@ -665,7 +665,7 @@ def design_stats(**given) -> dict:
 def two_variant_specs(runtime_a: dict | None = None) -> dict:
     """Variants `a` (1 thread, unless runtime_a) and `b` (2 threads) of the prebuilt engine."""
     from mnnrepro.design import variants_of
-    from mnnrepro.runs.benchmark import variant_specs
+    from mnnrepro.runs.raw_files import variant_specs
 
     variants = {
         "a": {"engine": "e", "runtime": runtime_a or {"thread_num": 1}},

@@ -15,12 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mnnrepro.analysis.attribution import (
-    change_explained,
-    execution_checks,
-    kernel_table,
-    phase_summary,
-)
+from mnnrepro.analysis.attribution import execution_checks, kernel_table, phase_summary
+from mnnrepro.analysis.kernel_sections import change_explained
 from mnnrepro.design import Design
 from mnnrepro.devices import profilers
 from mnnrepro.devices.elf import read_symbols

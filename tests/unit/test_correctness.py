@@ -1,15 +1,7 @@
 import pytest
 
-from mnnrepro.analysis.correctness import (
-    IDENTICAL,
-    NO_OUTPUT,
-    ROUNDING,
-    WRONG,
-    GateRule,
-    compare_answer,
-    compare_answers,
-    leading_agreement,
-)
+from mnnrepro.analysis.correctness import compare_answer, compare_answers, leading_agreement
+from mnnrepro.analysis.divergence import IDENTICAL, NO_OUTPUT, ROUNDING, WRONG, GateRule
 from mnnrepro.analysis.validity import correctness_check
 
 

@@ -180,7 +180,8 @@ def test_the_agreement_table_is_teacher_forced_across_devices_where_recorded():
 def test_the_report_names_the_teacher_forced_rule_when_the_judged_rows_were():
     """The reference device's rows (compared with themselves) and a crashed device's rows are
     never teacher-forced; the section's rule text follows the rows that were judged."""
-    from mnnrepro.analysis.correctness import NEAR_TIE_RULE, TEACHER_FORCED_RULE
+    from mnnrepro.analysis.correctness import TEACHER_FORCED_RULE
+    from mnnrepro.analysis.divergence import NEAR_TIE_RULE
     from mnnrepro.analysis.emulation import emulation_section
 
     def row(device, forced, judged):

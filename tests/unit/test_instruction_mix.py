@@ -66,7 +66,8 @@ def test_kernels_csv_and_the_report_carry_the_mix_as_read_back(tmp_path):
     report's table of shares, also when the table is read back as the report reads it."""
     import pandas as pd
 
-    from mnnrepro.analysis.attribution import kernel_table, mix_section
+    from mnnrepro.analysis.attribution import kernel_table
+    from mnnrepro.analysis.kernel_sections import mix_section
 
     blocks, other = count_exec_log(io.BytesIO(LOG.read_bytes()))
     rows = attribute_blocks(blocks, [], {}, translated_blocks(other))

@@ -60,9 +60,11 @@ def test_every_module_belongs_to_a_stage_or_is_shared():
     # the repetitions' one type (the plan, the runs and the analysis read it), the design the
     # plan hands the gate, the runs and the analysis, pinned downloads and the one safe
     # extraction, where an interval lies against a boundary (every verdict and the stopping
-    # rule judge by it), the phases' names (the runs time them, the analysis tables them)
+    # rule judge by it), the phases' names (the runs time them, the analysis tables them), the
+    # sequential design's calibration (the stopping rule's looks, the summary's adjusted gain)
     assert top_level == {
         *("config", "logs", "files", "errors", "records", "stats", "intervals", "sweep_plan"),
+        "sequential",
         *("assumptions", "repetitions", "design", "sides", "phases"),
         *("fetch", "unpack"),
     }

@@ -9,7 +9,8 @@ from conftest import design_stats
 
 from mnnrepro.analysis.mechanism import NEAR_CEILING, ceiling_check, gain_gap, gain_order_check
 from mnnrepro.design import Design
-from mnnrepro.runs.precision import block_log_ratios, records_of_table
+from mnnrepro.runs.precision import records_of_table
+from mnnrepro.runs.stopping_rows import block_log_ratios
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,5 +1,5 @@
 """The intervals a run that stops on its verdict is judged on: the per-look level calibrated
-for the run's looks (stats.sequential_t_level) against its closed forms and an independent
+for the run's looks (sequential.sequential_t_level) against its closed forms and an independent
 simulation, the anytime sequence's one-sample form, the run's serial-dependence check and the
 widening it asks for, the bias-adjusted gain at a stop, and the familywise level. The whole
 rule under the phone's noise scenarios: benchmarks/results/sequential_stopping.md."""
@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from conftest import design_stats
 
-from mnnrepro import assumptions, stats
+from mnnrepro import assumptions, sequential, stats
 from mnnrepro.intervals import interval_name, run_intervals
 
 
 def test_one_look_is_the_plain_t_interval_at_the_level_asked():
-    assert stats.sequential_t_level([12], 0.95) == 0.95
-    assert stats.sequential_t_level([12, 12], 0.9) == 0.9
+    assert sequential.sequential_t_level([12], 0.95) == 0.95
+    assert sequential.sequential_t_level([12, 12], 0.9) == 0.9
 
 
 def test_two_far_looks_give_pococks_closed_form_constant():
@@ -39,7 +39,7 @@ def test_two_far_looks_give_pococks_closed_form_constant():
         middle = (low + high) / 2
         low, high = (middle, high) if inside(middle) < 0.95 else (low, middle)
     assert low == pytest.approx(2.178, abs=0.002)
-    level = stats.sequential_t_level([2000, 4000], 0.95)
+    level = sequential.sequential_t_level([2000, 4000], 0.95)
     calibrated = norm.ppf(0.5 + level / 2)  # df 2000: the t quantile is the normal's
     assert low <= calibrated <= low + 0.015
 
@@ -60,7 +60,7 @@ def test_an_independent_simulation_of_every_look_keeps_the_level_and_no_more():
             missed |= (np.log(low) > 0.3) | (np.log(high) < 0.3)
         return missed.mean()
 
-    calibrated = miss_rate(stats.sequential_t_level(looks, 0.95))
+    calibrated = miss_rate(sequential.sequential_t_level(looks, 0.95))
     assert 0.04 <= calibrated <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / runs)
     assert miss_rate(0.95) > 0.15
     assert miss_rate(1 - 0.05 / len(looks)) < 0.03
@@ -68,7 +68,7 @@ def test_an_independent_simulation_of_every_look_keeps_the_level_and_no_more():
 
 def test_the_calibrated_boundary_is_narrower_than_the_anytime_one_and_bonferronis():
     looks = range(6, 29)
-    level = stats.sequential_t_level(looks, 0.95)
+    level = sequential.sequential_t_level(looks, 0.95)
     calibrated = [stats.t_quantile(0.5 + level / 2, n - 1) for n in (6, 10, 28)]
     assert calibrated == pytest.approx([4.18, 3.34, 2.83], abs=0.03)
     bonferroni = [stats.t_quantile(1 - 0.025 / 23, n - 1) for n in (6, 10, 28)]
@@ -153,7 +153,7 @@ def test_the_bias_adjusted_gain_removes_the_bias_of_stopping_on_a_threshold():
     estimate's mean error is under a third of it. (A rule that ignores the stop, returning
     the plain mean, fails the second assertion.)"""
     looks = list(range(6, 29))
-    level = stats.sequential_t_level(looks, 0.95)
+    level = sequential.sequential_t_level(looks, 0.95)
     truth, sd, threshold = 0.0, 0.05, 0.04
     rng = np.random.default_rng(12)
     plain, adjusted = [], []
@@ -165,8 +165,8 @@ def test_the_bias_adjusted_gain_removes_the_bias_of_stopping_on_a_threshold():
                 break
         mean = float(x[:n].mean())
         plain.append(mean - truth)
-        row = stats.StoppedRow(tuple(looks), level, (threshold,))
-        adjusted.append(stats.bias_adjusted_mean(mean, float(x[:n].std(ddof=1)), row) - truth)
+        row = sequential.StoppedRow(tuple(looks), level, (threshold,))
+        adjusted.append(sequential.bias_adjusted_mean(mean, float(x[:n].std(ddof=1)), row) - truth)
     assert np.mean(plain) < -3 * np.std(plain) / math.sqrt(len(plain))
     assert abs(np.mean(adjusted)) < abs(np.mean(plain)) / 3
 
@@ -180,7 +180,7 @@ def test_the_familywise_level_is_shared_over_the_rows_and_named():
     )
     rule = {"min": 6, "max": 28, "until": "verdict"}
     stopped = run_intervals(design_stats(ci_level=0.95), rule, family=4)
-    assert stopped.interval.level == stats.sequential_t_level(range(6, 29), 0.9875)
+    assert stopped.interval.level == sequential.sequential_t_level(range(6, 29), 0.9875)
     assert interval_name(stopped) == (
         f"t on log ratios at {stopped.interval.level:.2%} per look, calibrated for a stop at any "
         "of blocks 6-28: 98.75% per row at the stop; all 4 rows at once 95% (Bonferroni)"

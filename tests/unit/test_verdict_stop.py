@@ -16,9 +16,11 @@ from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json
 from mnnrepro.intervals import run_intervals
 from mnnrepro.runs.benchmark import STEPS, run_schedule
-from mnnrepro.runs.precision import StoppingRule, row_state, verdict_stop, verdict_thresholds
+from mnnrepro.runs.precision import StoppingRule, verdict_stop, verdict_thresholds
 from mnnrepro.runs.schedule import interleaved
-from mnnrepro.stats import anytime_interval, sequential_t_level, t_interval
+from mnnrepro.runs.stopping_rows import row_state
+from mnnrepro.sequential import sequential_t_level
+from mnnrepro.stats import anytime_interval, t_interval
 
 RULE = {"min": 6, "max": 30, "target_half_width": 0.03, "until": "verdict"}
 

@@ -20,8 +20,8 @@ from mnnrepro.design import variants_of
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import file_table, read_json, sha256_file
-from mnnrepro.runs.benchmark import run_schedule, variant_specs
-from mnnrepro.runs.raw_files import measurement_key
+from mnnrepro.runs.benchmark import run_schedule
+from mnnrepro.runs.raw_files import measurement_key, variant_specs
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.runs.staging import push_receipt
 from mnnrepro.runs.vision import measured_vision, with_vision_set

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from mnnrepro.analysis.correctness import GateRule
+from mnnrepro.analysis.divergence import GateRule
 from mnnrepro.analysis.emulation import agreement_table
 from mnnrepro.files import read_json
 from mnnrepro.logs import log_to

@@ -10,7 +10,7 @@ says which interval that is (ChosenInterval, run_intervals), and names it (inter
   estimate would cost;
 - stopping on the verdict (`until: verdict`): Student t at the per-look level calibrated for
   the looks the run may stop at (every block from `min` to `max`, or the `looks` planned
-  ones), stats.sequential_t_level: the run keeps `ci_level` whichever look it stops at.
+  ones), sequential.sequential_t_level: the run keeps `ci_level` whichever look it stops at.
 
 `stats.familywise: true` shares the level over the experiment's judged rows (every compared
 pair in prefill and decode: Bonferroni), so that the chance that any row's interval misses
@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 from mnnrepro.assumptions import DEPENDENCE_P
 from mnnrepro.phases import PHASES
 from mnnrepro.repetitions import Repetitions
-from mnnrepro.stats import Interval, sequential_t_level
+from mnnrepro.sequential import sequential_t_level
+from mnnrepro.stats import Interval
 
 if TYPE_CHECKING:
     from mnnrepro.design import Design

@@ -130,7 +130,8 @@ def run_dependence(group: pd.DataFrame, design: Design) -> float:
     (runs/precision.judged_row_names)."""
     from mnnrepro.assumptions import dependence_p
     from mnnrepro.phases import PHASES
-    from mnnrepro.runs.precision import block_log_ratios, judged_row_names, records_of_table
+    from mnnrepro.runs.precision import judged_row_names, records_of_table
+    from mnnrepro.runs.stopping_rows import block_log_ratios
 
     records = records_of_table(group[group["phase"].isin(PHASES)])
     names = judged_row_names(design)

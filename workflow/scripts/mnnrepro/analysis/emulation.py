@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mnnrepro.analysis.correctness import (
+from mnnrepro.analysis.correctness import TEACHER_FORCED_RULE, judgements
+from mnnrepro.analysis.divergence import (
     CRASHED,
     DEFAULT_RULE,
     IDENTICAL,
     NEAR_TIE_RULE,
     ROUNDING,
-    TEACHER_FORCED_RULE,
     WRONG,
     GateRule,
-    judgements,
 )
 
 FORCED_COLUMNS = (

@@ -270,9 +270,10 @@ def energy_conditions(bench: pd.DataFrame) -> list[dict]:
 
 def gain_gap(part: pd.DataFrame, baseline: str, treatment: str, interval: Interval) -> dict:
     """Prefill's speedup over decode's, block by block (the same row the stopping rule judges,
-    runs/precision.block_log_ratios), with the summary's kind of interval (interval: as
+    runs/stopping_rows.block_log_ratios), with the summary's kind of interval (interval: as
     intervals.run_intervals chose it)."""
-    from mnnrepro.runs.precision import MECHANISM, block_log_ratios, records_of_table, row_name
+    from mnnrepro.runs.precision import records_of_table
+    from mnnrepro.runs.stopping_rows import MECHANISM, block_log_ratios, row_name
 
     logs = block_log_ratios(records_of_table(part), row_name(baseline, treatment, MECHANISM))
     if logs.size < 2:

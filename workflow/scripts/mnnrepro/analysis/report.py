@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 
 from mnnrepro.analysis import verdict as vd
-from mnnrepro.analysis.attribution import where_time_goes
 from mnnrepro.analysis.emulation import emulation_section
 from mnnrepro.analysis.engine_tests import engine_tests_section
 from mnnrepro.analysis.explaining import mechanism_section
+from mnnrepro.analysis.kernel_sections import where_time_goes
 from mnnrepro.analysis.prediction_score import prediction_section
 from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct, reps_text
 from mnnrepro.analysis.vision import vision_section

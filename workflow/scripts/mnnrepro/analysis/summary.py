@@ -23,7 +23,7 @@ from mnnrepro.analysis.text import reps_text
 from mnnrepro.design import Design
 from mnnrepro.intervals import ChosenInterval, interval_name
 from mnnrepro.phases import ALL_PHASES, PHASES
-from mnnrepro.runs.precision import row_name
+from mnnrepro.runs.stopping_rows import row_name
 from mnnrepro.sides import aa_drifted, aa_stable
 from mnnrepro.stats import compare_phase
 
@@ -288,7 +288,7 @@ def assumption_fields(part, judged, design: Design, chosen: ChosenInterval, clai
 
 def stopped_gain(part, judged, design: Design, chosen: ChosenInterval, claim) -> float | None:
     """The gain at a run's stop corrected for the bias of stopping on it (Whitehead's
-    bias-adjusted estimate, stats.bias_adjusted_mean): for a run that stops on its verdict,
+    bias-adjusted estimate, sequential.bias_adjusted_mean): for a run that stops on its verdict,
     this row's stopping simulated at its blocks' standard deviation, the run's looks and look
     level, never before the look at which the run's other rows had all settled (the run
     stops on every row at once). None for other runs and rows without thresholds."""

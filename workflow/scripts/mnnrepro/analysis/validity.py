@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from mnnrepro.analysis.attribution import execution_checks
-from mnnrepro.analysis.correctness import TEACHER_FORCED_RULE, GateRule, compare_answers
+from mnnrepro.analysis.correctness import TEACHER_FORCED_RULE, compare_answers
+from mnnrepro.analysis.divergence import GateRule
 from mnnrepro.analysis.engine_tests import engine_tests_check
 from mnnrepro.design import Design
 from mnnrepro.engines.device_io import supported_features

@@ -6,7 +6,7 @@ a dry run shows it first).
 The device time is an estimate: invocations (blocks x variants, for the main point and every
 sweep point) times the seconds one invocation takes. Those seconds are, in this order of
 preference: the mean of the same experiment's earlier invocations on that device (from its
-bench.csv, priced as a run's budget prices them: runs/precision.invocation_seconds), else the
+bench.csv, priced as a run's budget prices them: runs/stopping_rows.invocation_seconds), else the
 seconds its kind assumes plus the config's cool-down (a phone's 42 s:
 benchmarks/results/phone_precision.md's 72 s less its 30 s cool-down; no phone was reachable
 to measure one), else none. Where the simulation of the stopping rule holds, the expected
@@ -72,10 +72,10 @@ EARLIER_COLUMNS = ["device", "model", "variant", "block", "wall_s"]
 
 def earlier_invocation_s(bench_csv: Path, device: str, cooldown_s: float) -> float | None:
     """Mean device seconds of one earlier invocation on `device`, from an earlier run's
-    bench.csv (precision.invocation_seconds of each), None without one."""
+    bench.csv (stopping_rows.invocation_seconds of each), None without one."""
     from mnnrepro.plan.invocation_time import TABLE_HINT
     from mnnrepro.records import read_rows
-    from mnnrepro.runs.precision import invocation_seconds
+    from mnnrepro.runs.stopping_rows import invocation_seconds
 
     if not bench_csv.is_file():
         return None

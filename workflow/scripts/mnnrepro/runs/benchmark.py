@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from mnnrepro.design import Design, Variant
+from mnnrepro.design import Design
 from mnnrepro.devices.base import Device
 from mnnrepro.devices.power import PowerReader
 from mnnrepro.engines.device_io import BenchError, command_record
-from mnnrepro.engines.registry import RUNNER, RUNNER_MODULES, EngineRecord, engine_for
+from mnnrepro.engines.registry import engine_for
 from mnnrepro.engines.runner.vision_entries import vision_results
-from mnnrepro.files import read_json, sha256_file, write_json
+from mnnrepro.files import read_json, write_json
 from mnnrepro.phases import VISION_PHASES
 from mnnrepro.repetitions import Repetitions
 from mnnrepro.runs.gates import quiet_gate, thermal_gate
@@ -35,6 +35,7 @@ from mnnrepro.runs.raw_files import (
     measurement_key,
     raw_path,
     supersede,
+    variant_specs,
 )
 from mnnrepro.runs.schedule import Invocation
 from mnnrepro.runs.staging import check_receipt, engine_files
@@ -289,36 +290,6 @@ def device_time(clock: list[float], end: float) -> dict:
     marks += [end] * (len(STEPS) + 1 - len(marks))  # an engine failure skips the vision step
     steps = {s: round(b - a, 3) for s, a, b in zip(STEPS, marks, marks[1:], strict=False)}
     return {**steps, "total": round(end - clock[0], 3)}
-
-
-def variant_specs(
-    variants: dict[str, Variant], engines: dict[str, EngineRecord], manifest_sha256: str
-) -> dict:
-    """What identifies each variant's measurement: engine (with file hashes), runtime, model.
-
-    An engine that runs through the Python runner depends on it too (it holds the timing
-    loop), so its hash is part of the measurement: a changed runner measures everything again.
-    """
-
-    runner_sha256 = sha256_file(RUNNER)  # hashed once, not once per variant
-    module_sha256 = {name: sha256_file(path) for name, path in RUNNER_MODULES.items()}
-
-    def runner(record) -> dict:
-        if not record.kind.through_runner(record):
-            return {}
-        modules = {m.name: module_sha256[m.name] for m in record.kind.runner_modules}
-        return {"runner_sha256": runner_sha256, **({"runner_modules": modules} if modules else {})}
-
-    return {
-        name: {
-            "engine": engines[variant.engine],
-            "runtime": variant.full_runtime,
-            "env": variant.env,
-            "model_manifest_sha256": manifest_sha256,
-            **runner(engines[variant.engine]),
-        }
-        for name, variant in variants.items()
-    }
 
 
 def run_plan_for_rule(

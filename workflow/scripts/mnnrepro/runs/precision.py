@@ -18,10 +18,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mnnrepro import sides
 from mnnrepro.errors import ReproError
 from mnnrepro.phases import PHASES
 from mnnrepro.repetitions import Repetitions
+from mnnrepro.runs.stopping_rows import (
+    MECHANISM,
+    block_log_ratios,
+    device_seconds,
+    row_name,
+    row_parts,
+    row_state,
+)
 from mnnrepro.stats import t_interval
 
 if TYPE_CHECKING:
@@ -78,7 +85,7 @@ def stopping_decision(
 # mechanism check of the main pair (prefill's speedup over decode's: is the prefill gain the
 # larger?). The run looks at every block from `min` to `max`, or at the `looks` planned
 # ones, and judges each row there on the Student t interval at the level calibrated for those
-# looks (intervals.run_intervals, stats.sequential_t_level), which keeps its coverage at
+# looks (intervals.run_intervals, sequential.sequential_t_level), which keeps its coverage at
 # whichever look the run stops, widened where the run's blocks show serial dependence
 # (StoppingRule.judged_on); the row is settled when no threshold of its verdict lies inside
 # the interval (the claim band's edges, the equality band's, the fallback's floor, the A/A
@@ -137,11 +144,11 @@ def bias_adjusted_log_gain(
     logs: np.ndarray, name: str, looks, look_level: float, thresholds, stop_rows: dict, seed=0
 ) -> float:
     """A row's mean log gain at a run's stop, corrected for the bias of stopping on it
-    (stats.bias_adjusted_mean): its own stopping at its thresholds (ratios), simulated at its
+    (sequential.bias_adjusted_mean): its own stopping at its thresholds (ratios), simulated at its
     blocks' standard deviation over the run's looks (those its blocks reached) at look_level,
     never before the look by which the run's other rows (stop_rows, verdict_stop's) had all
     settled: the run stops on every row at once."""
-    from mnnrepro.stats import StoppedRow, bias_adjusted_mean
+    from mnnrepro.sequential import StoppedRow, bias_adjusted_mean
 
     looks = [n for n in looks if n <= logs.size] or [logs.size]
     others = [s.get("first_settled_at") or looks[-1] for n, s in stop_rows.items() if n != name]
@@ -161,87 +168,6 @@ def records_of_table(bench) -> list[dict]:
         }
         for (variant, block), rows in bench.groupby(["variant", "block"], sort=True)
     ]
-
-
-MECHANISM = "prefill>decode"  # the mechanism check's row: prefill's speedup over decode's
-
-
-def row_name(baseline: str, treatment: str, what: str) -> str:
-    """A judged row's name: 'baseline/treatment phase' (or MECHANISM); row_parts reads it."""
-    return f"{baseline}/{treatment} {what}"
-
-
-def row_parts(row: str) -> tuple[str, str, str]:
-    """(baseline, treatment, phase or MECHANISM) of a row_name."""
-    pair, what = row.split(" ", 1)
-    baseline, treatment = pair.split("/")  # variant names are slugs: no `/`, no space
-    return baseline, treatment, what
-
-
-def block_log_ratios(records: list[dict], row: str) -> np.ndarray:
-    """The per-block log speedups of a row, over the blocks measured so far (in block order)."""
-    baseline, treatment, what = row_parts(row)
-    tps = {}
-    for record in records:
-        if record.get("status") == "ok":
-            for r in record["results"]:
-                tps[(record["variant"], r["phase"], record["invocation"]["block"])] = r["tps"]
-
-    def log_speedup(phase, block):
-        return np.log(tps[(treatment, phase, block)] / tps[(baseline, phase, block)])
-
-    phases = ("prefill", "decode") if what == MECHANISM else (what,)
-    measured = [
-        {b for (v, p, b) in tps if (v, p) == (var, ph)}
-        for var in (baseline, treatment)
-        for ph in phases
-    ]
-    blocks = sorted(set.intersection(*measured))
-    if what == MECHANISM:
-        return np.array([log_speedup("prefill", b) - log_speedup("decode", b) for b in blocks])
-    return np.array([log_speedup(what, b) for b in blocks])
-
-
-def row_state(log_ratios: np.ndarray, thresholds, target: float | None, interval) -> dict:
-    """The row's interval (as ratios; interval: StoppingRule.interval's) and whether it
-    settles the row. A row that judges no claim, in a run with no target half-width, asks
-    nothing of the run: settled."""
-    asks_nothing = thresholds is None and target is None
-    if log_ratios.size < 3:
-        return {"low": None, "high": None, "settled": asks_nothing}
-    low, high = interval(log_ratios)
-    if not np.isfinite([low, high]).all():
-        return {"low": None, "high": None, "settled": asks_nothing}
-    if asks_nothing:
-        return {"low": low, "high": high, "settled": True}
-    if thresholds is None:  # no claim: precise enough for its own question
-        middle = float(np.exp(log_ratios.mean()))
-        return {"low": low, "high": high, "settled": (high - low) / 2 / middle <= target}
-    return {"low": low, "high": high, "settled": sides.settled(low, high, thresholds)}
-
-
-def invocation_seconds(total, wall, quiet_wait, thermal_wait, cooldown_s: float) -> float:
-    """One invocation's device time: its own recorded total (`device_time_s`), or for a record
-    made before it was kept, its wall time, its gates' waits and the cool-down before it. The
-    one rule for a run's budget (device_seconds) and the dry run's estimate (plan/overview)."""
-    if total is not None:
-        return float(total)
-    return float(wall or 0.0) + float(quiet_wait or 0.0) + float(thermal_wait or 0.0) + cooldown_s
-
-
-def device_seconds(records: list[dict], cooldown_s: float) -> float:
-    """The device time the records took (a function of the records: a resumed run counts the
-    same)."""
-    return sum(
-        invocation_seconds(
-            (r.get("device_time_s") or {}).get("total"),
-            r.get("wall_s"),
-            (r.get("quiet_gate") or {}).get("waited_s"),
-            (r.get("thermal_gate") or {}).get("waited_s"),
-            cooldown_s,
-        )
-        for r in records
-    )
 
 
 @dataclass(frozen=True)

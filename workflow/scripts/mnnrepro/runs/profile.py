@@ -31,10 +31,9 @@ from mnnrepro.engines.device_io import command_record
 from mnnrepro.engines.registry import engine_for
 from mnnrepro.files import read_json, write_json
 from mnnrepro.phases import PHASES, SHORT_PREFILL_PHASE, STARTUP_PHASE, VISION_PHASES, short_prompt
-from mnnrepro.runs.benchmark import variant_specs
 from mnnrepro.runs.job import DeviceJob
 from mnnrepro.runs.on_device import on_device
-from mnnrepro.runs.raw_files import measurement_key
+from mnnrepro.runs.raw_files import measurement_key, variant_specs
 from mnnrepro.runs.staging import check_receipt, engine_files
 from mnnrepro.runs.vision import measured_vision, with_measured_vision, with_vision_set
 

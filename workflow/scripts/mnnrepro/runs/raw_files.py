@@ -12,10 +12,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mnnrepro.engines.registry import RUNNER, RUNNER_MODULES
 from mnnrepro.files import plain, read_json, sha256_file, sha256_text
 from mnnrepro.runs.schedule import Invocation
 
 if TYPE_CHECKING:
+    from mnnrepro.design import Variant
     from mnnrepro.engines.registry import EngineRecord
 
 log = logging.getLogger(__name__)
@@ -137,4 +139,34 @@ def index_entry(inv: Invocation, path: Path) -> dict:
         "raw": str(path),
         "sha256": sha256_file(path),
         "superseded": superseded_files(path),
+    }
+
+
+def variant_specs(
+    variants: dict[str, Variant], engines: dict[str, EngineRecord], manifest_sha256: str
+) -> dict:
+    """What identifies each variant's measurement: engine (with file hashes), runtime, model.
+
+    An engine that runs through the Python runner depends on it too (it holds the timing
+    loop), so its hash is part of the measurement: a changed runner measures everything again.
+    """
+
+    runner_sha256 = sha256_file(RUNNER)  # hashed once, not once per variant
+    module_sha256 = {name: sha256_file(path) for name, path in RUNNER_MODULES.items()}
+
+    def runner(record) -> dict:
+        if not record.kind.through_runner(record):
+            return {}
+        modules = {m.name: module_sha256[m.name] for m in record.kind.runner_modules}
+        return {"runner_sha256": runner_sha256, **({"runner_modules": modules} if modules else {})}
+
+    return {
+        name: {
+            "engine": engines[variant.engine],
+            "runtime": variant.full_runtime,
+            "env": variant.env,
+            "model_manifest_sha256": manifest_sha256,
+            **runner(engines[variant.engine]),
+        }
+        for name, variant in variants.items()
     }
