@@ -18,7 +18,7 @@ import pytest
 from mnnrepro.analysis.attribution import execution_checks, kernel_table, phase_summary
 from mnnrepro.analysis.kernel_sections import change_explained
 from mnnrepro.design import Design
-from mnnrepro.devices import profilers
+from mnnrepro.devices import profilers, qemu_blocks
 from mnnrepro.devices.elf import read_symbols
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.engines.pairs import Pair
@@ -270,11 +270,11 @@ def test_simpleperf_command_is_quoted_on_the_phone(loopback_phone):
 def test_qemu_blocks_are_placed_in_the_functions_that_executed_them():
     """A real QEMU 11 log: libk.so mapped by the loader (strace), its blocks counted."""
     with open(QEMU_DATA / "exec-strace-libk.log", "rb") as fh:
-        blocks, strace = profilers.count_exec_log(fh, chunk=4096)  # lines across chunks
-    maps = profilers.exec_mappings("\n".join(strace), {"libk.so"})
+        blocks, strace = qemu_blocks.count_exec_log(fh, chunk=4096)  # lines across chunks
+    maps = qemu_blocks.exec_mappings("\n".join(strace), {"libk.so"})
     assert [(m["start"], m["offset"]) for m in maps] == [(0x555DB0000, 0)]
-    assert profilers.dfilter(maps) == "0x555db0000+0x20020"
-    rows = profilers.attribute_blocks(blocks, maps, {"libk.so": str(QEMU_DATA / "libk.so")})
+    assert qemu_blocks.dfilter(maps) == "0x555db0000+0x20020"
+    rows = qemu_blocks.attribute_blocks(blocks, maps, {"libk.so": str(QEMU_DATA / "libk.so")})
     counts = {r["symbol"]: r["count"] for r in rows}
     # main's loop ran twice here: kern_sme's 1000-iteration loop, kern_neon's 10-iteration
     assert counts["kern_sme"] >= 2000 and 20 <= counts["kern_neon"] < 40
@@ -284,15 +284,15 @@ def test_qemu_blocks_are_placed_in_the_functions_that_executed_them():
 def test_a_process_marking_its_phases_is_counted_phase_by_phase():
     """A real QEMU 11 log of a program that marks two phases as the runner's `phases` mode
     does (tests/data/qemu/PROVENANCE.md): each phase's blocks apart, the rest outside."""
-    marker = profilers.phase_marker("/phase-markers")
+    marker = qemu_blocks.phase_marker("/phase-markers")
     text = (QEMU_DATA / "exec-strace-marked-phases.log").read_bytes()
-    segments, unplaced, strace = profilers.count_exec_segments(io.BytesIO(text), 4096, marker)
+    segments, unplaced, strace = qemu_blocks.count_exec_segments(io.BytesIO(text), 4096, marker)
     assert set(segments) == {"prefill", "decode"}
-    maps = profilers.exec_mappings("\n".join(strace), {"libk.so"})
+    maps = qemu_blocks.exec_mappings("\n".join(strace), {"libk.so"})
     libraries = {"libk.so": str(QEMU_DATA / "libk.so")}
 
     def counts(phase):
-        rows = profilers.attribute_blocks(segments[phase], maps, libraries)
+        rows = qemu_blocks.attribute_blocks(segments[phase], maps, libraries)
         return {r["symbol"]: r["count"] for r in rows}
 
     # the prefill called kern_sme once (1,000 iterations), the decode kern_neon twice
@@ -300,17 +300,17 @@ def test_a_process_marking_its_phases_is_counted_phase_by_phase():
     assert 20 <= counts("decode")["kern_neon"] < 40 and "kern_sme" not in counts("decode")
     # every block is in one segment or counted outside them (the warm-up: one call of each,
     # the load and the exit): the markers split, lose nothing
-    whole, _ = profilers.count_exec_log(io.BytesIO(text))
+    whole, _ = qemu_blocks.count_exec_log(io.BytesIO(text))
     assert unplaced + sum(sum(c.values()) for c in segments.values()) == sum(whole.values())
     assert unplaced >= 1000 + 10
     # a marker out of order (a phase ended that never began) is refused, naming the phases
     swapped = text.replace(b"end-decode", b"end-prefill")
     with pytest.raises(profilers.ProfilerError, match="end of prefill inside decode"):
-        profilers.count_exec_segments(io.BytesIO(swapped), marker=marker)
+        qemu_blocks.count_exec_segments(io.BytesIO(swapped), marker=marker)
 
 
 def test_a_log_read_while_it_is_written_is_read_whole_and_freed_behind_the_reader(tmp_path):
-    """QEMU's log is read from its file as QEMU writes it (profilers.GrowingFile): here a
+    """QEMU's log is read from its file as QEMU writes it (qemu_blocks.GrowingFile): here a
     writer that writes a line at a time, as QEMU does, and pauses; every byte is read once, in
     order, and the part read is given back to the file system as the reading goes."""
     path = tmp_path / "log"
@@ -327,7 +327,7 @@ def test_a_log_read_while_it_is_written_is_read_whole_and_freed_behind_the_reade
         written.set()
 
     with open(path, "r+b", buffering=0) as fh:
-        stream = profilers.GrowingFile(fh, written)
+        stream = qemu_blocks.GrowingFile(fh, written)
         writer = threading.Thread(target=write)
         writer.start()
         read = b"".join(iter(lambda: stream.read(1 << 20), b""))
@@ -344,7 +344,7 @@ def punches_holes(folder: Path) -> bool:
     probe = folder / "probe"
     probe.write_bytes(b"x" * (1 << 20))
     with open(probe, "r+b") as fh:
-        profilers.punch_hole(fh.fileno(), 0, 1 << 20)
+        qemu_blocks.punch_hole(fh.fileno(), 0, 1 << 20)
     return os.stat(probe).st_blocks * 512 < 1 << 19
 
 

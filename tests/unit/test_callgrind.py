@@ -16,7 +16,8 @@ import pytest
 from mnnrepro.devices import callgrind
 from mnnrepro.devices.instruction_mix import x86_instruction_class
 from mnnrepro.devices.local import LocalDevice
-from mnnrepro.devices.profilers import OUTSIDE_PHASES, ProfilerError
+from mnnrepro.devices.profilers import ProfilerError
+from mnnrepro.devices.qemu_blocks import OUTSIDE_PHASES
 
 needs_valgrind = pytest.mark.skipif(
     shutil.which("valgrind") is None or shutil.which("gcc") is None,

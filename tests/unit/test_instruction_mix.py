@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from mnnrepro.devices.instruction_mix import CLASSES, instruction_class, translated_blocks
-from mnnrepro.devices.profilers import attribute_blocks, count_exec_log
+from mnnrepro.devices.qemu_blocks import attribute_blocks, count_exec_log
 
 LOG = Path(__file__).parents[1] / "data" / "qemu" / "in_asm-kleidiai-sme2.log"
 LOOP = 0x7FAAC794FA24  # the inner loop's first instruction

@@ -157,8 +157,8 @@ def test_a_reading_that_raises_is_counted_not_fatal():
 def test_the_report_counts_windows_fallbacks_and_charging_per_variant():
     import pandas as pd
 
+    from mnnrepro.analysis.energy import energy_conditions
     from mnnrepro.analysis.explaining import energy_flags
-    from mnnrepro.analysis.mechanism import energy_conditions
 
     rows = []
     for block, (window, charging) in enumerate(

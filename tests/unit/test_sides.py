@@ -15,8 +15,8 @@ import pytest
 
 from mnnrepro import sides
 from mnnrepro.analysis import verdict as vd
+from mnnrepro.analysis.aa_control import aa_problems
 from mnnrepro.analysis.mechanism import NEAR_CEILING, ceiling_check, gain_order_check
-from mnnrepro.analysis.summary import aa_problems
 from mnnrepro.runs.stopping_rows import row_state
 
 HALF = 0.05  # half-width of the test intervals

@@ -138,12 +138,12 @@ def write_prediction(job) -> None:
     """prediction.json and prediction.md (rule predict_gain): the compared pairs' gains on the
     phone, predicted here from the emulated instruction mix (with the inputs' hashes) or
     registered from a file made earlier (`prediction.registered`), bound to this run's pairs."""
-    from mnnrepro.analysis.prediction import prediction_markdown
     from mnnrepro.analysis.prediction_score import (
         bound_to_run,
         registered_prediction,
         variant_settings,
     )
+    from mnnrepro.analysis.prediction_text import prediction_markdown
 
     design = Design.of(job.params.design)
     variants = variant_settings(job.params.variants)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mnnrepro.analysis.prediction import gain_text, not_like_for_like, origin_text
+from mnnrepro.analysis.prediction_text import gain_text, not_like_for_like, origin_text
 from mnnrepro.design import variants_of
 from mnnrepro.errors import DataError
 from mnnrepro.phases import PHASES

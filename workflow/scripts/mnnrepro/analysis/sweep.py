@@ -7,12 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mnnrepro.analysis.summary import (
-    PAIR_COLUMNS,
-    WHERE_COLUMNS,
-    blocks_under_load,
-    run_problems,
-)
+from mnnrepro.analysis.summary import PAIR_COLUMNS, WHERE_COLUMNS, blocks_under_load, run_problems
 from mnnrepro.analysis.tables import bench_table
 from mnnrepro.design import Design
 from mnnrepro.intervals import experiment_intervals

@@ -109,7 +109,7 @@ class Device:
     def profile_phases(self, argv, timeout, env, libraries, hz, marker: str, phases: list):
         """Where marks_phases: profile's counts of one process that marks each phase (the
         Python runner's `phases` mode, markers in the folder `marker`): (result, phase ->
-        profile, and profilers.OUTSIDE_PHASES: the rest of the process)."""
+        profile, and qemu_blocks.OUTSIDE_PHASES: the rest of the process)."""
         raise NotImplementedError
 
     def engine_log_supports(self) -> str:

@@ -24,7 +24,8 @@ from collections import Counter
 from pathlib import Path
 
 from mnnrepro.devices.instruction_mix import CLASSES, X86_PREFIXES, x86_instruction_class
-from mnnrepro.devices.profilers import OUTSIDE, OUTSIDE_PHASES, ProfilerError, answer, require
+from mnnrepro.devices.profilers import OUTSIDE, ProfilerError, answer, require
+from mnnrepro.devices.qemu_blocks import OUTSIDE_PHASES
 
 PROFILER = "callgrind"  # the value of devices.<name>.local.profiler that selects it
 VALGRIND_HINT = "valgrind's callgrind: Debian's valgrind package"

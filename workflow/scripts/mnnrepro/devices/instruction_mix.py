@@ -1,7 +1,7 @@
 """What a QEMU counting run executed, by instruction class: every translated block's
 instructions as QEMU logs them once (`-d in_asm`: address, encoding, mnemonic, operands), each
 put in a class, times the block's executions (`-d exec,nochain`), summed per function
-(profilers.attribute_blocks). The classes are the ones that decide a kernel's time on an SME2
+(qemu_blocks.attribute_blocks). The classes are the ones that decide a kernel's time on an SME2
 core: SME outer products, the rest of SME (ZA moves, loads and stores; SME2's multi-vector and
 lookup-table instructions), streaming-mode switches, integer and bf16 dot products and matrix
 multiplies (NEON or SVE), other vector instructions and their loads and stores, scalar loads

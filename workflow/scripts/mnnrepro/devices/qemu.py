@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from mnnrepro.config import ConfigError
-from mnnrepro.devices import profilers
+from mnnrepro.devices import profilers, qemu_blocks
 from mnnrepro.devices.base import run_process
 from mnnrepro.devices.instruction_mix import translated_blocks
 from mnnrepro.devices.local import LocalDevice
@@ -23,7 +23,7 @@ PR_SME_GET_VL = 64  # include/uapi/linux/prctl.h: the vector length and flags, o
 PR_SME_VL_LEN_MASK = 0xFFFF
 # every profiled run reserves the guest's address space: the same libraries land at the same
 # addresses run after run (QemuDevice.profile)
-QEMU_RESERVE = ("-R", profilers.QEMU_RESERVED_VA)
+QEMU_RESERVE = ("-R", qemu_blocks.QEMU_RESERVED_VA)
 
 
 VECTOR_LENGTH_OPTION = "sme-default-vector-length"  # QEMU's -cpu option, in bytes
@@ -122,7 +122,7 @@ class QemuDevice(LocalDevice):
         variants and phases) reuse the mapping and run once; the counting run logs its own
         mappings, and where they differ it is run again after a fresh first run."""
         result, segments = self._profiled(argv, timeout, env, libraries, None)
-        return result, segments.get(profilers.OUTSIDE_PHASES, {})
+        return result, segments.get(qemu_blocks.OUTSIDE_PHASES, {})
 
     def profile_phases(self, argv, timeout, env, libraries, hz, marker: str, phases):
         """Device.profile_phases, one counting run for every phase: each phase's blocks are
@@ -142,7 +142,7 @@ class QemuDevice(LocalDevice):
         first = self.run(argv, timeout, env, [*QEMU_RESERVE, "-d", "strace", "-D", maps_log])
         if not first.ok:
             return first, {}
-        maps = profilers.exec_mappings(Path(maps_log).read_text(errors="replace"), set(libraries))
+        maps = qemu_blocks.exec_mappings(Path(maps_log).read_text(errors="replace"), set(libraries))
         if not maps:
             raise profilers.ProfilerError(
                 f"device {self.name}: none of the engine's libraries {sorted(libraries)} was "
@@ -162,20 +162,20 @@ class QemuDevice(LocalDevice):
         whole run's under OUTSIDE_PHASES, without a marker; with one, OUTSIDE_PHASES holds
         only the total of the blocks outside the phases); (result, None) when the run
         mapped the libraries elsewhere (its counts cannot be placed)."""
-        reader = profilers.LogReader(profilers.phase_marker(marker) if marker else None)
-        items = ["-d", "strace,exec,nochain,in_asm", "-dfilter", profilers.dfilter(maps)]
+        reader = qemu_blocks.LogReader(qemu_blocks.phase_marker(marker) if marker else None)
+        items = ["-d", "strace,exec,nochain,in_asm", "-dfilter", qemu_blocks.dfilter(maps)]
         result = self.run(argv, timeout, env, [*QEMU_RESERVE, *items, "-D", reader.path])
         segments, unplaced, other = reader.finish()
-        if result.ok and profilers.exec_mappings(other, set(libraries)) != maps:
+        if result.ok and qemu_blocks.exec_mappings(other, set(libraries)) != maps:
             return result, None
         placed = {int(pc, 16) for blocks in segments.values() for pc in blocks}
         translated = translated_blocks(other.splitlines(), placed)  # their instructions
         profiles = {
-            name: counted_profile(profilers.attribute_blocks(blocks, maps, libraries, translated))
+            name: counted_profile(qemu_blocks.attribute_blocks(blocks, maps, libraries, translated))
             for name, blocks in segments.items()
         }
         if marker:  # outside the phases: counted, not placed
-            profiles[profilers.OUTSIDE_PHASES] = {**counted_profile([]), "total": unplaced}
+            profiles[qemu_blocks.OUTSIDE_PHASES] = {**counted_profile([]), "total": unplaced}
         return result, profiles
 
     def site_dirs(self):

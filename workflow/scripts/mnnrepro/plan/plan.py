@@ -31,11 +31,11 @@ from mnnrepro.engines.registry import (
 )
 from mnnrepro.files import where_run
 from mnnrepro.models.formats import FORMATS
-from mnnrepro.models.spec import Model
 from mnnrepro.plan.code import code_of, tool_digests
 from mnnrepro.plan.engine_inputs import EngineInputs
 from mnnrepro.plan.experiment import Experiment, resolve
 from mnnrepro.plan.messages import JobMessages
+from mnnrepro.plan.model_inputs import ModelInputs
 from mnnrepro.plan.prediction import prediction_inputs
 from mnnrepro.plan.settings import Settings
 from mnnrepro.plan.sources import SourceTrees
@@ -43,13 +43,12 @@ from mnnrepro.sweep_plan import sweep_points, thread_nums
 from mnnrepro.toolchain.tools import GATE_COMMON, PROBE_SOURCE
 
 # the layout file of each model format: MNN's (describe_model_layout), GGUF's (its conversion)
-LAYOUT_FILES = {name: f.layout_file for name, f in FORMATS.items()}
 MNN_MODEL_DIR = FORMATS["mnn"].folder()
 GGUF_MODEL_DIR = FORMATS["gguf"].folder()
 ONNX_MODEL_DIR = FORMATS["onnx"].folder()
 
 
-class Plan(EngineInputs):
+class Plan(EngineInputs, ModelInputs):
     """What one invocation plans; `config` is the resolved config (defaults filled)."""
 
     def __init__(self, config: dict, experiment: Experiment, scripts: Path):
@@ -134,18 +133,6 @@ class Plan(EngineInputs):
             *(["kernels"] if self.attribution else []),
         ]
 
-    def _plan_models(self) -> None:
-        self.model_entries = {m: Model.of(m, self.config["models"][m]) for m in self.models}
-        self.synthetic_models = self.models_from("synthetic")
-        self.downloaded_models = self.models_from("modelscope")
-        self.exported_models = self.models_from("export")
-        # models whose original weights are fetched or given: to export, or (beside an MNN
-        # download, `checkpoint`) for the engines that convert it themselves
-        self.checkpoint_models = sorted(
-            m for m, model in self.model_entries.items() if model.weights is not None
-        )
-        self.convertible_models = sorted(set(self.synthetic_models) | set(self.checkpoint_models))
-
     # where each model format's files lie
     mnn_model_dir, gguf_model_dir, onnx_model_dir = MNN_MODEL_DIR, GGUF_MODEL_DIR, ONNX_MODEL_DIR
 
@@ -159,10 +146,6 @@ class Plan(EngineInputs):
     def alternatives(names) -> str:
         """A wildcard constraint matching exactly these names ((?!) matches nothing)."""
         return "|".join(names) or "(?!)"
-
-    def models_from(self, source: str) -> list[str]:
-        """The models that come from source (models/spec.SOURCES)."""
-        return [m for m, model in self.model_entries.items() if model.source == source]
 
     def results(self, pattern: str, **lists) -> list[str]:
         """results/<experiment>/<pattern> for every combination of `lists` (Snakemake's
@@ -258,23 +241,6 @@ class Plan(EngineInputs):
         sweep = ["sweep/bench.csv", "sweep/summary.csv"] if self.sweep else []
         return self.results("{table}", table=["mechanism.csv", "mechanism.json", *sweep])
 
-    def model_spec(self, wildcards) -> dict:
-        return canonical(self.config["models"][wildcards.model])
-
-    def checkpoint(self, wildcards) -> str:
-        """The transformers checkpoint llmexport converts: synthetic, downloaded, or local."""
-        model = self.model_entries[wildcards.model]
-        if model.synthetic is not None:
-            return f"results/models/{wildcards.model}/hf"
-        if "modelscope" in model.weights:
-            return f"resources/checkpoints/{wildcards.model}"
-        return model.weights["path"]
-
-    def checkpoint_dirs(self, wildcards) -> list[str]:
-        """The checkpoint a model was converted from, where the workflow has it (the vision
-        encoder's dimensions are read from its config.json); none for a converted download."""
-        return [self.checkpoint(wildcards)] if wildcards.model in self.convertible_models else []
-
     def engine_spec(self, wildcards) -> dict:
         return canonical(self.config["engines"][self.engine_of_key[wildcards.engine]])
 
@@ -287,16 +253,8 @@ class Plan(EngineInputs):
     def variant_specs(self, wildcards=None) -> dict:
         return canonical(run_variants(self.config))
 
-    def model_dirs(self, wildcards) -> list[str]:
-        return [FORMATS[fmt].folder(wildcards.model) for fmt in self.model_formats]
-
     def run_indexes(self, wildcards=None) -> list[str]:
         return self.per_device_and_model("runs/{device}/{model}.json")
-
-    def model_manifests(self, wildcards=None) -> list[str]:
-        return expand(
-            "{root}/{model}/manifest.json", root=[self.experiment.models_dir], model=self.models
-        )
 
     def greedy_files(self, wildcards=None) -> list[str]:
         return self.per_device_and_model("greedy/{device}/{model}.json")
@@ -343,12 +301,6 @@ class Plan(EngineInputs):
         if not self.experiment.measures_bandwidth:
             return []
         return [f"results/{wildcards.experiment}/bandwidth/{wildcards.device}.json"]
-
-    def model_layouts(self, wildcards=None) -> list[str]:
-        if not self.experiment.explains:
-            return []
-        root, names = [self.experiment.models_dir], [LAYOUT_FILES[f] for f in self.model_formats]
-        return expand("{root}/{model}/{name}", root=root, model=self.models, name=names)
 
     def bandwidth_files(self, wildcards=None) -> list[str]:
         wanted = self.experiment.measures_bandwidth

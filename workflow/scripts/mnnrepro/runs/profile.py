@@ -26,7 +26,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from mnnrepro.devices.profilers import OUTSIDE_PHASES, ProfilerError
+from mnnrepro.devices.profilers import ProfilerError
+from mnnrepro.devices.qemu_blocks import OUTSIDE_PHASES
 from mnnrepro.engines.device_io import command_record
 from mnnrepro.engines.registry import engine_for
 from mnnrepro.files import read_json, write_json
