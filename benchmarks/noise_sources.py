@@ -79,14 +79,25 @@ def main(argv: list[str] | None = None) -> int:
         for threads in order:
             start = time.time()
             proc = subprocess.run(
-                [sys.executable, "-c", CHILD, str(RUNNER_DIR), config, str(threads),
-                 str(args.iterations)],
-                capture_output=True, text=True, check=True,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-c",
+                    CHILD,
+                    str(RUNNER_DIR),
+                    config,
+                    str(threads),
+                    str(args.iterations),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             values = json.loads(proc.stdout.strip().splitlines()[-1])
             runs.append({"block": block, "threads": threads, "start_s": start, **values})
-            print(f"block {block} threads {threads}: prefill "
-                  f"{[round(v) for v in values['prefill']]}", flush=True)  # fmt: skip
+            print(
+                f"block {block} threads {threads}: prefill {[round(v) for v in values['prefill']]}",
+                flush=True,
+            )
     machine = machine_share(start_jiffies, cpu_jiffies())
 
     rows = []

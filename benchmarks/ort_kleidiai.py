@@ -171,9 +171,16 @@ def matmul_model(work: Path, k: int = K, n: int = N, rows: int = ROWS) -> tuple[
     packed = rng.integers(0, 256, size=(n, k // BLOCK, BLOCK // 2), dtype=np.uint8)
     scales = rng.random(n * k // BLOCK).astype(np.float32) * 0.01 + 0.001
     node = helper.make_node(
-        "MatMulNBits", ["A", "B", "scales"], ["Y"], domain="com.microsoft",
-        K=k, N=n, bits=4, block_size=BLOCK, accuracy_level=4,
-    )  # fmt: skip
+        "MatMulNBits",
+        ["A", "B", "scales"],
+        ["Y"],
+        domain="com.microsoft",
+        K=k,
+        N=n,
+        bits=4,
+        block_size=BLOCK,
+        accuracy_level=4,
+    )
     graph = helper.make_graph(
         [node],
         "matmul_nbits",

@@ -115,7 +115,7 @@ def counted_functions(kernels: pd.DataFrame, device: str, top: int = 5) -> list[
                     "waiting": bool(re.search(BuiltEngine.waiting_functions, symbol)),
                 }
             )
-    return rows  # fmt: skip
+    return rows
 
 
 def counted_lines(rows: list[dict], of: str = "") -> list[str]:
@@ -183,8 +183,9 @@ def markdown(document: dict, held_out: list[dict], run: dict, configs: list[str]
     return lines
 
 
-def predicted_run(workdir: str, configs, mnn: dict | None, cores: int, experiment: str,
-                  *tables: str) -> tuple:  # fmt: skip
+def predicted_run(
+    workdir: str, configs, mnn: dict | None, cores: int, experiment: str, *tables: str
+) -> tuple:
     """A prediction's config through the workflow in workdir (kept and reused; empty: a
     temporary one): (the run, prediction.json, prediction.md, kernels.csv, and each of the
     experiment's other tables named)."""
@@ -215,9 +216,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     counted = counted_functions(kernels, document["device"])
     held_out = held_out_rows(document)
-    result = {"config": configs[-1], "configs": configs, "seconds": run["seconds"],
-              "prediction": document, "held_out": held_out,
-              "counted_functions": counted}  # fmt: skip
+    result = {
+        "config": configs[-1],
+        "configs": configs,
+        "seconds": run["seconds"],
+        "prediction": document,
+        "held_out": held_out,
+        "counted_functions": counted,
+    }
     lines = markdown(document, held_out, run, configs) + counted_lines(counted)
     lines += ["#" + line if line.startswith("#") else line for line in prediction_md.splitlines()]
     write_results(name, result, lines)

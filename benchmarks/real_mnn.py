@@ -55,9 +55,13 @@ KLEIDIAI_MD5 = "0a9e9008adb6031f9e8cf70dff4a3321"  # config/paper.yaml's pin
 
 
 def snakemake(
-    workdir: Path, configfile: str | list[str], mnn: dict | None, cores: int, *args: str,
+    workdir: Path,
+    configfile: str | list[str],
+    mnn: dict | None,
+    cores: int,
+    *args: str,
     llamacpp=None,
-) -> dict:  # fmt: skip
+) -> dict:
     """Run the workflow (configfile: one, or several in order); returns wall time and output
     (raises with the output on failure)."""
     cmd = [

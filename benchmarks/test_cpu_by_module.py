@@ -59,8 +59,12 @@ def run_group(clone: Path, env: dict, work: Path, args: list[str]) -> dict:
     shutil.rmtree(work / "tmp", ignore_errors=True)
     lines = proc.stdout.splitlines()
     summary = next((ln for ln in reversed(lines) if re.search(r"\d+ (passed|failed)", ln)), "")
-    return {"wall_s": seconds, "cpu_s": cpu, "exit_code": proc.returncode,
-            "summary": summary.strip("= ")}  # fmt: skip
+    return {
+        "wall_s": seconds,
+        "cpu_s": cpu,
+        "exit_code": proc.returncode,
+        "summary": summary.strip("= "),
+    }
 
 
 def main() -> int:

@@ -58,11 +58,19 @@ def predicted_rates(document: dict, spec: dict) -> list[dict]:
 
                 speeds = [rate(v) for v in corners]
                 work = sum(sum(mix[phase][k].values()) for k in ("core", "streaming"))
-                rows.append({"model": p["model"], "scale": p["scale"], "variant": variant,
-                             "phase": phase, "threads": threads,
-                             "instructions_per_token": work * p["scale"],
-                             "predicted": rate(model.values()),
-                             "low": min(speeds), "high": max(speeds)})  # fmt: skip
+                rows.append(
+                    {
+                        "model": p["model"],
+                        "scale": p["scale"],
+                        "variant": variant,
+                        "phase": phase,
+                        "threads": threads,
+                        "instructions_per_token": work * p["scale"],
+                        "predicted": rate(model.values()),
+                        "low": min(speeds),
+                        "high": max(speeds),
+                    }
+                )
     return rows
 
 
@@ -73,8 +81,12 @@ def measured_rates(bench: pd.DataFrame, model: str) -> dict[tuple[str, str], dic
     timed = bench[bench["phase"].isin(PHASES) & (bench["model"] == model)]
     for (variant, phase), group in timed.groupby(["variant", "phase"]):
         rates = group["tokens"] / group["seconds"]
-        out[(variant, phase)] = {"median": rates.median(), "min": rates.min(),
-                                 "max": rates.max(), "runs": len(rates)}  # fmt: skip
+        out[(variant, phase)] = {
+            "median": rates.median(),
+            "min": rates.min(),
+            "max": rates.max(),
+            "runs": len(rates),
+        }
     return out
 
 
@@ -133,8 +145,14 @@ def gain_lines(summary: pd.DataFrame) -> list[str]:
     return lines
 
 
-def markdown(rates: list[dict], measured: dict, summary: pd.DataFrame, outside: list[dict],
-             document: dict, seconds: float) -> list[str]:  # fmt: skip
+def markdown(
+    rates: list[dict],
+    measured: dict,
+    summary: pd.DataFrame,
+    outside: list[dict],
+    document: dict,
+    seconds: float,
+) -> list[str]:
     (whole,) = {r["model"] for r in rates if r["scale"] == 1}
     return [
         "# The prediction's method against this machine's measured times "
@@ -186,10 +204,15 @@ def main(argv: list[str] | None = None) -> int:
         model: counted_functions(kernels[kernels["model"] == model], document["device"])
         for model in sorted(kernels["model"].unique())
     }
-    result = {"config": CONFIG, "seconds": run["seconds"], "prediction": document,
-              "rates": rates,
-              "measured_rates": {f"{v} {p}": m for (v, p), m in measured.items()},
-              "outside": outside, "counted_functions": counted}  # fmt: skip
+    result = {
+        "config": CONFIG,
+        "seconds": run["seconds"],
+        "prediction": document,
+        "rates": rates,
+        "measured_rates": {f"{v} {p}": m for (v, p), m in measured.items()},
+        "outside": outside,
+        "counted_functions": counted,
+    }
     lines = markdown(rates, measured, summary, outside, document, run["seconds"])
     for model, rows in counted.items():
         lines += counted_lines(rows, f" in {model}")

@@ -435,9 +435,16 @@ def made_model(cache: Path, name: str, spec: dict) -> Path:
             (workdir / "models.yaml").write_text(yaml.safe_dump(config))
             targets = [f"results/models/{name}/{f}" for f in ("manifest.json", "layout.json")]
             run_snakemake(
-                ROOT, "--cores", "2", "--configfile", workdir / "models.yaml",
-                "--directory", workdir, "--notemp", *targets,
-            )  # fmt: skip
+                ROOT,
+                "--cores",
+                "2",
+                "--configfile",
+                workdir / "models.yaml",
+                "--directory",
+                workdir,
+                "--notemp",
+                *targets,
+            )
     return made
 
 

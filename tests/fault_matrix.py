@@ -145,10 +145,13 @@ def verdict_of(index: list[dict], raw_dir: Path, strip_faults: bool = False) -> 
     device = read_json(index[0]["raw"])["device"]
     indexes = {
         "runs.json": {
-            "experiment": "faults", "model": "tiny", "emulated": False, "device": device,
+            "experiment": "faults",
+            "model": "tiny",
+            "emulated": False,
+            "device": device,
             "runs": index,
         }
-    }  # fmt: skip
+    }
     config = {
         "experiment": "faults",
         "comparison": {"baseline": "a", "treatment": "b", "tolerance": 10.0, "aa_margin": 10.0},
@@ -157,9 +160,11 @@ def verdict_of(index: list[dict], raw_dir: Path, strip_faults: bool = False) -> 
         "variants": {},
     }
     summary = summarize(
-        bench_table(indexes), {(device, "tiny"): {"checks": []}}, Design.of(config),
+        bench_table(indexes),
+        {(device, "tiny"): {"checks": []}},
+        Design.of(config),
         {(("a", "b"), device): "equal"},
-    )  # fmt: skip
+    )
     return dict(zip(summary["phase"], summary["verdict"], strict=True))
 
 
@@ -369,10 +374,13 @@ def refused_cell(cell, phone, spec) -> dict:
     except ReproError as err:
         refused = str(err)
     return {
-        "fault": cell.fault, "stage": cell.stage, "where": cell.where,
-        "outcome": refused or "not refused", "expected": cell.expect,
+        "fault": cell.fault,
+        "stage": cell.stage,
+        "where": cell.where,
+        "outcome": refused or "not refused",
+        "expected": cell.expect,
         "refused": bool(refused) and "\n" not in refused,
-    }  # fmt: skip
+    }
 
 
 def outcome_row(cell, struck, ended, at_strike, index, raw_dir, phone_root) -> dict:

@@ -87,10 +87,18 @@ def program(tmp_path_factory) -> tuple[Path, Path]:
     (where / "marked.c").write_text(MARKED_MAIN)
     for name in ("main", "marked"):
         subprocess.run(
-            ["gcc", "-O1", "-o", where / name, where / f"{name}.c", f"-L{where}", "-lkernel",
-             f"-Wl,-rpath,{where}"],
+            [
+                "gcc",
+                "-O1",
+                "-o",
+                where / name,
+                where / f"{name}.c",
+                f"-L{where}",
+                "-lkernel",
+                f"-Wl,-rpath,{where}",
+            ],
             check=True,
-        )  # fmt: skip
+        )
     return where / "main", library
 
 
@@ -139,9 +147,14 @@ def test_a_process_marking_its_phases_is_counted_phase_by_phase(program):
     device = LocalDevice("host", profiler=callgrind.PROFILER)
     assert device.marks_phases
     result, segments = device.profile_phases(
-        [str(binary.with_name("marked"))], 120, None, {library.name: str(library)}, 0,
-        "/phase-markers", ["prefill", "decode"],
-    )  # fmt: skip
+        [str(binary.with_name("marked"))],
+        120,
+        None,
+        {library.name: str(library)},
+        0,
+        "/phase-markers",
+        ["prefill", "decode"],
+    )
     assert result.ok and result.stdout.strip() == "done"
     for phase, trips in (("prefill", TRIPS), ("decode", TRIPS // 10)):
         (row,) = [r for r in segments[phase]["rows"] if r["symbol"] == "kernel"]
@@ -151,9 +164,14 @@ def test_a_process_marking_its_phases_is_counted_phase_by_phase(program):
     # a process that marks fewer phases than asked: refused, not counted in the wrong phase
     with pytest.raises(ProfilerError, match="marked 4 times under callgrind"):
         device.profile_phases(
-            [str(binary.with_name("marked"))], 120, None, {library.name: str(library)}, 0,
-            "/phase-markers", ["prefill", "decode", "startup"],
-        )  # fmt: skip
+            [str(binary.with_name("marked"))],
+            120,
+            None,
+            {library.name: str(library)},
+            0,
+            "/phase-markers",
+            ["prefill", "decode", "startup"],
+        )
 
 
 def test_x86_instructions_get_the_class_that_decides_their_time():

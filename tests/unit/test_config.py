@@ -495,13 +495,18 @@ def test_the_onnx_runtime_switch_is_refused_where_its_library_would_ignore_it():
     ("repetitions", "expected"),
     [
         # planned looks that do not fit in the blocks: set() would quietly make them fewer
-        ({"min": 6, "max": 8, "until": "verdict", "looks": 5}, "`bench.repetitions.looks`: 5 "
-         "planned looks do not fit in blocks 6 to 8 (3 blocks): the run would judge at 3 looks"),
+        (
+            {"min": 6, "max": 8, "until": "verdict", "looks": 5},
+            "`bench.repetitions.looks`: 5 "
+            "planned looks do not fit in blocks 6 to 8 (3 blocks): the run would judge at 3 looks",
+        ),
         # a budget only a run that stops on its verdict reads (the schema ties `looks` to it)
-        ({"min": 6, "max": 10, "target_half_width": 0.05, "budget_s": 600},
-         "`bench.repetitions.budget_s`: only a run that stops on its verdict"),
+        (
+            {"min": 6, "max": 10, "target_half_width": 0.05, "budget_s": 600},
+            "`bench.repetitions.budget_s`: only a run that stops on its verdict",
+        ),
     ],
-)  # fmt: skip
+)
 def test_repetition_options_the_run_would_not_honour_as_written_are_refused(
     root, repetitions, expected
 ):

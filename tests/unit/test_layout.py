@@ -190,6 +190,32 @@ def test_functions_and_modules_stay_short(tmp_path):
     assert too_long(tmp_path.iterdir()) == (["f.py:f"], ["m.py"])
 
 
+MAX_FMT_SKIPS = 10  # `# fmt: skip` only on tables of data, which ruff would spread out
+FMT_SKIP = "# fmt" + ": skip"  # spelled apart: this file holds none
+
+
+def fmt_skips(paths) -> list[str]:
+    """Every line that keeps the formatter off."""
+    return [
+        f"{path.name}:{number}"
+        for path in sorted(paths)
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if line.rstrip().endswith(FMT_SKIP)
+    ]
+
+
+def test_the_formatter_formats_nearly_everything(tmp_path):
+    """At most MAX_FMT_SKIPS lines of the project's Python keep ruff's formatter off; the
+    check counts one over the limit."""
+    root = PACKAGE.parents[2]
+    python = [
+        p for d in ("workflow", "tests", "benchmarks", "envs") for p in (root / d).rglob("*.py")
+    ]
+    assert len(fmt_skips(python)) <= MAX_FMT_SKIPS, fmt_skips(python)
+    (tmp_path / "t.py").write_text(f"x = (1,)  {FMT_SKIP}\n" * (MAX_FMT_SKIPS + 1))
+    assert len(fmt_skips([tmp_path / "t.py"])) == MAX_FMT_SKIPS + 1
+
+
 def test_job_scripts_are_shims():
     """A rule's script loads what its job is handed, calls the package and writes: a few lines
     (at most 25); the work is in the package, where it is tested without Snakemake."""

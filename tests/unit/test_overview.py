@@ -175,9 +175,14 @@ def test_an_earlier_table_damaged_by_hand_stops_the_dag_with_one_line(root, tmp_
     bench.parent.mkdir(parents=True)
     table.assign(device="x300").drop(columns=["model"]).to_csv(bench, index=False)
     proc = run_snakemake(
-        tmp_path, "-n", "--snakefile", str(root / "Snakefile"),
-        "--configfile", str(root / "config/paper.yaml"), check=False,
-    )  # fmt: skip
+        tmp_path,
+        "-n",
+        "--snakefile",
+        str(root / "Snakefile"),
+        "--configfile",
+        str(root / "config/paper.yaml"),
+        check=False,
+    )
     assert proc.returncode != 0
     last = (proc.stdout + proc.stderr).strip().splitlines()[-1]
     assert last.startswith("error: results/paper-x300/bench.csv: columns ['model'] missing")

@@ -116,12 +116,15 @@ def test_the_prediction_has_its_interval_and_sensitivities_and_moves_with_the_sm
     # prefill gain: the treatment's prefill runs them, the baseline's does not
     slow = CostModel(
         {
-            name: (c if not name.startswith("streaming.sme") else type(c)(
-                c.name, 2 * c.value, 2 * c.low, 2 * c.high, c.source))
+            name: (
+                c
+                if not name.startswith("streaming.sme")
+                else type(c)(c.name, 2 * c.value, 2 * c.low, 2 * c.high, c.source)
+            )
             for name, c in model.constants.items()
         },
         model.phone_shape,
-    )  # fmt: skip
+    )
     assert predict_pair(base, treat, slow, scale)["prefill"]["gain"] < predicted["prefill"]["gain"]
 
 
@@ -201,9 +204,11 @@ def test_a_prediction_needs_a_profiled_counting_device_and_synthetic_models():
 def test_an_engines_waiting_functions_are_left_out_of_the_work():
     kernels = pd.read_csv(KERNELS, keep_default_na=False, na_values=[""])
     rows = kernels[
-        (kernels["variant"] == "ort-default") & (kernels["phase"] == "prefill")
-        & kernels["instructions"].notna() & (kernels["ins_sme_outer_product"].fillna(0) == 0)
-    ]  # fmt: skip
+        (kernels["variant"] == "ort-default")
+        & (kernels["phase"] == "prefill")
+        & kernels["instructions"].notna()
+        & (kernels["ins_sme_outer_product"].fillna(0) == 0)
+    ]
     busiest = rows.sort_values("instructions").iloc[-1]["symbol"]  # a core function's, real
     whole = mixes(kernels, DEVICE, "synth-tiny", "ort-default")
     waited = mixes(kernels, DEVICE, "synth-tiny", "ort-default", waiting=re.escape(busiest))

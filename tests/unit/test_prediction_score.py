@@ -191,8 +191,10 @@ def test_foreign_files_are_scored_at_the_rows_both_measured_alike(tmp_path, caps
     from mnnrepro.store.score import foreign_scores
 
     store = str(tmp_path / "runs.sqlite")
-    files = [ROOT / "tests/data/llama_bench" / f"{name}-p64-n16-d0-64.json"
-             for name in ("host-x86", "qemu-sme512")]  # fmt: skip
+    files = [
+        ROOT / "tests/data/llama_bench" / f"{name}-p64-n16-d0-64.json"
+        for name in ("host-x86", "qemu-sme512")
+    ]
     ids = [register_foreign(store, str(f))[0] for f in files]
     scores = foreign_scores(store, str(PREDICTED), ids[0][:8], ids[1][:8])
     tests = [json.loads(f.read_text()) for f in files]
@@ -200,8 +202,10 @@ def test_foreign_files_are_scored_at_the_rows_both_measured_alike(tmp_path, caps
     predicted = registered_prediction(PREDICTED)["predictions"][0]["phases"]
     for r, base, treat in zip(scores.itertuples(), *tests, strict=True):
         assert (r.prompt_tokens, r.generate_tokens, r.depth) == (
-            base["n_prompt"], base["n_gen"], base["n_depth"]
-        )  # fmt: skip
+            base["n_prompt"],
+            base["n_gen"],
+            base["n_depth"],
+        )
         assert r.gain == pytest.approx(treat["avg_ts"] / base["avg_ts"] - 1)
         got = predicted[r.phase]
         assert r.prediction_holds_measured == (got["low"] <= r.gain <= got["high"])

@@ -120,7 +120,11 @@ def test_a_vision_phase_is_compared_only_where_both_engines_measured_it():
     vision = [(v, p) for v in ("a", "b") for p in ("vision", "image_prefill", "first_token")]
     both = pd.DataFrame(text + vision, columns=["variant", "phase"])
     assert measured_phases(both, ("a", "b")) == [
-        "prefill", "decode", "vision", "image_prefill", "first_token"
-    ]  # fmt: skip
+        "prefill",
+        "decode",
+        "vision",
+        "image_prefill",
+        "first_token",
+    ]
     one_side = both[~((both["variant"] == "b") & both["phase"].isin(["vision", "first_token"]))]
     assert measured_phases(one_side, ("a", "b")) == ["prefill", "decode", "image_prefill"]

@@ -63,8 +63,13 @@ def test_an_archive_is_registered_once_with_its_records(shipped, tmp_path):
     # the archive's bench.csv (2 variants x 2 phases x 10 blocks), its summary rows, checks,
     # device and both engines' build records
     assert first == {
-        "runs": 1, "invocations": 40, "summary_rows": 2, "checks": 3, "devices": 1, "engines": 2
-    }  # fmt: skip
+        "runs": 1,
+        "invocations": 40,
+        "summary_rows": 2,
+        "checks": 3,
+        "devices": 1,
+        "engines": 2,
+    }
     assert register_archive(store, shipped) == (run_id, False)
     assert counts(store) == first
 
@@ -217,10 +222,22 @@ def test_the_dashboard_renders_in_headless_chromium_without_console_errors(
     page = tmp_path / "dashboard.html"
     assert main(["dashboard", store, str(page)]) == 0
     proc = subprocess.run(
-        [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
-         "--v=0", "--virtual-time-budget=10000", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        [
+            CHROMIUM,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
     assert not [line for line in console if "Uncaught" in line or "ERROR" in line], console

@@ -96,10 +96,23 @@ def test_bisection_finds_the_commit_that_dropped_the_sme2_kernels(root, tmp_path
     work.mkdir()
     (work / "bisect.yaml").write_text(yaml.safe_dump(config))
     command = [
-        sys.executable, "-m", "mnnrepro.plan.bisect", "bisect.yaml", "--engine", "fake",
-        "--good", commits[0], "--bad", commits[-1], "--cores", "2",
-        "--target", "results/engines/{engine_key}/build.json", "--bad-if", BAD_IF,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "mnnrepro.plan.bisect",
+        "bisect.yaml",
+        "--engine",
+        "fake",
+        "--good",
+        commits[0],
+        "--bad",
+        commits[-1],
+        "--cores",
+        "2",
+        "--target",
+        "results/engines/{engine_key}/build.json",
+        "--bad-if",
+        BAD_IF,
+    ]
     scripts = str(root / "workflow" / "scripts")
     env = {**os.environ, "PYTHONPATH": scripts}
     proc = subprocess.run(command, cwd=work, capture_output=True, text=True, env=env)
@@ -160,10 +173,12 @@ def test_engines_of_several_sources_and_a_patch_build_side_by_side(root, tmp_pat
             name: {"engine": name, "runtime": {"thread_num": 1}}
             for name in ("after", "before", "patched")
         },
-        "comparison": {"baseline": "after", "treatment": "patched", "also": [
-            {"baseline": "after", "treatment": "before"}
-        ]},
-    }  # fmt: skip
+        "comparison": {
+            "baseline": "after",
+            "treatment": "patched",
+            "also": [{"baseline": "after", "treatment": "before"}],
+        },
+    }
     work = tmp_path / "work"
     work.mkdir()
     path = work / "sources.yaml"
@@ -176,8 +191,10 @@ def test_engines_of_several_sources_and_a_patch_build_side_by_side(root, tmp_pat
     run_snakemake(
         work, *targets, "--snakefile", root / "Snakefile", "--cores", "2", "--configfile", path
     )
-    builds = {e: json.loads((work / f"results/engines/{keys[e]}/build.json").read_text())
-              for e in ("after", "before", "patched")}  # fmt: skip
+    builds = {
+        e: json.loads((work / f"results/engines/{keys[e]}/build.json").read_text())
+        for e in ("after", "before", "patched")
+    }
     assert builds["after"]["source"]["commit"] == builds["patched"]["source"]["commit"]
     assert builds["before"]["source"]["commit"] == commits[0]
     assert builds["patched"]["source"]["patches"][0]["sha256"] == sha256(fix)

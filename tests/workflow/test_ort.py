@@ -147,9 +147,10 @@ def test_the_ort_pair_on_emulated_cpus_runs_sme2_kernels_only_with_kleidiai_on(
     mix = per_token["treatment"]
     prompt = prediction["profiled_bench"]["prompt_tokens"]
     counted = engine_code[
-        (engine_code["device"] == "qemu-sme2-vl512") & (engine_code["variant"] == "ort-default")
+        (engine_code["device"] == "qemu-sme2-vl512")
+        & (engine_code["variant"] == "ort-default")
         & (engine_code["phase"] == "prefill")
-    ]["ins_sme_outer_product"].sum()  # fmt: skip
+    ]["ins_sme_outer_product"].sum()
     split = mix["prefill"]["streaming"]["sme_outer_product"] * (prompt - 1)
     assert split == pytest.approx(counted) and "prefill_once" in mix
     for phase in ("prefill", "decode"):

@@ -59,11 +59,21 @@ def test_slurm_runs_builds_exports_and_analysis_as_jobs_with_a_local_runs_result
     common = ("--configfile", str(config_path))
     run_snakemake(
         root,
-        "--profile", "profiles/slurm", "--directory", str(tmp_path / "slurm"), *common,
-        "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
-        "--cores", "2", "--local-cores", "2",
+        "--profile",
+        "profiles/slurm",
+        "--directory",
+        str(tmp_path / "slurm"),
+        *common,
+        "--slurm-init-seconds-before-status-checks",
+        "1",
+        "--seconds-between-status-checks",
+        "2",
+        "--cores",
+        "2",
+        "--local-cores",
+        "2",
         env=slurm,
-    )  # fmt: skip
+    )
     # the local run, compared file by file, starts from the same model, made apart
     seed_models(tmp_path / "local", cfg["models"])
     run_snakemake(root, "--cores", "2", "--directory", str(tmp_path / "local"), *common)

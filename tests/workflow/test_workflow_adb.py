@@ -34,9 +34,16 @@ def command(root, workdir, config_path, *args):
 
 def run(root, workdir, config_path, *args, check=True):
     return run_snakemake(
-        root, "--cores", "2", "--configfile", config_path, "--directory", workdir, *args,
+        root,
+        "--cores",
+        "2",
+        "--configfile",
+        config_path,
+        "--directory",
+        workdir,
+        *args,
         check=check,
-    )  # fmt: skip
+    )
 
 
 PREDICTED = "benchmarks/results/predicted_gain.json"

@@ -73,12 +73,17 @@ class Comparison:
             for i, p in enumerate(section["also"])
         ]
         return cls(
-            section["baseline"], section["treatment"], section["tolerance"],
-            dict(section["claims"]), dict(section["reference_gains"]), section["aa_margin"],
-            bool(section["aa_control"]), section["on_non_sme2_device"],
+            section["baseline"],
+            section["treatment"],
+            section["tolerance"],
+            dict(section["claims"]),
+            dict(section["reference_gains"]),
+            section["aa_margin"],
+            bool(section["aa_control"]),
+            section["on_non_sme2_device"],
             (PairKey("comparison", section["baseline"], section["treatment"]), *also),
             section,
-        )  # fmt: skip
+        )
 
     @property
     def aa_variant(self) -> str | None:

@@ -267,7 +267,10 @@ def compare_phase(
         "cv_treatment": cv(treat),
         "half_width_rel": half_width(result),
         "reps_for_target": reps_for_half_width(
-            result["n_pairs"], result["ratio"], result["ci_low"], result["ci_high"],
+            result["n_pairs"],
+            result["ratio"],
+            result["ci_low"],
+            result["ci_high"],
             target_half_width,
         ),
-    }  # fmt: skip
+    }

@@ -155,9 +155,10 @@ def cycles(mix: dict, v: dict[str, float], parallel: float = 1.0) -> float:
     cores the threads run on (worth `parallel` of it, CostModel.parallel) share the rest."""
     streaming, core = mix["streaming"], mix["core"]
     sme = sum(
-        streaming[c] * streaming_cycles(v, c) for c in (*SME_CLASSES, *VECTOR_CLASSES)
+        streaming[c] * streaming_cycles(v, c)
+        for c in (*SME_CLASSES, *VECTOR_CLASSES)
         if streaming[c]
-    )  # fmt: skip
+    )
     vector = sum(core[c] * v[f"core.{c}"] for c in VECTOR_CLASSES) / parallel
     integer = sum((core[c] + streaming[c]) * v[f"core.{c}"] for c in INTEGER_CLASSES) / parallel
     serial, busiest = sme + vector + integer, max(sme, vector, integer)
@@ -166,8 +167,10 @@ def cycles(mix: dict, v: dict[str, float], parallel: float = 1.0) -> float:
 
 def streaming_cycles(v: dict[str, float], name: str) -> float:
     if f"streaming.{name}" not in v:
-        raise ConfigError(f"the cost model's core has no `streaming` cycles for `{name}`, "
-                          "which the counted instructions need (an SME2 build)")  # fmt: skip
+        raise ConfigError(
+            f"the cost model's core has no `streaming` cycles for `{name}`, "
+            "which the counted instructions need (an SME2 build)"
+        )
     return v[f"streaming.{name}"]
 
 
@@ -182,15 +185,23 @@ def memory_seconds(v: dict[str, float], read: int) -> float:
     return read * v["bytes_per_weight"] / (v["memory_bandwidth_gb_s"] * 1e9)
 
 
-def seconds_per_token(mix: dict, phase: str, v: dict[str, float], scale: float, read: int,
-                      parallel: float = 1.0) -> float:  # fmt: skip
+def seconds_per_token(
+    mix: dict, phase: str, v: dict[str, float], scale: float, read: int, parallel: float = 1.0
+) -> float:
     """One token of the phone's model: computed; in decode at least its weights' reading."""
     compute = compute_seconds(mix, v, scale, parallel)
     return compute if phase == "prefill" else max(compute, memory_seconds(v, read))
 
 
-def gain(base: dict, treat: dict, phase: str, v: dict[str, float], scale: float, read: int,
-         parallel: tuple[float, float] = (1.0, 1.0)):  # fmt: skip
+def gain(
+    base: dict,
+    treat: dict,
+    phase: str,
+    v: dict[str, float],
+    scale: float,
+    read: int,
+    parallel: tuple[float, float] = (1.0, 1.0),
+):
     """The treatment's throughput over the baseline's, minus 1 (summary.csv's `gain`;
     parallel: what each one's threads are worth, CostModel.parallel)."""
     return (
@@ -200,8 +211,9 @@ def gain(base: dict, treat: dict, phase: str, v: dict[str, float], scale: float,
     )
 
 
-def predict_pair(base: dict, treat: dict, model: CostModel, scale: float,
-                 threads: tuple[int, int] = (1, 1)) -> dict:  # fmt: skip
+def predict_pair(
+    base: dict, treat: dict, model: CostModel, scale: float, threads: tuple[int, int] = (1, 1)
+) -> dict:
     """Per phase: the predicted gain, its interval over every corner of the ranged constants,
     and each ranged constant's swing (the gain at its low and at its high); threads: the
     baseline's and the treatment's."""
@@ -215,10 +227,13 @@ def predict_pair(base: dict, treat: dict, model: CostModel, scale: float,
 
         gains = [at(values) for values in corners]
         swings = [
-            {"constant": c.name, "at_low": at({**point, k: c.low}),
-             "at_high": at({**point, k: c.high})}
+            {
+                "constant": c.name,
+                "at_low": at({**point, k: c.low}),
+                "at_high": at({**point, k: c.high}),
+            }
             for k, c in ranged.items()
-        ]  # fmt: skip
+        ]
         swings.sort(key=lambda s: -abs(s["at_high"] - s["at_low"]))
         out[phase] = {
             "gain": at(point),
@@ -230,8 +245,9 @@ def predict_pair(base: dict, treat: dict, model: CostModel, scale: float,
     return out
 
 
-def point_times(base: dict, treat: dict, phase: str, model: CostModel, scale: float,
-                threads: tuple[int, int]) -> dict:  # fmt: skip
+def point_times(
+    base: dict, treat: dict, phase: str, model: CostModel, scale: float, threads: tuple[int, int]
+) -> dict:
     """At the constants' values: each side's predicted tokens per second (the phone model's),
     and whether its decode is bound by memory."""
     point, read = model.values(), weights(model.phone_shape)
@@ -242,6 +258,20 @@ def point_times(base: dict, treat: dict, phase: str, model: CostModel, scale: fl
         out["tokens_per_s"][side] = 1 / seconds  # bound by memory: longer than its compute
         out["memory_bound"][side] = seconds > compute_seconds(mix[phase], point, scale, parallel)
     return out
+
+
+def prediction_entry(pair, emulated: str, scale: float, threads, phases, base, treat) -> dict:
+    """One pair's prediction from one emulated model: its gains per phase and the mixes."""
+    return {
+        "pair": pair.key,
+        "baseline": pair.baseline,
+        "treatment": pair.treatment,
+        "model": emulated,
+        "scale": scale,
+        "threads": list(threads),
+        "phases": phases,
+        "mix_per_token": {"baseline": base, "treatment": treat},
+    }
 
 
 def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict) -> dict:
@@ -266,12 +296,10 @@ def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict
                 context["variants"][v]["runtime"]["thread_num"]
                 for v in (pair.baseline, pair.treatment)
             )
+            predicted = predict_pair(base, treat, model, scale, threads)
             predictions.append(
-                {"pair": pair.key, "baseline": pair.baseline, "treatment": pair.treatment,
-                 "model": emulated, "scale": scale, "threads": list(threads),
-                 "phases": predict_pair(base, treat, model, scale, threads),
-                 "mix_per_token": {"baseline": base, "treatment": treat}}
-            )  # fmt: skip
+                prediction_entry(pair, emulated, scale, threads, predicted, base, treat)
+            )
     counted = kernels.loc[kernels["device"] == spec["device"], "profiler"]
     return {
         **{k: spec[k] for k in ("device", "core", "soc", "model")},

@@ -202,14 +202,17 @@ def scored_rows(summary: pd.DataFrame, document: dict, prediction: dict, phase: 
     if not names or "predicted_gain" not in summary:
         return []
     rows = summary[
-        (summary["baseline"] == names[0]) & (summary["treatment"] == names[1])
-        & (summary["phase"] == phase) & summary["predicted_gain"].notna()
-    ]  # fmt: skip
+        (summary["baseline"] == names[0])
+        & (summary["treatment"] == names[1])
+        & (summary["phase"] == phase)
+        & summary["predicted_gain"].notna()
+    ]
     mine = prediction["phases"][phase]
     return [
-        r for r in rows.itertuples()
+        r
+        for r in rows.itertuples()
         if predicted_for(document, tuple(names), phase, r.model) is mine
-    ]  # fmt: skip
+    ]
 
 
 def measured_cells(r) -> str:

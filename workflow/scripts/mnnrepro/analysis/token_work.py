@@ -14,17 +14,20 @@ from mnnrepro.phases import PHASES, SHORT_PREFILL_PHASE, STARTUP_PHASE, short_pr
 SME_CLASSES = ("sme_outer_product", "sme_other", "sme_mode")
 
 
-def mixes(kernels: pd.DataFrame, device: str, model: str, variant: str,
-          waiting: str = "") -> dict[str, dict]:  # fmt: skip
+def mixes(
+    kernels: pd.DataFrame, device: str, model: str, variant: str, waiting: str = ""
+) -> dict[str, dict]:
     """Per profiled phase (the start-up too): the variant's instructions by class, in
     streaming functions, in the others, and in its engine's waiting functions (waiting: a
     regular expression on the symbols, EngineKind.waiting_functions; their instructions are
     kept apart and cost no time) ({"streaming", "core", "waiting"}: counts indexed by
     kernels.csv's ins_* columns); per_token turns them into a token's."""
     rows = kernels[
-        (kernels["device"] == device) & (kernels["model"] == model)
-        & (kernels["variant"] == variant) & kernels["instructions"].notna()
-    ]  # fmt: skip
+        (kernels["device"] == device)
+        & (kernels["model"] == model)
+        & (kernels["variant"] == variant)
+        & kernels["instructions"].notna()
+    ]
     columns = [f"ins_{c}" for c in CLASSES]
     symbols = rows["symbol"].astype(str)
     waits = symbols.str.contains(waiting) if waiting else pd.Series(False, index=rows.index)
@@ -54,9 +57,10 @@ def per_token(totals: dict, tokens: dict[str, int], target: int | None = None) -
     short, prompt = totals.get(SHORT_PREFILL_PHASE), tokens["prefill"]
     if short is None and target not in (None, prompt):
         raise DataError(
-            "kernels.csv", f"no {SHORT_PREFILL_PHASE} profile, which a prediction for a "
-            f"{target}-token prompt needs (profiled: {prompt})"
-        )  # fmt: skip
+            "kernels.csv",
+            f"no {SHORT_PREFILL_PHASE} profile, which a prediction for a "
+            f"{target}-token prompt needs (profiled: {prompt})",
+        )
     if short is None:
         return out
     each = spread(totals["prefill"], short, prompt - short_prompt(prompt))

@@ -46,10 +46,15 @@ MARKER_FUNCTION = "getppid"
 
 def callgrind_command(valgrind: str, argv: list[str], out: str, dump_before: str = "") -> list:
     return [
-        valgrind, "--tool=callgrind", "--dump-instr=yes", "--dump-line=no", "--demangle=no",
+        valgrind,
+        "--tool=callgrind",
+        "--dump-instr=yes",
+        "--dump-line=no",
+        "--demangle=no",
         *([f"--dump-before={dump_before}"] if dump_before else []),
-        f"--callgrind-out-file={out}", *argv,
-    ]  # fmt: skip
+        f"--callgrind-out-file={out}",
+        *argv,
+    ]
 
 
 def parse_callgrind(lines) -> dict[tuple[str, str], Counter]:
@@ -141,23 +146,36 @@ def function_rows(
                 else:
                     unknown += n
             symbol = None if UNNAMED.match(fn) else fn
-            rows.append({"dso": name, "symbol": symbol, "count": sum(per_address.values()),
-                         "unlogged_blocks": unknown,
-                         "instructions": {c: mix[c] for c in CLASSES}})  # fmt: skip
+            rows.append(
+                {
+                    "dso": name,
+                    "symbol": symbol,
+                    "count": sum(per_address.values()),
+                    "unlogged_blocks": unknown,
+                    "instructions": {c: mix[c] for c in CLASSES},
+                }
+            )
     if outside:
         rows.append({"dso": OUTSIDE, "symbol": None, "count": outside})
     return sorted(rows, key=lambda r: -r["count"])
 
 
-def callgrind_profile(device, argv: list[str], timeout: float, env: dict | None,
-                      libraries: dict[str, str]):  # fmt: skip
+def callgrind_profile(
+    device, argv: list[str], timeout: float, env: dict | None, libraries: dict[str, str]
+):
     """(the run's result, its profile): argv run under callgrind on this host."""
     result, segments = callgrind_phases(device, argv, timeout, env, libraries, None)
     return result, segments.get(OUTSIDE_PHASES, {})
 
 
-def callgrind_phases(device, argv: list[str], timeout: float, env: dict | None,
-                     libraries: dict[str, str], phases: list[str] | None):  # fmt: skip
+def callgrind_phases(
+    device,
+    argv: list[str],
+    timeout: float,
+    env: dict | None,
+    libraries: dict[str, str],
+    phases: list[str] | None,
+):
     """callgrind_profile's counts of a process that marks each phase's begin and end by a
     call of MARKER_FUNCTION (the runner's `phases` mode): callgrind writes part k of the
     profile before the k-th call, so phase j is part 2j + 2; (result, phase -> profile, and

@@ -89,8 +89,26 @@ def translated_blocks(lines: Iterable[str], wanted: set[int] | None = None) -> d
 # builds (devices/callgrind.py). Integer dot products (VNNI, the pair of multiply-adds AVX2's
 # int8 GEMMs use, AVX-512 BF16) are dot_matmul; a vector register or AVX's `v` prefix makes an
 # instruction a vector one; a move, broadcast or gather with a memory operand is a load or store.
-X86_PREFIXES = frozenset(("lock", "rep", "repz", "repnz", "repe", "repne", "notrack", "bnd",
-                          "data16", "cs", "ds", "es", "fs", "gs", "ss", "addr32"))  # fmt: skip
+X86_PREFIXES = frozenset(
+    (
+        "lock",
+        "rep",
+        "repz",
+        "repnz",
+        "repe",
+        "repne",
+        "notrack",
+        "bnd",
+        "data16",
+        "cs",
+        "ds",
+        "es",
+        "fs",
+        "gs",
+        "ss",
+        "addr32",
+    )
+)
 X86_DOT_MATMUL = re.compile(r"^v?(pmaddubsw|pmaddwd|pdpbusds?|pdpwssds?|dpbf16ps|dpbusds?)$")
 X86_BRANCH = re.compile(r"^(j[a-z]+|call[qw]?|ret[qw]?|loop\w*)$")
 X86_MOVE = re.compile(

@@ -58,8 +58,10 @@ def crashed_answer(device, prompt: str, argv: list[str], result) -> dict:
         raise BenchError(
             f"device {device.name}: the correctness gate's greedy run failed ({why}: {last}); "
             "rerun to ask again (what was measured is kept)\n$ "
-            + " ".join(argv) + "\n" + result.stderr[-4000:]
-        )  # fmt: skip
+            + " ".join(argv)
+            + "\n"
+            + result.stderr[-4000:]
+        )
     log.warning("%s crashed on prompt %r: %s", device.name, prompt, last)
     return {"prompt": prompt, "tokens": [], "crashed": last}
 

@@ -42,10 +42,16 @@ class Pair:
         experiment names no variants)."""
         comparison, engines = design.comparison, design.variant_engines
         return [
-            cls(p.key, p.baseline, p.treatment, engines.get(p.baseline),
-                engines.get(p.treatment), comparison.on_non_sme2_device)
+            cls(
+                p.key,
+                p.baseline,
+                p.treatment,
+                engines.get(p.baseline),
+                engines.get(p.treatment),
+                comparison.on_non_sme2_device,
+            )
             for p in comparison.pairs
-        ]  # fmt: skip
+        ]
 
     @classmethod
     def judged(cls, design: Design) -> list[Pair]:
@@ -89,11 +95,15 @@ def modes_record(design: Design, engines: dict[str, EngineRecord], facts: dict) 
     return {
         "device": facts["device"],
         "modes": [
-            {"pair": p.key, "baseline": p.baseline, "treatment": p.treatment,
-             "mode": p.mode_on(engines, facts)}
+            {
+                "pair": p.key,
+                "baseline": p.baseline,
+                "treatment": p.treatment,
+                "mode": p.mode_on(engines, facts),
+            }
             for p in Pair.compared(design)
         ],
-    }  # fmt: skip
+    }
 
 
 def modes_of(record: dict) -> dict[tuple[str, str], str]:

@@ -125,9 +125,17 @@ def try_commit(args, config: dict, where: tuple, commit: str, repo: Path, root: 
         )
     )
     command = [  # the target first: --configfile takes every word after it
-        sys.executable, "-m", "snakemake", str(target), "--snakefile", str(root / "Snakefile"),
-        "--cores", str(args.cores), "--configfile", str(step_config),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "snakemake",
+        str(target),
+        "--snakefile",
+        str(root / "Snakefile"),
+        "--cores",
+        str(args.cores),
+        "--configfile",
+        str(step_config),
+    ]
     start = time.monotonic()
     proc = subprocess.run(command, capture_output=True, text=True, check=False)
     outcome = {
@@ -198,11 +206,17 @@ def bisect(args, root: Path) -> dict:
     )
     output = Path(args.output or f"results/bisect/{args.engine}.json")
     result = {
-        "engine": args.engine, "source_key": ".".join(where), "repository": url,
+        "engine": args.engine,
+        "source_key": ".".join(where),
+        "repository": url,
         "config": str(config_path),
-        "good": good, "bad": bad, "target": args.target, "bad_if": args.bad_if, "steps": [],
+        "good": good,
+        "bad": bad,
+        "target": args.target,
+        "bad_if": args.bad_if,
+        "steps": [],
         "first_bad_commit": None,
-    }  # fmt: skip
+    }
     subprocess.run(["git", "-C", str(repo), "bisect", "reset"], capture_output=True, check=False)
     git(repo, "bisect", "start", "--no-checkout", bad, good)
     try:
@@ -216,8 +230,9 @@ def bisect(args, root: Path) -> dict:
             if "is the first bad commit" in said:
                 first = said.split()[0]
                 result["first_bad_commit"] = {
-                    "commit": first, "subject": git(repo, "log", "-1", "--format=%s", first),
-                }  # fmt: skip
+                    "commit": first,
+                    "subject": git(repo, "log", "-1", "--format=%s", first),
+                }
                 break
             if "only 'skip'ped commits left" in said:
                 result["undecided"] = said

@@ -181,6 +181,10 @@ def bandwidth_job(job) -> dict:
         }
     with on_device(job.wildcards.device, job.params.device, "the bandwidth probe") as device:
         return measure_bandwidth(
-            device, read_json(job.input.facts), probes, job.params.bandwidth, job.params.bench,
+            device,
+            read_json(job.input.facts),
+            probes,
+            job.params.bandwidth,
+            job.params.bench,
             job.params.variant_threads,
-        )  # fmt: skip
+        )

@@ -59,8 +59,13 @@ def outcome_of(name: str, result: CommandResult) -> dict:
 
 def without_suite(device_name: str, record: dict, reason: str) -> dict:
     """The record of an engine that has no suite to run: why, and no device asked."""
-    return {"device": device_name, "engine": record["engine"], "suite": None, "tests": [],
-            "no_suite": reason}  # fmt: skip
+    return {
+        "device": device_name,
+        "engine": record["engine"],
+        "suite": None,
+        "tests": [],
+        "no_suite": reason,
+    }
 
 
 def run_engine_tests(
@@ -73,5 +78,10 @@ def run_engine_tests(
     for name in settings["tests"]:
         argv = record.kind.suite_command(engine_dir, suite, name, settings)
         tests.append(outcome_of(name, device.run(argv, settings["timeout_s"], env)))
-    return {"device": device.name, "engine": record["engine"], "suite": suite, "tests": tests,
-            "no_suite": None}  # fmt: skip
+    return {
+        "device": device.name,
+        "engine": record["engine"],
+        "suite": suite,
+        "tests": tests,
+        "no_suite": None,
+    }

@@ -47,16 +47,22 @@ class GateJob:
         """From a Snakemake job of rule run_greedy."""
         params, given = job.params, job.input
         return cls(
-            job.wildcards.device, params.device, params.correctness, variants_of(params.variants),
-            Design.of(params.design), read_json(given.receipt),
+            job.wildcards.device,
+            params.device,
+            params.correctness,
+            variants_of(params.variants),
+            Design.of(params.design),
+            read_json(given.receipt),
             engine_records(given.engines),
             {t["engine"]: t for t in map(read_json, given.gate_tools)},
             modes_at(given.modes),
             reads_images(given.manifest, params.model_formats),
-            list(zip(params.image_names, given.images, strict=True)), params.timeout_s,
-            params.prompt_tokens, read_json(given.reference) if given.reference else None,
+            list(zip(params.image_names, given.images, strict=True)),
+            params.timeout_s,
+            params.prompt_tokens,
+            read_json(given.reference) if given.reference else None,
             params.emulation_reference,
-        )  # fmt: skip
+        )
 
     def answers(self) -> dict:
         """Refuse what cannot hold, then the gate's answers on the device (a lost phone
@@ -116,10 +122,17 @@ class GateJob:
         variant = self.variants[name]
         engine = variant.engine
         payload = run_greedy(
-            device, self.receipt, self.records[engine], variant, [p["sent"] for p in sent],
-            self.gate["max_new_tokens"], self.timeout_s, self.tools.get(engine),
-            self.prompt_tokens, forced,
-        )  # fmt: skip
+            device,
+            self.receipt,
+            self.records[engine],
+            variant,
+            [p["sent"] for p in sent],
+            self.gate["max_new_tokens"],
+            self.timeout_s,
+            self.tools.get(engine),
+            self.prompt_tokens,
+            forced,
+        )
         return label_answers(payload, sent)
 
     def fed(self, device, name: str, reference: dict, prompts: list[dict]) -> list[dict]:

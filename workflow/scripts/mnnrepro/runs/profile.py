@@ -61,8 +61,13 @@ def phase_bench(bench: dict, phase: str) -> dict:
         return {**bench, "generate_tokens": 1, "warmup": 0, "vision_set": None}
     if phase == SHORT_PREFILL_PHASE:
         short = short_prompt(bench["prompt_tokens"])
-        return {**bench, "prompt_tokens": short, "generate_tokens": 1, "warmup": 0,
-                "vision_set": None}  # fmt: skip
+        return {
+            **bench,
+            "prompt_tokens": short,
+            "generate_tokens": 1,
+            "warmup": 0,
+            "vision_set": None,
+        }
     return {**bench, "prompt_tokens": 1, "warmup": 0, "vision_set": None}
 
 
@@ -84,9 +89,16 @@ def profile_for_rule(job: DeviceJob, attribution: dict, out_dir: str) -> dict:
     def profile(device, bench, variant: str, phase: str) -> dict:
         spec = specs[variant]
         return profile_one(
-            device, variant, phase, spec, staged, phase_bench(bench, phase), attribution,
-            Path(out_dir) / variant / f"{phase}.json", built_dirs[spec["engine"]["engine"]],
-        )  # fmt: skip
+            device,
+            variant,
+            phase,
+            spec,
+            staged,
+            phase_bench(bench, phase),
+            attribution,
+            Path(out_dir) / variant / f"{phase}.json",
+            built_dirs[spec["engine"]["engine"]],
+        )
 
     with on_device(job.device_name, job.device_spec, "the kernel profile") as device:
         check_receipt(device, staged)
@@ -147,21 +159,16 @@ def profile_marked(device, variant, phases, spec, receipt, bench, attribution, o
     benches = {p: phase_bench(bench, p) for p in phases}
     engine = engine_for(record, receipt)
     marker = device.scratch("phase-markers")  # a folder never made: each marker's stat fails
-    asked = [
-        [p, benches[p]["prompt_tokens"], benches[p]["generate_tokens"], *image_questions(p, bench)]
-        for p in phases
-    ]
-    command = engine.phases_command(
-        device, engine.model_path(receipt), spec["runtime"], asked, marker,
-        device.scratch("profile.json"),
-    )  # fmt: skip
+    command = marked_command(device, engine, receipt, spec, benches, bench, marker)
     if command is None:
         return None
     keys = {p: profile_key(device, spec, benches[p], attribution, ONE_PROCESS) for p in phases}
     paths = {p: out / f"{p}.json" for p in phases}
     entries = [{"variant": variant, "phase": p, "path": str(paths[p])} for p in phases]
-    if all(path.is_file() and read_json(path).get("profile_key") == keys[p]
-           for p, path in paths.items()):  # fmt: skip
+    if all(
+        path.is_file() and read_json(path).get("profile_key") == keys[p]
+        for p, path in paths.items()
+    ):
         log.info("keep   %s (profiled earlier)", out)
         return entries
     device.verify(engine_files(record, receipt))
@@ -181,13 +188,29 @@ def profile_marked(device, variant, phases, spec, receipt, bench, attribution, o
     check_ran(device, result, variant)
     outside = segments.get(OUTSIDE_PHASES, {}).get("total")
     for p in phases:  # an emulated crash: the phases before it, and what the crash's counted
-        write_json(paths[p], {
-            "profile_key": keys[p],
-            **profile_fields(device, variant, p, record, benches[p], libraries),
-            **ran_fields(argv, env, result),
-            "profiled_in": ONE_PROCESS, "outside_phases_total": outside, **segments.get(p, {}),
-        })  # fmt: skip
+        write_json(
+            paths[p],
+            {
+                "profile_key": keys[p],
+                **profile_fields(device, variant, p, record, benches[p], libraries),
+                **ran_fields(argv, env, result),
+                "profiled_in": ONE_PROCESS,
+                "outside_phases_total": outside,
+                **segments.get(p, {}),
+            },
+        )
     return entries
+
+
+def marked_command(device, engine, receipt, spec, benches: dict, bench: dict, marker: str):
+    """The engine's one process that runs and marks each phase of `benches` (in its order),
+    or None where the engine has none."""
+    asked = [
+        [p, b["prompt_tokens"], b["generate_tokens"], *image_questions(p, bench)]
+        for p, b in benches.items()
+    ]
+    model, out = engine.model_path(receipt), device.scratch("profile.json")
+    return engine.phases_command(device, model, spec["runtime"], asked, marker, out)
 
 
 def image_questions(phase: str, bench: dict) -> list[dict]:

@@ -177,8 +177,10 @@ def summary_table(
     none: emulated timings never enter a gain)."""
     table = pd.read_sql_query(
         f"SELECT r.experiment, s.* FROM summary_rows s JOIN runs r USING (run_id) "
-        f"WHERE run_id IN ({', '.join('?' * len(run_ids))})", db, params=run_ids,
-    )  # fmt: skip
+        f"WHERE run_id IN ({', '.join('?' * len(run_ids))})",
+        db,
+        params=run_ids,
+    )
     order = table["run_id"].map({run_id: i for i, run_id in enumerate(run_ids)})
     table = table.iloc[order.argsort(kind="stable")]
     table = table[[selection.keeps(r) for r in table.itertuples()]].reset_index(drop=True)
@@ -194,8 +196,9 @@ def checks_table(db: sqlite3.Connection, run_ids: list[str]) -> pd.DataFrame:
     for run_id in run_ids:
         for experiment, device, model, name, pair, passed in db.execute(
             "SELECT experiment, device, model, name, pair, passed FROM checks "
-            "JOIN runs USING (run_id) WHERE run_id = ? ORDER BY checks.rowid", (run_id,),
-        ):  # fmt: skip
+            "JOIN runs USING (run_id) WHERE run_id = ? ORDER BY checks.rowid",
+            (run_id,),
+        ):
             baseline, treatment = json.loads(pair) or (None, None)
             key = (run_id, experiment, device, model, baseline, treatment)
             groups.setdefault(key, []).append((name, passed))
@@ -288,9 +291,10 @@ def markdown(gains: pd.DataFrame, checks: pd.DataFrame) -> str:
     ]
     for r in gains.itertuples():
         change = (
-            "-" if pd.isna(r.change_vs_first)
+            "-"
+            if pd.isna(r.change_vs_first)
             else f"x{r.change_vs_first:.3f} [{r.change_ci_low:.3f}, {r.change_ci_high:.3f}]"
-        )  # fmt: skip
+        )
         verdict_checks = "pass" if r.checks_passed else f"FAIL: {r.failed_checks or '(unnamed)'}"
         lines.append(
             f"| {r.run_id[:12]} | {r.experiment} | {r.device} | {r.model} | {r.phase} | "

@@ -29,8 +29,9 @@ def dashboard_data(store: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame
     try:
         runs = pd.read_sql_query(
             "SELECT run_id, experiment, origin, judged, registered_at, summary_md FROM runs "
-            "ORDER BY registered_at, run_id", db,
-        )  # fmt: skip
+            "ORDER BY registered_at, run_id",
+            db,
+        )
         checks = checks_table(db, list(runs.loc[runs["judged"] == 1, "run_id"]))
         rows = pd.read_sql_query(QUERY, db)
         rows["treatment_engine"] = treatment_versions(db, rows)

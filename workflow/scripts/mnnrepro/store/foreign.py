@@ -19,13 +19,20 @@ def llama_bench_rows(tests: list[dict]) -> list[tuple]:
     generation (decode) after n_depth tokens of context."""
     return [
         (
-            "llama.cpp", t["build_commit"], t["model_filename"],
-            "prefill" if t["n_gen"] == 0 else "decode", t["n_prompt"], t["n_gen"],
-            t.get("n_depth", 0), t["n_threads"], t["avg_ts"], t["stddev_ts"],
+            "llama.cpp",
+            t["build_commit"],
+            t["model_filename"],
+            "prefill" if t["n_gen"] == 0 else "decode",
+            t["n_prompt"],
+            t["n_gen"],
+            t.get("n_depth", 0),
+            t["n_threads"],
+            t["avg_ts"],
+            t["stddev_ts"],
             json.dumps(t.get("samples_ts")),
         )
         for t in tests
-    ]  # fmt: skip
+    ]
 
 
 def llm_bench_rows(report: dict) -> list[tuple]:
@@ -36,9 +43,20 @@ def llm_bench_rows(report: dict) -> list[tuple]:
         phases = [("prefill", "prefill_tps", "prefill_std"), ("decode", "decode_tps", "decode_std")]
         for phase, mean, sd in phases if "prefill_tps" in r else [(r["type"], "tps", "std")]:
             rows.append(
-                ("MNN llm_bench", None, report["model"], phase, r.get("prompt_len"),
-                 r.get("generate_len"), None, report["threads"], r[mean], r[sd], None)
-            )  # fmt: skip
+                (
+                    "MNN llm_bench",
+                    None,
+                    report["model"],
+                    phase,
+                    r.get("prompt_len"),
+                    r.get("generate_len"),
+                    None,
+                    report["threads"],
+                    r[mean],
+                    r[sd],
+                    None,
+                )
+            )
     return rows
 
 

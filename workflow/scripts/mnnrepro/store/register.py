@@ -25,15 +25,41 @@ from mnnrepro.errors import DataError
 from mnnrepro.store.schema import insert_once, utc_now
 
 INVOCATION_COLUMNS = [
-    "device", "model", "variant", "phase", "block", "engine", "engine_version", "thread_num",
-    "prompt_tokens", "generate_tokens", "tokens", "seconds", "tps",
-]  # fmt: skip
+    "device",
+    "model",
+    "variant",
+    "phase",
+    "block",
+    "engine",
+    "engine_version",
+    "thread_num",
+    "prompt_tokens",
+    "generate_tokens",
+    "tokens",
+    "seconds",
+    "tps",
+]
 # the columns of summary.csv the store keeps per run (analysis.summary.SUMMARY_COLUMNS: all)
 STORED_SUMMARY_COLUMNS = [
-    "device", "model", "phase", "baseline", "treatment", "n_pairs", "gain", "gain_ci_low",
-    "gain_ci_high", "interval", "ci_level", "claim_gain", "tolerance", "expectation",
-    "checks_passed", "verdict", "verdict_reason", *SCORE_COLUMNS,
-]  # fmt: skip
+    "device",
+    "model",
+    "phase",
+    "baseline",
+    "treatment",
+    "n_pairs",
+    "gain",
+    "gain_ci_low",
+    "gain_ci_high",
+    "interval",
+    "ci_level",
+    "claim_gain",
+    "tolerance",
+    "expectation",
+    "checks_passed",
+    "verdict",
+    "verdict_reason",
+    *SCORE_COLUMNS,
+]
 
 
 def verified_members(archive: str) -> tuple[str, dict[str, bytes]]:

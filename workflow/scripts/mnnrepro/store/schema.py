@@ -15,9 +15,12 @@ from mnnrepro.errors import DataError
 SCHEMA_VERSION = 2
 # summary_rows' columns of schema 2: a prediction's score (analysis/prediction_score.py)
 PREDICTION_COLUMNS = (
-    "predicted_gain REAL", "predicted_gain_low REAL", "predicted_gain_high REAL",
-    "measured_holds_prediction INTEGER", "prediction_holds_measured INTEGER",
-)  # fmt: skip
+    "predicted_gain REAL",
+    "predicted_gain_low REAL",
+    "predicted_gain_high REAL",
+    "measured_holds_prediction INTEGER",
+    "prediction_holds_measured INTEGER",
+)
 # what each older schema lacks, added in place when such a store is opened (its rows keep
 # null there: their runs predicted nothing)
 MIGRATIONS = {1: [f"ALTER TABLE summary_rows ADD COLUMN {c}" for c in PREDICTION_COLUMNS]}

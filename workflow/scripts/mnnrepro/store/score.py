@@ -62,12 +62,16 @@ def foreign_scores(store: str, prediction: str, baseline: str, treatment: str) -
         got = measured_gain((r.tps_mean_b, r.samples_b), (r.tps_mean_t, r.samples_t))
         for p in document["predictions"]:
             rows.append(
-                {"pair": p["pair"], "predicted_for": target,
-                 "measured_models": f"{r.model_b} vs {r.model_t}",
-                 **{k: getattr(r, k) for k in MATCHED}, **got,
-                 **score_fields(p["phases"][r.phase], got),
-                 "differences": "; ".join(differences(document, p, r))}
-            )  # fmt: skip
+                {
+                    "pair": p["pair"],
+                    "predicted_for": target,
+                    "measured_models": f"{r.model_b} vs {r.model_t}",
+                    **{k: getattr(r, k) for k in MATCHED},
+                    **got,
+                    **score_fields(p["phases"][r.phase], got),
+                    "differences": "; ".join(differences(document, p, r)),
+                }
+            )
     if not rows:
         raise ValueError(f"{baseline} and {treatment} share no prefill or decode row ({MATCHED})")
     return pd.DataFrame(rows)

@@ -57,8 +57,18 @@ def sme_selected(lines: list[str]) -> bool:
 
 
 # what llama-bench says it ran, kept from its first test
-RAN_KEYS = ("build_commit", "n_threads", "n_batch", "n_ubatch", "type_k", "type_v",
-            "flash_attn", "model_type", "model_size", "cpu_info")  # fmt: skip
+RAN_KEYS = (
+    "build_commit",
+    "n_threads",
+    "n_batch",
+    "n_ubatch",
+    "type_k",
+    "type_v",
+    "flash_attn",
+    "model_type",
+    "model_size",
+    "cpu_info",
+)
 
 
 def one_test(tests: list, n_prompt: int, n_gen: int, n_depth: int, phase: str) -> dict:
@@ -180,9 +190,18 @@ class LlamaCppEngine(BuiltFromSource):
         """llama_greedy: the engine's toolchain (clang-16 for linux-arm64), the tree's
         headers, its own libllama and ggml libraries."""
         return tools.build_gate_tool(
-            GATE_TOOL_SOURCE, "llama_greedy", "LLAMA", "libllama.so",
-            record, source, engine_dir, build_dir, out_dir, log_file, toolchain=llamacpp.cross_args,
-        )  # fmt: skip
+            GATE_TOOL_SOURCE,
+            "llama_greedy",
+            "LLAMA",
+            "libllama.so",
+            record,
+            source,
+            engine_dir,
+            build_dir,
+            out_dir,
+            log_file,
+            toolchain=llamacpp.cross_args,
+        )
 
     @classmethod
     def source_identity(cls, source: dict) -> dict:

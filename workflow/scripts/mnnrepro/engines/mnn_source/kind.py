@@ -90,9 +90,18 @@ class BuiltEngine(BuiltFromSource):
         """mnn_greedy (the correctness gate's token-id tool) and mnn_vision (the vision
         phase's timing): the engine's platform arguments, MNN's headers, its own libraries."""
         return tools.build_gate_tool(
-            GATE_TOOL_SOURCE, "mnn_greedy", "MNN", None,
-            record, source, engine_dir, build_dir, out_dir, log_file, also=(MNN_VISION_TOOL,),
-        )  # fmt: skip
+            GATE_TOOL_SOURCE,
+            "mnn_greedy",
+            "MNN",
+            None,
+            record,
+            source,
+            engine_dir,
+            build_dir,
+            out_dir,
+            log_file,
+            also=(MNN_VISION_TOOL,),
+        )
 
     @classmethod
     def carries_sme2_kernels(cls, record: dict) -> bool:

@@ -278,5 +278,10 @@ class OrtGenaiEngine(PrebuiltEngine):
         answers, first = tool_answers(device, ask.prompts, ask.forced, argv_of, env, ask.timeout)
         line = supports_line(first.stderr) if first else ""
         engine = {"device_supports": line, "tool": TOOL}
-        return {"kind": "greedy", "runtime": runtime, "env": ask.env or {}, "answers": answers,
-                "engine": engine}  # fmt: skip
+        return {
+            "kind": "greedy",
+            "runtime": runtime,
+            "env": ask.env or {},
+            "answers": answers,
+            "engine": engine,
+        }

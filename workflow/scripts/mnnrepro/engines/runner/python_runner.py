@@ -282,8 +282,12 @@ def run_phases(args) -> dict:
             run(*asked)
             ran.append({"phase": name, "seconds": time.perf_counter() - start})
             mark(f"{args.marker}/end-{name}")
-    return {"kind": "phases", "runtime": runtime, "phases": ran,
-            "engine": engine_facts(printed, args.engine)}  # fmt: skip
+    return {
+        "kind": "phases",
+        "runtime": runtime,
+        "phases": ran,
+        "engine": engine_facts(printed, args.engine),
+    }
 
 
 def write_atomically(path: str, payload: dict) -> None:
