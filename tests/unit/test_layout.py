@@ -216,6 +216,43 @@ def test_the_formatter_formats_nearly_everything(tmp_path):
     assert len(fmt_skips([tmp_path / "t.py"])) == MAX_FMT_SKIPS + 1
 
 
+def unexplained_inner_imports(paths) -> list[str]:
+    """Every import inside a function without a comment, on its line or heading the run of
+    imports it stands in, that says why it is not at the module's top."""
+    found = []
+    for path in sorted(paths):
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        inner = [
+            sub
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for sub in ast.walk(node)
+            if isinstance(sub, (ast.Import, ast.ImportFrom))
+        ]
+        spans = {n for sub in inner for n in range(sub.lineno, sub.end_lineno + 1)}
+        for n in sorted({sub.lineno for sub in inner}):
+            above = n - 1
+            while above in spans:  # up the run of imports (1-based line numbers)
+                above -= 1
+            if "#" not in lines[n - 1] and not lines[above - 1].strip().startswith("#"):
+                found.append(f"{path.name}:{n}: {lines[n - 1].strip()}")
+    return found
+
+
+def test_imports_are_at_the_top_or_say_why(tmp_path):
+    """An import inside a function is a heavy or optional one (torch, pandas, scipy, a module
+    staged beside the device-side runner) and says so; the check finds one that does not."""
+    assert unexplained_inner_imports(PACKAGE.parent.rglob("*.py")) == []
+    (tmp_path / "m.py").write_text(
+        "def f():\n    import json\n\n    return json\n\n\n"
+        "def g():\n    import math  # here: a reason\n\n    return math\n\n\n"
+        "def h():\n    # here: a reason for both\n    import os\n    import sys\n\n"
+        "    return os, sys\n"
+    )
+    assert unexplained_inner_imports([tmp_path / "m.py"]) == ["m.py:2: import json"]
+
+
 def test_job_scripts_are_shims():
     """A rule's script loads what its job is handed, calls the package and writes: a few lines
     (at most 25); the work is in the package, where it is tested without Snakemake."""

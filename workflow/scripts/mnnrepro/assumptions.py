@@ -69,6 +69,7 @@ def two_group_p(first, second) -> float:
     va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
     if va + vb == 0:
         return math.nan
+    # scipy: where a p-value is computed only
     from scipy.special import stdtr
 
     t = (a.mean() - b.mean()) / math.sqrt(va + vb)

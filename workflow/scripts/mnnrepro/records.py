@@ -22,6 +22,7 @@ from mnnrepro.errors import DataError
 from mnnrepro.files import read_json, sha256_file
 
 if TYPE_CHECKING:  # pandas is imported where a table is read: the Snakefile reads none
+    # heavy: the table readers only
     import pandas as pd
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "records.schema.yaml"
@@ -106,7 +107,9 @@ def read_record(path: str | os.PathLike, kind: str):
 
 
 def read_table(path: str | os.PathLike, columns: list[str], hint: str) -> pd.DataFrame:
+    # heavy: the table readers only
     """A CSV table the workflow wrote, with at least `columns`; else one DataError line."""
+    # heavy: the table readers only
     import pandas as pd
 
     try:

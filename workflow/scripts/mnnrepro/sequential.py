@@ -42,6 +42,7 @@ SEQUENTIAL_DRAWS = 6_000_000  # paths x looks simulated (2**18 paths up to 22 lo
 
 @functools.lru_cache(maxsize=32)
 def _calibrated_level(looks: tuple[int, ...], ci_level: float) -> float:
+    # scipy: a calibration only, cached
     from scipy.special import stdtrit
 
     if looks[0] < 3:

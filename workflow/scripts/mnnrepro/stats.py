@@ -113,6 +113,7 @@ def t_quantile(q: float, df):
     """Student t's q quantile at df degrees of freedom: scipy.stats.t.ppf's own function
     (scipy.special.stdtrit, the same floats), without importing scipy.stats (about half a
     CPU-second of docstring processing in every job that derives an interval)."""
+    # scipy: where a quantile is computed only
     from scipy.special import stdtrit
 
     return stdtrit(df, q)
@@ -202,6 +203,7 @@ def wilcoxon_p(log_ratio: np.ndarray) -> float:
     1.0 when every pair is a tie (nothing to rank)."""
     if not np.any(log_ratio != 0):
         return 1.0
+    # scipy.stats: the Wilcoxon test only
     from scipy import stats as sps
 
     return float(sps.wilcoxon(log_ratio, alternative="two-sided").pvalue)

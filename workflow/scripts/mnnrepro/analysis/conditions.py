@@ -9,6 +9,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from mnnrepro.assumptions import dependence_p, two_group_p
+from mnnrepro.phases import PHASES
+from mnnrepro.runs.precision import judged_row_names, records_of_table
+from mnnrepro.runs.schedule import order_balance
+from mnnrepro.runs.stopping_rows import block_log_ratios
+
 if TYPE_CHECKING:
     from mnnrepro.design import Design
     from mnnrepro.intervals import ChosenInterval
@@ -109,7 +115,6 @@ def order_counts(part: pd.DataFrame, pair: tuple[str, str]) -> dict:
     """How often the baseline and the treatment each ran first in the blocks holding both, as
     recorded (`position`): the schedule balances every pair, a resumed or re-measured run may
     not."""
-    from mnnrepro.runs.schedule import order_balance
 
     positions: dict[int, dict[str, int]] = {}
     if "position" in part:
@@ -128,10 +133,6 @@ def run_dependence(group: pd.DataFrame, design: Design) -> float:
     """The p-value of serial dependence in one device x model's judged rows, all at once
     (assumptions.dependence_p): the rows the stopping rule judges
     (runs/precision.judged_row_names)."""
-    from mnnrepro.assumptions import dependence_p
-    from mnnrepro.phases import PHASES
-    from mnnrepro.runs.precision import judged_row_names, records_of_table
-    from mnnrepro.runs.stopping_rows import block_log_ratios
 
     records = records_of_table(group[group["phase"].isin(PHASES)])
     names = judged_row_names(design)
@@ -148,7 +149,6 @@ def order_effect_p(part: pd.DataFrame, pair: tuple[str, str]) -> float | None:
     """The order effect: a two-sided Welch p-value of a difference in the per-block log speedup
     between blocks where the treatment ran first and where the baseline did (`position`);
     None where the positions are not recorded or a group has fewer than 2 blocks."""
-    from mnnrepro.assumptions import two_group_p
 
     rows = part[part["variant"].isin(pair)]
     if "position" not in rows or rows["position"].isna().any():

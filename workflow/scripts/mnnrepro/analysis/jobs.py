@@ -27,6 +27,7 @@ def write_summary(job, mapper) -> None:
     """summary.csv and summary.json from bench.csv, which must be exactly what the raw
     records (hash-checked against their index; mapper: where a recorded raw path is now,
     archive.replay.raw_path_mapper) give."""
+    # per job: each job imports its own stage's modules (0.2-0.4 s each if all)
     from mnnrepro.analysis.summary import summarize, summary_document
     from mnnrepro.analysis.tables import BENCH_COLUMNS, bench_table_from
     from mnnrepro.engines.pairs import device_modes
@@ -57,6 +58,7 @@ def write_summary(job, mapper) -> None:
 def write_sweep_summary(job, mapper) -> None:
     """sweep/summary.csv and .json from sweep/bench.csv, which must be exactly what the
     sweep's raw records give (mapper: as write_summary's), beside the main point's summary."""
+    # per job: each job imports its own stage's modules (0.2-0.4 s each if all)
     from mnnrepro.analysis.sweep import main_checks, sweep_summary, sweep_table
 
     given, params = job.input, job.params
@@ -80,6 +82,7 @@ def write_sweep_summary(job, mapper) -> None:
 def draw_charts(job) -> None:
     """Every chart the plan asks for, as HTML and PNG; one that cannot be drawn leaves a note
     in its place (said in the job's log)."""
+    # per job: each job imports its own stage's modules (0.2-0.4 s each if all)
     from mnnrepro.analysis import plots
 
     draw = {
@@ -106,6 +109,7 @@ def optional(paths, read):
 def write_report(job, replay: list[str]) -> None:
     """summary.md from the summary and every record it cites; replay: a replay's section
     (archive.replay_check.replay_section), else empty."""
+    # per job: each job imports its own stage's modules (0.2-0.4 s each if all)
     from mnnrepro.analysis.report import markdown
 
     given = job.input
@@ -138,6 +142,7 @@ def write_prediction(job) -> None:
     """prediction.json and prediction.md (rule predict_gain): the compared pairs' gains on the
     phone, predicted here from the emulated instruction mix (with the inputs' hashes) or
     registered from a file made earlier (`prediction.registered`), bound to this run's pairs."""
+    # per job: each job imports its own stage's modules (0.2-0.4 s each if all)
     from mnnrepro.analysis.prediction_score import (
         bound_to_run,
         registered_prediction,
@@ -159,6 +164,7 @@ def write_prediction(job) -> None:
 
 def predicted_here(job, design: Design, variants: dict) -> dict:
     """The prediction made from this run's emulated device (analysis/prediction.py)."""
+    # per job: each job imports its own stage's modules (0.2-0.4 s each if all)
     from mnnrepro.analysis.prediction import prediction_document
     from mnnrepro.models.shapes import text_shape
 

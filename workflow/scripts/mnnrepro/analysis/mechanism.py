@@ -34,9 +34,13 @@ import statistics
 import numpy as np
 import pandas as pd
 
+from mnnrepro.analysis.conditions import with_dependence
 from mnnrepro.analysis.energy import energy_comparison, energy_conditions
 from mnnrepro.design import Design
+from mnnrepro.intervals import experiment_intervals
 from mnnrepro.models import mnn_layout
+from mnnrepro.runs.precision import records_of_table
+from mnnrepro.runs.stopping_rows import MECHANISM, block_log_ratios, row_name
 from mnnrepro.sides import three_way
 from mnnrepro.stats import Interval, t_interval
 
@@ -204,8 +208,6 @@ def gain_gap(part: pd.DataFrame, baseline: str, treatment: str, interval: Interv
     """Prefill's speedup over decode's, block by block (the same row the stopping rule judges,
     runs/stopping_rows.block_log_ratios), with the summary's kind of interval (interval: as
     intervals.run_intervals chose it)."""
-    from mnnrepro.runs.precision import records_of_table
-    from mnnrepro.runs.stopping_rows import MECHANISM, block_log_ratios, row_name
 
     logs = block_log_ratios(records_of_table(part), row_name(baseline, treatment, MECHANISM))
     if logs.size < 2:
@@ -280,8 +282,6 @@ def ceiling_check(row: dict | None) -> dict:
 def mechanism_checks(
     summary: pd.DataFrame, table: pd.DataFrame, bench: pd.DataFrame, design: Design
 ) -> list[dict]:
-    from mnnrepro.analysis.conditions import with_dependence
-    from mnnrepro.intervals import experiment_intervals
 
     chosen = experiment_intervals(design)
     checks = []

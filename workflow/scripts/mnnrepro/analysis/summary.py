@@ -22,10 +22,11 @@ from mnnrepro.analysis.conditions import (
 from mnnrepro.analysis.prediction_score import SCORE_COLUMNS, predicted_for, score_fields
 from mnnrepro.analysis.text import reps_text
 from mnnrepro.design import Design
-from mnnrepro.intervals import ChosenInterval, interval_name
+from mnnrepro.intervals import ChosenInterval, experiment_intervals, interval_name
 from mnnrepro.phases import ALL_PHASES, PHASES
+from mnnrepro.runs.precision import bias_adjusted_log_gain, mode_thresholds
 from mnnrepro.runs.stopping_rows import row_name
-from mnnrepro.stats import compare_phase
+from mnnrepro.stats import compare_phase, paired_blocks
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +155,6 @@ def summarize(
     (engines.pairs.device_modes; never assumed); stopping: (device, model) -> why its
     benchmark stopped (from the run index); prediction: prediction.json, whose predicted
     gains a pair judged against its claim is scored against (analysis/prediction_score.py)."""
-    from mnnrepro.intervals import experiment_intervals
 
     # a run that stopped on its verdict is judged on intervals its stopping rule keeps
     chosen = experiment_intervals(design)
@@ -258,8 +258,6 @@ def stopped_gain(part, judged, design: Design, chosen: ChosenInterval, claim) ->
     this row's stopping simulated at its blocks' standard deviation, the run's looks and look
     level, never before the look at which the run's other rows had all settled (the run
     stops on every row at once). None for other runs and rows without thresholds."""
-    from mnnrepro.runs.precision import bias_adjusted_log_gain, mode_thresholds
-    from mnnrepro.stats import paired_blocks
 
     repetitions = design.repetitions
     thresholds = mode_thresholds(judged.mode, claim, design.comparison.tolerance)

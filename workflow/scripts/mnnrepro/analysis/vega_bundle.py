@@ -34,6 +34,7 @@ def wanted() -> tuple[str, str]:
 
 
 def made_by_vl_convert() -> str:
+    # a native renderer: loaded to export a chart only
     import vl_convert
 
     return vl_convert.javascript_bundle(vl_version=wanted()[1])

@@ -10,11 +10,16 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import json
 import os
 import tarfile
 from pathlib import Path
 
+import yaml
+
+from mnnrepro.archive.provenance import git_state, tool_versions
 from mnnrepro.errors import DataError
+from mnnrepro.files import read_json
 from mnnrepro.unpack import check_member_name
 
 
@@ -66,13 +71,9 @@ def archive_job(job) -> None:
     archived_records), every raw file with every earlier measurement it superseded (a
     re-measurement stays on the record), the profiles, the provenance and the resolved config,
     in one archive."""
-    import json
 
-    import yaml
-
+    # pulls pandas: only an archive with profiles
     from mnnrepro.analysis.attribution import profile_files
-    from mnnrepro.archive.provenance import git_state, tool_versions
-    from mnnrepro.files import read_json
 
     files = {path: path for path in job.input}
     for index in map(read_json, [*job.input.runs, *job.input.sweep]):

@@ -36,6 +36,7 @@ from mnnrepro.devices.phone_readings import (
     stop_running,
 )
 from mnnrepro.devices.phone_sensors import PhoneSensors
+from mnnrepro.devices.profilers import simpleperf_profile
 from mnnrepro.devices.readiness import refusals
 from mnnrepro.logs import REPORT_S, say
 
@@ -212,7 +213,6 @@ class AdbDevice(PhoneSensors, AdbFiles, Device):
         )
 
     def profile(self, argv, timeout, env, libraries, hz):
-        from mnnrepro.devices.profilers import simpleperf_profile
 
         return simpleperf_profile(self, argv, timeout, env, hz)
 

@@ -7,12 +7,14 @@ interface, the host's process runner (with the other-load measurement) and /proc
 from __future__ import annotations
 
 import os
+import resource
 import shlex
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mnnrepro.devices.profilers import ProfilerError
 from mnnrepro.errors import ReproError
 
 
@@ -102,7 +104,6 @@ class Device:
         """Run argv once under this device kind's profiler (devices/profilers.py): its result
         and {"profiler", "unit", "rows": [{dso, symbol, count}], "total"}. libraries: the
         engine's files by basename -> the local ELF file whose symbols name them."""
-        from mnnrepro.devices.profilers import ProfilerError
 
         raise ProfilerError(f"device {self.name}: a {self.kind} device has no profiler")
 
@@ -271,7 +272,6 @@ def idle_host_load(window_s: float) -> float | None:
 
 
 def children_cpu_seconds() -> float:
-    import resource
 
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime

@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mnnrepro.devices import callgrind
+from mnnrepro.devices import callgrind, profilers
 from mnnrepro.devices.base import (
     CPUFREQ_SCRIPT,
     Device,
@@ -22,6 +22,7 @@ from mnnrepro.devices.base import (
     run_process,
     thermal_zones,
 )
+from mnnrepro.devices.power import rapl_reader
 from mnnrepro.files import sha256_file
 
 
@@ -67,7 +68,6 @@ class LocalDevice(Device):
         return callgrind.callgrind_phases(self, argv, timeout, env, libraries, phases)
 
     def profile(self, argv, timeout, env, libraries, hz):
-        from mnnrepro.devices import profilers
 
         if self.profiler == callgrind.PROFILER:
             return callgrind.callgrind_profile(self, argv, timeout, env, libraries)
@@ -133,7 +133,6 @@ class LocalDevice(Device):
         return idle_host_load(window_s)
 
     def power_reader(self):
-        from mnnrepro.devices.power import rapl_reader
 
         return rapl_reader()
 

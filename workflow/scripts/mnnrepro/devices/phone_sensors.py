@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mnnrepro.devices.android import hal_temperatures
 from mnnrepro.devices.base import CPUFREQ_SCRIPT, cpuinfo_summary, parse_cpufreq
 from mnnrepro.devices.phone_readings import (
     CPU_READING,
@@ -18,6 +19,7 @@ from mnnrepro.devices.phone_readings import (
     sme_facts,
     thermal_status_of,
 )
+from mnnrepro.devices.power import PowerReader, battery_watts
 
 
 class PhoneSensors:
@@ -54,7 +56,6 @@ class PhoneSensors:
 
     def power_reader(self):
         """Battery current x voltage from the phone's power-supply sysfs, read through adb."""
-        from mnnrepro.devices.power import PowerReader, battery_watts
 
         files = [f"{self.POWER_SUPPLY}/current_now", f"{self.POWER_SUPPLY}/voltage_now"]
 
@@ -78,7 +79,6 @@ class PhoneSensors:
 
     def thermal_service(self) -> tuple[int | None, dict[str, dict]]:
         """The thermal status and the HAL temperatures from one `dumpsys thermalservice`."""
-        from mnnrepro.devices.android import hal_temperatures
 
         out = self.run(["dumpsys", "thermalservice"], timeout=30).stdout
         return thermal_status_of(out), hal_temperatures(out)

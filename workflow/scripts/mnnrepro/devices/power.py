@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 MICRO = 1e-6
 
@@ -54,7 +55,6 @@ class RaplReader:
 
 def rapl_reader(root: str = "/sys/class/powercap") -> PowerReader | str:
     """The host's RAPL package-0 reader, or why there is none."""
-    from pathlib import Path
 
     zone = Path(root) / "intel-rapl:0"
     energy = zone / "energy_uj"

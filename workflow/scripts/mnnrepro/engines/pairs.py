@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mnnrepro.engines.registry import EngineRecord
+from mnnrepro.records import read_record
 
 if TYPE_CHECKING:
     from mnnrepro.design import Design
@@ -113,7 +114,6 @@ def modes_of(record: dict) -> dict[tuple[str, str], str]:
 
 def modes_at(path: str) -> dict[tuple[str, str], str]:
     """modes_of the pair modes record at path (rule decide_pair_modes; checked as one)."""
-    from mnnrepro.records import read_record
 
     return modes_of(read_record(path, "pair_modes"))
 

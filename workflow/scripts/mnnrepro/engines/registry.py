@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mnnrepro.config import SME2_SETTINGS
 from mnnrepro.engines.base import EngineKind
 from mnnrepro.engines.llamacpp.kind import LlamaCppEngine
 from mnnrepro.engines.mnn_source.kind import BuiltEngine
@@ -89,7 +90,6 @@ def unread_settings(variants: dict[str, Variant], engines: dict[str, EngineRecor
     """A variant's SME2 setting (config.SME2_SETTINGS) that its engine's binaries do not read
     (the record's `reads_settings`: an MNN version without the setting would run as if it
     were not given), one line each, naming the key; checked before any run."""
-    from mnnrepro.config import SME2_SETTINGS
 
     problems = []
     for name, variant in sorted(variants.items()):

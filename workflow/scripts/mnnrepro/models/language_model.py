@@ -68,6 +68,7 @@ def text_name(name: str) -> str | None:
 def write_text_checkpoint(checkpoint: str | Path, out_dir: str | Path) -> dict:
     """Write the language model of a vision-language checkpoint as a text-only one into
     out_dir (replaced); what was written and from what."""
+    # torch: the checkpoint's own step only
     from safetensors.torch import load_file, save_file
 
     checkpoint, out_dir = Path(checkpoint), Path(out_dir)

@@ -8,9 +8,12 @@ can be copied into the config to pin them."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 from mnnrepro.errors import ReproError
@@ -27,6 +30,7 @@ class ModelSourceError(ReproError, RuntimeError):
 
 
 def download(spec: dict, cache: str | os.PathLike, model: str) -> Path:
+    # heavy: the download rule only
     from modelscope import snapshot_download
 
     kwargs = {"revision": spec["revision"], "cache_dir": str(cache)}
@@ -50,9 +54,6 @@ def resolved_revisions(spec: dict, timeout: float = 60) -> dict[str, str]:
     """path -> the commit the hub lists each file at, for the requested revision (a branch
     or tag such as `master` moves; a commit does not). The same listing the client asks for
     (`/api/v1/models/<id>/repo/files`), read directly: the client keeps only path and size."""
-    import json
-    import urllib.parse
-    import urllib.request
 
     endpoint = spec.get("endpoint") or os.environ.get("MODELSCOPE_DOMAIN") or DEFAULT_ENDPOINT
     if "://" not in endpoint:

@@ -43,7 +43,10 @@ def tokenizer_vocab_size(shape: dict) -> int:
 
 
 def train_tokenizer(vocab_size: int):
+    # heavy: the synthetic model's rule only
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    # heavy: the synthetic model's rule only
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
@@ -65,7 +68,10 @@ def train_tokenizer(vocab_size: int):
 
 def make_model(shape_name: str, seed: int, out_dir: str | os.PathLike) -> dict:
     """Write a transformers checkpoint + tokenizer to out_dir; returns the text config."""
+    # heavy: the synthetic model's rule only
     import torch
+
+    # heavy: as torch
     from transformers.initialization import no_init_weights
 
     out_dir = Path(out_dir)
@@ -95,7 +101,9 @@ def random_weights(model, seed: int, std: float) -> None:
     std) (transformers' initializer_range), norm scales 1, biases 0. The model is built without
     transformers' own initialisation (no_init_weights), which drew each weight twice in float32:
     for qwen3-0.6b 17 s and a 2.4 GB checkpoint on a 2-core machine, now about 5 s and 1.2 GB
+    # heavy: the synthetic model's rule only
     (bfloat16)."""
+    # heavy: the synthetic model's rule only
     import torch
 
     generator = torch.Generator().manual_seed(seed)
@@ -110,6 +118,7 @@ def random_weights(model, seed: int, std: float) -> None:
 
 
 def qwen3_model(shape: dict):
+    # heavy: as torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     tokenizer = train_tokenizer(tokenizer_vocab_size(shape))
@@ -119,6 +128,7 @@ def qwen3_model(shape: dict):
 
 
 def qwen3_vl_model(shape: dict, out_dir: Path):
+    # heavy: as torch
     from transformers import (
         Qwen2VLImageProcessorPil,
         Qwen3VLConfig,

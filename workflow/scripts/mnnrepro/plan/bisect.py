@@ -35,6 +35,7 @@ from pathlib import Path
 import yaml
 
 from mnnrepro.config import ConfigError
+from mnnrepro.engines.registry import kind_of_spec
 from mnnrepro.errors import ReproError
 from mnnrepro.files import sha256_file, write_json
 from mnnrepro.plan.plan import plan_of
@@ -55,7 +56,6 @@ def git(repo: Path, *args: str) -> str:
 def source_of(config: dict, engine: str) -> tuple[str, ...]:
     """Where the engine's source is configured: (`engines`, name, key, `source`) for an engine
     that names its own, else (its tree's section, `source`)."""
-    from mnnrepro.engines.registry import kind_of_spec
 
     if engine not in config.get("engines", {}):
         raise ConfigError(f"--engine {engine!r}: not an engine of the config")
@@ -97,6 +97,7 @@ def pinned(config: dict, where: tuple[str, ...], repo: Path, commit: str) -> dic
 
 def load_target(path: Path):
     if path.suffix == ".csv":
+        # heavy: a bisection's tables only, not every plan
         import pandas as pd
 
         return pd.read_csv(path)
@@ -104,7 +105,9 @@ def load_target(path: Path):
 
 
 def judge(expression: str, path: Path) -> bool:
+    # heavy: a bisection's tables only, not every plan
     """Whether the expression holds (= bad) for the target's data."""
+    # heavy: a bisection's tables only, not every plan
     import pandas as pd
 
     # the user's own predicate, on their own machine (like `git bisect run`'s script)

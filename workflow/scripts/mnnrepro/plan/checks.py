@@ -22,6 +22,7 @@ from mnnrepro.devices.kinds import device_kind
 from mnnrepro.devices.qemu import vector_length_problems
 from mnnrepro.engines.registry import KINDS, kind_of_spec
 from mnnrepro.files import sha256_file
+from mnnrepro.models.shapes import VISION_SHAPES
 from mnnrepro.plan.device_checks import (
     device_path_problems,
     device_reference_problems,
@@ -103,7 +104,6 @@ def unmeasurable_claims(config: dict) -> list[str]:
     """A claim on an image phase that this experiment can never measure, so never judge: no
     image set, a pair whose engine takes no images, or only text models (a synthetic shape
     that is not a vision one; a downloaded model is known only once it is here)."""
-    from mnnrepro.models.shapes import VISION_SHAPES
 
     claimed = [p for p in IMAGE_PHASES if p in config["comparison"].get("claims", {})]
     if not claimed:

@@ -48,6 +48,7 @@ SPEED_COLUMNS = [
 def invocations_of(bench_csv: Path, device: str, threads: int) -> list[dict]:
     """One dict per earlier invocation on the device at that thread count, with its prefill
     and decode seconds and tokens (emulated devices' timings are left out)."""
+    # pulls jsonschema: an earlier run's table only
     from mnnrepro.records import read_rows
 
     runs: dict[str, dict] = {}
@@ -110,6 +111,7 @@ def estimated_invocation_s(plan, device: str, root: Path) -> tuple[float, str] |
     """The mean estimated seconds of one invocation over the run's variants and models on the
     device, and where the figures come from; None where a model's layout or the device's speed
     at a variant's thread count is not known yet."""
+    # pulls jsonschema: an earlier run's table only
     from mnnrepro.config import run_variants
 
     config, seconds, sources = plan.config, [], set()

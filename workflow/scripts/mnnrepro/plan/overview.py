@@ -20,7 +20,11 @@ from pathlib import Path
 import numpy as np
 
 from mnnrepro.config import run_variants
+from mnnrepro.plan.invocation_time import TABLE_HINT, estimated_invocation_s, push_s
+from mnnrepro.records import read_rows
 from mnnrepro.repetitions import Repetitions
+from mnnrepro.runs.precision import affordable_looks
+from mnnrepro.runs.stopping_rows import invocation_seconds
 from mnnrepro.sweep_plan import sweep_repetitions
 
 # the simulation of the paper's stopping rule (this workflow's own results file)
@@ -73,9 +77,6 @@ EARLIER_COLUMNS = ["device", "model", "variant", "block", "wall_s"]
 def earlier_invocation_s(bench_csv: Path, device: str, cooldown_s: float) -> float | None:
     """Mean device seconds of one earlier invocation on `device`, from an earlier run's
     bench.csv (stopping_rows.invocation_seconds of each), None without one."""
-    from mnnrepro.plan.invocation_time import TABLE_HINT
-    from mnnrepro.records import read_rows
-    from mnnrepro.runs.stopping_rows import invocation_seconds
 
     if not bench_csv.is_file():
         return None
@@ -142,7 +143,6 @@ def invocation_price(plan, device: str) -> tuple[float, str] | None:
     order: this experiment's earlier invocations there; an estimate from the model's layout and
     the device's speed in its earlier runs of other experiments (plan/invocation_time.py); the
     seconds the device kind assumes; else None."""
-    from mnnrepro.plan.invocation_time import estimated_invocation_s
 
     bench, kind = plan.config["bench"], plan.device_kinds[device]
     earlier = earlier_invocation_s(
@@ -166,7 +166,6 @@ def last_affordable_look(repetitions: Repetitions, per_block_s: float) -> int:
     """The last look a run that stops on its verdict can reach: its last, or under its budget
     the last whose blocks the budget affords (runs/precision.verdict_stop stops before a look
     that would pass it)."""
-    from mnnrepro.runs.precision import affordable_looks
 
     looks = repetitions.stopping_looks()
     return (affordable_looks(looks, per_block_s, repetitions.budget_s) or looks[:1])[-1]
@@ -177,7 +176,6 @@ def on_top(plan, device: str, per: float) -> str:
     each prompt) and, with `attribution`, one profiled invocation per variant and phase, priced
     at the same seconds per invocation; the models' push where its size and the device's push
     rate are known (once per model and device: later pushes move only changed files)."""
-    from mnnrepro.plan.invocation_time import push_s
 
     config = plan.config
     variants = len(config["variants"]) * len(plan.models)

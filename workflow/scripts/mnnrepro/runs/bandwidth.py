@@ -24,6 +24,7 @@ from mnnrepro.devices.base import Device
 from mnnrepro.errors import ReproError
 from mnnrepro.files import read_json, sha256_file
 from mnnrepro.runs.benchmark import quiet_gate
+from mnnrepro.runs.on_device import on_device
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +164,6 @@ def measure_bandwidth(
 def bandwidth_job(job) -> dict:
     """Rule measure_bandwidth: each engine's probe on the device, or on an emulated device
     (whose memory is the host's, seen through QEMU) a record that none was measured."""
-    from mnnrepro.runs.on_device import on_device
 
     probes = {
         engine: {"record": record, "dir": directory}

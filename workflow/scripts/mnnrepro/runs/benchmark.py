@@ -19,9 +19,11 @@ from mnnrepro.design import Design
 from mnnrepro.devices.base import Device
 from mnnrepro.devices.power import PowerReader
 from mnnrepro.engines.device_io import BenchError, command_record
+from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import engine_for
 from mnnrepro.engines.runner.vision_entries import vision_results
 from mnnrepro.files import read_json, write_json
+from mnnrepro.intervals import experiment_intervals
 from mnnrepro.phases import VISION_PHASES
 from mnnrepro.repetitions import Repetitions
 from mnnrepro.runs.gates import quiet_gate, thermal_gate
@@ -37,7 +39,7 @@ from mnnrepro.runs.raw_files import (
     supersede,
     variant_specs,
 )
-from mnnrepro.runs.schedule import Invocation
+from mnnrepro.runs.schedule import Invocation, interleaved
 from mnnrepro.runs.staging import check_receipt, engine_files
 from mnnrepro.runs.vision import with_measured_vision, with_vision_set
 
@@ -299,9 +301,6 @@ def run_plan_for_rule(
     stopping rule (precision.stopping_decision): the judged pairs of the design at its level,
     and for a run that stops on its verdict the rows' thresholds by the pairs' modes on this
     device (engines.pairs.modes_of; precision.verdict_thresholds)."""
-    from mnnrepro.engines.pairs import Pair
-    from mnnrepro.intervals import experiment_intervals
-    from mnnrepro.runs.schedule import interleaved
 
     engines, bench, variants = job.engines(), job.bench, job.variants
     specs = variant_specs(variants, engines, job.manifest_sha256())

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mnnrepro.errors import ReproError
-from mnnrepro.logs import REPORT_S, say
+from mnnrepro.logs import REPORT_S, THIS_JOB, say
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,6 @@ def wait_for(
 def holder_record(what: str) -> dict:
     """Who holds a device lock, as its file says: the device, the job (its log file), the
     working directory, the process and since when."""
-    from mnnrepro.logs import THIS_JOB
 
     return {
         "device": what,

@@ -8,6 +8,7 @@ import time
 
 from mnnrepro.devices.base import Device
 from mnnrepro.logs import REPORT_S, say
+from mnnrepro.runs.thermal import gate_temperatures, named_temperatures
 
 log = logging.getLogger(__name__)
 
@@ -17,6 +18,7 @@ def setting(bench: dict, key: str):
     declared once (a reader's own fallback once said 0 s where the schema says 600)."""
     if key in bench:
         return bench[key]
+    # pulls jsonschema: a gate's defaults only
     from mnnrepro.config import load_schema
 
     return load_schema()["properties"]["bench"]["properties"][key].get("default")
@@ -26,7 +28,6 @@ def thermal_gate(device: Device, bench: dict) -> dict:
     """Wait until the device is cool (status NONE, the hottest gated temperature <=
     max_temp_c), bounded by thermal_timeout_s. Which temperatures are gated on, and which are
     ignored and why: runs/thermal.py."""
-    from mnnrepro.runs.thermal import gate_temperatures, named_temperatures
 
     limit = setting(bench, "max_temp_c")
     start = next_report = time.monotonic()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 
 from mnnrepro.devices.base import Device, DeviceLost
+from mnnrepro.devices.factory import make_device
 from mnnrepro.devices.readiness import refuse_unless_ready
 from mnnrepro.errors import ReproError
 from mnnrepro.runs.device_lock import holding
@@ -18,7 +19,6 @@ from mnnrepro.runs.device_lock import holding
 @contextlib.contextmanager
 def on_device(name: str, spec: dict, stage: str):
     """The device `name` (its `devices.<name>` entry) for one job's stage, locked and ready."""
-    from mnnrepro.devices.factory import make_device
 
     device = make_device(name, spec)
     try:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mnnrepro.assumptions import dependence_found
 from mnnrepro.errors import ReproError
 from mnnrepro.phases import PHASES
 from mnnrepro.repetitions import Repetitions
@@ -29,6 +30,7 @@ from mnnrepro.runs.stopping_rows import (
     row_parts,
     row_state,
 )
+from mnnrepro.sequential import StoppedRow, bias_adjusted_mean
 from mnnrepro.stats import t_interval
 
 if TYPE_CHECKING:
@@ -100,6 +102,7 @@ def judged_row_names(design: Design) -> list[str]:
     phase, the A/A control's (the baseline against its twin), the main pair's mechanism check.
     The stopping rule's thresholds (verdict_thresholds) and the summary's dependence check
     (analysis/conditions.run_dependence) are of these rows."""
+    # pulls jsonschema: the verdict thresholds only
     from mnnrepro.engines.pairs import Pair
 
     pairs = [pair.names for pair in Pair.judged(design)]
@@ -148,7 +151,6 @@ def bias_adjusted_log_gain(
     blocks' standard deviation over the run's looks (those its blocks reached) at look_level,
     never before the look by which the run's other rows (stop_rows, verdict_stop's) had all
     settled: the run stops on every row at once."""
-    from mnnrepro.sequential import StoppedRow, bias_adjusted_mean
 
     looks = [n for n in looks if n <= logs.size] or [logs.size]
     others = [s.get("first_settled_at") or looks[-1] for n, s in stop_rows.items() if n != name]
@@ -187,7 +189,6 @@ class StoppingRule:
     def of(cls, repetitions, chosen: ChosenInterval) -> StoppingRule:
         """chosen: the interval the run's rows are judged on (intervals.run_intervals for
         these repetitions), the one the summary then reports."""
-        from dataclasses import replace
 
         repetitions = Repetitions.of(repetitions)
 
@@ -206,7 +207,6 @@ class StoppingRule:
     def judged_on(self, ratios: dict[str, np.ndarray]):
         """The interval of every row at this look: widened where the rows, all at once, show
         serial dependence (assumptions.dependence_found), else as planned."""
-        from mnnrepro.assumptions import dependence_found
 
         widen = self.check_dependence and dependence_found(ratios.values())
         return lambda logs: self.interval(logs, widen)

@@ -146,6 +146,7 @@ def rendered(summary_md: str) -> str:
     """A run's summary.md as HTML (CommonMark with its tables), raw HTML in it escaped: a
     summary's text (a config's, an engine's output) never becomes markup of the page. Its
     headings move two levels down, under the run's own."""
+    # the dashboard's rendering only
     from markdown_it import MarkdownIt
 
     markdown = MarkdownIt("commonmark", {"html": False}).enable("table")

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -229,7 +230,6 @@ TARGET_ARCH = {"android-arm64": "aarch64", "linux-arm64": "aarch64"}
 
 def target_arch(platform_name: str) -> str:
     """The CPU architecture an engine is built for (host: this machine's)."""
-    import platform
 
     return TARGET_ARCH.get(platform_name) or platform.machine()
 

@@ -37,6 +37,7 @@ def settings_read_by(paths) -> list[str]:
     config.json key is among their bytes (an MNN without the setting has no such key). A
     compiler may build a longer literal from 16-byte immediates (the PyPI wheel's x86-64
     library holds `cpu_sme2_neon_di` apart from the rest), so the first 16 bytes are sought."""
+    # pulls jsonschema: a build's settings scan only
     from mnnrepro.config import SME2_SETTINGS
 
     found = set()

@@ -21,6 +21,7 @@ tokenizer is still refused by the converter. What was registered is printed as o
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import sys
@@ -57,7 +58,10 @@ def main(argv: list[str]) -> None:
     tree, checkpoint, out = Path(argv[0]), Path(argv[1]), Path(argv[2])
     os.environ.pop("NO_LOCAL_GGUF", None)  # the tree's own gguf-py, not an installed one
     sys.path[:0] = [str(tree / "gguf-py"), str(tree)]
+    # the fetched tree's, on sys.path now
     from conversion import base
+
+    # heavy: the converter's process only
     from transformers import AutoTokenizer
 
     text = update_script_text(tree)
@@ -76,7 +80,6 @@ def main(argv: list[str]) -> None:
         base.TextModel.get_vocab_base_pre = get_vocab_base_pre
         print(REGISTERED_PREFIX + json.dumps({"chkhsh": chkhsh, "pre": name}), flush=True)
     sys.argv = ["convert_hf_to_gguf.py", str(checkpoint), "--outfile", str(out), "--outtype", "f16"]
-    import importlib.util
 
     spec = importlib.util.spec_from_file_location(
         "convert_hf_to_gguf", tree / "convert_hf_to_gguf.py"
@@ -88,6 +91,7 @@ def main(argv: list[str]) -> None:
 
 def layout(tree: Path, path: Path) -> dict:
     sys.path.insert(0, str(tree / "gguf-py"))
+    # the fetched tree's gguf-py, on sys.path now
     import gguf
 
     tensors = {t.name: t for t in gguf.GGUFReader(str(path)).tensors}

@@ -4,6 +4,7 @@ which holds the timing loop and the greedy / teacher-forced gate."""
 
 from __future__ import annotations
 
+import glob
 import json
 from importlib import metadata
 from pathlib import Path
@@ -58,7 +59,6 @@ class PrebuiltEngine(EngineKind):
     @classmethod
     def profiled_libraries(cls, record: dict, built_dir: str, device) -> dict[str, str]:
         """The wheel's engine library in the device's Python (Device.site_dirs)."""
-        import glob
 
         found = sorted({p for d in device.site_dirs() for p in glob.glob(f"{d}/_mnncengine*.so")})
         return {Path(p).name: p for p in found}

@@ -79,6 +79,7 @@ def onnx_layout(path: Path) -> dict:
     """What a decode step reads (every weight once, the embedding table's one row) and what a
     prefill token computes (2 x K x N per MatMulNBits), from the graph and its initializers'
     sizes (external data lengths, without loading them)."""
+    # heavy: the builder's output is read here only
     import onnx
 
     graph = onnx.load(str(path), load_external_data=False).graph

@@ -7,6 +7,7 @@ onnxruntime_genai (the engine's staged wheels, on PYTHONPATH)."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import platform
 from importlib import metadata
@@ -17,6 +18,7 @@ def import_genai():
     """onnxruntime_genai from the engine's staged wheels; one line where this Python cannot
     import them (the pinned wheels are built for one CPython: `ort_genai.wheels`)."""
     try:
+        # the staged wheels', on the device's path
         import onnxruntime_genai
     except ImportError as err:
         raise SystemExit(
@@ -61,6 +63,7 @@ class GenaiLlm:
         self.generator = self.og.Generator(self.model, self.og.GeneratorParams(self.model))
 
     def forward(self, ids: list[int]) -> GenaiLogits:
+        # the device's Python: loaded where logits are read
         import numpy as np
 
         self.generator.append_tokens(np.array([list(ids)], dtype=np.int32))
@@ -85,7 +88,6 @@ def hwcap2_line() -> str:
     """What the kernel tells this process of SME and SME2 (getauxval(AT_HWCAP2), where ONNX
     Runtime's cpuinfo reads them on Linux and Android; it prints no feature line itself), in
     MNN's `supports:` form so that it is read alike (engines/base.supported_features)."""
-    import ctypes
 
     machine = platform.machine()
     if machine not in ("aarch64", "arm64"):

@@ -42,16 +42,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import json
 import os
 import platform
 import sys
 import tempfile
 import time
+from importlib import metadata
 
 
 def flush_c_stdio() -> None:
-    import ctypes
 
     with contextlib.suppress(OSError, AttributeError):  # no C library: nothing to flush
         ctypes.CDLL(None).fflush(None)
@@ -87,7 +88,7 @@ def load_llm(config_path: str, runtime: dict, engine: str = "mnn"):
         return llm, printed[0]
     # MNN prints "The device supports: ..." on import; keep it as a fact.
     with captured_fd_stdout() as printed:
-        import MNN.llm as mnn_llm
+        import MNN.llm as mnn_llm  # here: what its import prints is captured
 
         llm = mnn_llm.create(config_path)
         llm.set_config(dict(runtime))
@@ -101,6 +102,7 @@ TOP_K = 8  # logits kept per step, as the built engines' mnn_greedy tool keeps t
 def greedy_step(logits) -> dict:
     """The last position's top-k (token id, logit), best first (ties: lower id, as argmax),
     and the mean and standard deviation of all its logits (the scale of a near-tie)."""
+    # the device's Python: loaded where logits are read
     import numpy as np
 
     values = np.asarray(logits.read(), dtype=np.float64)
@@ -133,9 +135,9 @@ def greedy_answer(llm, prompt: str, max_new_tokens: int, forced: list[int] | Non
 
 
 def engine_facts(supports_line: str, engine: str = "mnn") -> dict:
-    from importlib import metadata
 
     if engine == "ort-genai":
+        # staged beside this file, for ONNX Runtime only
         from genai_llm import genai_facts
 
         return genai_facts()
@@ -256,6 +258,7 @@ def mark(path: str) -> None:
 
 
 def run_phases(args) -> dict:
+    # staged beside this file
     from runner_timing import image_pad_id, time_phases, time_vision
 
     runtime = json.loads(args.runtime)

@@ -28,6 +28,7 @@ SYNTHETIC_TOKEN = 16  # llm_bench's prompt token
 
 
 def argmax(logits) -> int:
+    # the device's Python: loaded where logits are read
     import numpy as np
 
     values = np.asarray(logits.read())
