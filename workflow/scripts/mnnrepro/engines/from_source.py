@@ -7,6 +7,7 @@ from pathlib import Path
 from mnnrepro.engines.base import EngineKind, GreedyAsk
 from mnnrepro.engines.device_io import files_of, staged_files, tool_answers
 from mnnrepro.toolchain.kernels import can_have_sme2
+from mnnrepro.toolchain.tools import GateTool, build_gate_tool
 
 
 class BuiltFromSource(EngineKind):
@@ -17,6 +18,13 @@ class BuiltFromSource(EngineKind):
     record_name = "build.json"
     from_source = True
     stages_files = True
+    gate_tool: GateTool  # its correctness gate's token-id tool
+
+    @classmethod
+    def build_gate_tool(cls, record, source, engine_dir, build_dir, out_dir, log_file) -> dict:
+        return build_gate_tool(
+            cls.gate_tool, record, source, engine_dir, build_dir, out_dir, log_file
+        )
 
     def __init__(self, record: dict, receipt: dict):
         self.record = record

@@ -7,6 +7,8 @@ this host, with the host's compiler)."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from mnnrepro.files import file_table, sha256_file
@@ -62,39 +64,48 @@ def build_tool(
     }
 
 
+@dataclass(frozen=True)
+class GateTool:
+    """A from-source kind's gate tool: its sources, its program (and the programs built beside
+    it), the prefix of its CMake inputs (-D<prefix>_SOURCE, -D<prefix>_LIBS), the library it
+    must link (None: any of the engine's), and the kind's toolchain arguments."""
+
+    source: Path
+    program: str
+    prefix: str
+    needs: str | None = None
+    also: tuple[str, ...] = ()
+    toolchain: Callable = platform_args
+
+
 def build_gate_tool(
-    tool_source: Path,
-    name: str,
-    prefix: str,
-    needed: str | None,
+    tool: GateTool,
     record: dict,
     source: dict,
     engine_dir: str,
     build_dir: str,
     out_dir: str,
     log_file,
-    toolchain=platform_args,
-    also: tuple[str, ...] = (),
 ) -> dict:
     """Build a gate tool against one engine: its source tree's headers (-D<prefix>_SOURCE), the
-    engine's own shared libraries (-D<prefix>_LIBS; `needed` among them, or any), its
+    engine's own shared libraries (-D<prefix>_LIBS; `needs` among them, or any), its kind's
     toolchain."""
     libs = sorted(str(p.resolve()) for p in Path(engine_dir).glob("*.so"))
-    if not any(needed in (None, Path(lib).name) for lib in libs):
-        what = needed or "shared library"
+    if not any(tool.needs in (None, Path(lib).name) for lib in libs):
+        what = tool.needs or "shared library"
         raise BuildError(f"{engine_dir}: no {what} to link the gate tool against")
-    cache = {f"{prefix}_SOURCE": source["path"], f"{prefix}_LIBS": ";".join(libs)}
+    cache = {f"{tool.prefix}_SOURCE": source["path"], f"{tool.prefix}_LIBS": ";".join(libs)}
     built = build_tool(
-        tool_source,
-        name,
+        tool.source,
+        tool.program,
         record,
         cache,
         build_dir,
         out_dir,
         log_file,
-        toolchain=toolchain,
+        toolchain=tool.toolchain,
         shared=GATE_COMMON,
-        also=also,
+        also=tool.also,
     )
     return {**built, "linked": [Path(lib).name for lib in libs]}
 

@@ -28,7 +28,15 @@ from mnnrepro.models.spec import checkpoint_problems
 from mnnrepro.toolchain import tools
 from mnnrepro.toolchain.records import BuildJob, receipt_of
 
-GATE_TOOL_SOURCE = Path(__file__).with_name("gate_tool")  # llama_greedy
+# llama_greedy: the engine's toolchain (clang-16 for linux-arm64), the tree's headers, its own
+# libllama and ggml libraries
+GATE_TOOL = tools.GateTool(
+    Path(__file__).with_name("gate_tool"),
+    "llama_greedy",
+    "LLAMA",
+    "libllama.so",
+    toolchain=llamacpp.cross_args,
+)
 MODEL_FILE = "model.gguf"  # in results/models/<model>/gguf/
 SME_SWITCH = "GGML_KLEIDIAI_SME"  # "0": KleidiAI's SME kernels off, the same binary
 KLEIDIAI_LINE = "kleidiai:"
@@ -119,7 +127,8 @@ class LlamaCppEngine(BuiltFromSource):
     config_key = "llamacpp"
     model_format = "gguf"
     config_section = "llamacpp"
-    gate_tool_source = GATE_TOOL_SOURCE
+    gate_tool = GATE_TOOL
+    gate_tool_source = GATE_TOOL.source
     compilers = llamacpp.COMPILERS
     sme_switch = SME_SWITCH
     integer_env = (SME_SWITCH,)
@@ -184,24 +193,6 @@ class LlamaCppEngine(BuiltFromSource):
     @classmethod
     def build(cls, job: BuildJob) -> dict:
         return llamacpp.build_engine(job)
-
-    @classmethod
-    def build_gate_tool(cls, record, source, engine_dir, build_dir, out_dir, log_file) -> dict:
-        """llama_greedy: the engine's toolchain (clang-16 for linux-arm64), the tree's
-        headers, its own libllama and ggml libraries."""
-        return tools.build_gate_tool(
-            GATE_TOOL_SOURCE,
-            "llama_greedy",
-            "LLAMA",
-            "libllama.so",
-            record,
-            source,
-            engine_dir,
-            build_dir,
-            out_dir,
-            log_file,
-            toolchain=llamacpp.cross_args,
-        )
 
     @classmethod
     def source_identity(cls, source: dict) -> dict:

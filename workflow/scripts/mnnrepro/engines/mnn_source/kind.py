@@ -22,8 +22,12 @@ from mnnrepro.engines.mnn_wheel.kind import MNN_RUNTIME_KEYS, MNN_THREAD_POOL
 from mnnrepro.toolchain import source, tools
 from mnnrepro.toolchain.records import BuildJob
 
-GATE_TOOL_SOURCE = Path(__file__).with_name("gate_tool")
 MNN_VISION_TOOL = "mnn_vision"  # the vision phase's timing, built beside mnn_greedy
+# mnn_greedy (the correctness gate's token-id tool) and mnn_vision: the engine's platform
+# arguments, MNN's headers, its own libraries
+GATE_TOOL = tools.GateTool(
+    Path(__file__).with_name("gate_tool"), "mnn_greedy", "MNN", also=(MNN_VISION_TOOL,)
+)
 LEVELS = {"normal": 0, "high": 1, "low": 2}  # llm_bench's -c, --memory and --power codes
 
 
@@ -54,7 +58,8 @@ class BuiltEngine(BuiltFromSource):
     sme2_vector_lengths_bits = (512,)
     config_key = "build"
     takes_images = True
-    gate_tool_source = GATE_TOOL_SOURCE
+    gate_tool = GATE_TOOL
+    gate_tool_source = GATE_TOOL.source
     vision_tool = MNN_VISION_TOOL  # built beside mnn_greedy
     integer_env = ("MNN_CPU_TARGET",)
     config_section = "mnn"
@@ -84,24 +89,6 @@ class BuiltEngine(BuiltFromSource):
     @classmethod
     def build(cls, job: BuildJob) -> dict:
         return mnn_build.build_engine(job, extra_flags=job.source.get("cmake_flags", {}))
-
-    @classmethod
-    def build_gate_tool(cls, record, source, engine_dir, build_dir, out_dir, log_file) -> dict:
-        """mnn_greedy (the correctness gate's token-id tool) and mnn_vision (the vision
-        phase's timing): the engine's platform arguments, MNN's headers, its own libraries."""
-        return tools.build_gate_tool(
-            GATE_TOOL_SOURCE,
-            "mnn_greedy",
-            "MNN",
-            None,
-            record,
-            source,
-            engine_dir,
-            build_dir,
-            out_dir,
-            log_file,
-            also=(MNN_VISION_TOOL,),
-        )
 
     @classmethod
     def carries_sme2_kernels(cls, record: dict) -> bool:
