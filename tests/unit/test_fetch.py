@@ -281,14 +281,14 @@ def test_the_shipped_debian_pins_have_a_permanent_mirror(root):
             assert any(m.startswith("https://snapshot.debian.org/file/") for m in pkg["mirrors"])
 
 
-# a library's bytes holding what toolchain/ort_genai reads: a KleidiAI SME2 kernel's name, a
+# a library's bytes holding what engines/ort_genai/fetch reads: a KleidiAI SME2 kernel's name, a
 # session option, a GLIBC symbol version
 ORT_LIBRARY = b"\x7fELF\0kai_run_matmul_x_sme2_mopa\0mlas.disable_kleidiai\0GLIBC_2.28\0"
 
 
 def wheel_zip(package: str) -> bytes:
     """A wheel-shaped zip: the package's directory, and for onnxruntime a library whose bytes
-    hold what toolchain/ort_genai reads (a KleidiAI kernel name, a session option)."""
+    hold what engines/ort_genai/fetch reads (a KleidiAI kernel name, a session option)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr(f"{package}/__init__.py", "")
@@ -341,7 +341,7 @@ def test_an_ort_wheel_whose_hash_differs_is_refused_naming_its_key(server, tmp_p
 
 def aar_tarball(package: str, library: bytes) -> bytes:
     """An npm package's tarball holding an AAR-shaped zip: package's arm64 library (bytes
-    holding what toolchain/ort_genai reads) and a JNI bridge's, an x86_64 one not taken."""
+    holding what engines/ort_genai/fetch reads) and a JNI bridge's, an x86_64 one not taken."""
     aar = io.BytesIO()
     with zipfile.ZipFile(aar, "w") as zf:
         zf.writestr(f"jni/arm64-v8a/lib{package}.so", library)

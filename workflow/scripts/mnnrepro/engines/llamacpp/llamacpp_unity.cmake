@@ -1,5 +1,5 @@
 # Included after every project() of a llama.cpp unity build (CMAKE_UNITY_BUILD: ON, which
-# toolchain/llamacpp.py pairs with CMAKE_PROJECT_INCLUDE=this file). At llama.cpp 0c1e57098:
+# build.py beside it pairs with CMAKE_PROJECT_INCLUDE=this file). At llama.cpp 0c1e57098:
 # - common/json.cpp specializes templates that the sources before it in a unity batch already
 #   instantiated ("specialization ... after instantiation"), so it is compiled alone;
 # - src/ keeps its 32 core sources out of its unity batches (its CMakeLists), each compiled

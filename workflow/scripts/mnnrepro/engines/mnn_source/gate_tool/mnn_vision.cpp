@@ -2,7 +2,7 @@
 //
 // Built beside mnn_greedy, against the same engine's headers and libraries. It asks each image
 // question exactly as the Python runner's `time_vision` does through the Python bindings
-// (engines/mnn_wheel/python_runner.py), so both kinds measure the same three phases:
+// (engines/runner/python_runner.py), so both kinds measure the same three phases:
 //   vision        MNN's own timer of the image encoder (LlmContext::vision_us, filled by
 //                 tokenizer_encode, with pixels_mp: the pixels it encoded after resizing);
 //                 tokens = the image tokens (ids equal to the model's image_pad id);

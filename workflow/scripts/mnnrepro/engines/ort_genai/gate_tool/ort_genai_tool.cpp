@@ -1,6 +1,6 @@
 // ort_genai_tool: ONNX Runtime GenAI through its C API, where no Python runs (an Android
 // phone): the correctness gate's answers and one benchmark repetition, by the definitions the
-// Python runner (engines/mnn_wheel/python_runner.py with runs/genai_llm.py) uses on the same model.
+// Python runner (engines/runner/python_runner.py with genai_llm.py) uses on the same model.
 //
 // The model is genai's model directory; the overlay is genai's config overlay (JSON), which
 // carries the variant's threads (intra_op_num_threads) and ONNX Runtime session options, so
@@ -39,7 +39,7 @@
 
 namespace {
 
-constexpr int32_t kSyntheticToken = 16;  // engines/mnn_wheel/python_runner.SYNTHETIC_TOKEN
+constexpr int32_t kSyntheticToken = 16;  // engines/runner/runner_timing.SYNTHETIC_TOKEN
 
 // A failed call: its message on stderr, the tool ends with 3.
 void check(OgaResult* result, const char* what) {
@@ -205,7 +205,7 @@ struct Timed {
     int last = 0;
 };
 
-// One repetition, as engines/mnn_wheel/python_runner.time_phases: P tokens into an empty context (the
+// One repetition, as engines/runner/runner_timing.time_phases: P tokens into an empty context (the
 // argmax forces the result), then N tokens each fed its predecessor's argmax.
 Timed timePhases(Genai& genai, int prompt, int generate) {
     using Clock = std::chrono::steady_clock;
