@@ -133,6 +133,7 @@ def test_a_phones_onnx_runtime_needs_the_c_api_runner():
 
 SOURCES = [
     *PACKAGE.rglob("*.py"),
+    ROOT / "Snakefile",
     *(ROOT / "workflow" / "rules").glob("*.smk"),
     *(ROOT / "workflow" / "scripts").glob("*.py"),
 ]
@@ -153,9 +154,9 @@ def spelled_outside(pattern: str, allowed) -> list[str]:
 
 def string_constants(path: Path) -> list[tuple[int, str]]:
     """(line, value) of every string a module spells, its docstrings aside (they may say where
-    things are); a rule file's quoted strings."""
+    things are); the quoted strings of the Snakefile and a rule file."""
     text = path.read_text()
-    if path.suffix == ".smk":
+    if path.suffix != ".py":  # the Snakefile and the rule files
         return [
             (text.count("\n", 0, m.start()) + 1, m.group(2))
             for m in re.finditer(r"""(["'])([^"'\n]*)\1""", text)
