@@ -292,3 +292,24 @@ def test_the_records_schema_accepts_the_records_of_every_kind_and_no_other(root)
 
     schema = yaml.safe_load((root / "workflow" / "schemas" / "records.schema.yaml").read_text())
     assert set(schema["$defs"]["engine"]["properties"]["kind"]["enum"]) == {k.kind for k in KINDS}
+
+
+def test_the_kinds_share_one_runner_folder_without_clashes(tmp_path):
+    """One runner program, and module names unique in the folder they are staged to; a kind
+    that brings a second program, or another module under a taken name, is refused by name."""
+    from mnnrepro.engines.registry import RUNNER, RUNNER_MODULES, runner_files
+
+    assert RUNNER.name == "python_runner.py" and RUNNER.is_file()
+    assert set(RUNNER_MODULES) >= {"runner_timing.py", "genai_llm.py"}
+    assert all(path.parent == RUNNER.parent for path in RUNNER_MODULES.values())
+
+    class OwnRunner(PrebuiltEngine):
+        runner_program = tmp_path / "other_runner.py"
+
+    class Clash(PrebuiltEngine):
+        runner_modules = (tmp_path / "runner_timing.py",)
+
+    with pytest.raises(TypeError, match="name 2 runner programs"):
+        runner_files([PrebuiltEngine, OwnRunner])
+    with pytest.raises(TypeError, match=r"two runner modules named runner_timing\.py"):
+        runner_files([PrebuiltEngine, Clash])

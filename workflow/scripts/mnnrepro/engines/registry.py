@@ -24,10 +24,25 @@ KINDS: tuple[type[EngineKind], ...] = (
     OrtGenaiEngine,
 )
 
-# the Python runner program (one, shared by the kinds that run through it) and, by file name,
-# every module a kind's runner imports: staged beside it, where Python finds them
-(RUNNER,) = {kind.runner_program for kind in KINDS if kind.runner_program}
-RUNNER_MODULES: dict[str, Path] = {m.name: m for kind in KINDS for m in kind.runner_modules}
+
+def runner_files(kinds) -> tuple[Path, dict[str, Path]]:
+    """The Python runner program (one, shared by the kinds that run through it) and, by file
+    name, every module a kind's runner imports: staged beside it in one folder, where Python
+    finds them. Two programs, or two modules of one name, cannot share that folder."""
+    programs = {kind.runner_program for kind in kinds if kind.runner_program}
+    modules: dict[str, Path] = {}
+    for module in (m for kind in kinds for m in kind.runner_modules):
+        if modules.setdefault(module.name, module) != module:
+            raise TypeError(
+                f"two runner modules named {module.name}: {modules[module.name]}, {module}"
+            )
+    if len(programs) != 1:
+        names = [kind.__name__ for kind in kinds if kind.runner_program]
+        raise TypeError(f"the kinds {names} name {len(programs)} runner programs, not one")
+    return programs.pop(), modules
+
+
+RUNNER, RUNNER_MODULES = runner_files(KINDS)
 # every kind's gate tool sources (a folder each), in the kinds' order
 GATE_TOOL_SOURCES: tuple[Path, ...] = tuple(k.gate_tool_source for k in KINDS if k.gate_tool_source)
 
