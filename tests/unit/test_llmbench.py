@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from mnnrepro.config import with_runtime_defaults
 from mnnrepro.engines.base import GreedyAsk
 from mnnrepro.engines.mnn_source import llmbench
 
@@ -118,9 +119,8 @@ def test_built_engine_command_sets_its_own_library_path():
         pass
 
     bench = {"prompt_tokens": 512, "generate_tokens": 128}
-    argv, env = engine.bench_command(
-        Phone(), "/m/config.json", {"thread_num": 4, "precision": "low"}, bench, "/s/out.json"
-    )
+    runtime = with_runtime_defaults({"thread_num": 4, "precision": "low"})  # as a Variant's
+    argv, env = engine.bench_command(Phone(), "/m/config.json", runtime, bench, "/s/out.json")
     assert argv[0] == "/data/local/tmp/mnn-repro/engines/sme2-on/llm_bench"
     assert argv[argv.index("-t") + 1] == "4" and argv[argv.index("-c") + 1] == "2"
     assert argv[argv.index("-rep") + 1] == "1" and "-kv" in argv
@@ -175,7 +175,9 @@ def test_the_gate_the_benchmark_and_the_vision_tool_of_a_built_engine_get_identi
         '"steps": [{"mean": 0, "sd": 1, "top": [[1, 2.0]]}]}]}\' > "$4"\n'
     )
     tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
-    runtime = {"thread_num": 2, "precision": "normal", "memory": "high", "power": "high"}
+    runtime = with_runtime_defaults(
+        {"thread_num": 2, "precision": "normal", "memory": "high", "power": "high"}
+    )
     receipt = {
         "engines": {"e": str(tmp_path / "bin")},
         "gate_tools": {"e": str(tool_dir)},
@@ -229,12 +231,15 @@ def test_mnns_sme2_settings_reach_llm_bench_and_the_gate_alike():
 
     engine = BuiltEngine({"engine": "on", "kind": "build"}, {"engines": {"on": "/e"}})
     bench = {"prompt_tokens": 64, "generate_tokens": 8}
-    runtime = {"thread_num": 4, "cpu_sme_core_num": 1, "cpu_sme2_neon_division_ratio": 49}
+    runtime = with_runtime_defaults(
+        {"thread_num": 4, "cpu_sme_core_num": 1, "cpu_sme2_neon_division_ratio": 49}
+    )
     argv, _ = engine.bench_command(None, "/m/config.json", runtime, bench, "/s/out.json")
     assert argv[argv.index("-scn") + 1] == "1" and argv[argv.index("-mr") + 1] == "49"
     gate = llm_bench_config(runtime, 64)
     assert (gate["cpu_sme_core_num"], gate["cpu_sme2_neon_division_ratio"]) == (1, 49)
-    argv, _ = engine.bench_command(None, "/m/config.json", {"thread_num": 4}, bench, "/s/o.json")
+    plain = with_runtime_defaults({"thread_num": 4})
+    argv, _ = engine.bench_command(None, "/m/config.json", plain, bench, "/s/o.json")
     assert "-scn" not in argv and "-mr" not in argv
-    gate = llm_bench_config({"thread_num": 4}, 64)
+    gate = llm_bench_config(plain, 64)
     assert (gate["cpu_sme_core_num"], gate["cpu_sme2_neon_division_ratio"]) == (2, 41)

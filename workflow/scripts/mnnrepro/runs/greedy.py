@@ -34,7 +34,7 @@ def run_greedy(
         expected.update({f"{base}/{f['path']}": f["sha256"] for f in tool["files"]})
     device.verify(expected)
     ask = GreedyAsk(
-        variant.runtime,
+        variant.full_runtime,
         prompts,
         max_new_tokens,
         timeout,

@@ -19,7 +19,7 @@ import json
 import posixpath
 from pathlib import Path
 
-from mnnrepro.config import canonical, with_runtime_defaults
+from mnnrepro.config import canonical
 from mnnrepro.engines.base import GreedyAsk
 from mnnrepro.engines.device_io import GATE_TOP_K, BenchError
 from mnnrepro.engines.from_source import BuiltFromSource
@@ -215,7 +215,7 @@ class LlamaCppEngine(BuiltFromSource):
         return posixpath.join(receipt["models"][cls.model_format], MODEL_FILE)
 
     def bench_command(self, device, model: str, runtime: dict, bench: dict, out: str):
-        threads = with_runtime_defaults(runtime)["thread_num"]
+        threads = runtime["thread_num"]
         prompt, generate = bench["prompt_tokens"], bench["generate_tokens"]
         self.asked = (prompt, generate)  # what read_bench must find in the output
         argv = [
@@ -258,7 +258,7 @@ class LlamaCppEngine(BuiltFromSource):
         """llama_greedy (against this engine's libllama) per prompt, with llama-bench's
         context settings and the variant's threads: token ids, top-k logits per step."""
         tool = posixpath.join(receipt["gate_tools"][self.record["engine"]], "llama_greedy")
-        threads = with_runtime_defaults(ask.runtime)["thread_num"]
+        threads = ask.runtime["thread_num"]
 
         def argv_of(prompt_path: str, out: str, forced_path: str | None) -> list[str]:
             argv = [tool, self.model_path(receipt), prompt_path, str(ask.max_new_tokens), out]

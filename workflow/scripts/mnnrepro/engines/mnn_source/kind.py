@@ -12,7 +12,6 @@ import json
 import posixpath
 from pathlib import Path
 
-from mnnrepro.config import with_runtime_defaults
 from mnnrepro.engines.base import GreedyAsk
 from mnnrepro.engines.device_io import GATE_TOP_K, fetch_text
 from mnnrepro.engines.from_source import BuiltFromSource
@@ -36,7 +35,7 @@ def llm_bench_config(runtime: dict, prompt_tokens: int) -> dict:
     transformers/llm/engine/tools/llm_bench.cpp) for this runtime, its other options at their
     defaults. The gate's engine gets exactly these, so it runs the kernels that are timed."""
     return {
-        **with_runtime_defaults(runtime),
+        **runtime,
         "async": False,
         "reuse_kv": False,
         "dynamic_option": 0 if 0 < prompt_tokens <= 300 else 8,  # -dyo 0, by prompt length
@@ -105,7 +104,6 @@ class BuiltEngine(BuiltFromSource):
     def bench_command(
         self, device, model_config: str, runtime: dict, bench: dict, out: str
     ) -> tuple[list[str], dict]:
-        runtime = with_runtime_defaults(runtime)  # every key, translated once, here
         argv = llmbench.build_args(
             posixpath.join(self.dir, "llm_bench"),
             model_config,

@@ -9,7 +9,7 @@ import json
 from importlib import metadata
 from pathlib import Path
 
-from mnnrepro.config import SME2_SETTINGS, with_runtime_defaults
+from mnnrepro.config import SME2_SETTINGS
 from mnnrepro.engines.base import EngineKind, GreedyAsk
 from mnnrepro.engines.device_io import command_record, crashed_answer, fetch_text, files_of
 from mnnrepro.files import sha256_file
@@ -66,7 +66,6 @@ class PrebuiltEngine(EngineKind):
     def bench_command(
         self, device, model_config: str, runtime: dict, bench: dict, out: str
     ) -> tuple[list[str], dict]:
-        runtime = with_runtime_defaults(runtime)
         argv = [
             *self.runner_argv(device, "bench"),
             "--config",
@@ -93,7 +92,7 @@ class PrebuiltEngine(EngineKind):
         argv = [
             *self.runner_argv(device, "phases"),
             *("--config", model, "--out", out, "--marker", marker),
-            *("--runtime", json.dumps(with_runtime_defaults(runtime), sort_keys=True)),
+            *("--runtime", json.dumps(runtime, sort_keys=True)),
             *("--phases", json.dumps(phases)),
         ]
         return argv, self.runner_env()
@@ -113,7 +112,7 @@ class PrebuiltEngine(EngineKind):
         """The runner's greedy mode, one process per prompt however it is fed (its own answer
         and each teacher-forced one: a crash is its prompt's), with the runtime its benchmark
         mode applies (llm.set_config(runtime) in both); ask.forced: see the runner."""
-        runtime = with_runtime_defaults(ask.runtime)
+        runtime = ask.runtime
         out = device.scratch("greedy.json")
         payload, answers = None, [{}] * len(ask.prompts)
         asked: dict[str, list[int]] = {}  # prompt -> where it is in ask.prompts

@@ -22,7 +22,6 @@ import json
 import posixpath
 from pathlib import Path
 
-from mnnrepro.config import with_runtime_defaults
 from mnnrepro.engines.base import GreedyAsk
 from mnnrepro.engines.device_io import GATE_TOP_K, BenchError, files_of, staged_files, tool_answers
 from mnnrepro.engines.mnn_wheel.kind import RUNNER_DIR, PrebuiltEngine
@@ -240,7 +239,6 @@ class OrtGenaiEngine(PrebuiltEngine):
     def bench_command(self, device, model: str, runtime: dict, bench: dict, out: str):
         if runner_of(self.record) == "python":
             return super().bench_command(device, model, runtime, bench, out)
-        runtime = with_runtime_defaults(runtime)
         self.asked = (runtime, bench["prompt_tokens"], bench["generate_tokens"])
         argv = [posixpath.join(self.tool_dir, TOOL), "bench", model, overlay(runtime)]
         argv += [str(bench["prompt_tokens"]), str(bench["generate_tokens"]), str(bench["warmup"])]
@@ -266,7 +264,7 @@ class OrtGenaiEngine(PrebuiltEngine):
         ort_genai_tool's, one process per prompt either way."""
         if runner_of(self.record) == "python":
             return super().greedy(device, receipt, ask)
-        runtime = with_runtime_defaults(ask.runtime)
+        runtime = ask.runtime
         tool = [posixpath.join(self.tool_dir, TOOL), "greedy", self.model_path(receipt)]
 
         def argv_of(prompt_path: str, out: str, forced_path: str | None) -> list[str]:
