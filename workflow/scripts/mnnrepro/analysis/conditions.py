@@ -115,7 +115,6 @@ def order_counts(part: pd.DataFrame, pair: tuple[str, str]) -> dict:
     """How often the baseline and the treatment each ran first in the blocks holding both, as
     recorded (`position`): the schedule balances every pair, a resumed or re-measured run may
     not."""
-
     positions: dict[int, dict[str, int]] = {}
     if "position" in part:
         for block, variant, position in part[["block", "variant", "position"]].itertuples(
@@ -133,7 +132,6 @@ def run_dependence(group: pd.DataFrame, design: Design) -> float:
     """The p-value of serial dependence in one device x model's judged rows, all at once
     (assumptions.dependence_p): the rows the stopping rule judges
     (runs/precision.judged_row_names)."""
-
     records = records_of_table(group[group["phase"].isin(PHASES)])
     names = judged_row_names(design)
     return dependence_p([block_log_ratios(records, n) for n in names])
@@ -149,7 +147,6 @@ def order_effect_p(part: pd.DataFrame, pair: tuple[str, str]) -> float | None:
     """The order effect: a two-sided Welch p-value of a difference in the per-block log speedup
     between blocks where the treatment ran first and where the baseline did (`position`);
     None where the positions are not recorded or a group has fewer than 2 blocks."""
-
     rows = part[part["variant"].isin(pair)]
     if "position" not in rows or rows["position"].isna().any():
         return None

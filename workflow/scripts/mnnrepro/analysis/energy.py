@@ -15,7 +15,6 @@ def energy_comparison(bench: pd.DataFrame, design: Design) -> list[dict]:
     """Per device x model x pair x phase: tokens per joule, treatment / baseline, with the
     speedup's paired statistics (where both variants have energy readings), with the run's kind
     of interval (calibrated for the looks after a run that stopped on its verdict)."""
-
     chosen = experiment_intervals(design)
     rng = np.random.default_rng(chosen.interval.seed)
     out = []

@@ -208,7 +208,6 @@ def gain_gap(part: pd.DataFrame, baseline: str, treatment: str, interval: Interv
     """Prefill's speedup over decode's, block by block (the same row the stopping rule judges,
     runs/stopping_rows.block_log_ratios), with the summary's kind of interval (interval: as
     intervals.run_intervals chose it)."""
-
     logs = block_log_ratios(records_of_table(part), row_name(baseline, treatment, MECHANISM))
     if logs.size < 2:
         return {"ratio": None, "ci_low": None, "ci_high": None, "n_pairs": int(logs.size)}
@@ -282,7 +281,6 @@ def ceiling_check(row: dict | None) -> dict:
 def mechanism_checks(
     summary: pd.DataFrame, table: pd.DataFrame, bench: pd.DataFrame, design: Design
 ) -> list[dict]:
-
     chosen = experiment_intervals(design)
     checks = []
     by_variant = {(r["device"], r["model"], r["variant"]): r for r in table.to_dict("records")}

@@ -258,7 +258,6 @@ def stopped_gain(part, judged, design: Design, chosen: ChosenInterval, claim) ->
     this row's stopping simulated at its blocks' standard deviation, the run's looks and look
     level, never before the look at which the run's other rows had all settled (the run
     stops on every row at once). None for other runs and rows without thresholds."""
-
     repetitions = design.repetitions
     thresholds = mode_thresholds(judged.mode, claim, design.comparison.tolerance)
     if not repetitions.stops_on_verdict or not thresholds:

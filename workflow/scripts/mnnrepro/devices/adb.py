@@ -213,7 +213,6 @@ class AdbDevice(PhoneSensors, AdbFiles, Device):
         )
 
     def profile(self, argv, timeout, env, libraries, hz):
-
         return simpleperf_profile(self, argv, timeout, env, hz)
 
     def check(self, argv: list[str], timeout: float = 60) -> str:

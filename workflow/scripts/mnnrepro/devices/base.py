@@ -104,7 +104,6 @@ class Device:
         """Run argv once under this device kind's profiler (devices/profilers.py): its result
         and {"profiler", "unit", "rows": [{dso, symbol, count}], "total"}. libraries: the
         engine's files by basename -> the local ELF file whose symbols name them."""
-
         raise ProfilerError(f"device {self.name}: a {self.kind} device has no profiler")
 
     def profile_phases(self, argv, timeout, env, libraries, hz, marker: str, phases: list):
@@ -272,7 +271,6 @@ def idle_host_load(window_s: float) -> float | None:
 
 
 def children_cpu_seconds() -> float:
-
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 

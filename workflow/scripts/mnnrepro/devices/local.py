@@ -68,7 +68,6 @@ class LocalDevice(Device):
         return callgrind.callgrind_phases(self, argv, timeout, env, libraries, phases)
 
     def profile(self, argv, timeout, env, libraries, hz):
-
         if self.profiler == callgrind.PROFILER:
             return callgrind.callgrind_profile(self, argv, timeout, env, libraries)
 
@@ -133,7 +132,6 @@ class LocalDevice(Device):
         return idle_host_load(window_s)
 
     def power_reader(self):
-
         return rapl_reader()
 
     def thermal(self):

@@ -56,7 +56,6 @@ class PhoneSensors:
 
     def power_reader(self):
         """Battery current x voltage from the phone's power-supply sysfs, read through adb."""
-
         files = [f"{self.POWER_SUPPLY}/current_now", f"{self.POWER_SUPPLY}/voltage_now"]
 
         def read():
@@ -79,7 +78,6 @@ class PhoneSensors:
 
     def thermal_service(self) -> tuple[int | None, dict[str, dict]]:
         """The thermal status and the HAL temperatures from one `dumpsys thermalservice`."""
-
         out = self.run(["dumpsys", "thermalservice"], timeout=30).stdout
         return thermal_status_of(out), hal_temperatures(out)
 

@@ -55,7 +55,6 @@ class RaplReader:
 
 def rapl_reader(root: str = "/sys/class/powercap") -> PowerReader | str:
     """The host's RAPL package-0 reader, or why there is none."""
-
     zone = Path(root) / "intel-rapl:0"
     energy = zone / "energy_uj"
     if not energy.exists():

@@ -20,6 +20,10 @@ class BuiltFromSource(EngineKind):
     stages_files = True
     gate_tool: GateTool  # its correctness gate's token-id tool
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.gate_tool_source = cls.gate_tool.source  # what the plan hashes (registry)
+
     @classmethod
     def build_gate_tool(cls, record, source, engine_dir, build_dir, out_dir, log_file) -> dict:
         return build_gate_tool(

@@ -114,7 +114,6 @@ def modes_of(record: dict) -> dict[tuple[str, str], str]:
 
 def modes_at(path: str) -> dict[tuple[str, str], str]:
     """modes_of the pair modes record at path (rule decide_pair_modes; checked as one)."""
-
     return modes_of(read_record(path, "pair_modes"))
 
 

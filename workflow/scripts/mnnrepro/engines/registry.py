@@ -105,7 +105,6 @@ def unread_settings(variants: dict[str, Variant], engines: dict[str, EngineRecor
     """A variant's SME2 setting (config.SME2_SETTINGS) that its engine's binaries do not read
     (the record's `reads_settings`: an MNN version without the setting would run as if it
     were not given), one line each, naming the key; checked before any run."""
-
     problems = []
     for name, variant in sorted(variants.items()):
         record = engines[variant.engine]

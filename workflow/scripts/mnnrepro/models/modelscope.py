@@ -54,7 +54,6 @@ def resolved_revisions(spec: dict, timeout: float = 60) -> dict[str, str]:
     """path -> the commit the hub lists each file at, for the requested revision (a branch
     or tag such as `master` moves; a commit does not). The same listing the client asks for
     (`/api/v1/models/<id>/repo/files`), read directly: the client keeps only path and size."""
-
     endpoint = spec.get("endpoint") or os.environ.get("MODELSCOPE_DOMAIN") or DEFAULT_ENDPOINT
     if "://" not in endpoint:
         endpoint = f"https://{endpoint}"

@@ -56,7 +56,6 @@ def git(repo: Path, *args: str) -> str:
 def source_of(config: dict, engine: str) -> tuple[str, ...]:
     """Where the engine's source is configured: (`engines`, name, key, `source`) for an engine
     that names its own, else (its tree's section, `source`)."""
-
     if engine not in config.get("engines", {}):
         raise ConfigError(f"--engine {engine!r}: not an engine of the config")
     spec = config["engines"][engine]

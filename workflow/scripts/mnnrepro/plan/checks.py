@@ -104,7 +104,6 @@ def unmeasurable_claims(config: dict) -> list[str]:
     """A claim on an image phase that this experiment can never measure, so never judge: no
     image set, a pair whose engine takes no images, or only text models (a synthetic shape
     that is not a vision one; a downloaded model is known only once it is here)."""
-
     claimed = [p for p in IMAGE_PHASES if p in config["comparison"].get("claims", {})]
     if not claimed:
         return []

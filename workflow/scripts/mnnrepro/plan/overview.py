@@ -77,7 +77,6 @@ EARLIER_COLUMNS = ["device", "model", "variant", "block", "wall_s"]
 def earlier_invocation_s(bench_csv: Path, device: str, cooldown_s: float) -> float | None:
     """Mean device seconds of one earlier invocation on `device`, from an earlier run's
     bench.csv (stopping_rows.invocation_seconds of each), None without one."""
-
     if not bench_csv.is_file():
         return None
     seen = {}
@@ -143,7 +142,6 @@ def invocation_price(plan, device: str) -> tuple[float, str] | None:
     order: this experiment's earlier invocations there; an estimate from the model's layout and
     the device's speed in its earlier runs of other experiments (plan/invocation_time.py); the
     seconds the device kind assumes; else None."""
-
     bench, kind = plan.config["bench"], plan.device_kinds[device]
     earlier = earlier_invocation_s(
         Path(f"results/{plan.experiment.results_key}/bench.csv"), device, bench["cooldown_s"]
@@ -166,7 +164,6 @@ def last_affordable_look(repetitions: Repetitions, per_block_s: float) -> int:
     """The last look a run that stops on its verdict can reach: its last, or under its budget
     the last whose blocks the budget affords (runs/precision.verdict_stop stops before a look
     that would pass it)."""
-
     looks = repetitions.stopping_looks()
     return (affordable_looks(looks, per_block_s, repetitions.budget_s) or looks[:1])[-1]
 
@@ -176,7 +173,6 @@ def on_top(plan, device: str, per: float) -> str:
     each prompt) and, with `attribution`, one profiled invocation per variant and phase, priced
     at the same seconds per invocation; the models' push where its size and the device's push
     rate are known (once per model and device: later pushes move only changed files)."""
-
     config = plan.config
     variants = len(config["variants"]) * len(plan.models)
     correctness = config["correctness"]

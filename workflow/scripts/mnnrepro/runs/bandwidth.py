@@ -164,7 +164,6 @@ def measure_bandwidth(
 def bandwidth_job(job) -> dict:
     """Rule measure_bandwidth: each engine's probe on the device, or on an emulated device
     (whose memory is the host's, seen through QEMU) a record that none was measured."""
-
     probes = {
         engine: {"record": record, "dir": directory}
         for engine, record, directory in zip(

@@ -301,7 +301,6 @@ def run_plan_for_rule(
     stopping rule (precision.stopping_decision): the judged pairs of the design at its level,
     and for a run that stops on its verdict the rows' thresholds by the pairs' modes on this
     device (engines.pairs.modes_of; precision.verdict_thresholds)."""
-
     engines, bench, variants = job.engines(), job.bench, job.variants
     specs = variant_specs(variants, engines, job.manifest_sha256())
     repetitions = Repetitions.of(bench["repetitions"])  # the point's (a sweep's own)

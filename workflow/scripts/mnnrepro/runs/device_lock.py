@@ -92,7 +92,6 @@ def wait_for(
 def holder_record(what: str) -> dict:
     """Who holds a device lock, as its file says: the device, the job (its log file), the
     working directory, the process and since when."""
-
     return {
         "device": what,
         "job": THIS_JOB["log"],

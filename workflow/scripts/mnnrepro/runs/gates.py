@@ -28,7 +28,6 @@ def thermal_gate(device: Device, bench: dict) -> dict:
     """Wait until the device is cool (status NONE, the hottest gated temperature <=
     max_temp_c), bounded by thermal_timeout_s. Which temperatures are gated on, and which are
     ignored and why: runs/thermal.py."""
-
     limit = setting(bench, "max_temp_c")
     start = next_report = time.monotonic()
     deadline = start + setting(bench, "thermal_timeout_s")

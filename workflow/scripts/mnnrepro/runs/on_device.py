@@ -19,7 +19,6 @@ from mnnrepro.runs.device_lock import holding
 @contextlib.contextmanager
 def on_device(name: str, spec: dict, stage: str):
     """The device `name` (its `devices.<name>` entry) for one job's stage, locked and ready."""
-
     device = make_device(name, spec)
     try:
         with holding(device.lock_key, device.name, device.lock_wait_s, shared=device.emulated):

@@ -151,7 +151,6 @@ def bias_adjusted_log_gain(
     blocks' standard deviation over the run's looks (those its blocks reached) at look_level,
     never before the look by which the run's other rows (stop_rows, verdict_stop's) had all
     settled: the run stops on every row at once."""
-
     looks = [n for n in looks if n <= logs.size] or [logs.size]
     others = [s.get("first_settled_at") or looks[-1] for n, s in stop_rows.items() if n != name]
     row = StoppedRow(tuple(looks), look_level, tuple(np.log(thresholds)), max(others, default=0))
@@ -189,7 +188,6 @@ class StoppingRule:
     def of(cls, repetitions, chosen: ChosenInterval) -> StoppingRule:
         """chosen: the interval the run's rows are judged on (intervals.run_intervals for
         these repetitions), the one the summary then reports."""
-
         repetitions = Repetitions.of(repetitions)
 
         def interval(logs, widen=False):
@@ -207,7 +205,6 @@ class StoppingRule:
     def judged_on(self, ratios: dict[str, np.ndarray]):
         """The interval of every row at this look: widened where the rows, all at once, show
         serial dependence (assumptions.dependence_found), else as planned."""
-
         widen = self.check_dependence and dependence_found(ratios.values())
         return lambda logs: self.interval(logs, widen)
 

@@ -230,7 +230,6 @@ TARGET_ARCH = {"android-arm64": "aarch64", "linux-arm64": "aarch64"}
 
 def target_arch(platform_name: str) -> str:
     """The CPU architecture an engine is built for (host: this machine's)."""
-
     return TARGET_ARCH.get(platform_name) or platform.machine()
 
 

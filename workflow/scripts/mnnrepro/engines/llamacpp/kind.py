@@ -128,7 +128,6 @@ class LlamaCppEngine(BuiltFromSource):
     model_format = "gguf"
     config_section = "llamacpp"
     gate_tool = GATE_TOOL
-    gate_tool_source = GATE_TOOL.source
     compilers = llamacpp.COMPILERS
     sme_switch = SME_SWITCH
     integer_env = (SME_SWITCH,)

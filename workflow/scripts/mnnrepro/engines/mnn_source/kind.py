@@ -58,7 +58,6 @@ class BuiltEngine(BuiltFromSource):
     config_key = "build"
     takes_images = True
     gate_tool = GATE_TOOL
-    gate_tool_source = GATE_TOOL.source
     vision_tool = MNN_VISION_TOOL  # built beside mnn_greedy
     integer_env = ("MNN_CPU_TARGET",)
     config_section = "mnn"

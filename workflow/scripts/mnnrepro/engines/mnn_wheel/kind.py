@@ -12,10 +12,9 @@ from pathlib import Path
 from mnnrepro.config import SME2_SETTINGS
 from mnnrepro.engines.base import EngineKind, GreedyAsk
 from mnnrepro.engines.device_io import command_record, crashed_answer, fetch_text, files_of
+from mnnrepro.engines.runner import RUNNER_DIR
 from mnnrepro.files import sha256_file
 from mnnrepro.toolchain.records import EngineError, settings_read_by
-
-RUNNER_DIR = Path(__file__).parents[1] / "runner"  # the Python runner and its modules
 
 # MNN's thread pool (source/backend/cpu/ThreadPool.cpp): its members (enqueue polls until every
 # worker is done) and a worker thread's loop (polling its task flags, yielding); the tasks are
@@ -38,7 +37,7 @@ class PrebuiltEngine(EngineKind):
     no_test_suite = "the PyPI wheel ships no test suite"
     waiting_functions = MNN_THREAD_POOL
     runtime_keys = MNN_RUNTIME_KEYS
-    sme2_vector_lengths_bits = (512,)  # the wheel's SME2 kernels are MNN's (mnn_build.py)
+    sme2_vector_lengths_bits = (512,)  # the wheel's SME2 kernels are MNN's (mnn_source/kind.py)
     runner_engine = "mnn"  # the runner's --engine
 
     def __init__(self, record: dict, receipt: dict):
@@ -59,7 +58,6 @@ class PrebuiltEngine(EngineKind):
     @classmethod
     def profiled_libraries(cls, record: dict, built_dir: str, device) -> dict[str, str]:
         """The wheel's engine library in the device's Python (Device.site_dirs)."""
-
         found = sorted({p for d in device.site_dirs() for p in glob.glob(f"{d}/_mnncengine*.so")})
         return {Path(p).name: p for p in found}
 

@@ -24,18 +24,24 @@ from pathlib import Path
 
 from mnnrepro.engines.base import GreedyAsk
 from mnnrepro.engines.device_io import GATE_TOP_K, BenchError, files_of, staged_files, tool_answers
-from mnnrepro.engines.mnn_wheel.kind import RUNNER_DIR, PrebuiltEngine
+from mnnrepro.engines.mnn_wheel.kind import PrebuiltEngine
 from mnnrepro.engines.ort_genai.c_api_runner import (
     TOOL,
     TOOL_SOURCE,
     build_c_api_runner,
     tool_sources,
 )
-from mnnrepro.engines.ort_genai.fetch import KIND, genai_header, genai_library, section_of
+from mnnrepro.engines.ort_genai.fetch import (
+    KIND,
+    SWITCH,
+    genai_header,
+    genai_library,
+    section_of,
+)
+from mnnrepro.engines.runner import RUNNER_DIR
 from mnnrepro.models.spec import checkpoint_problems
 
 MODEL_FORMAT = "onnx"  # results/models/<model>/onnx: genai's model directory
-SWITCH = "mlas.disable_kleidiai"  # the session option (fetch.SWITCH)
 SUPPORTS = "The process supports"  # the tool's AT_HWCAP2 line, as genai_llm.hwcap2_line's
 
 

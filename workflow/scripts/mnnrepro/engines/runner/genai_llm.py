@@ -87,8 +87,7 @@ AT_HWCAP2, HWCAP2_SME, HWCAP2_SME2 = 26, 1 << 23, 1 << 37  # linux/arch/arm64 ua
 def hwcap2_line() -> str:
     """What the kernel tells this process of SME and SME2 (getauxval(AT_HWCAP2), where ONNX
     Runtime's cpuinfo reads them on Linux and Android; it prints no feature line itself), in
-    MNN's `supports:` form so that it is read alike (engines/base.supported_features)."""
-
+    MNN's `supports:` form so that it is read alike (engines/device_io.supported_features)."""
     machine = platform.machine()
     if machine not in ("aarch64", "arm64"):
         return f"The process supports (AT_HWCAP2, {machine}: no Arm features): sme:0, sme2:0"

@@ -53,7 +53,6 @@ from importlib import metadata
 
 
 def flush_c_stdio() -> None:
-
     with contextlib.suppress(OSError, AttributeError):  # no C library: nothing to flush
         ctypes.CDLL(None).fflush(None)
 
@@ -135,7 +134,6 @@ def greedy_answer(llm, prompt: str, max_new_tokens: int, forced: list[int] | Non
 
 
 def engine_facts(supports_line: str, engine: str = "mnn") -> dict:
-
     if engine == "ort-genai":
         # staged beside this file, for ONNX Runtime only
         from genai_llm import genai_facts
