@@ -65,6 +65,7 @@ def measure(model_dir: str, base: dict, treat: dict, reps: int, seed: int):
         ),
         {"e": engine},
         "bench",
+        {},  # no variant hides SME: no mask pushed
     )
     device = LocalDevice("host")
     with tempfile.TemporaryDirectory() as raw:

@@ -678,7 +678,7 @@ def two_variant_specs(runtime_a: dict | None = None) -> dict:
         "a": {"engine": "e", "runtime": runtime_a or {"thread_num": 1}},
         "b": {"engine": "e", "runtime": {"thread_num": 2}},
     }
-    return variant_specs(variants_of(variants), {"e": PREBUILT_ENGINE}, "0" * 64)
+    return variant_specs(variants_of(variants), {"e": PREBUILT_ENGINE}, "0" * 64, {})
 
 
 def assert_png(path: Path, min_side: int = 100) -> None:

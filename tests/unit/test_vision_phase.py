@@ -77,6 +77,7 @@ def test_a_builds_benchmark_asks_the_images_through_mnn_vision_after_llm_bench(t
         variants_of({"a": {"engine": "e", "runtime": {"thread_num": 1}}}),
         {"e": EngineRecord.of(record)},
         "0",
+        {},  # no variant hides SME: no mask pushed
     )
     device = LocalDevice("host")
     try:

@@ -131,7 +131,7 @@ def test_the_control_engine_runs_beside_mnn_and_every_pair_reaches_one_report(
 
     bench = pd.read_csv(out / "bench.csv")
     llama = bench[bench["variant"].str.startswith("llama")]
-    assert set(llama["variant"]) == {"llama-sme-off", "llama-default"}
+    assert set(llama["variant"]) == {"llama-sme-off", "llama-default", "llama-sme-hidden"}
     assert set(llama["phase"]) == {"prefill", "decode"}
     assert (llama.groupby(["variant", "phase"]).size() == 2).all()  # 2 repetitions each
     raw = sorted((out / "raw" / "host" / "synth-tiny").rglob("*.json"))
@@ -143,6 +143,7 @@ def test_the_control_engine_runs_beside_mnn_and_every_pair_reaches_one_report(
         for r in from_llama
     )
     assert all(r["command"]["env"].get("GGML_KLEIDIAI_SME") in (None, "0") for r in from_llama)
+    assert_the_masked_variant_preloaded_the_mask(repo, records)
 
     greedy = json.loads((out / "greedy" / "host" / "synth-tiny.json").read_text())
     forced = greedy["llama-default"]["teacher_forced"]["llama-sme-off"]
@@ -154,6 +155,7 @@ def test_the_control_engine_runs_beside_mnn_and_every_pair_reaches_one_report(
     assert pairs == {
         ("one-thread", "two-threads"),
         ("llama-sme-off", "llama-default"),
+        ("llama-sme-hidden", "llama-default"),
         ("ort-no-kleidiai", "ort-default"),
         ("ort-c-no-kleidiai", "ort-c-default"),
     }
@@ -164,13 +166,16 @@ def test_the_control_engine_runs_beside_mnn_and_every_pair_reaches_one_report(
         c["name"] for c in validity["checks"] if c["pair"] == ["llama-sme-off", "llama-default"]
     ]
     assert any(n.startswith("SME kernels switched off in llama-sme-off") for n in names)
+    masked = [c["name"] for c in validity["checks"] if c["pair"][0] == "llama-sme-hidden"]
+    assert "SME hidden from llama-sme-hidden only (same binary as llama-default)" in masked
     assert all(c["passed"] for c in validity["checks"])
     report = (out / "summary.md").read_text()
     assert "## Gains side by side" in report
     # the engines' pairs side by side, per phase
     assert (
         "| two-threads vs one-thread | llama-default vs llama-sme-off "
-        "| ort-default vs ort-no-kleidiai | ort-c-default vs ort-c-no-kleidiai |" in report
+        "| llama-default vs llama-sme-hidden | ort-default vs ort-no-kleidiai "
+        "| ort-c-default vs ort-c-no-kleidiai |" in report
     )
     mechanism = pd.read_csv(out / "mechanism.csv").set_index("variant")
     # each engine against its own model file: the GGUF's bytes per token, not MNN's export's
@@ -194,6 +199,24 @@ def test_the_control_engine_runs_beside_mnn_and_every_pair_reaches_one_report(
     for name in ("summary.csv", "mechanism.csv"):
         assert (replayed / name).read_text() == (out / name).read_text(), name
     assert without_replay_section(replayed) == (out / "summary.md").read_text()
+
+
+def assert_the_masked_variant_preloaded_the_mask(repo, records: list[dict]) -> None:
+    """The variant with `hide_sme` ran llama-bench with the SME mask built for this host
+    preloaded (on x86 it hides nothing: its pair is an equality check), the mask's sha256 in
+    its measurement's identity; no other variant preloaded anything."""
+    (mask,) = [json.loads(p.read_text()) for p in repo.glob("results/tools/sme-mask/*.json")]
+    assert mask["platform"] == "host" and mask["tool"] == "libsme_mask.so"
+    (library,) = [f for f in mask["files"] if f["path"] == "libsme_mask.so"]
+    receipt = json.loads((repo / "results/control/pushed/host/synth-tiny.json").read_text())
+    assert receipt["sme_mask"]["sha256"] == library["sha256"]
+    hidden = [r for r in records if r["variant"] == "llama-sme-hidden"]
+    assert len(hidden) == 2  # both repetitions
+    for record in hidden:
+        assert record["spec"]["hide_sme"] and record["spec"]["sme_mask_sha256"] == library["sha256"]
+        assert record["command"]["env"]["LD_PRELOAD"] == receipt["sme_mask"]["device_path"]
+    others = [r for r in records if r["variant"] != "llama-sme-hidden"]
+    assert others and not any("LD_PRELOAD" in r["command"]["env"] for r in others)
 
 
 def test_the_ort_pairs_run_on_this_host_as_equality_checks(control_run, tmp_path):

@@ -16,6 +16,9 @@ from conftest import (
     run_snakemake,
 )
 
+from mnnrepro.devices.qemu import QemuDevice
+from mnnrepro.toolchain.tools import build_sme_mask
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.network,
@@ -101,3 +104,40 @@ def test_fallback_and_vector_length_checks_and_no_emulated_speedups(root, seed_m
     validity = json.loads((out / "validity" / "host" / "synth-tiny.json").read_text())
     unprofiled = [c["name"] for c in validity["checks"] if "profile" in c["name"]]
     assert unprofiled == []  # no execution checks where nothing was profiled
+    assert_the_mask_hides_sme_and_nothing_else(tmp_path, cfg["devices"]["qemu-sme2-vl512"])
+
+
+# what the SME mask must hide, read from Linux's arch/arm64/include/uapi/asm/hwcap.h (6.16)
+# apart from the library's own constants: AT_HWCAP's SME2P2 .. SME_SMOP4, AT_HWCAP2's SME ..
+# SME_FA64, SME2 .. SME_F16F16 and SME_LUTV2 .. SME_SF8DP2
+SME_HWCAP = sum(1 << bit for bit in range(42, 48))
+SME_HWCAP2 = sum(1 << bit for bits in (range(23, 31), range(37, 43), range(57, 63)) for bit in bits)
+AUXV_PROBE = (
+    "import ctypes; libc = ctypes.CDLL(None); libc.getauxval.restype = ctypes.c_ulong; "
+    "libc.__getauxval.restype = ctypes.c_ulong; "
+    "print(libc.getauxval(16), libc.getauxval(26), libc.__getauxval(26))"
+)
+
+
+def assert_the_mask_hides_sme_and_nothing_else(workdir, device_spec: dict) -> None:
+    """The SME mask, built by the workflow's own function with Debian's cross compiler and
+    preloaded into the emulated userland's Python on the SME2 CPU: getauxval and glibc's alias
+    __getauxval (what cpuinfo imports) lose every SME bit and keep every other bit."""
+    with open(workdir / "mask-build.log", "w") as log:
+        mask = build_sme_mask(
+            "linux-arm64", None, str(workdir / "mask-build"), str(workdir / "mask"), log
+        )
+    assert mask["platform"] == "linux-arm64" and mask["tool"] == "libsme_mask.so"
+    userland = workdir / "resources/emulation/userland.json"
+    device = QemuDevice("probe", {**device_spec["qemu"], "userland": str(userland)})
+    library = {"LD_PRELOAD": str(workdir / "mask" / "libsme_mask.so")}
+    runs = {
+        hidden: device.run([device.python(), "-c", AUXV_PROBE], 120, library if hidden else None)
+        for hidden in (False, True)
+    }
+    assert all(run.ok for run in runs.values()), [run.stderr for run in runs.values()]
+    (hwcap, hwcap2, alias), (masked, masked2, masked_alias) = (
+        [int(word) for word in runs[hidden].stdout.split()] for hidden in (False, True)
+    )
+    assert hwcap2 & (1 << 23) and hwcap2 & (1 << 37) and alias == hwcap2  # SME and SME2
+    assert masked2 == masked_alias == hwcap2 & ~SME_HWCAP2 and masked == hwcap & ~SME_HWCAP

@@ -10,6 +10,7 @@ rule push_to_device:
         userland=PLAN.userland,
         engines=PLAN.staged_engine_dirs,
         gate_tools=PLAN.gate_tool_dirs,
+        sme_mask=PLAN.sme_mask_dir,  # preloaded by the variants that hide SME (hide_sme)
         runner=PLAN.engine_runner,
     output:
         receipt="results/{experiment}/pushed/{device}/{model}.json",

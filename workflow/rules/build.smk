@@ -117,6 +117,29 @@ rule build_bandwidth_probe:
         "../scripts/build_bandwidth_probe.py"
 
 
+# The SME mask a variant with `hide_sme: true` preloads, built for the platform of the devices
+# that run it (toolchain/sme_mask/sme_mask.c).
+rule build_sme_mask:
+    input:
+        ndk=PLAN.mask_ndk_receipt,
+    output:
+        record="results/tools/sme-mask/{platform}.json",
+        mask=directory("results/tools/sme-mask/{platform}"),
+    log:
+        "logs/build_sme_mask/{platform}.log",
+    wildcard_constraints:
+        platform=PLAN.alternatives(PLAN.mask_platforms),
+    conda:
+        "../../envs/build.yaml"
+    params:
+        build_dir="resources/build/sme-mask-{platform}",
+        code=PLAN.mask_code,
+    message:
+        "Building the SME mask (a preloaded getauxval without SME) for platform {wildcards.platform}"
+    script:
+        "../scripts/build_sme_mask.py"
+
+
 # `snakemake build_all`: every engine of the experiment (and its gate tool), nothing else.
 rule build_all:
     input:

@@ -14,6 +14,7 @@ with on_device(snakemake.wildcards.device, snakemake.params.device, "the push") 
             snakemake.wildcards.model,
             dict(zip(snakemake.params.engine_names, snakemake.input.engines, strict=True)),
             dict(zip(snakemake.params.tool_engines, snakemake.input.gate_tools, strict=True)),
+            snakemake.input.sme_mask[0] if snakemake.input.sme_mask else None,
         ),
     )
 print(

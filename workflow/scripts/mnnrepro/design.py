@@ -20,16 +20,24 @@ SECTIONS = ("comparison", "stats", "bench")
 class Variant:
     """A variant (`variants.<name>`, or a sweep point's copy of it): the engine it runs, its
     runtime settings as configured (full_runtime: every key, the schema's defaults for the
-    rest) and the environment it runs with."""
+    rest), the environment it runs with, and whether its processes preload the SME mask
+    (`hide_sme`: SME hidden from the engine, toolchain/sme_mask)."""
 
     name: str
     engine: str
     runtime: dict
     env: dict
+    hide_sme: bool = False
 
     @classmethod
     def of(cls, name: str, spec: dict) -> Variant:
-        return cls(name, spec["engine"], dict(spec.get("runtime", {})), dict(spec.get("env", {})))
+        return cls(
+            name,
+            spec["engine"],
+            dict(spec.get("runtime", {})),
+            dict(spec.get("env", {})),
+            bool(spec.get("hide_sme", False)),
+        )
 
     @property
     def full_runtime(self) -> dict:
@@ -39,6 +47,12 @@ class Variant:
 def variants_of(specs: dict) -> dict[str, Variant]:
     """Variant name -> the variant, from the specs a rule hands its job (Plan.variant_specs)."""
     return {name: Variant.of(name, spec) for name, spec in specs.items()}
+
+
+def design_of_variant(spec: dict) -> dict:
+    """What the design holds of a variant (`variants.<name>`): its engine, and `hide_sme` where
+    it hides SME (absent otherwise: a design without masks is what it was before them)."""
+    return {"engine": spec["engine"], **({"hide_sme": True} if spec.get("hide_sme") else {})}
 
 
 @dataclass(frozen=True)
@@ -103,6 +117,7 @@ class Design:
     stats: dict  # `stats`, defaults applied
     bench: dict  # `bench`, defaults applied (the main point's)
     variant_engines: dict  # variant -> the engine it runs
+    hiding_sme: frozenset = frozenset()  # the variants that preload the SME mask (hide_sme)
 
     @classmethod
     def of(cls, spec: dict) -> Design:
@@ -111,13 +126,14 @@ class Design:
             name: with_schema_defaults(dict(spec.get(name, {})), "properties", name)
             for name in SECTIONS
         }
-        engines = {name: v["engine"] for name, v in spec.get("variants", {}).items()}
+        variants = spec.get("variants", {})
         return cls(
             spec.get("experiment", ""),
             Comparison.of(sections["comparison"]),
             sections["stats"],
             sections["bench"],
-            engines,
+            {name: v["engine"] for name, v in variants.items()},
+            frozenset(name for name, v in variants.items() if v.get("hide_sme")),
         )
 
     @property

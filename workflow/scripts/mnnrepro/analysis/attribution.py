@@ -158,9 +158,17 @@ def execution_checks(
             }
         ]
     checks = [resolution_check(profiles, names, attribution)]
-    if not (kind.carries_sme2_kernels(treat) or kind.sme_switch):
+    if not (kind.carries_sme2_kernels(treat) or kind.sme_switch or pair.masked):
         return checks  # e.g. the prebuilt wheel's thread pairs: not about SME2 kernels
-    checks.append(sme2_run_check(profiles, names, pair.runs_sme2(mode, engines), attribution))
+    ran = sme2_run_check(profiles, names, pair.runs_sme2(mode, engines), attribution)
+    counts = ran["details"].items()
+    leaked = [k for k, v in counts if k.startswith(f"{base_variant} ") and v["count"]]
+    if pair.masked and leaked:  # the stack learns about SME another way than getauxval
+        ran["evidence"] += (
+            f"; engine {treat['engine']} ({kind.kind}) ran SME2 kernels under the SME mask "
+            f"({', '.join(leaked)}): the mask does not hide SME from it"
+        )
+    checks.append(ran)
     return checks
 
 

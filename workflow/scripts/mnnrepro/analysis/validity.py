@@ -6,6 +6,7 @@ from mnnrepro.analysis.attribution import execution_checks
 from mnnrepro.analysis.correctness import TEACHER_FORCED_RULE, compare_answers
 from mnnrepro.analysis.divergence import GateRule
 from mnnrepro.analysis.engine_tests import engine_tests_check
+from mnnrepro.analysis.one_binary import mask_checks, switch_checks
 from mnnrepro.design import Design
 from mnnrepro.engines.device_io import supported_features
 from mnnrepro.engines.pairs import Pair
@@ -87,6 +88,8 @@ def kernel_checks(
     base_variant, treat_variant = pair
     base = engines[variants[base_variant].engine]
     treat = engines[variants[treat_variant].engine]
+    if variants[base_variant].hide_sme or variants[treat_variant].hide_sme:
+        return mask_checks(greedy, pair, base, treat, variants, facts)
     if treat.kind.sme_switch:
         return switch_checks(greedy, pair, base, treat, variants, facts)
     if not any(r.kind.carries_sme2_kernels(r) for r in (base, treat)):
@@ -160,64 +163,6 @@ def static_kernel_checks(greedy, pair, base: dict, treat: dict, variants: dict):
             }
         )
     return checks, False
-
-
-def switch_checks(
-    greedy: dict, pair: tuple[str, str], base: dict, treat: dict, variants: dict, facts: dict
-) -> list[dict]:
-    """An engine whose SME kernels are switched off at run time (llama.cpp's KleidiAI kernels,
-    `GGML_KLEIDIAI_SME=0`; ONNX Runtime's, session option `mlas.disable_kleidiai` "1"): one
-    binary, the switch set in the baseline only, the kernels in the build where SME2 can
-    exist, and on an SME2 device the engine saying which it chose, where it says so."""
-    kind = treat.kind
-    base_variant, treat_variant = pair
-    env = {v: kind.switch_value(variants[v]) for v in pair}
-    count = kind.sme_kernel_count(treat)
-    impossible = kind.sme2_impossible(treat)
-    expected = "none (no SME2 on this architecture)" if impossible else "some"
-    checks = [
-        {
-            "name": f"SME kernels switched off in {base_variant} only "
-            f"(same binary as {treat_variant})",
-            "pair": list(pair),
-            "passed": base["engine"] == treat["engine"]
-            and env[base_variant] == kind.switch_off
-            and env[treat_variant] in (None, ""),
-            "evidence": f"engines {base['engine']} / {treat['engine']}; {kind.sme_switch}: "
-            f"{base_variant}={env[base_variant]!r}, {treat_variant}={env[treat_variant]!r} "
-            f"(it turns off {kind.switch_turns_off})",
-            "details": {"env": env},
-        },
-        {
-            "name": f"KleidiAI SME kernels in the build ({treat.get('target_arch')})",
-            "pair": list(pair),
-            # none can exist off arm64: both variants then run the same code (equality)
-            "passed": count == 0 if impossible else count > 0,
-            "evidence": f"{treat['engine']}: {count} KleidiAI {kind.sme_kernels_are}; "
-            f"expectation: {expected}",
-            "details": {"kleidiai_sme_function_count": count},
-        },
-    ]
-    if facts.get("sme2") and kind.reports_sme_choice:
-        checks.append(sme_choice_check(greedy, pair))
-    return checks
-
-
-def sme_choice_check(greedy: dict, pair: tuple[str, str]) -> dict:
-    """On an SME2 device, an engine that says which kernels it chose (`kleidiai_sme`): SME in
-    the treatment, not in the baseline."""
-    base_variant, treat_variant = pair
-    chosen = {v: greedy[v]["engine"].get("kleidiai_sme", False) for v in pair}
-    return {
-        "name": f"KleidiAI chose SME kernels in {treat_variant}, not in {base_variant}",
-        "pair": list(pair),
-        "passed": chosen[treat_variant] and not chosen[base_variant],
-        "evidence": "; ".join(
-            f"{v}: {greedy[v]['engine'].get('device_supports') or 'no feature line'!r}"
-            for v in pair
-        ),
-        "details": chosen,
-    }
 
 
 def device_vector_length_bits(facts: dict) -> int | None:

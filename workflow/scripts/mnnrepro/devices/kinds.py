@@ -37,6 +37,11 @@ class DeviceKind:
     # are collected, and every engine build of the experiment waits for that
     checked_before_builds: bool = False
 
+    @property
+    def platform(self) -> str:
+        """The platform of the programs built for a device of the kind (the SME mask's)."""
+        return self.platforms[0]
+
 
 DEVICE_KINDS: dict[str, DeviceKind] = {
     kind.key: kind

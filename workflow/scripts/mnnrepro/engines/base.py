@@ -80,6 +80,10 @@ class EngineKind:
     runtime_keys: tuple[str, ...] = ("thread_num",)
     # why an engine of this kind has no test suite of its own to run (test_suite)
     no_test_suite = "this kind of engine has no test suite"
+    # how it learns about SME otherwise than from getauxval in a dynamically linked process
+    # (reading /proc/self/auxv, trying an instruction, linked statically), which the SME mask
+    # (a variant's `hide_sme`) cannot hide from it; "": it asks getauxval, the mask reaches it
+    sme_mask_misses = ""
     # its threads' waiting, which a prediction leaves out of the work (analysis/token_work.py):
     # a regular expression on a profile's symbols (a thread pool's polling); "": none known
     waiting_functions = ""

@@ -31,6 +31,9 @@ class Pair:
     baseline_engine: str | None = None  # the engines the two variants run (None: not asked)
     treatment_engine: str | None = None
     on_non_sme2_device: str = "fail"  # config key `comparison.on_non_sme2_device`
+    # its baseline preloads the SME mask and its treatment does not (variants' `hide_sme`):
+    # one binary, SME hidden from the engine in the baseline only
+    masked: bool = False
 
     @property
     def names(self) -> tuple[str, str]:
@@ -50,6 +53,7 @@ class Pair:
                 engines.get(p.baseline),
                 engines.get(p.treatment),
                 comparison.on_non_sme2_device,
+                p.baseline in design.hiding_sme and p.treatment not in design.hiding_sme,
             )
             for p in comparison.pairs
         ]

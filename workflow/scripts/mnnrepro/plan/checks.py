@@ -182,6 +182,15 @@ def toolchain_problems(config: dict) -> list[str]:
             f"config key `toolchains.ndk`: engines {android} build for "
             "android-arm64 and need the pinned NDK"
         )
+    phones = sorted(
+        n for n, d in config["devices"].items() if device_kind(n, d).platform == "android-arm64"
+    )
+    masked = sorted(n for n, v in config["variants"].items() if v.get("hide_sme"))
+    if phones and masked and "ndk" not in toolchains:
+        problems.append(
+            f"config key `toolchains.ndk`: variants {masked} hide SME on devices {phones}, "
+            "whose SME mask is built with the pinned NDK"
+        )
     emulated = sorted(n for n, d in config["devices"].items() if device_kind(n, d).needs_userland)
     if emulated and "emulation" not in toolchains:
         problems.append(
@@ -308,11 +317,23 @@ def integer_env_problems(config: dict) -> list[str]:
     return problems
 
 
+def mask_problems(config: dict) -> list[str]:
+    """A variant hides SME from an engine the SME mask cannot reach (EngineKind.sme_mask_misses:
+    a kind that learns about SME otherwise than from getauxval)."""
+    return [
+        f"config key `variants.{name}.hide_sme`: engine {variant['engine']} ({kind.kind}) "
+        f"{kind.sme_mask_misses}; the SME mask hides SME from getauxval only"
+        for name, variant, _, kind in variant_engines(config)
+        if variant.get("hide_sme") and kind.sme_mask_misses
+    ]
+
+
 def kind_problems(config: dict) -> list[str]:
     return (
         platform_problems(config)
         + duplicate_device_problems(config)
         + device_path_problems(config)
         + integer_env_problems(config)
+        + mask_problems(config)
         + vector_length_problems(config.get("devices", {}))
     )

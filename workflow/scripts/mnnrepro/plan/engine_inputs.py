@@ -4,9 +4,13 @@ names, kinds, keys and source trees they read)."""
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from mnnrepro.config import canonical
 from mnnrepro.engines.registry import kind_of_spec
+from mnnrepro.files import code_digest
 from mnnrepro.toolchain.records import engine_key
+from mnnrepro.toolchain.tools import MASK_SOURCE
 
 
 class EngineInputs:
@@ -128,6 +132,34 @@ class EngineInputs:
             f"results/engines/{self.engine_keys[e]}/bandwidth-probe"
             for e in self.probed_engines(wildcards)
         ]
+
+    # ---- the SME mask (variants with `hide_sme`; toolchain/sme_mask) -------------------------
+
+    @cached_property
+    def masked_variants(self) -> list[str]:
+        return [v for v in self.variants if self.config["variants"][v].get("hide_sme")]
+
+    @cached_property
+    def mask_platforms(self) -> list[str]:
+        """The platforms the mask is built for: those of the devices, where a variant hides SME."""
+        if not self.masked_variants:
+            return []
+        return sorted({self.device_kinds[d].platform for d in self.devices})
+
+    @cached_property
+    def mask_code(self) -> str:
+        return code_digest(MASK_SOURCE, ("*.c", "*.txt"))  # an edit of it rebuilds the mask
+
+    def mask_ndk_receipt(self, wildcards) -> list[str]:
+        if wildcards.platform != "android-arm64":
+            return []
+        return [f"resources/ndk/{self.config['toolchains']['ndk']['version']}.json"]
+
+    def sme_mask_dir(self, wildcards) -> list[str]:
+        """The mask the device {device} preloads into the variants that hide SME (none)."""
+        if not self.masked_variants:
+            return []
+        return [f"results/tools/sme-mask/{self.device_kinds[wildcards.device].platform}"]
 
     # ---- the engine's own tests (config `engine_tests`; runs/engine_tests.py) ---------------
 

@@ -19,7 +19,7 @@ from mnnrepro.config import (
     vision_image_files,
 )
 from mnnrepro.design import SECTIONS as DESIGN_SECTIONS
-from mnnrepro.design import Design
+from mnnrepro.design import Design, design_of_variant
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import (
@@ -73,7 +73,7 @@ class Plan(EngineInputs, ModelInputs):
             {
                 "experiment": experiment.name,
                 **{section: config[section] for section in DESIGN_SECTIONS},
-                "variants": {n: {"engine": v["engine"]} for n, v in config["variants"].items()},
+                "variants": {n: design_of_variant(v) for n, v in config["variants"].items()},
             }
         )
         self.design = Design.of(self.design_spec)

@@ -40,7 +40,7 @@ from mnnrepro.runs.raw_files import (
     variant_specs,
 )
 from mnnrepro.runs.schedule import Invocation, interleaved
-from mnnrepro.runs.staging import check_receipt, engine_files
+from mnnrepro.runs.staging import check_receipt, engine_files, process_env
 from mnnrepro.runs.vision import with_measured_vision, with_vision_set
 
 log = logging.getLogger(__name__)
@@ -140,7 +140,7 @@ def run_engine(run: Measuring, spec: dict, clock: list[float]) -> dict:
     argv, env = engine.bench_command(
         device, engine.model_path(receipt), spec["runtime"], bench, run.out
     )
-    env = {**spec.get("env", {}), **env}  # the variant's env; the engine's own wins
+    env = process_env(spec, env, receipt)  # the variant's env; the engine's own wins
     clock.append(time.monotonic())
     sampler = None
     try:
@@ -302,7 +302,8 @@ def run_plan_for_rule(
     and for a run that stops on its verdict the rows' thresholds by the pairs' modes on this
     device (engines.pairs.modes_of; precision.verdict_thresholds)."""
     engines, bench, variants = job.engines(), job.bench, job.variants
-    specs = variant_specs(variants, engines, job.manifest_sha256())
+    receipt = read_json(job.receipt)
+    specs = variant_specs(variants, engines, job.manifest_sha256(), receipt)
     repetitions = Repetitions.of(bench["repetitions"])  # the point's (a sweep's own)
     plan = interleaved(sorted(variants), repetitions.max)
     pairs = [pair.names for pair in Pair.judged(design)]
@@ -315,9 +316,7 @@ def run_plan_for_rule(
 
     with on_device(job.device_name, job.device_spec, "the benchmark") as device:
         asked = with_vision_set(device, bench, job.images, job.tools())
-        runs, stopping = run_schedule(
-            device, plan, specs, read_json(job.receipt), asked, raw_dir, stop, remeasure
-        )
+        runs, stopping = run_schedule(device, plan, specs, receipt, asked, raw_dir, stop, remeasure)
     return {
         "device": job.device_name,
         "emulated": device.emulated,

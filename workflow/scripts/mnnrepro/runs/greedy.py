@@ -9,7 +9,7 @@ from pathlib import PurePath
 from mnnrepro.devices.base import Device
 from mnnrepro.engines.base import GreedyAsk
 from mnnrepro.engines.registry import engine_for
-from mnnrepro.runs.staging import check_receipt, engine_files
+from mnnrepro.runs.staging import check_receipt, engine_files, process_env
 
 
 def run_greedy(
@@ -38,7 +38,7 @@ def run_greedy(
         prompts,
         max_new_tokens,
         timeout,
-        variant.env,
+        process_env({"env": variant.env, "hide_sme": variant.hide_sme}, {}, receipt),
         prompt_tokens,
         forced,
     )

@@ -35,7 +35,7 @@ from mnnrepro.phases import PHASES, SHORT_PREFILL_PHASE, STARTUP_PHASE, VISION_P
 from mnnrepro.runs.job import DeviceJob
 from mnnrepro.runs.on_device import on_device
 from mnnrepro.runs.raw_files import measurement_key, variant_specs
-from mnnrepro.runs.staging import check_receipt, engine_files
+from mnnrepro.runs.staging import check_receipt, engine_files, process_env
 from mnnrepro.runs.vision import measured_vision, with_measured_vision, with_vision_set
 
 VISION = VISION_PHASES[0]  # the image questions' profiled invocation is named after the encoder
@@ -83,8 +83,8 @@ def profile_for_rule(job: DeviceJob, attribution: dict, out_dir: str) -> dict:
     """Profile every variant in every phase on the job's device (resumable); the index of
     files."""
     engines, built_dirs, variants = job.engines(), job.built_dirs(), job.variants
-    specs = variant_specs(variants, engines, job.manifest_sha256())
     staged = read_json(job.receipt)
+    specs = variant_specs(variants, engines, job.manifest_sha256(), staged)
 
     def profile(device, bench, variant: str, phase: str) -> dict:
         spec = specs[variant]
@@ -172,7 +172,7 @@ def profile_marked(device, variant, phases, spec, receipt, bench, attribution, o
         log.info("keep   %s (profiled earlier)", out)
         return entries
     device.verify(engine_files(record, receipt))
-    argv, env = command[0], {**spec.get("env", {}), **command[1]}
+    argv, env = command[0], process_env(spec, command[1], receipt)
     libraries = kind.profiled_libraries(record, built_dir, device)
     print(f"{device.name}: profiling {variant} ({', '.join(phases)}: one process)", flush=True)
     timeout = bench["timeout_s"] * TIMEOUT_FACTOR * 2  # every phase twice: warmed up, profiled
@@ -279,4 +279,4 @@ def profiled_command(device, spec: dict, receipt: dict, bench: dict) -> tuple[li
     argv, env = command or engine.bench_command(
         device, engine.model_path(receipt), spec["runtime"], bench, out
     )
-    return argv, {**spec.get("env", {}), **env}
+    return argv, process_env(spec, env, receipt)

@@ -142,10 +142,21 @@ def index_entry(inv: Invocation, path: Path) -> dict:
     }
 
 
+def mask_of(receipt: dict) -> dict:
+    """What a variant that hides SME adds to its measurement's identity: the mask it preloads."""
+    if "sme_mask" not in receipt:
+        raise ValueError(f"the push to device {receipt['device']} staged no SME mask")
+    return {"hide_sme": True, "sme_mask_sha256": receipt["sme_mask"]["sha256"]}
+
+
 def variant_specs(
-    variants: dict[str, Variant], engines: dict[str, EngineRecord], manifest_sha256: str
+    variants: dict[str, Variant],
+    engines: dict[str, EngineRecord],
+    manifest_sha256: str,
+    receipt: dict,
 ) -> dict:
-    """What identifies each variant's measurement: engine (with file hashes), runtime, model.
+    """What identifies each variant's measurement: engine (with file hashes), runtime, model,
+    and for a variant that hides SME the SME mask's sha256 (from the push's receipt).
 
     An engine that runs through the Python runner depends on it too (it holds the timing
     loop), so its hash is part of the measurement: a changed runner measures everything again.
@@ -167,6 +178,7 @@ def variant_specs(
             "env": variant.env,
             "model_manifest_sha256": manifest_sha256,
             **runner(engines[variant.engine]),
+            **(mask_of(receipt) if variant.hide_sme else {}),
         }
         for name, variant in variants.items()
     }

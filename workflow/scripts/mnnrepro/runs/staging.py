@@ -12,6 +12,7 @@ from mnnrepro.devices.base import Device
 from mnnrepro.engines.registry import RUNNER, RUNNER_MODULES, EngineRecord
 from mnnrepro.files import sha256_file
 from mnnrepro.models.formats import FORMATS
+from mnnrepro.toolchain.tools import MASK_LIBRARY
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +23,10 @@ def push_receipt(
     model: str,
     engine_dirs: dict[str, str] | None = None,
     tool_dirs: dict[str, str] | None = None,
+    mask_dir: str | None = None,
 ) -> dict:
-    """Stage the runner, built engines (each with its gate tool) and the model in every format
+    """Stage the runner, built engines (each with its gate tool), the SME mask where a variant
+    hides SME (mask_dir: its build for the device's platform) and the model in every format
     the engines read (format -> its directory), and say where each one is and what moved: a
     second push of unchanged files is 0 B. A built engine is staged under its key
     (results/engines/<key>/bin), so two definitions of one engine name never share a device
@@ -39,6 +42,7 @@ def push_receipt(
         **stage_runner(device),
         "engines": staged(engine_dirs, ""),
         "gate_tools": staged(tool_dirs, "-gate-tool"),
+        **stage_mask(device, mask_dir),
         **stage_models(device, model_dirs, model),
     }
     log.info(
@@ -67,6 +71,30 @@ def stage_runner(device: Device) -> dict:
         "runner": device.stage(RUNNER, folder),
         "runner_modules": {name: device.stage(p, folder) for name, p in RUNNER_MODULES.items()},
     }
+
+
+def stage_mask(device: Device, mask_dir: str | None) -> dict:
+    """The SME mask (toolchain/sme_mask), where a variant hides SME: where its library is on the
+    device and its sha256, which the measurements of the variants that preload it carry."""
+    if mask_dir is None:
+        return {}
+    folder = device.stage(mask_dir, "tools/sme-mask")
+    library = Path(mask_dir, MASK_LIBRARY)
+    return {"sme_mask": {"device_path": f"{folder}/{MASK_LIBRARY}", "sha256": sha256_file(library)}}
+
+
+def process_env(spec: dict, own: dict, receipt: dict) -> dict:
+    """The environment of one variant's process: the variant's env (spec: its variant_specs
+    entry, or its config) under the engine's own (own), with the SME mask preloaded where the
+    variant hides SME (LD_PRELOAD, a name the config's env may not set)."""
+    env = {**spec.get("env", {}), **own}
+    if not spec.get("hide_sme"):
+        return env
+    if "sme_mask" not in receipt:
+        raise ValueError(
+            f"the push to device {receipt['device']} staged no SME mask, but a variant hides SME"
+        )
+    return {**env, "LD_PRELOAD": receipt["sme_mask"]["device_path"]}
 
 
 def stage_models(device: Device, model_dirs: dict[str, str], model: str) -> dict:

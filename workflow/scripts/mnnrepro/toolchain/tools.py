@@ -2,7 +2,8 @@
 sources in the kind's package, engines/<kind>/gate_tool/, built against the engine's headers and
 libraries with the gate code every tool includes, gate_common/), the memory-bandwidth probe of
 the decode ceiling (bandwidth_probe/bandwidth_probe.c; for the prebuilt engine, which runs on
-this host, with the host's compiler)."""
+this host, with the host's compiler); and, per device platform, the SME mask a variant with
+`hide_sme` preloads (sme_mask/sme_mask.c)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from mnnrepro.toolchain.cmake import compiler, configure_command, platform_args,
 
 GATE_COMMON = Path(__file__).with_name("gate_common")  # what every kind's gate tool includes
 PROBE_SOURCE = Path(__file__).with_name("bandwidth_probe")
+MASK_SOURCE = Path(__file__).with_name("sme_mask")
+MASK_LIBRARY = "libsme_mask.so"  # what the mask's build makes, preloaded by its variants
 
 
 def build_tool(
@@ -33,9 +36,10 @@ def build_tool(
     also: tuple[str, ...] = (),
 ) -> dict:
     """Configure and build the CMake project at source for the platform of the engine that
-    record describes (a prebuilt engine: this host) with that engine's toolchain arguments,
-    and copy its program `name` (and the programs `also` names) to out_dir. shared: a directory
-    of sources it includes (its files are recorded with the tool's own)."""
+    record describes (a prebuilt engine: this host; the mask: a device's platform and NDK) with
+    that platform's toolchain arguments, and copy its program `name` (and the programs `also`
+    names) to out_dir. shared: a directory of sources it includes (its files are recorded with
+    the tool's own)."""
     ndk = (record.get("ndk") or {}).get("path")
     if shared is not None:  # where its CMakeLists finds the shared code (-DGATE_COMMON)
         cache = {**cache, "GATE_COMMON": str(shared.resolve())}
@@ -51,7 +55,7 @@ def build_tool(
     return {
         "tool": name,
         **({"also": list(also)} if also else {}),
-        "engine": record["engine"],
+        **({"engine": record["engine"]} if "engine" in record else {}),
         "platform": record.get("platform", "host"),
         "source_sha256": {
             p.name: sha256_file(p)
@@ -115,3 +119,11 @@ def build_bandwidth_probe(record: dict, build_dir: str, out_dir: str, log_file) 
     return build_tool(
         PROBE_SOURCE, "bandwidth_probe", record, {}, build_dir, out_dir, log_file, language="C"
     )
+
+
+def build_sme_mask(platform: str, ndk: dict | None, build_dir: str, out_dir: str, log_file):
+    """Build the SME mask (MASK_LIBRARY) for a device platform: Debian's cross compiler for
+    linux-arm64, the pinned NDK (its receipt, ndk) for android-arm64, this host's compiler for
+    the host (where it hides nothing: no SME off arm64)."""
+    record = {"platform": platform, "ndk": ndk}
+    return build_tool(MASK_SOURCE, MASK_LIBRARY, record, {}, build_dir, out_dir, log_file, "C")
