@@ -742,10 +742,11 @@ def without_replay_section(replayed: Path) -> str:
     return text.replace(section, "", 1)
 
 
-def pair_mode(treatment: dict, facts: dict, policy: str = "fail") -> str:
+def pair_mode(treatment, facts: dict, policy: str = "fail") -> str:
     """The mode of a pair whose treatment runs the engine record `treatment` on a device."""
     from mnnrepro.engines.pairs import Pair
     from mnnrepro.engines.registry import EngineRecord
 
-    pair = Pair("comparison", "off", "on", "baseline-engine", treatment["engine"], policy)
-    return pair.mode_on({treatment["engine"]: EngineRecord.of(treatment)}, facts)
+    record = EngineRecord.of(treatment)
+    pair = Pair("comparison", "off", "on", "baseline-engine", record.name, policy)
+    return pair.mode_on({record.name: record}, facts)

@@ -204,11 +204,11 @@ def test_each_engine_answers_a_short_prompt_and_prints_its_feature_line(
         (answer,) = answers["answers"]
         assert len(answer["tokens"]) == 4, answer
         lines = answers["engine"]
-        print(f"{record['engine']}: {lines.get('device_supports')}; {lines.get('cpu_target')}")
+        print(f"{record.name}: {lines.get('device_supports')}; {lines.get('cpu_target')}")
         features = supported_features(lines.get("device_supports", ""))
         expected = engine_must_have_sme2(request, real_phone)
         assert features.get("sme2") is expected, (
             f"the engine says {lines.get('device_supports')!r}; expected sme2: {int(expected)}"
         )
-        if record.get("flags", {}).get("MNN_PIPELINE_PROFILE"):
+        if record.as_written.get("flags", {}).get("MNN_PIPELINE_PROFILE"):
             assert "sme2=0" in lines["cpu_target"]  # the run-time mask took

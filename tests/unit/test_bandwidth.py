@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from mnnrepro.devices.local import LocalDevice
+from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.runs.bandwidth import (
     ProbeError,
     measure_bandwidth,
@@ -31,7 +32,7 @@ QUIET = {"max_other_load": None}
 def host_probe(tmp_path_factory):
     work = tmp_path_factory.mktemp("probe")
     record = build_bandwidth_probe(
-        {"engine": "mnn-pypi", "kind": "prebuilt"},
+        EngineRecord.of({"engine": "mnn-pypi", "kind": "prebuilt"}),
         str(work / "build"),
         str(work / "out"),
         io.StringIO(),
@@ -87,7 +88,7 @@ def test_probe_refuses_bad_arguments(host_probe):
 @pytest.mark.slow
 def test_probe_for_a_linux_arm64_engine_is_cross_compiled(tmp_path):
     record = build_bandwidth_probe(
-        {"engine": "sme2-on", "kind": "build", "platform": "linux-arm64"},
+        EngineRecord.of({"engine": "sme2-on", "kind": "build", "platform": "linux-arm64"}),
         str(tmp_path / "build"),
         str(tmp_path / "out"),
         io.StringIO(),

@@ -12,7 +12,7 @@ from snakemake.utils import update_config
 
 from mnnrepro.config import ConfigError, check_schema
 from mnnrepro.design import variants_of
-from mnnrepro.engines.registry import kind_of_spec
+from mnnrepro.engines.registry import EngineRecord, kind_of_spec
 from mnnrepro.plan.checks import check
 from mnnrepro.plan.overview import downloads
 from mnnrepro.plan.plan import plan_of
@@ -410,15 +410,12 @@ def test_mnns_sme2_settings_are_refused_where_no_engine_reads_them(root):
     ):
         check(cfg)
     variants = {"one": {"engine": "old", "runtime": {"cpu_sme_core_num": 1}}}
-    old = {"engine": "old", "version": "3.2.5", "reads_settings": ["cpu_sme2_neon_division_ratio"]}
-    (problem,) = unread_settings(variants_of(variants), {"old": old})
+    old = {"engine": "old", "kind": "build", "version": "3.2.5"}
+    reads = {"reads_settings": ["cpu_sme2_neon_division_ratio"]}
+    (problem,) = unread_settings(variants_of(variants), {"old": EngineRecord.of({**old, **reads})})
     assert problem.startswith("config key `variants.one.runtime.cpu_sme_core_num`: engine old")
-    assert (
-        unread_settings(
-            variants_of(variants), {"old": {**old, "reads_settings": ["cpu_sme_core_num"]}}
-        )
-        == []
-    )
+    reads = {"reads_settings": ["cpu_sme_core_num"]}
+    assert unread_settings(variants_of(variants), {"old": EngineRecord.of({**old, **reads})}) == []
 
 
 def test_every_runtime_key_an_engine_kind_does_not_read_is_refused_when_the_plan_is_made(root):

@@ -15,7 +15,7 @@ from mnnrepro.engines.llamacpp.kind import LlamaCppEngine
 from mnnrepro.engines.mnn_source.kind import BuiltEngine
 from mnnrepro.engines.mnn_wheel.kind import PrebuiltEngine
 from mnnrepro.engines.ort_genai.kind import OrtGenaiEngine
-from mnnrepro.engines.registry import KINDS, kind_of_record, kind_of_spec
+from mnnrepro.engines.registry import KINDS, EngineRecord, kind_of_record, kind_of_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "workflow" / "scripts" / "mnnrepro"
@@ -54,17 +54,19 @@ def test_a_config_entry_and_a_record_find_their_kind_and_nothing_else():
 
 def test_sme2_questions_are_the_kinds():
     """A prebuilt wheel has no kernels of ours to check; a build for x86 cannot have SME2."""
-    wheel = {"kind": "prebuilt", "files": []}
-    arm = {"kind": "build", "target_arch": "aarch64", "files": []}
-    x86 = {"kind": "build", "target_arch": "x86_64", "files": []}
+    wheel = EngineRecord.of({"kind": "prebuilt", "files": []})
+    arm = EngineRecord.of({"kind": "build", "target_arch": "aarch64", "files": []})
+    x86 = EngineRecord.of({"kind": "build", "target_arch": "x86_64", "files": []})
     assert not PrebuiltEngine.carries_sme2_kernels(wheel)
     assert not PrebuiltEngine.sme2_impossible(wheel)
     assert BuiltEngine.carries_sme2_kernels(arm) and not BuiltEngine.sme2_impossible(arm)
     assert BuiltEngine.sme2_impossible(x86)
     # ONNX Runtime's wheels: SME2 exists where their library's kernel tables name SME2 kernels
     # (the aarch64 wheel's), and cannot where they name none (the x86-64 wheel has no KleidiAI)
-    ort_arm = {"kind": "ort-genai", "library": {"sme2_kernels": ["kai_run_x_sme2_mopa"]}}
-    ort_x86 = {"kind": "ort-genai", "library": {"sme2_kernels": []}}
+    ort_arm = EngineRecord.of(
+        {"kind": "ort-genai", "library": {"sme2_kernels": ["kai_run_x_sme2_mopa"]}}
+    )
+    ort_x86 = EngineRecord.of({"kind": "ort-genai", "library": {"sme2_kernels": []}})
     assert OrtGenaiEngine.needs_sme2(ort_arm) and not OrtGenaiEngine.sme2_impossible(ort_arm)
     assert OrtGenaiEngine.sme2_impossible(ort_x86) and not OrtGenaiEngine.needs_sme2(ort_x86)
     # a profile names each SME2 kernel's run function and its assembly body (devices/stripped)
@@ -93,14 +95,18 @@ def test_onnx_runtimes_c_api_runner_is_its_engines_choice_and_its_output_is_chec
     c_api = {"ort_genai": {"platform": "host", "runner": "c-api"}}
     python = {"ort_genai": {"platform": "host"}}
     assert OrtGenaiEngine.builds_gate_tool(c_api) and not OrtGenaiEngine.builds_gate_tool(python)
-    assert not OrtGenaiEngine.through_runner({"kind": "ort-genai", "runner": "c-api"})
-    assert OrtGenaiEngine.through_runner({"kind": "ort-genai"})  # records from before: python
+    assert not OrtGenaiEngine.through_runner(
+        EngineRecord.of({"kind": "ort-genai", "runner": "c-api"})
+    )
+    # records from before: python
+    assert OrtGenaiEngine.through_runner(EngineRecord.of({"kind": "ort-genai"}))
     assert LlamaCppEngine.builds_gate_tool({}) and not PrebuiltEngine.builds_gate_tool({})
     # a measurement through the C API tool is valid for the tool's sources; one through the
     # Python runner keeps the identity it had before the tool existed
     record = {"kind": "ort-genai", "platform": "host", "wheels": [], "files": []}
-    assert "runner" not in OrtGenaiEngine.identity(record)
-    tool = OrtGenaiEngine.identity({**record, "runner": "c-api"})["tool_sources"]
+    assert "runner" not in OrtGenaiEngine.identity(EngineRecord.of(record))
+    c_api_record = EngineRecord.of({**record, "runner": "c-api"})
+    tool = OrtGenaiEngine.identity(c_api_record)["tool_sources"]
     assert {"ort_genai_tool.cpp", "oga_api.h", "gate_output.hpp"} <= set(tool)
     runtime = {"thread_num": 2, "session_options": {"mlas.disable_kleidiai": "1"}}
     options = {"intra_op_num_threads": 2, "mlas.disable_kleidiai": "1"}
@@ -261,6 +267,18 @@ def test_no_module_outside_the_device_kinds_tests_a_device_kinds_name():
     pattern = rf"""["']{names}["']\s*(==|!=|in\b|not in\b)|(==|!=)\s*["']{names}["']"""
     allowed = {PACKAGE / "devices" / n for n in ("kinds.py", "factory.py", "userland.py")}
     assert spelled_outside(pattern, allowed.__contains__) == []
+
+
+def test_an_engine_record_is_read_by_its_fields_outside_the_kinds():
+    """What a kind wrote in its record beyond the fields every stage reads (EngineRecord's
+    name, version, platform, target_arch, files, compiler, ndk) is its own: only engines/ reads
+    `as_written`, and files.plain writes it back. A record is no mapping to index either
+    (tests/unit/test_design.py)."""
+
+    def allowed(path):
+        return path == PACKAGE / "files.py" or path.is_relative_to(PACKAGE / "engines")
+
+    assert spelled_outside(r"\.as_written\b", allowed) == []
 
 
 def test_no_module_tests_a_model_format_or_source_tree_by_name():

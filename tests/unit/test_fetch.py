@@ -12,6 +12,7 @@ import zipfile
 
 import pytest
 
+from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.fetch import FetchError, download
 from mnnrepro.toolchain.ndk import provide_ndk
 from mnnrepro.unpack import safe_extract_zip
@@ -401,7 +402,9 @@ def test_a_phones_ort_libraries_come_from_pinned_aars_and_its_builder_from_the_s
     assert record["builder"]["version"] == "0.15.2"
     assert record["library"]["path"] == "lib/libonnxruntime.so"
     assert record["library"]["sme2_kernels"] == ["kai_run_matmul_x_sme2_mopa"]
-    assert genai_library(record) == "lib/libonnxruntime-genai.so"
+    assert genai_library(EngineRecord.of({"kind": "ort-genai", **record})) == (
+        "lib/libonnxruntime-genai.so"
+    )
     # the rule's record (fetch_ort_genai.py adds these) is one the records schema accepts
     check_record({"kind": "ort-genai", "engine": "ort", **record}, "engine", "wheels.json")
     files = sorted(f["path"] for f in record["files"])

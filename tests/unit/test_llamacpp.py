@@ -73,7 +73,9 @@ def test_kleidiai_says_whether_it_chose_sme(captures):
 
 
 def test_the_bench_command_asks_for_what_the_parser_checks():
-    engine = LlamaCppEngine({"engine": "llama"}, {"engines": {"llama": "/d/e"}})
+    engine = LlamaCppEngine(
+        EngineRecord.of({"engine": "llama", "kind": "llamacpp"}), {"engines": {"llama": "/d/e"}}
+    )
     argv, env = engine.bench_command(
         None,
         "/d/m/model.gguf",

@@ -10,6 +10,7 @@ import pytest
 from mnnrepro.config import with_runtime_defaults
 from mnnrepro.engines.base import GreedyAsk
 from mnnrepro.engines.mnn_source import llmbench
+from mnnrepro.engines.registry import EngineRecord
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llm_bench"
 PAIRS = sorted(p.name.removesuffix(".stdout.txt") for p in DATA.glob("llm_bench_*.stdout.txt"))
@@ -111,7 +112,7 @@ def test_built_engine_command_sets_its_own_library_path():
     from mnnrepro.engines.mnn_source.kind import BuiltEngine
 
     engine = BuiltEngine(
-        {"engine": "sme2-on", "kind": "build"},
+        EngineRecord.of({"engine": "sme2-on", "kind": "build"}),
         {"engines": {"sme2-on": "/data/local/tmp/mnn-repro/engines/sme2-on"}},
     )
 
@@ -136,7 +137,9 @@ def test_built_engine_reads_a_real_capture(tmp_path):
     out = tmp_path / "out.json"
     out.write_text((DATA / "llm_bench_q06kv361.json").read_text())
     stdout = (DATA / "llm_bench_q06kv361.stdout.txt").read_text()
-    engine = BuiltEngine({"engine": "e", "kind": "build", "version": "x"}, {"engines": {"e": "/e"}})
+    engine = BuiltEngine(
+        EngineRecord.of({"engine": "e", "kind": "build", "version": "x"}), {"engines": {"e": "/e"}}
+    )
     device = LocalDevice("host")
     payload = engine.read_bench(device, CommandResult([], 0, stdout, "", 1.0), str(out))
     device.close()
@@ -183,7 +186,7 @@ def test_the_gate_the_benchmark_and_the_vision_tool_of_a_built_engine_get_identi
         "gate_tools": {"e": str(tool_dir)},
         "model_config": str(model / "config.json"),
     }
-    engine = BuiltEngine({"engine": "e", "kind": "build"}, receipt)
+    engine = BuiltEngine(EngineRecord.of({"engine": "e", "kind": "build"}), receipt)
     device = LocalDevice("host")
     try:
         engine.greedy(device, receipt, GreedyAsk(runtime, ["hi"], 1, 60, prompt_tokens=512))
@@ -229,7 +232,9 @@ def test_mnns_sme2_settings_reach_llm_bench_and_the_gate_alike():
     the gate's config spells out."""
     from mnnrepro.engines.mnn_source.kind import BuiltEngine, llm_bench_config
 
-    engine = BuiltEngine({"engine": "on", "kind": "build"}, {"engines": {"on": "/e"}})
+    engine = BuiltEngine(
+        EngineRecord.of({"engine": "on", "kind": "build"}), {"engines": {"on": "/e"}}
+    )
     bench = {"prompt_tokens": 64, "generate_tokens": 8}
     runtime = with_runtime_defaults(
         {"thread_num": 4, "cpu_sme_core_num": 1, "cpu_sme2_neon_division_ratio": 49}

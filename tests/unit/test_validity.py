@@ -67,7 +67,7 @@ def test_kernel_checks_static_and_runtime():
     )
     assert [c["passed"] for c in good] == [True, True]
     # the "ON" build came out without SME2 kernels, and the device line says sme2: 0
-    broken = {"sme2-on": EngineRecord.of({**OFF, "engine": "sme2-on"}), "sme2-off": OFF}
+    broken = {"sme2-on": EngineRecord.of({**OFF.as_written, "engine": "sme2-on"}), "sme2-off": OFF}
     swapped = kernel_checks(
         greedy("The device supports: sme2: 0"),
         ("off", "on"),
@@ -205,7 +205,7 @@ X86_FILES = [{"path": "llm_bench", "sha256": "a" * 64}]
 HOST_ON = EngineRecord.of(
     {"engine": "sme2-on", "kind": "build", "target_arch": "x86_64", "files": X86_FILES}
 )
-HOST_OFF = EngineRecord.of({**HOST_ON, "engine": "sme2-off"})
+HOST_OFF = EngineRecord.of({**HOST_ON.as_written, "engine": "sme2-off"})
 X86_HOST = {"device": "host", "sme2": False, "cpu_features": ["avx2"]}
 
 
@@ -256,7 +256,9 @@ def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
 def test_x86_builds_that_are_not_byte_identical_fail_the_equality_check():
     """On x86 MNN_SME2 changes nothing: two builds whose files differ differ in something else
     (a flag, a compiler), which the pair would then measure as if it were SME2."""
-    other = EngineRecord.of({**HOST_OFF, "files": [{"path": "llm_bench", "sha256": "b" * 64}]})
+    other = EngineRecord.of(
+        {**HOST_OFF.as_written, "files": [{"path": "llm_bench", "sha256": "b" * 64}]}
+    )
     (absent,) = kernel_checks(
         greedy("The device supports: sme2: 0"),
         ("off", "on"),

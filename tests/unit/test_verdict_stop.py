@@ -106,7 +106,9 @@ def test_each_row_is_settled_by_the_thresholds_of_its_own_verdict():
     assert phone["off/on prefill>decode"] == [1.0]  # the mechanism check
     old = thresholds(DESIGN, engines, {"device": "p", "sme2": False})
     assert old["off/on prefill"] == pytest.approx([0.9])  # the fallback check's floor
-    host = EngineRecord.of({**ON, "target_arch": "x86_64", "sme2": {"sme2_kernel_count": 0}})
+    host = EngineRecord.of(
+        {**ON.as_written, "target_arch": "x86_64", "sme2": {"sme2_kernel_count": 0}}
+    )
     equal = thresholds(DESIGN, {"sme2-on": host, "sme2-off": OFF}, {"device": "h"})
     assert equal["off/on decode"] == pytest.approx([0.9, 1.1])  # the equality band
     unclaimed = thresholds(

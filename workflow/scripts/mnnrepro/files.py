@@ -49,10 +49,12 @@ def file_table(root: str | os.PathLike) -> list[dict]:
 
 
 def plain(value):
-    """JSON's default for a read-only record type (a Mapping, e.g. engines.registry's
-    EngineRecord): written as the mapping it holds."""
+    """JSON's default for a record type: a read-only Mapping, or a value that keeps what was
+    written (`as_written`, e.g. engines.registry's EngineRecord), written as that mapping."""
     if isinstance(value, Mapping):
         return dict(value)
+    if isinstance(getattr(value, "as_written", None), Mapping):
+        return dict(value.as_written)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 

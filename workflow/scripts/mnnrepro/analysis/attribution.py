@@ -165,7 +165,7 @@ def execution_checks(
     leaked = [k for k, v in counts if k.startswith(f"{base_variant} ") and v["count"]]
     if pair.masked and leaked:  # the stack learns about SME another way than getauxval
         ran["evidence"] += (
-            f"; engine {treat['engine']} ({kind.kind}) ran SME2 kernels under the SME mask "
+            f"; engine {treat.name} ({kind.kind}) ran SME2 kernels under the SME mask "
             f"({', '.join(leaked)}): the mask does not hide SME from it"
         )
     checks.append(ran)

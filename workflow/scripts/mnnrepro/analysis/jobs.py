@@ -111,6 +111,7 @@ def write_report(job, replay: list[str]) -> None:
     (archive.replay_check.replay_section), else empty."""
     # per job: each job imports its own stage's modules (0.2-0.4 s each if all)
     from mnnrepro.analysis.report import markdown
+    from mnnrepro.engines.records import engine_records
 
     given = job.input
 
@@ -121,7 +122,7 @@ def write_report(job, replay: list[str]) -> None:
         read_chained_table(given.table, given.document),
         read_record(given.document, "summary"),
         records_of(given.facts, "device_facts", lambda d: d["device"]),
-        records_of(given.engines, "engine", lambda e: e["engine"]),
+        engine_records(given.engines),
         records_of(given.manifests, "model_manifest", lambda m: m["model"]),
         [
             read_table(p, [], "delete it to check the emulated devices again")

@@ -27,20 +27,20 @@ def switch_checks(
             "name": f"SME kernels switched off in {base_variant} only "
             f"(same binary as {treat_variant})",
             "pair": list(pair),
-            "passed": base["engine"] == treat["engine"]
+            "passed": base.name == treat.name
             and env[base_variant] == kind.switch_off
             and env[treat_variant] in (None, ""),
-            "evidence": f"engines {base['engine']} / {treat['engine']}; {kind.sme_switch}: "
+            "evidence": f"engines {base.name} / {treat.name}; {kind.sme_switch}: "
             f"{base_variant}={env[base_variant]!r}, {treat_variant}={env[treat_variant]!r} "
             f"(it turns off {kind.switch_turns_off})",
             "details": {"env": env},
         },
         {
-            "name": f"KleidiAI SME kernels in the build ({treat.get('target_arch')})",
+            "name": f"KleidiAI SME kernels in the build ({treat.target_arch})",
             "pair": list(pair),
             # none can exist off arm64: both variants then run the same code (equality)
             "passed": count == 0 if impossible else count > 0,
-            "evidence": f"{treat['engine']}: {count} KleidiAI {kind.sme_kernels_are}; "
+            "evidence": f"{treat.name}: {count} KleidiAI {kind.sme_kernels_are}; "
             f"expectation: {expected}",
             "details": {"kleidiai_sme_function_count": count},
         },
@@ -80,24 +80,24 @@ def mask_checks(
         {
             "name": f"SME hidden from {base_variant} only (same binary as {treat_variant})",
             "pair": list(pair),
-            "passed": base["engine"] == treat["engine"]
+            "passed": base.name == treat.name
             and hidden[base_variant]
             and not hidden[treat_variant],
-            "evidence": f"engines {base['engine']} / {treat['engine']}; hide_sme: "
+            "evidence": f"engines {base.name} / {treat.name}; hide_sme: "
             f"{base_variant}={hidden[base_variant]}, {treat_variant}={hidden[treat_variant]} "
             "(the SME mask preloaded: getauxval without SME)",
             "details": {"hide_sme": hidden},
         }
     ]
     if kind.sme_switch or kind.carries_sme2_kernels(treat):
-        count = kind.sme_kernel_count(treat) or treat.get("sme2", {}).get("sme2_kernel_count", 0)
+        count = kind.sme_kernel_count(treat)
         impossible = kind.sme2_impossible(treat)
         checks.append(
             {
-                "name": f"SME kernels for the mask to hide ({treat.get('target_arch')} build)",
+                "name": f"SME kernels for the mask to hide ({treat.target_arch} build)",
                 "pair": list(pair),
                 "passed": count == 0 if impossible else count > 0,
-                "evidence": f"{treat['engine']}: {count} {kind.sme_kernels_are}; expectation: "
+                "evidence": f"{treat.name}: {count} {kind.sme_kernels_are}; expectation: "
                 + ("none (no SME2 on this architecture)" if impossible else "some"),
                 "details": {"sme_kernel_count": count},
             }

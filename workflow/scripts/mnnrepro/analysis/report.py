@@ -15,7 +15,6 @@ from mnnrepro.analysis.vision import vision_section
 from mnnrepro.config import is_full_commit
 from mnnrepro.design import Design
 from mnnrepro.repetitions import Repetitions
-from mnnrepro.toolchain.source import release_text
 
 
 def header_section(document: dict) -> list[str]:
@@ -269,10 +268,9 @@ def model_pin(manifest: dict) -> str:
 def provenance_section(facts: dict, engines: dict, models: dict) -> list[str]:
     out = ["", "## Provenance", ""]
     for name, engine in sorted(engines.items()):
-        built_from = f", source {release_text(engine['source'])}" if "source" in engine else ""
         out.append(
-            f"- engine `{name}`: {engine['kind']} {engine['pin']}{built_from} "
-            f"({len(engine['files'])} files hashed)"
+            f"- engine `{name}`: {engine.kind.provenance(engine)} "
+            f"({len(engine.files)} files hashed)"
         )
     for name, manifest in sorted(models.items()):
         total = sum(f["size"] for f in manifest["files"])

@@ -64,14 +64,10 @@ def runtime_features_check(greedy: dict, pair: tuple[str, str]) -> dict:
     }
 
 
-def _sme2_count(record: dict) -> int:
-    return record.get("sme2", {}).get("sme2_kernel_count", 0)
-
-
 def differing_files(a: dict, b: dict) -> list[str]:
     """Artifacts whose content differs between two engine records (by sha256)."""
-    left = {f["path"]: f["sha256"] for f in a.get("files", [])}
-    right = {f["path"]: f["sha256"] for f in b.get("files", [])}
+    left = {f["path"]: f["sha256"] for f in a.files}
+    right = {f["path"]: f["sha256"] for f in b.files}
     return sorted(p for p in left.keys() | right.keys() if left.get(p) != right.get(p))
 
 
@@ -117,34 +113,25 @@ def static_kernel_checks(greedy, pair, base: dict, treat: dict, variants: dict):
     """What the builds hold: the baseline masked at run time (one binary), no SME2 on either
     (an architecture without it: the checks end there, True), or SME2 kernels in the treatment
     only. Returns (checks, whether they are all there is to check)."""
-    base_variant, treat_variant = pair
-    count = {"treatment": _sme2_count(treat), "baseline": _sme2_count(base)}
+    count = {
+        "treatment": treat.kind.sme_kernel_count(treat),
+        "baseline": base.kind.sme_kernel_count(base),
+    }
     checks = []
-    if base["engine"] == treat["engine"]:
-        line = greedy[base_variant]["engine"].get("cpu_target", "")
-        checks.append(
-            {
-                "name": f"SME2 masked at run time in {base_variant} "
-                f"(same binary as {treat_variant})",
-                "pair": list(pair),
-                "passed": "sme2=0" in line,
-                "evidence": f"{base_variant} printed {line or 'no MNN_CPU_TARGET line'!r} "
-                "(needs an MNN_PIPELINE_PROFILE build and env MNN_CPU_TARGET < 3)",
-                "details": {"line": line, "env": variants[base_variant].env},
-            }
-        )
+    if base.name == treat.name:
+        checks.append(cpu_target_check(greedy, pair, variants))
     elif treat.kind.sme2_impossible(treat):
         differ = differing_files(base, treat)
         same = "are byte-identical" if not differ else f"differ in {differ}"
         checks.append(
             {
-                "name": f"SME2 absent on {treat.get('target_arch')} (both builds, same code)",
+                "name": f"SME2 absent on {treat.target_arch} (both builds, same code)",
                 "pair": list(pair),
                 # the two builds must be the same bytes: MNN_SME2 on x86 changes nothing, so a
                 # difference means the builds differ in something else the pair would measure
                 "passed": count["treatment"] == 0 and count["baseline"] == 0 and not differ,
-                "evidence": f"MNN_SME2 builds SME2 kernels for arm64 only; {treat['engine']}: "
-                f"{count['treatment']}, {base['engine']}: {count['baseline']} SME2 kernels; "
+                "evidence": f"MNN_SME2 builds SME2 kernels for arm64 only; {treat.name}: "
+                f"{count['treatment']}, {base.name}: {count['baseline']} SME2 kernels; "
                 f"their artifacts {same}; expectation: no difference",
                 "details": {**count, "differing_files": differ},
             }
@@ -156,13 +143,28 @@ def static_kernel_checks(greedy, pair, base: dict, treat: dict, variants: dict):
                 "name": "SME2 kernels in the builds (static)",
                 "pair": list(pair),
                 "passed": count["treatment"] > 0 and count["baseline"] == 0,
-                "evidence": f"treatment {treat['engine']}: {count['treatment']} MNN SME2 kernels "
+                "evidence": f"treatment {treat.name}: {count['treatment']} MNN SME2 kernels "
                 f"(SME2-named functions that execute SME instructions); baseline "
-                f"{base['engine']}: {count['baseline']}",
+                f"{base.name}: {count['baseline']}",
                 "details": count,
             }
         )
     return checks, False
+
+
+def cpu_target_check(greedy: dict, pair: tuple[str, str], variants: dict) -> dict:
+    """One MNN binary, SME2 masked at run time in the baseline by MNN_CPU_TARGET, which it
+    must confirm (`sme2=0`)."""
+    base_variant, treat_variant = pair
+    line = greedy[base_variant]["engine"].get("cpu_target", "")
+    return {
+        "name": f"SME2 masked at run time in {base_variant} (same binary as {treat_variant})",
+        "pair": list(pair),
+        "passed": "sme2=0" in line,
+        "evidence": f"{base_variant} printed {line or 'no MNN_CPU_TARGET line'!r} "
+        "(needs an MNN_PIPELINE_PROFILE build and env MNN_CPU_TARGET < 3)",
+        "details": {"line": line, "env": variants[base_variant].env},
+    }
 
 
 def device_vector_length_bits(facts: dict) -> int | None:
@@ -195,7 +197,7 @@ def vector_length_check(
         evidence += f"; it declined SME2 here: {runtime_line!r}"
     return [
         {
-            "name": f"streaming vector length supported by {treat['engine']}'s SME2 kernels",
+            "name": f"streaming vector length supported by {treat.name}'s SME2 kernels",
             "pair": list(pair),
             "passed": bits in supported or declined,
             "evidence": evidence,

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from mnnrepro.archive.pack import verify_manifest
 from mnnrepro.config import load_yaml
-from mnnrepro.engines.registry import KINDS
+from mnnrepro.engines.registry import KINDS, EngineRecord
 from mnnrepro.errors import DataError
 from mnnrepro.models.formats import FORMATS
 from mnnrepro.records import read_record
@@ -121,9 +121,11 @@ def archived_engine_records(archive: str, root: Path, wanted: dict[str, str]) ->
     the ones the archive lacks."""
     found = {}
     for path in sorted((root / "results" / "engines").glob("*/*.json")):
-        record = read_record(path, "engine")
-        if path.name in ENGINE_RECORDS and record.get("engine") in wanted:
-            found[record["engine"]] = path
+        if path.name not in ENGINE_RECORDS:
+            continue
+        record = EngineRecord.of(read_record(path, "engine"))
+        if record.name in wanted:
+            found[record.name] = path
     missing = sorted(set(wanted) - set(found))
     if missing:
         raise DataError(archive, f"no archived record of engine(s) {missing}")

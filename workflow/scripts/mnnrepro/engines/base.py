@@ -203,8 +203,14 @@ class EngineKind:
 
     @classmethod
     def sme_kernel_count(cls, record: dict) -> int:
-        """A switched kind's SME kernels in its build (what the switch turns off)."""
+        """The SME kernels of the engine's own in its build: what its switch or the SME mask
+        turns off, and what MNN_SME2=ON adds (0: none the kind can count)."""
         return 0
+
+    @classmethod
+    def provenance(cls, record) -> str:
+        """What a report says the engine is: its kind and pin."""
+        return f"{cls.kind} {record.as_written.get('pin')}"
 
     @classmethod
     def carries_sme2_kernels(cls, record: dict) -> bool:

@@ -29,12 +29,12 @@ def supported_features(line: str) -> dict[str, bool]:
 def staged_files(record: dict, receipt: dict) -> dict[str, str]:
     """Device path -> sha256 of an engine's files staged under its key (a build's, or unpacked
     wheels: EngineKind.stages_files), where the push receipt put them."""
-    base = receipt["engines"][record["engine"]]
-    return {f"{base}/{f['path']}": f["sha256"] for f in record["files"]}
+    base = receipt["engines"][record.name]
+    return {f"{base}/{f['path']}": f["sha256"] for f in record.files}
 
 
 def files_of(record: dict) -> list[tuple[str, str]]:
-    return sorted((f["path"], f["sha256"]) for f in record["files"])
+    return sorted((f["path"], f["sha256"]) for f in record.files)
 
 
 class BenchError(ReproError, RuntimeError):

@@ -7,6 +7,7 @@ from pathlib import Path
 from mnnrepro.engines.base import EngineKind, GreedyAsk
 from mnnrepro.engines.device_io import files_of, staged_files, tool_answers
 from mnnrepro.toolchain.kernels import can_have_sme2
+from mnnrepro.toolchain.source import release_text
 from mnnrepro.toolchain.tools import GateTool, build_gate_tool
 
 
@@ -32,7 +33,11 @@ class BuiltFromSource(EngineKind):
 
     def __init__(self, record: dict, receipt: dict):
         self.record = record
-        self.dir = receipt["engines"][record["engine"]]
+        self.dir = receipt["engines"][record.name]
+
+    @classmethod
+    def provenance(cls, record) -> str:
+        return f"{super().provenance(record)}, source {release_text(record.as_written['source'])}"
 
     @classmethod
     def provide_source(cls, tree: dict, cache) -> dict:
@@ -44,11 +49,11 @@ class BuiltFromSource(EngineKind):
     def identity(cls, record: dict) -> dict:
         """What a kept measurement of this build stays valid for: what went into it (kind,
         platform, flags, commit, a dirty tree) and the files it made, not when it was built."""
-        source = record.get("source", {})
+        source = record.as_written.get("source", {})
         return {
             "kind": cls.kind,
-            "platform": record["platform"],
-            "flags": record.get("flags", {}),
+            "platform": record.platform,
+            "flags": record.as_written.get("flags", {}),
             "commit": source.get("commit"),
             "dirty": source.get("dirty", False),
             "files": files_of(record),
@@ -66,14 +71,14 @@ class BuiltFromSource(EngineKind):
 
     @classmethod
     def sme2_impossible(cls, record: dict) -> bool:
-        return not can_have_sme2(record)
+        return not can_have_sme2(record.target_arch)
 
     @classmethod
     def profiled_libraries(cls, record: dict, built_dir: str, device) -> dict[str, str]:
         # the files the workflow built (the device runs the same bytes, staged by hash)
         return {
             Path(f["path"]).name: str(Path(built_dir) / f["path"])
-            for f in record["files"]
+            for f in record.files
             if ".so" in Path(f["path"]).name
         }
 

@@ -86,7 +86,7 @@ class Pair:
         features = " ".join(facts.get("cpu_features", []))[:200]
         raise ValueError(
             f"device {facts['device']} has no sme2 (CPU features: {features} ...) but "
-            f"treatment engine {treatment['engine']} is built with SME2 kernels; set config "
+            f"treatment engine {treatment.name} is built with SME2 kernels; set config "
             "key `comparison.on_non_sme2_device: fallback-check` to run it as a fallback check "
             "(expectation: no regression)"
         )

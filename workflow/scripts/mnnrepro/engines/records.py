@@ -11,4 +11,4 @@ from mnnrepro.records import read_record
 def engine_records(paths) -> dict[str, EngineRecord]:
     """Engine name -> its record, for the engine records at paths (each checked as one)."""
     records = (EngineRecord.of(read_record(path, "engine")) for path in paths)
-    return {record["engine"]: record for record in records}
+    return {record.name: record for record in records}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,28 +56,54 @@ def kind_of_record(record: Mapping) -> type[EngineKind]:
 
 
 @dataclass(frozen=True, eq=False)
-class EngineRecord(Mapping):
-    """An engine record (engine.json / build.json) as read, its kind a field, looked up once
-    where it is read (EngineRecord.of; engines/records.engine_records); read-only as the
-    mapping it was written as, and written back as that mapping (files.plain)."""
+class EngineRecord:
+    """An engine record (engine.json / build.json) as read, its kind looked up once where it is
+    read (EngineRecord.of; engines/records.engine_records). What every stage reads of it is a
+    field here; the rest of what was written (`as_written`) is its kind's to read, in engines/,
+    and is what the record is written back as (files.plain)."""
 
     kind: type[EngineKind]
-    fields: Mapping
+    as_written: Mapping
 
     @classmethod
-    def of(cls, fields: Mapping) -> EngineRecord:
-        if isinstance(fields, EngineRecord):
-            return fields
-        return cls(kind_of_record(fields), fields)
+    def of(cls, written: Mapping) -> EngineRecord:
+        if isinstance(written, EngineRecord):
+            return written
+        return cls(kind_of_record(written), written)
 
-    def __getitem__(self, key):
-        return self.fields[key]
+    @property
+    def name(self) -> str:
+        """The engine's name (`engines.<name>`)."""
+        return self.as_written["engine"]
 
-    def __iter__(self) -> Iterator:
-        return iter(self.fields)
+    @property
+    def version(self) -> str | None:
+        return self.as_written.get("version")
 
-    def __len__(self) -> int:
-        return len(self.fields)
+    @property
+    def platform(self) -> str:
+        """What it is built or fetched for (`host`: this machine)."""
+        return self.as_written.get("platform", "host")
+
+    @property
+    def target_arch(self) -> str | None:
+        """The CPU architecture its code is for (aarch64, x86_64)."""
+        return self.as_written.get("target_arch")
+
+    @property
+    def files(self) -> list[dict]:
+        """Its files ({path, sha256, ...}) under results/engines/<key>/bin, where it has them."""
+        return self.as_written.get("files", [])
+
+    @property
+    def compiler(self) -> dict | None:
+        """A from-source engine's compiler (its version defines the build)."""
+        return self.as_written.get("compiler")
+
+    @property
+    def ndk(self) -> dict | None:
+        """The NDK an Android build used (its receipt)."""
+        return self.as_written.get("ndk")
 
 
 def kind_of_spec(spec: dict) -> type[EngineKind]:
@@ -108,12 +134,12 @@ def unread_settings(variants: dict[str, Variant], engines: dict[str, EngineRecor
     problems = []
     for name, variant in sorted(variants.items()):
         record = engines[variant.engine]
-        reads = record.get("reads_settings", [])
+        reads = record.as_written.get("reads_settings", [])
         for key in SME2_SETTINGS:
             if key in variant.runtime and key not in reads:
                 problems.append(
-                    f"config key `variants.{name}.runtime.{key}`: engine {record['engine']} "
-                    f"({record.get('version', 'unknown version')}) does not read it (its "
+                    f"config key `variants.{name}.runtime.{key}`: engine {record.name} "
+                    f"({record.version or 'unknown version'}) does not read it (its "
                     f"libraries hold no `{key}`)"
                 )
         problems += unread_session_options(name, variant, record)
@@ -129,13 +155,13 @@ def unread_session_options(name: str, variant: Variant, record: EngineRecord) ->
     KleidiAI's kernels and without the switch would leave them on in the baseline."""
     asked = variant.runtime.get("session_options", {})
     key = f"variants.{name}.runtime.session_options"
-    library = record.get("library", {})
+    library = record.as_written.get("library", {})
     held = library.get("session_options")
     if asked and held is None:
-        return [f"config key `{key}`: engine {record['engine']} ({record.kind.kind}) takes none"]
+        return [f"config key `{key}`: engine {record.name} ({record.kind.kind}) takes none"]
     nothing_to_switch = not library.get("kleidiai_kernels")
     return [
-        f"config key `{key}.{option}`: engine {record['engine']} ({record.get('version')}) "
+        f"config key `{key}.{option}`: engine {record.name} ({record.version}) "
         f"holds no such session option (ONNX Runtime would ignore it"
         + (", leaving KleidiAI's kernels on" if option == record.kind.sme_switch else "")
         + f"); its library holds "

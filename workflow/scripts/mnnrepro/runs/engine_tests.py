@@ -61,7 +61,7 @@ def without_suite(device_name: str, record: dict, reason: str) -> dict:
     """The record of an engine that has no suite to run: why, and no device asked."""
     return {
         "device": device_name,
-        "engine": record["engine"],
+        "engine": record.name,
         "suite": None,
         "tests": [],
         "no_suite": reason,
@@ -80,7 +80,7 @@ def run_engine_tests(
         tests.append(outcome_of(name, device.run(argv, settings["timeout_s"], env)))
     return {
         "device": device.name,
-        "engine": record["engine"],
+        "engine": record.name,
         "suite": suite,
         "tests": tests,
         "no_suite": None,

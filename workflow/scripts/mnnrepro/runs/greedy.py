@@ -30,7 +30,7 @@ def run_greedy(
     check_receipt(device, receipt)
     expected = engine_files(record, receipt)
     if tool:
-        base = receipt["gate_tools"][record["engine"]]
+        base = receipt["gate_tools"][record.name]
         expected.update({f"{base}/{f['path']}": f["sha256"] for f in tool["files"]})
     device.verify(expected)
     ask = GreedyAsk(

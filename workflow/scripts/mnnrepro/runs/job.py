@@ -55,11 +55,11 @@ class DeviceJob:
 
     def engines(self) -> dict[str, dict]:
         """Engine name -> its record."""
-        return {record["engine"]: record for record in self.records.values()}
+        return {record.name: record for record in self.records.values()}
 
     def built_dirs(self) -> dict[str, str]:
         """Engine name -> the directory of its built files (beside its record)."""
-        return {r["engine"]: str(Path(path).parent / "bin") for path, r in self.records.items()}
+        return {r.name: str(Path(path).parent / "bin") for path, r in self.records.items()}
 
     def manifest_sha256(self) -> str:
         return sha256_file(self.manifest)

@@ -247,7 +247,7 @@ def profile_fields(device, variant, phase, record, bench, libraries) -> dict:
         "device": device.name,
         "variant": variant,
         "phase": phase,
-        "engine": record["engine"],
+        "engine": record.name,
         "prompt_tokens": bench["prompt_tokens"],
         "generate_tokens": bench["generate_tokens"],
         "libraries": sorted(libraries),

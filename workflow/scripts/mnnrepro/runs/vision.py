@@ -60,7 +60,7 @@ def measured_vision(bench: dict, engine_record: dict) -> dict | None:
         return None
     measured = {"text": vision["text"], "images": [i["sha256"] for i in vision["images"]]}
     if kind.vision_tool:
-        tools = vision.get("tools", {}).get(engine_record["engine"], {})
+        tools = vision.get("tools", {}).get(engine_record.name, {})
         measured["tool_sha256"] = tools.get(kind.vision_tool)
     return measured
 

@@ -21,7 +21,9 @@ from mnnrepro.archive.replay import (
     open_archive,
 )
 from mnnrepro.config import experiment_named
+from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.errors import DataError
+from mnnrepro.files import plain
 from mnnrepro.store.schema import insert_once, utc_now
 
 INVOCATION_COLUMNS = [
@@ -174,7 +176,7 @@ def write_run(db: sqlite3.Connection, run_id: str, archive: str, run: dict) -> N
     db.executemany(
         "INSERT INTO engines VALUES (?, ?, ?, ?, ?)",
         [
-            (run_id, e["engine"], e["kind"], e.get("version"), json.dumps(e, sort_keys=True))
-            for e in run["engines"]
+            (run_id, e.name, e.kind.kind, e.version, json.dumps(e, sort_keys=True, default=plain))
+            for e in map(EngineRecord.of, run["engines"])
         ],
     )

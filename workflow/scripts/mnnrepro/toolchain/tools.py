@@ -25,7 +25,8 @@ MASK_LIBRARY = "libsme_mask.so"  # what the mask's build makes, preloaded by its
 def build_tool(
     source: Path,
     name: str,
-    record: dict,
+    platform: str,
+    ndk: str | None,
     cache: dict,
     build_dir: str,
     out_dir: str,
@@ -35,17 +36,14 @@ def build_tool(
     shared: Path | None = None,
     also: tuple[str, ...] = (),
 ) -> dict:
-    """Configure and build the CMake project at source for the platform of the engine that
-    record describes (a prebuilt engine: this host; the mask: a device's platform and NDK) with
-    that platform's toolchain arguments, and copy its program `name` (and the programs `also`
+    """Configure and build the CMake project at source for a platform (an engine's, `host` for
+    a prebuilt engine; a device's for the mask) with that platform's toolchain arguments (ndk:
+    the NDK's path, for android-arm64), and copy its program `name` (and the programs `also`
     names) to out_dir. shared: a directory of sources it includes (its files are recorded with
     the tool's own)."""
-    ndk = (record.get("ndk") or {}).get("path")
     if shared is not None:  # where its CMakeLists finds the shared code (-DGATE_COMMON)
         cache = {**cache, "GATE_COMMON": str(shared.resolve())}
-    cmd = configure_command(
-        str(source), build_dir, cache, toolchain(record.get("platform", "host"), ndk)
-    )
+    cmd = configure_command(str(source), build_dir, cache, toolchain(platform, ndk))
     run_logged(cmd, log_file)
     run_logged(["cmake", "--build", str(build_dir)], log_file)
     out = Path(out_dir)
@@ -55,8 +53,7 @@ def build_tool(
     return {
         "tool": name,
         **({"also": list(also)} if also else {}),
-        **({"engine": record["engine"]} if "engine" in record else {}),
-        "platform": record.get("platform", "host"),
+        "platform": platform,
         "source_sha256": {
             p.name: sha256_file(p)
             for p in sorted([*source.iterdir(), *(shared.iterdir() if shared else [])])
@@ -82,18 +79,23 @@ class GateTool:
     toolchain: Callable = platform_args
 
 
+def ndk_path(record) -> str | None:
+    """Where the NDK an engine record's build used is (engines.registry.EngineRecord.ndk)."""
+    return (record.ndk or {}).get("path")
+
+
 def build_gate_tool(
     tool: GateTool,
-    record: dict,
+    record,
     source: dict,
     engine_dir: str,
     build_dir: str,
     out_dir: str,
     log_file,
 ) -> dict:
-    """Build a gate tool against one engine: its source tree's headers (-D<prefix>_SOURCE), the
-    engine's own shared libraries (-D<prefix>_LIBS; `needs` among them, or any), its kind's
-    toolchain."""
+    """Build a gate tool against one engine (record: its EngineRecord): its source tree's
+    headers (-D<prefix>_SOURCE), the engine's own shared libraries (-D<prefix>_LIBS; `needs`
+    among them, or any), its kind's toolchain."""
     libs = sorted(str(p.resolve()) for p in Path(engine_dir).glob("*.so"))
     if not any(tool.needs in (None, Path(lib).name) for lib in libs):
         what = tool.needs or "shared library"
@@ -102,7 +104,8 @@ def build_gate_tool(
     built = build_tool(
         tool.source,
         tool.program,
-        record,
+        record.platform,
+        ndk_path(record),
         cache,
         build_dir,
         out_dir,
@@ -111,19 +114,24 @@ def build_gate_tool(
         shared=GATE_COMMON,
         also=tool.also,
     )
-    return {**built, "linked": [Path(lib).name for lib in libs]}
+    return {**built, "engine": record.name, "linked": [Path(lib).name for lib in libs]}
 
 
-def build_bandwidth_probe(record: dict, build_dir: str, out_dir: str, log_file) -> dict:
-    """Build bandwidth_probe for the platform of one engine (built or prebuilt)."""
-    return build_tool(
-        PROBE_SOURCE, "bandwidth_probe", record, {}, build_dir, out_dir, log_file, language="C"
+def build_bandwidth_probe(record, build_dir: str, out_dir: str, log_file) -> dict:
+    """Build bandwidth_probe for the platform of one engine (its EngineRecord; built or
+    prebuilt)."""
+    platform, ndk = record.platform, ndk_path(record)
+    built = build_tool(
+        PROBE_SOURCE, "bandwidth_probe", platform, ndk, {}, build_dir, out_dir, log_file, "C"
     )
+    return {**built, "engine": record.name}
 
 
 def build_sme_mask(platform: str, ndk: dict | None, build_dir: str, out_dir: str, log_file):
     """Build the SME mask (MASK_LIBRARY) for a device platform: Debian's cross compiler for
     linux-arm64, the pinned NDK (its receipt, ndk) for android-arm64, this host's compiler for
     the host (where it hides nothing: no SME off arm64)."""
-    record = {"platform": platform, "ndk": ndk}
-    return build_tool(MASK_SOURCE, MASK_LIBRARY, record, {}, build_dir, out_dir, log_file, "C")
+    path = ndk["path"] if ndk else None
+    return build_tool(
+        MASK_SOURCE, MASK_LIBRARY, platform, path, {}, build_dir, out_dir, log_file, "C"
+    )

@@ -199,15 +199,17 @@ class LlamaCppEngine(BuiltFromSource):
 
     @classmethod
     def sme2_kernel_names(cls, record: dict) -> list[str]:
-        return record.get("sme", {}).get("kleidiai_sme_functions", [])
+        return record.as_written.get("sme", {}).get("kleidiai_sme_functions", [])
 
     @classmethod
     def sme_kernel_count(cls, record: dict) -> int:
-        return record.get("sme", {}).get("kleidiai_sme_function_count", 0)
+        return record.as_written.get("sme", {}).get("kleidiai_sme_function_count", 0)
 
     @classmethod
     def needs_sme2(cls, record: dict) -> bool:
-        return bool(record.get("sme", {}).get("kleidiai_sme_function_count"))  # KleidiAI's
+        return bool(
+            record.as_written.get("sme", {}).get("kleidiai_sme_function_count")
+        )  # KleidiAI's
 
     @classmethod
     def model_path(cls, receipt: dict) -> str:
@@ -248,7 +250,7 @@ class LlamaCppEngine(BuiltFromSource):
                 "device_supports": "; ".join(lines),
                 "kleidiai_sme": sme_selected(lines),
                 "tool": "llama-bench",
-                "version": self.record.get("version"),
+                "version": self.record.version,
             },
             "llama_bench_tests": parsed["tests"],
         }
@@ -256,7 +258,7 @@ class LlamaCppEngine(BuiltFromSource):
     def greedy(self, device, receipt: dict, ask: GreedyAsk) -> dict:
         """llama_greedy (against this engine's libllama) per prompt, with llama-bench's
         context settings and the variant's threads: token ids, top-k logits per step."""
-        tool = posixpath.join(receipt["gate_tools"][self.record["engine"]], "llama_greedy")
+        tool = posixpath.join(receipt["gate_tools"][self.record.name], "llama_greedy")
         threads = ask.runtime["thread_num"]
 
         def argv_of(prompt_path: str, out: str, forced_path: str | None) -> list[str]:

@@ -69,7 +69,11 @@ class BuiltEngine(BuiltFromSource):
     @classmethod
     def test_suite(cls, record: dict) -> tuple[str | None, str]:
         """run_test.out, where the build has it (build.py: TEST_SUITE)."""
-        return (record["test_suite"], "") if record.get("test_suite") else (None, cls.no_test_suite)
+        return (
+            (record.as_written["test_suite"], "")
+            if record.as_written.get("test_suite")
+            else (None, cls.no_test_suite)
+        )
 
     @classmethod
     def suite_command(cls, engine_dir: str, suite: str, name: str, settings: dict) -> list[str]:
@@ -94,11 +98,15 @@ class BuiltEngine(BuiltFromSource):
 
     @classmethod
     def sme2_kernel_names(cls, record: dict) -> list[str]:
-        return record.get("sme2", {}).get("sme2_kernels", [])
+        return record.as_written.get("sme2", {}).get("sme2_kernels", [])
 
     @classmethod
     def needs_sme2(cls, record: dict) -> bool:
-        return bool(record.get("sme2", {}).get("sme2_kernel_count"))  # MNN's own SME2 kernels
+        return bool(cls.sme_kernel_count(record))
+
+    @classmethod
+    def sme_kernel_count(cls, record: dict) -> int:
+        return record.as_written.get("sme2", {}).get("sme2_kernel_count", 0)  # MNN's own SME2
 
     def bench_command(
         self, device, model_config: str, runtime: dict, bench: dict, out: str
@@ -128,7 +136,7 @@ class BuiltEngine(BuiltFromSource):
         config written on the device (base_dir -> the model) that holds every setting
         llm_bench applies for the benchmark of P = ask.prompt_tokens: token ids, top-k logits
         (ask.forced: see mnn_greedy.cpp)."""
-        tool = posixpath.join(receipt["gate_tools"][self.record["engine"]], "mnn_greedy")
+        tool = posixpath.join(receipt["gate_tools"][self.record.name], "mnn_greedy")
         config_path = self.engine_config(
             device,
             receipt,
@@ -174,7 +182,7 @@ class BuiltEngine(BuiltFromSource):
         image_pad = json.loads(fetch_text(device, llm_config))["image_pad"]
         images = device.scratch("vision-images.txt")
         device.put_text("".join(f"{i['device_path']}\n" for i in vision["images"]), images)
-        tool = posixpath.join(receipt["gate_tools"][self.record["engine"]], self.vision_tool)
+        tool = posixpath.join(receipt["gate_tools"][self.record.name], self.vision_tool)
         argv = [
             tool,
             config_path,
@@ -213,7 +221,7 @@ class BuiltEngine(BuiltFromSource):
             "engine": {
                 **engine_lines(result.stdout, device),
                 "tool": "llm_bench",
-                "version": self.record.get("version"),
+                "version": self.record.version,
             },
             "llm_bench_stdout": result.stdout,
         }

@@ -49,7 +49,11 @@ class PrebuiltEngine(EngineKind):
 
     @classmethod
     def identity(cls, record: dict) -> dict:
-        return {"kind": record["kind"], "pin": record.get("pin"), "files": files_of(record)}
+        return {
+            "kind": record.as_written["kind"],
+            "pin": record.as_written.get("pin"),
+            "files": files_of(record),
+        }
 
     @classmethod
     def device_files(cls, record: dict, receipt: dict) -> dict[str, str]:

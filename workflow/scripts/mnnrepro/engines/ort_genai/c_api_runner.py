@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mnnrepro.files import sha256_file
 from mnnrepro.toolchain import BuildError
-from mnnrepro.toolchain.tools import GATE_COMMON, build_tool
+from mnnrepro.toolchain.tools import GATE_COMMON, build_tool, ndk_path
 
 TOOL = "ort_genai_tool"  # the program, in the engine's gate-tool directory
 TOOL_SOURCE = Path(__file__).with_name("gate_tool")
@@ -34,8 +34,9 @@ def build_c_api_runner(
     cache = {"GENAI_LIBS": str(library.resolve())}
     if header is not None:
         cache["GENAI_HEADER"] = str(header.resolve())
+    platform, ndk = record.platform, ndk_path(record)
     built = build_tool(
-        TOOL_SOURCE, TOOL, record, cache, build_dir, out_dir, log_file, shared=GATE_COMMON
+        TOOL_SOURCE, TOOL, platform, ndk, cache, build_dir, out_dir, log_file, shared=GATE_COMMON
     )
     checked = {"header": {header.name: sha256_file(header)}} if header is not None else {}
-    return {**built, "linked": [library.name], **checked}
+    return {**built, "engine": record.name, "linked": [library.name], **checked}

@@ -82,7 +82,7 @@ def genai_header(engine_dir: str | Path) -> Path | None:
 
 def genai_library(record) -> str:
     """libonnxruntime-genai.so's path in an engine's unpacked directory (by its platform)."""
-    return GENAI_LIBRARY[section_of(record["platform"])]
+    return GENAI_LIBRARY[section_of(record.platform)]
 
 
 def fetch_ort_genai(platform: str, pins, cache: str | Path, site: str | Path) -> dict:

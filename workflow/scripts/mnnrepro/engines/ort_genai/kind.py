@@ -49,10 +49,11 @@ class ToolOutputError(BenchError, ValueError):
     pass
 
 
-def runner_of(spec_or_record: dict) -> str:
+def runner_of(spec_or_record) -> str:
     """python (the Python runner, genai's Python API) or c-api (ort_genai_tool): an engine
     entry's `ort_genai.runner`, or a wheels record's `runner`."""
-    own = spec_or_record.get(OrtGenaiEngine.config_key, spec_or_record)
+    written = getattr(spec_or_record, "as_written", spec_or_record)  # an EngineRecord's, as read
+    own = written.get(OrtGenaiEngine.config_key, written)
     return own.get("runner", "python")
 
 
@@ -126,8 +127,8 @@ class OrtGenaiEngine(PrebuiltEngine):
 
     def __init__(self, record: dict, receipt: dict):
         super().__init__(record, receipt)
-        self.dir = receipt["engines"][record["engine"]]
-        self.tool_dir = receipt.get("gate_tools", {}).get(record["engine"])
+        self.dir = receipt["engines"][record.name]
+        self.tool_dir = receipt.get("gate_tools", {}).get(record.name)
 
     @classmethod
     def builds_gate_tool(cls, spec: dict) -> bool:
@@ -182,11 +183,12 @@ class OrtGenaiEngine(PrebuiltEngine):
 
     @classmethod
     def identity(cls, record: dict) -> dict:
-        section = section_of(record["platform"])
+        section = section_of(record.platform)
         return {
             "kind": cls.kind,
-            "platform": record["platform"],
-            section: sorted((w["file"], w["sha256"]) for w in record[section]),  # wheels, AARs
+            "platform": record.platform,
+            # its wheels or AARs
+            section: sorted((w["file"], w["sha256"]) for w in record.as_written[section]),
             "files": files_of(record),
             # the C API tool times it: a kept measurement is valid for its sources (the
             # Python runner's are hashed by variant_specs; its identity is as before)
@@ -207,26 +209,26 @@ class OrtGenaiEngine(PrebuiltEngine):
 
     @classmethod
     def needs_sme2(cls, record: dict) -> bool:
-        return bool(record["library"]["sme2_kernels"])
+        return bool(record.as_written["library"]["sme2_kernels"])
 
     @classmethod
     def sme2_impossible(cls, record: dict) -> bool:
-        return not record["library"]["sme2_kernels"]  # the x86-64 wheel has no KleidiAI
+        return not record.as_written["library"]["sme2_kernels"]  # the x86-64 wheel has no KleidiAI
 
     @classmethod
     def sme_kernel_count(cls, record: dict) -> int:
-        return len(record["library"]["sme2_kernels"])
+        return len(record.as_written["library"]["sme2_kernels"])
 
     @classmethod
     def sme2_kernel_names(cls, record: dict) -> list[str]:
         """KleidiAI's SME2 kernels as a profile names them (devices/stripped.py): each one's
         run function and its assembly body."""
-        kernels = record["library"]["sme2_kernels"]
+        kernels = record.as_written["library"]["sme2_kernels"]
         return sorted(kernels + ["kai_kernel_" + k.removeprefix("kai_run_") for k in kernels])
 
     @classmethod
     def profiled_libraries(cls, record: dict, built_dir: str, device) -> dict[str, str]:
-        library = record["library"]["path"]
+        library = record.as_written["library"]["path"]
         return {Path(library).name: str(Path(built_dir) / library)}
 
     @classmethod
@@ -239,7 +241,7 @@ class OrtGenaiEngine(PrebuiltEngine):
         # the tool links libonnxruntime-genai.so, which loads ONNX Runtime from ORT_LIB_PATH
         # (the wheel names it libonnxruntime.so.<version>, not the .so.1 genai looks for)
         genai = posixpath.dirname(posixpath.join(self.dir, genai_library(self.record)))
-        onnxruntime = posixpath.join(self.dir, self.record["library"]["path"])
+        onnxruntime = posixpath.join(self.dir, self.record.as_written["library"]["path"])
         return {"LD_LIBRARY_PATH": genai, "ORT_LIB_PATH": onnxruntime}
 
     def bench_command(self, device, model: str, runtime: dict, bench: dict, out: str):
@@ -260,7 +262,7 @@ class OrtGenaiEngine(PrebuiltEngine):
             return super().read_bench(device, result, out)
         runtime, prompt, generate = self.asked
         parsed = parse_tool_bench(result.stdout, result.stderr, prompt, generate)
-        version = {"version": self.record.get("version")}
+        version = {"version": self.record.version}
         engine = {**parsed.pop("engine"), **version}
         ran = {**runtime, "warmup": parsed["warmup"]}
         return {"kind": "bench", "runtime": runtime, "ran": ran, **parsed, "engine": engine}
