@@ -251,3 +251,22 @@ def test_a_flag_is_on_as_cmake_reads_it():
         assert flag_on(value), value
     for value in (False, "OFF", "off", "no", "FALSE", "0", "0.0", "", "NOTFOUND"):
         assert not flag_on(value), value
+
+
+@pytest.mark.slow
+def test_a_tool_built_from_a_moved_checkout_into_the_same_build_directory_builds_again(tmp_path):
+    """One working directory, the workflow's checkout moved (or a second clone run against
+    it): the tools' CMake caches name the old sources, which CMake refuses ("does not match
+    the source ... used to generate cache"); the stale cache is dropped and the tool built
+    from where its sources now are."""
+    from mnnrepro.toolchain.tools import MASK_LIBRARY, MASK_SOURCE, build_tool
+
+    built = []
+    for checkout in ("old", "new"):
+        source = shutil.copytree(MASK_SOURCE, tmp_path / checkout / "sme_mask")
+        with open(tmp_path / f"{checkout}.log", "w") as log:
+            args = ("host", None, {}, str(tmp_path / "build"), str(tmp_path / checkout), log)
+            built.append(build_tool(source, MASK_LIBRARY, *args, language="C"))
+    assert built[0]["source_sha256"] == built[1]["source_sha256"]
+    cache = (tmp_path / "build" / "CMakeCache.txt").read_text()
+    assert f"CMAKE_HOME_DIRECTORY:INTERNAL={tmp_path / 'new' / 'sme_mask'}" in cache

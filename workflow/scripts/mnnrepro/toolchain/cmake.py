@@ -51,21 +51,29 @@ def platform_args(platform: str, ndk: str | None = None, api_level: int = 21) ->
     raise BuildError(f"unknown platform {platform!r}; known: host, android-arm64, linux-arm64")
 
 
-def forget_moved_cache(build_dir: str | os.PathLike) -> bool:
+def forget_moved_cache(build_dir: str | os.PathLike, source: str | None = None) -> bool:
     """Remove a CMake cache written for another directory (a working directory moved or
-    copied), which CMake refuses to configure with; the compiler cache keeps the rebuild
+    copied) or for another source directory (the workflow's checkout moved, its tools' sources
+    with it), which CMake refuses to configure with; the compiler cache keeps the rebuild
     cheap. True when one was removed."""
     cache = Path(build_dir, "CMakeCache.txt")
     if not cache.is_file():
         return False
-    written_for = re.search(
-        r"(?m)^CMAKE_CACHEFILE_DIR:INTERNAL=(.*)$", cache.read_text("utf-8", "replace")
-    )
-    if written_for is None or Path(written_for.group(1)).resolve() == Path(build_dir).resolve():
+    text = cache.read_text("utf-8", "replace")
+    written_for = re.search(r"(?m)^CMAKE_CACHEFILE_DIR:INTERNAL=(.*)$", text)
+    built_from = re.search(r"(?m)^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", text)
+    moved = written_for is not None and not same_path(written_for.group(1), build_dir)
+    known = source is not None and built_from is not None
+    other_source = known and not same_path(built_from.group(1), source)
+    if not (moved or other_source):
         return False
     cache.unlink()
     shutil.rmtree(Path(build_dir, "CMakeFiles"), ignore_errors=True)
     return True
+
+
+def same_path(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    return Path(a).resolve() == Path(b).resolve()
 
 
 def check_compilers(flags: dict, flags_key: str) -> None:
@@ -107,7 +115,7 @@ def configure_command(
     source: str, build_dir: str, flags: dict[str, str], extra: list[str]
 ) -> list[str]:
     """The configure command for build_dir, which it readies (forget_moved_cache)."""
-    forget_moved_cache(build_dir)
+    forget_moved_cache(build_dir, source)
     cmd = [
         "cmake",
         "-S",
