@@ -97,7 +97,7 @@ def profile_for_rule(job: DeviceJob, attribution: dict, out_dir: str) -> dict:
             phase_bench(bench, phase),
             attribution,
             Path(out_dir) / variant / f"{phase}.json",
-            built_dirs[spec["engine"]["engine"]],
+            built_dirs[spec["engine"].name],
         )
 
     with on_device(job.device_name, job.device_spec, "the kernel profile") as device:
@@ -110,7 +110,7 @@ def profile_for_rule(job: DeviceJob, attribution: dict, out_dir: str) -> dict:
         for v in sorted(variants):
             phases = profiled_phases(bench, specs[v]["engine"], predicted)
             spec, out = specs[v], Path(out_dir) / v
-            built_dir = built_dirs[spec["engine"]["engine"]]
+            built_dir = built_dirs[spec["engine"].name]
             # in one process where the device and the engine have one
             marked = device.marks_phases and profile_marked(
                 device, v, phases, spec, staged, bench, attribution, out, built_dir
