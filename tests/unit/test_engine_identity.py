@@ -134,7 +134,7 @@ def test_a_rebuild_of_identical_inputs_keeps_every_measurement(checkout, tmp_pat
     # what was measured changed: another artifact, another env
     records = [EngineRecord.of(record) for record in records]
     changed = EngineRecord.of(
-        {**records[0], "files": [{**records[0]["files"][0], "sha256": "0" * 64}]}
+        {**records[0].as_written, "files": [{**records[0].files[0], "sha256": "0" * 64}]}
     )
     assert engine_identity(changed) != engine_identity(records[0])
     assert done_record(raw, key(changed)) is None

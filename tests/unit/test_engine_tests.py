@@ -82,11 +82,11 @@ def test_the_stand_in_suite_is_built_pushed_with_the_engine_and_run(root, tmp_pa
     job = BuildJob("fake", source, spec, str(tmp_path / "b"), str(engine_dir), io.StringIO())
     record = build_engine(job)
     record = EngineRecord.of({**record, "kind": "build"})
-    assert record["test_suite"] == "tests/run_test.out"
-    assert "tests/run_test.out" in {f["path"] for f in record["files"]}
+    suite, _ = record.kind.test_suite(record)
+    assert suite == "tests/run_test.out"
+    assert "tests/run_test.out" in {f["path"] for f in record.files}
     device = LocalDevice("host")
     settings = {**SETTINGS, "tests": ["op/matmul", "op/lowMemory"]}
-    suite = record["test_suite"]
     result = run_engine_tests(device, record, suite, str(engine_dir), settings)
     assert [(t["test"], t["outcome"]) for t in result["tests"]] == [
         ("op/matmul", PASS),
@@ -97,8 +97,8 @@ def test_the_stand_in_suite_is_built_pushed_with_the_engine_and_run(root, tmp_pa
         run_engine_tests(
             device, record, suite, str(engine_dir), {**SETTINGS, "tests": ["op/nothing"]}
         )
-    without = {**record, "test_suite": None}
-    assert EngineRecord.of(without).kind.test_suite(without) == (
+    without = EngineRecord.of({**record.as_written, "test_suite": None})
+    assert without.kind.test_suite(without) == (
         None,
         "built without MNN_BUILD_TEST",
     )
