@@ -742,6 +742,21 @@ def without_replay_section(replayed: Path) -> str:
     return text.replace(section, "", 1)
 
 
+def llama_record(arch="aarch64", count=145, engine="llama"):
+    """A llama.cpp engine record: its architecture and KleidiAI's SME functions in its build."""
+    from mnnrepro.engines.registry import EngineRecord
+
+    return EngineRecord.of(
+        {
+            "engine": engine,
+            "kind": "llamacpp",
+            "target_arch": arch,
+            "sme": {"kleidiai_sme_function_count": count},
+            "files": [],
+        }
+    )
+
+
 def pair_mode(treatment, facts: dict, policy: str = "fail") -> str:
     """The mode of a pair whose treatment runs the engine record `treatment` on a device."""
     from mnnrepro.engines.pairs import Pair

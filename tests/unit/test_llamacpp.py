@@ -9,7 +9,7 @@ import json
 
 import pytest
 import yaml
-from conftest import pair_mode
+from conftest import llama_record, pair_mode
 
 from mnnrepro.analysis.validity import switch_checks
 from mnnrepro.config import ConfigError
@@ -159,18 +159,6 @@ def test_llama_engine_keys_follow_their_own_source_tree(control_config):
     )
 
 
-def record(arch="aarch64", count=145, engine="llama"):
-    return EngineRecord.of(
-        {
-            "engine": engine,
-            "kind": "llamacpp",
-            "target_arch": arch,
-            "sme": {"kleidiai_sme_function_count": count},
-            "files": [],
-        }
-    )
-
-
 VARIANTS = {
     "off": {"engine": "llama", "env": {"GGML_KLEIDIAI_SME": "0"}},
     "on": {"engine": "llama", "env": {}},
@@ -192,35 +180,45 @@ def passed(checks):
 def test_the_switch_pair_passes_only_with_one_binary_the_switch_and_the_kernels():
     sme2 = {"sme2": True}
     good = switch_checks(
-        answers(True, False), ("off", "on"), record(), record(), variants_of(VARIANTS), sme2
+        answers(True, False),
+        ("off", "on"),
+        llama_record(),
+        llama_record(),
+        variants_of(VARIANTS),
+        sme2,
     )
     assert all(c["passed"] for c in good) and len(good) == 3
     # the switch not set in the baseline: both variants would run the SME kernels
     unswitched = {**VARIANTS, "off": {"engine": "llama", "env": {}}}
     bad = switch_checks(
-        answers(True, True), ("off", "on"), record(), record(), variants_of(unswitched), sme2
+        answers(True, True),
+        ("off", "on"),
+        llama_record(),
+        llama_record(),
+        variants_of(unswitched),
+        sme2,
     )
     assert [c["passed"] for c in bad] == [False, True, False]
     # an arm64 build without KleidiAI's SME kernels (GGML_CPU_KLEIDIAI off)
     none = switch_checks(
         answers(False, False),
         ("off", "on"),
-        record(count=0),
-        record(count=0),
+        llama_record(count=0),
+        llama_record(count=0),
         variants_of(VARIANTS),
         sme2,
     )
     assert [c["passed"] for c in none] == [True, False, False]
     # two different binaries are not the switch pair
-    other = record(engine="llama2")
+    other = llama_record(engine="llama2")
     two = switch_checks(
-        answers(True, False), ("off", "on"), other, record(), variants_of(VARIANTS), sme2
+        answers(True, False), ("off", "on"), other, llama_record(), variants_of(VARIANTS), sme2
     )
     assert not two[0]["passed"]
 
 
 def test_on_x86_the_switch_pair_expects_no_kernels_and_no_run_time_choice():
-    x86 = record(arch="x86_64", count=0)
+    x86 = llama_record(arch="x86_64", count=0)
     checks = switch_checks(
         answers(False, False), ("off", "on"), x86, x86, variants_of(VARIANTS), {"sme2": False}
     )
@@ -228,8 +226,8 @@ def test_on_x86_the_switch_pair_expects_no_kernels_and_no_run_time_choice():
     wrong = switch_checks(
         answers(False, False),
         ("off", "on"),
-        record(arch="x86_64"),
-        record(arch="x86_64"),
+        llama_record(arch="x86_64"),
+        llama_record(arch="x86_64"),
         variants_of(VARIANTS),
         {"sme2": False},
     )
@@ -240,12 +238,12 @@ def test_on_a_device_without_sme2_the_control_is_a_fallback_check_like_mnns_pair
 
     no_sme2 = {"device": "old-phone", "sme2": False, "cpu_features": ["asimd", "i8mm"]}
     with pytest.raises(ValueError, match="treatment engine llama is built with SME2 kernels"):
-        pair_mode(record(), no_sme2, "fail")
-    assert pair_mode(record(), no_sme2, "fallback-check") == "fallback"
-    assert pair_mode(record(), {**no_sme2, "sme2": True}, "fail") == "claim"
-    assert pair_mode(record(arch="x86_64", count=0), no_sme2, "fail") == "equal"
+        pair_mode(llama_record(), no_sme2, "fail")
+    assert pair_mode(llama_record(), no_sme2, "fallback-check") == "fallback"
+    assert pair_mode(llama_record(), {**no_sme2, "sme2": True}, "fail") == "claim"
+    assert pair_mode(llama_record(arch="x86_64", count=0), no_sme2, "fail") == "equal"
     # an arm64 build without KleidiAI's SME kernels has nothing SME2 to compare
-    assert pair_mode(record(count=0), no_sme2, "fail") == "claim"
+    assert pair_mode(llama_record(count=0), no_sme2, "fail") == "claim"
 
 
 def sdist(tmp_path, version="0.3.36", commit="0c1e57098"):

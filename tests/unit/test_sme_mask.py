@@ -9,6 +9,7 @@ import copy
 
 import pytest
 import yaml
+from conftest import llama_record
 
 from mnnrepro.analysis.attribution import execution_checks
 from mnnrepro.analysis.one_binary import mask_checks
@@ -29,18 +30,7 @@ PAIR = ("hidden", "default")
 LIBRARY = "libggml-cpu.so"
 SME2_KERNEL = "kai_run_matmul_clamp_f32_qsi8d32p1vlx4_qsi4c32p4vlx4_1vlx4vl_sme2_mopa"
 SME2 = {"device": "qemu-sme2", "sme2": True}
-
-
-def llama(arch="aarch64", count=145, engine="llama"):
-    return EngineRecord.of(
-        {
-            "engine": engine,
-            "kind": "llamacpp",
-            "target_arch": arch,
-            "sme": {"kleidiai_sme_function_count": count},
-            "files": [],
-        }
-    )
+LLAMA = llama_record()  # an arm64 build with KleidiAI's SME kernels
 
 
 def mnn(sme2_kernels=14):
@@ -76,33 +66,38 @@ def passed(checks: list[dict]) -> list[bool]:
 
 def test_the_mask_pair_passes_only_with_the_mask_in_the_baseline_alone_of_one_binary():
     variants = variants_of(VARIANTS)
-    good = mask_checks(answers(hidden=False, default=True), PAIR, llama(), llama(), variants, SME2)
+    good = mask_checks(answers(hidden=False, default=True), PAIR, LLAMA, LLAMA, variants, SME2)
     assert passed(good) == [True, True, True]
     assert "hide_sme: hidden=True, default=False" in good[0]["evidence"]
     # the mask on both: nothing is compared
     both = variants_of({**VARIANTS, "default": {"engine": "llama", "hide_sme": True}})
-    assert not mask_checks(answers(hidden=False, default=True), PAIR, llama(), llama(), both, SME2)[
-        0
-    ]["passed"]
+    assert not mask_checks(answers(hidden=False, default=True), PAIR, LLAMA, LLAMA, both, SME2)[0][
+        "passed"
+    ]
     # two binaries are not the mask pair
-    other = llama(engine="other")
-    two = mask_checks(answers(hidden=False, default=True), PAIR, other, llama(), variants, SME2)
+    other = llama_record(engine="other")
+    two = mask_checks(answers(hidden=False, default=True), PAIR, other, LLAMA, variants, SME2)
     assert not two[0]["passed"]
     # the engine chose its SME kernels under the mask: it learns about SME another way
-    leaked = mask_checks(answers(hidden=True, default=True), PAIR, llama(), llama(), variants, SME2)
+    leaked = mask_checks(answers(hidden=True, default=True), PAIR, LLAMA, LLAMA, variants, SME2)
     assert passed(leaked) == [True, True, False]
     # a build without SME kernels: the mask hides nothing the pair is about
     assert not mask_checks(
-        answers(hidden=False, default=False), PAIR, llama(count=0), llama(count=0), variants, SME2
+        answers(hidden=False, default=False),
+        PAIR,
+        llama_record(count=0),
+        llama_record(count=0),
+        variants,
+        SME2,
     )[1]["passed"]
 
 
 def test_on_x86_the_mask_pair_expects_no_sme_kernels_and_asks_no_engine():
-    x86 = llama(arch="x86_64", count=0)
+    x86 = llama_record(arch="x86_64", count=0)
     variants = variants_of(VARIANTS)
     checks = mask_checks(answers(hidden=False, default=False), PAIR, x86, x86, variants, {})
     assert passed(checks) == [True, True]
-    wrong = llama(arch="x86_64", count=3)  # SME kernels in an x86 build: another build
+    wrong = llama_record(arch="x86_64", count=3)  # SME kernels in an x86 build: another build
     assert not mask_checks({}, PAIR, wrong, wrong, variants, {})[1]["passed"]
 
 
@@ -145,7 +140,7 @@ def test_a_stack_that_runs_sme2_kernels_under_the_mask_is_named_by_the_check_of_
     (pair,) = Pair.compared(design)
     assert pair.masked
     attribution = {"min_sme2_share": 0.05, "max_unresolved_share": 0.5}
-    engines = {"llama": llama()}
+    engines = {"llama": LLAMA}
     clean = {
         (v, p): profile(0 if v == "hidden" else 9) for v in PAIR for p in ("prefill", "decode")
     }
@@ -187,7 +182,7 @@ def test_a_phone_that_hides_sme_needs_the_pinned_ndk_for_its_mask(control):
 def test_a_masked_variant_preloads_the_staged_mask_and_carries_its_sha256():
     mask = {"device_path": "/w/tools/sme-mask/libsme_mask.so", "sha256": "ab" * 32}
     receipt = {"device": "d", "sme_mask": mask}
-    specs = variant_specs(variants_of(VARIANTS), {"llama": llama()}, "0" * 64, receipt)
+    specs = variant_specs(variants_of(VARIANTS), {"llama": LLAMA}, "0" * 64, receipt)
     assert specs["hidden"]["hide_sme"] and specs["hidden"]["sme_mask_sha256"] == "ab" * 32
     assert "hide_sme" not in specs["default"] and "sme_mask_sha256" not in specs["default"]
     env = process_env(specs["hidden"], {"LD_LIBRARY_PATH": "/w/e"}, receipt)
