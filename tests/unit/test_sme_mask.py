@@ -12,7 +12,7 @@ import yaml
 from conftest import llama_record
 
 from mnnrepro.analysis.attribution import execution_checks
-from mnnrepro.analysis.one_binary import mask_checks
+from mnnrepro.analysis.one_binary import mask_checks, seen_check
 from mnnrepro.config import ConfigError
 from mnnrepro.design import Design, design_of_variant, variants_of
 from mnnrepro.engines.llamacpp.kind import LlamaCppEngine
@@ -110,6 +110,14 @@ def test_an_engine_that_reports_no_choice_is_judged_by_the_sme2_its_feature_line
     assert "sme2: 0" in seen[2]["evidence"]
     unseen = mask_checks(answers(hidden=True, default=True), PAIR, mnn(), mnn(), variants, SME2)
     assert passed(unseen) == [True, True, False]
+    # ONNX Runtime's runners print what cpuinfo reads, in their own words
+    line = "The process supports (AT_HWCAP2, what cpuinfo reads): sme:{0}, sme2:{0}"
+    ort = {
+        v: {"engine": {"device_supports": line.format(sme)}}
+        for v, sme in (("hidden", 0), ("default", 1))
+    }
+    assert seen_check(ort, PAIR)["passed"]
+    assert not seen_check({**ort, "hidden": ort["default"]}, PAIR)["passed"]
     off_build = mask_checks(
         answers(hidden=False, default=True), PAIR, mnn(0), mnn(0), variants, SME2
     )

@@ -16,14 +16,17 @@ log = logging.getLogger(__name__)
 
 
 FEATURE = re.compile(r"(\w+)\s*:\s*([01])\b")
+# what follows `supports`, its source in parentheses where the line names one
+SUPPORTS = re.compile(r"supports(?: \([^)]*\))?:(.*)")
 
 
 def supported_features(line: str) -> dict[str, bool]:
-    """MNN's `The device supports: i8sdot:0, fp16:0, i8mm: 0, sve2: 0, sme2: 0` -> fields
-    ({"sme2": False, ...}); {} where there is no such line. Read as values, never as text:
-    the line names `sme2` whether or not the CPU has it."""
-    _, found, rest = line.partition("supports:")
-    return {k: v == "1" for k, v in FEATURE.findall(rest)} if found else {}
+    """MNN's `The device supports: i8sdot:0, fp16:0, i8mm: 0, sve2: 0, sme2: 0`, or the
+    ONNX Runtime runners' `The process supports (AT_HWCAP2, what cpuinfo reads): sme:1,
+    sme2:1` -> fields ({"sme2": False, ...}); {} where there is no such line. Read as values,
+    never as text: the line names `sme2` whether or not the CPU has it."""
+    found = SUPPORTS.search(line)
+    return {k: v == "1" for k, v in FEATURE.findall(found.group(1))} if found else {}
 
 
 def staged_files(record: dict, receipt: dict) -> dict[str, str]:
