@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from provenance import stamped  # noqa: E402
 
 from mnnrepro.analysis.tables import rows_from_record  # noqa: E402
+from mnnrepro.config import with_schema_defaults  # noqa: E402
 from mnnrepro.design import variants_of  # noqa: E402
 from mnnrepro.devices.local import LocalDevice  # noqa: E402
 from mnnrepro.engines.mnn_wheel.kind import describe_prebuilt  # noqa: E402
@@ -46,15 +47,20 @@ CANDIDATES = {
         {"thread_num": 2, "memory": "low"},
     ),
 }
-BENCH = {
-    "prompt_tokens": 256,
-    "generate_tokens": 32,
-    "warmup": 1,
-    "timeout_s": 600,
-    "retries": 0,
-    "cooldown_s": 0,
-    "max_other_load": None,  # as measured for quickstart_pair.md: no quiet gate
-}
+# the whole bench, as the plan hands a job one: the schema's defaults for the rest
+BENCH = with_schema_defaults(
+    {
+        "prompt_tokens": 256,
+        "generate_tokens": 32,
+        "warmup": 1,
+        "timeout_s": 600,
+        "retries": 0,
+        "cooldown_s": 0,
+        "max_other_load": None,  # as measured for quickstart_pair.md: no quiet gate
+    },
+    "properties",
+    "bench",
+)
 
 
 def measure(model_dir: str, base: dict, treat: dict, reps: int, seed: int):

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import PREBUILT_ENGINE, start_loopback_phone, stop_loopback_phone
+from conftest import PREBUILT_ENGINE, full_bench, start_loopback_phone, stop_loopback_phone
 
 from mnnrepro.design import Variant
 from mnnrepro.devices.adb import AdbDevice
@@ -112,7 +112,7 @@ def test_thermal_zones_are_readable_and_the_idle_phone_passes_the_gate(phone, li
     limit = limits["max_temp_c"]
     if limit is None:
         pytest.skip("the experiment sets no temperature limit (bench.max_temp_c: null)")
-    gate = thermal_gate(phone, {"max_temp_c": limit, "thermal_timeout_s": 120})
+    gate = thermal_gate(phone, full_bench(**{"max_temp_c": limit, "thermal_timeout_s": 120}))
     assert gate["cool"], f"above {limit} °C after 2 minutes: {gate['hottest_gated_c']} °C"
 
 

@@ -11,7 +11,14 @@ import threading
 import time
 
 import pytest
-from conftest import ILLUSTRATIVE_PROPS, PREBUILT_ENGINE, ROOT, SHORT_BENCH, two_variant_specs
+from conftest import (
+    ILLUSTRATIVE_PROPS,
+    PREBUILT_ENGINE,
+    ROOT,
+    SHORT_BENCH,
+    full_bench,
+    two_variant_specs,
+)
 
 from mnnrepro.design import Variant
 from mnnrepro.devices.adb import AdbDevice, AdbDeviceError
@@ -202,7 +209,7 @@ def test_thermal_gate_waits_for_the_phone_to_cool_and_is_bounded(
     cooling, gates_say = threading.Thread(target=cool_down, daemon=True), gates.say
     monkeypatch.setattr(gates, "say", say)
     device = AdbDevice("phone", spec)
-    gate = thermal_gate(device, {"max_temp_c": 45, "thermal_timeout_s": 60})
+    gate = thermal_gate(device, full_bench(**{"max_temp_c": 45, "thermal_timeout_s": 60}))
     assert cooling.ident is not None  # it waited, and said so
     assert gate["cool"] and gate["waited_s"] >= 2 and gate["thermal_status"] == 0
     said = capsys.readouterr().out  # what it waits for, at once (and every 30 s)
@@ -211,7 +218,7 @@ def test_thermal_gate_waits_for_the_phone_to_cool_and_is_bounded(
     assert "thermal status 2, hottest 52.0 C (thermal_zone1:cpu-1-0 52)" in said
 
     zone.write_text("52000\n")  # stays hot: the gate gives up at its timeout and says so
-    gate = thermal_gate(device, {"max_temp_c": 45, "thermal_timeout_s": 1})
+    gate = thermal_gate(device, full_bench(**{"max_temp_c": 45, "thermal_timeout_s": 1}))
     assert not gate["cool"] and gate["waited_s"] >= 1
 
 
@@ -227,7 +234,7 @@ def test_the_phones_background_load_comes_from_its_own_proc_stat(loopback_phone)
     assert load is not None and 0 <= load <= os.cpu_count() + 0.5  # give or take the ticks
     gate = quiet_gate(
         AdbDevice("phone", spec),
-        {"max_other_load": 64, "quiet_timeout_s": 5, "quiet_window_s": 0.2},
+        full_bench(**{"max_other_load": 64, "quiet_timeout_s": 5, "quiet_window_s": 0.2}),
     )
     assert gate["quiet"] is True and gate["load"] is not None
     # two readings 2 s apart in which the phone's CPUs were busy for 150 ticks: 0.75 CPUs
@@ -278,7 +285,7 @@ def test_a_real_phones_zone_layout_passes_the_thermal_gate_at_once(loopback_phon
     die zones and says what it ignored and why; `bench.thermal_zones` overrides both."""
     phone, spec = loopback_phone
     device = AdbDevice("phone", spec)
-    bench = {"max_temp_c": 45, "thermal_timeout_s": 1}
+    bench = full_bench(max_temp_c=45, thermal_timeout_s=1)
     gate = thermal_gate(device, bench)
     assert gate["cool"] and gate["hottest_gated_c"] == 39.0
     assert gate["gated_on"] == ["hal:cpu-0-0-usr", "hal:cpu-1-0-usr", "hal:skin"]
@@ -295,7 +302,7 @@ def test_a_real_phones_zone_layout_passes_the_thermal_gate_at_once(loopback_phon
     assert ignored["thermal_zone7:sdm-therm"] == "reads -40 °C: not a die temperature"
     assert set(ignored) >= {"thermal_zone4:pa-therm0", "thermal_zone5:pmic-tz", "thermal_zone8:soc"}
 
-    chosen = thermal_gate(device, {**bench, "thermal_zones": ["*:charger-therm"]})
+    chosen = thermal_gate(device, full_bench(**{**bench, "thermal_zones": ["*:charger-therm"]}))
     assert not chosen["cool"] and chosen["gated_on"] == ["thermal_zone3:charger-therm"]
 
 

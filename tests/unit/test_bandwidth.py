@@ -10,6 +10,7 @@ import shutil
 import subprocess
 
 import pytest
+from conftest import full_bench
 
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.engines.registry import EngineRecord
@@ -25,7 +26,7 @@ from mnnrepro.toolchain.tools import build_bandwidth_probe
 pytestmark = pytest.mark.xdist_group("host-probe")
 
 SETTINGS = {"buffer_mib": 32, "threads": 0, "repetitions": 4, "timeout_s": 60}
-QUIET = {"max_other_load": None}
+QUIET = full_bench(max_other_load=None)  # the whole bench, the quiet gate off
 
 
 @pytest.fixture(scope="module")

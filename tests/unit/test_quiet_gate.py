@@ -9,6 +9,9 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
+import yaml
+from conftest import ROOT, full_bench
 
 from mnnrepro.analysis.summary import blocks_under_load
 from mnnrepro.analysis.tables import under_load
@@ -26,7 +29,7 @@ def test_a_busy_neighbour_makes_the_gate_wait_then_mark_the_invocation():
     try:
         gate = quiet_gate(
             LocalDevice("host"),
-            {"max_other_load": 0.5, "quiet_timeout_s": 1.5, "quiet_window_s": 0.5},
+            full_bench(**{"max_other_load": 0.5, "quiet_timeout_s": 1.5, "quiet_window_s": 0.5}),
         )
     finally:
         neighbour.kill()
@@ -37,7 +40,8 @@ def test_a_busy_neighbour_makes_the_gate_wait_then_mark_the_invocation():
 
 def test_a_limit_no_host_can_exceed_passes_at_once():
     gate = quiet_gate(
-        LocalDevice("host"), {"max_other_load": 64, "quiet_timeout_s": 60, "quiet_window_s": 0.2}
+        LocalDevice("host"),
+        full_bench(**{"max_other_load": 64, "quiet_timeout_s": 60, "quiet_window_s": 0.2}),
     )
     # quiet at the first look (it did not wait out its 60 s), and the load is a CPU count
     # (busy CPUs of this host's other work): not more than the host has, give or take the
@@ -60,7 +64,7 @@ class ScriptedLoad(Device):
 
 def test_the_gate_runs_as_soon_as_the_load_drops():
     device = ScriptedLoad([1.8, 1.2, 0.1])
-    gate = quiet_gate(device, {"max_other_load": 0.25, "quiet_timeout_s": 60})
+    gate = quiet_gate(device, full_bench(**{"max_other_load": 0.25, "quiet_timeout_s": 60}))
     assert gate["quiet"] is True and gate["load"] == 0.1 and device.loads == []
 
 
@@ -69,13 +73,13 @@ def test_an_emulated_device_measures_the_load_once_and_never_waits():
     (runs/device_lock.py): a loaded reading marks the invocation, the gate does not wait."""
     device = ScriptedLoad([1.8, 0.1])
     device.emulated = True
-    gate = quiet_gate(device, {"max_other_load": 0.25, "quiet_timeout_s": 60})
+    gate = quiet_gate(device, full_bench(**{"max_other_load": 0.25, "quiet_timeout_s": 60}))
     assert gate["quiet"] is False and gate["load"] == 1.8 and device.loads == [0.1]
 
 
 def test_devices_that_cannot_measure_load_and_a_disabled_gate_pass():
-    assert quiet_gate(Device("phone"), {"max_other_load": 0.25})["quiet"] is None
-    assert quiet_gate(ScriptedLoad([]), {"max_other_load": None})["quiet"] is None
+    assert quiet_gate(Device("phone"), full_bench(**{"max_other_load": 0.25}))["quiet"] is None
+    assert quiet_gate(ScriptedLoad([]), full_bench(**{"max_other_load": None}))["quiet"] is None
 
 
 def test_under_load_is_the_gate_timing_out_or_load_during_the_run():
@@ -100,13 +104,21 @@ def test_the_report_separates_quiet_from_loaded_blocks():
     assert conditions(pd.Series({"blocks_under_load": 0, "n_pairs": 2})) == "quiet"
 
 
-def test_a_gate_setting_not_given_is_the_schemas_default():
-    """One default per setting, the schema's: a gate given a partial `bench` waits as a run
-    with the schema's defaults would (a reader's own fallback once said 0 s for 600)."""
+def test_a_gate_setting_is_the_one_the_plan_filled_from_the_schema():
+    """One default per setting, the schema's, filled once when the plan is made (config.check):
+    the gates read the bench they are handed and fill nothing themselves (a reader's own
+    fallback once said 0 s for 600)."""
     from mnnrepro.config import load_schema
+    from mnnrepro.plan.checks import check
     from mnnrepro.runs.gates import setting
 
     schema = load_schema()["properties"]["bench"]["properties"]
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    check(config, local_paths=False, fill_defaults=True)
     for key in ("thermal_timeout_s", "quiet_timeout_s", "quiet_window_s", "max_other_load"):
-        assert setting({}, key) == schema[key]["default"], key
-        assert setting({key: 7}, key) == 7
+        assert key not in yaml.safe_load((ROOT / "config" / "config.yaml").read_text()).get(
+            "bench", {}
+        )
+        assert setting(config["bench"], key) == schema[key]["default"], key
+        with pytest.raises(KeyError):
+            setting({}, key)

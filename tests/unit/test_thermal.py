@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import full_bench
 
 from mnnrepro.devices.android import hal_temperatures
 from mnnrepro.runs.thermal import gate_temperatures
@@ -86,6 +87,6 @@ def test_a_hot_zone_that_never_moves_is_waited_on_and_the_invocation_recorded_ho
         def thermal_service(self):
             return None, {}
 
-    gate = thermal_gate(SteadyHotPhone(), {"max_temp_c": 45, "thermal_timeout_s": 0})
+    gate = thermal_gate(SteadyHotPhone(), full_bench(**{"max_temp_c": 45, "thermal_timeout_s": 0}))
     assert gate["cool"] is False and gate["hottest_gated_c"] == 50.0
     assert "thermal_zone0:cpu-0" in gate["gated_on"] and gate["ignored"] == {}
