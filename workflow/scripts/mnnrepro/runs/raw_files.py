@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from mnnrepro.engines.registry import RUNNER, RUNNER_MODULES
 from mnnrepro.files import plain, read_json, sha256_file, sha256_text
 from mnnrepro.runs.schedule import Invocation
+from mnnrepro.runs.staging import staged_mask
 
 if TYPE_CHECKING:
     from mnnrepro.design import Variant
@@ -144,9 +145,7 @@ def index_entry(inv: Invocation, path: Path) -> dict:
 
 def mask_of(receipt: dict) -> dict:
     """What a variant that hides SME adds to its measurement's identity: the mask it preloads."""
-    if "sme_mask" not in receipt:
-        raise ValueError(f"the push to device {receipt['device']} staged no SME mask")
-    return {"hide_sme": True, "sme_mask_sha256": receipt["sme_mask"]["sha256"]}
+    return {"hide_sme": True, "sme_mask_sha256": staged_mask(receipt)["sha256"]}
 
 
 def variant_specs(

@@ -90,11 +90,16 @@ def process_env(spec: dict, own: dict, receipt: dict) -> dict:
     env = {**spec.get("env", {}), **own}
     if not spec.get("hide_sme"):
         return env
+    return {**env, "LD_PRELOAD": staged_mask(receipt)["device_path"]}
+
+
+def staged_mask(receipt: dict) -> dict:
+    """The SME mask a push staged (stage_mask), which a variant that hides SME needs."""
     if "sme_mask" not in receipt:
         raise ValueError(
             f"the push to device {receipt['device']} staged no SME mask, but a variant hides SME"
         )
-    return {**env, "LD_PRELOAD": receipt["sme_mask"]["device_path"]}
+    return receipt["sme_mask"]
 
 
 def stage_models(device: Device, model_dirs: dict[str, str], model: str) -> dict:
