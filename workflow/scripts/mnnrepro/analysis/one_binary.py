@@ -19,9 +19,6 @@ def switch_checks(
     kind = treat.kind
     base_variant, treat_variant = pair
     env = {v: kind.switch_value(variants[v]) for v in pair}
-    count = kind.sme_kernel_count(treat)
-    impossible = kind.sme2_impossible(treat)
-    expected = "none (no SME2 on this architecture)" if impossible else "some"
     checks = [
         {
             "name": f"SME kernels switched off in {base_variant} only "
@@ -35,15 +32,13 @@ def switch_checks(
             f"(it turns off {kind.switch_turns_off})",
             "details": {"env": env},
         },
-        {
-            "name": f"KleidiAI SME kernels in the build ({treat.target_arch})",
-            "pair": list(pair),
-            # none can exist off arm64: both variants then run the same code (equality)
-            "passed": count == 0 if impossible else count > 0,
-            "evidence": f"{treat.name}: {count} KleidiAI {kind.sme_kernels_are}; "
-            f"expectation: {expected}",
-            "details": {"kleidiai_sme_function_count": count},
-        },
+        kernels_check(
+            f"KleidiAI SME kernels in the build ({treat.target_arch})",
+            pair,
+            treat,
+            "KleidiAI ",
+            "kleidiai_sme_function_count",
+        ),
     ]
     if facts.get("sme2") and kind.reports_sme_choice:
         checks.append(sme_choice_check(greedy, pair))
@@ -64,6 +59,22 @@ def sme_choice_check(greedy: dict, pair: tuple[str, str]) -> dict:
             for v in pair
         ),
         "details": chosen,
+    }
+
+
+def kernels_check(name: str, pair: tuple[str, str], treat, whose: str, detail: str) -> dict:
+    """The SME kernels of the treatment's build that the switch or the mask turns off: some
+    where SME2 can exist, none off arm64 (both variants then run the same code: equality)."""
+    kind = treat.kind
+    count = kind.sme_kernel_count(treat)
+    impossible = kind.sme2_impossible(treat)
+    expected = "none (no SME2 on this architecture)" if impossible else "some"
+    return {
+        "name": name,
+        "pair": list(pair),
+        "passed": count == 0 if impossible else count > 0,
+        "evidence": f"{treat.name}: {count} {whose}{kind.sme_kernels_are}; expectation: {expected}",
+        "details": {detail: count},
     }
 
 
@@ -90,18 +101,8 @@ def mask_checks(
         }
     ]
     if kind.sme_switch or kind.carries_sme2_kernels(treat):
-        count = kind.sme_kernel_count(treat)
-        impossible = kind.sme2_impossible(treat)
-        checks.append(
-            {
-                "name": f"SME kernels for the mask to hide ({treat.target_arch} build)",
-                "pair": list(pair),
-                "passed": count == 0 if impossible else count > 0,
-                "evidence": f"{treat.name}: {count} {kind.sme_kernels_are}; expectation: "
-                + ("none (no SME2 on this architecture)" if impossible else "some"),
-                "details": {"sme_kernel_count": count},
-            }
-        )
+        name = f"SME kernels for the mask to hide ({treat.target_arch} build)"
+        checks.append(kernels_check(name, pair, treat, "", "sme_kernel_count"))
     if facts.get("sme2"):
         checks.append(
             sme_choice_check(greedy, pair) if kind.reports_sme_choice else seen_check(greedy, pair)
