@@ -107,7 +107,6 @@ def read_record(path: str | os.PathLike, kind: str):
 
 
 def read_table(path: str | os.PathLike, columns: list[str], hint: str) -> pd.DataFrame:
-    # heavy: the table readers only
     """A CSV table the workflow wrote, with at least `columns`; else one DataError line."""
     # heavy: the table readers only
     import pandas as pd

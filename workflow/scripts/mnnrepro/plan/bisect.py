@@ -104,7 +104,6 @@ def load_target(path: Path):
 
 
 def judge(expression: str, path: Path) -> bool:
-    # heavy: a bisection's tables only, not every plan
     """Whether the expression holds (= bad) for the target's data."""
     # heavy: a bisection's tables only, not every plan
     import pandas as pd

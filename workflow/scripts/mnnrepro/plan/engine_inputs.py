@@ -110,7 +110,11 @@ class EngineInputs:
         return [p["path"] for p in tree.get("patches", [])]
 
     def ndk_receipt(self, wildcards) -> list[str]:
-        if self.build_spec(wildcards)["platform"] != "android-arm64":
+        return self.ndk_receipt_for(self.build_spec(wildcards)["platform"])
+
+    def ndk_receipt_for(self, platform: str) -> list[str]:
+        """The pinned NDK's receipt, which a build for android-arm64 needs (none otherwise)."""
+        if platform != "android-arm64":
             return []
         return [f"resources/ndk/{self.config['toolchains']['ndk']['version']}.json"]
 
@@ -151,9 +155,7 @@ class EngineInputs:
         return code_digest(MASK_SOURCE, ("*.c", "*.txt"))  # an edit of it rebuilds the mask
 
     def mask_ndk_receipt(self, wildcards) -> list[str]:
-        if wildcards.platform != "android-arm64":
-            return []
-        return [f"resources/ndk/{self.config['toolchains']['ndk']['version']}.json"]
+        return self.ndk_receipt_for(wildcards.platform)
 
     def sme_mask_dir(self, wildcards) -> list[str]:
         """The mask the device {device} preloads into the variants that hide SME (none)."""
