@@ -563,13 +563,13 @@ def start_loopback_phone(root: Path, adb_server_port: int, cpuinfo: str = "dimen
     cpuinfo = (ROOT / "tests" / "data" / "devices" / f"{cpuinfo}.cpuinfo").read_text()
     sandbox = make_sandbox(root, ILLUSTRATIVE_PROPS, cpuinfo)
     phone = LoopbackAdbDevice(sandbox, ILLUSTRATIVE_PROPS)
-    spec = {
-        "serial": phone.serial,
-        "connect": True,
-        "server_port": adb_server_port,
-        "workdir": str(sandbox / "data" / "local" / "tmp" / "mnn-repro"),
-        "python": sys.executable,
-    }
+    spec = full_adb_spec(
+        serial=phone.serial,
+        connect=True,
+        server_port=adb_server_port,
+        workdir=str(sandbox / "data" / "local" / "tmp" / "mnn-repro"),
+        python=sys.executable,
+    )
     return phone, spec
 
 
@@ -651,6 +651,14 @@ def full_bench(**given) -> dict:
     from mnnrepro.config import with_schema_defaults
 
     return with_schema_defaults(dict(given), "properties", "bench")
+
+
+def full_adb_spec(**given) -> dict:
+    """A phone's `adb` entry as the plan hands it to its device: the given keys, the schema's
+    defaults for the rest (devices/adb.py fills none)."""
+    from mnnrepro.config import with_schema_defaults
+
+    return with_schema_defaults(dict(given), "$defs", "device", "properties", "adb")
 
 
 SHORT_BENCH = full_bench(

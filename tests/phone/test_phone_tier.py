@@ -20,7 +20,13 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import PREBUILT_ENGINE, full_bench, start_loopback_phone, stop_loopback_phone
+from conftest import (
+    PREBUILT_ENGINE,
+    full_adb_spec,
+    full_bench,
+    start_loopback_phone,
+    stop_loopback_phone,
+)
 
 from mnnrepro.design import Variant
 from mnnrepro.devices.adb import AdbDevice
@@ -37,7 +43,7 @@ pytestmark = [pytest.mark.device, pytest.mark.xdist_group("phone-tier")]
 def phone_spec(request, tmp_path_factory, adb_server_port):
     serial = request.config.getoption("--phone-serial")
     if serial:  # a real phone, through the adb server adb itself would use
-        yield {"serial": serial, "workdir": "/data/local/tmp/mnn-repro-check"}
+        yield full_adb_spec(serial=serial, workdir="/data/local/tmp/mnn-repro-check")
         return
     cpuinfo = request.config.getoption("--phone-loopback-cpuinfo")
     phone, spec = start_loopback_phone(

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from mnnrepro.config import ConfigError
-from mnnrepro.design import Design
+from mnnrepro.design import Design, variants_of
 from mnnrepro.plan.checks import check
 from mnnrepro.sweep_plan import SweepPoint, sweep_points
 
@@ -27,8 +27,8 @@ def config_with(base_config, **sweep):
 
 
 def bench_and_variants(config):
-    """What sweep_points plans from: `bench` and `variants`."""
-    return config["bench"], config["variants"]
+    """What sweep_points plans from: `bench` and the variants (design.Variant)."""
+    return config["bench"], variants_of(config["variants"])
 
 
 @pytest.fixture

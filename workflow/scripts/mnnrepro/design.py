@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mnnrepro.config import twin_of, with_runtime_defaults, with_schema_defaults
-from mnnrepro.repetitions import Repetitions
-from mnnrepro.sweep_plan import sweep_repetitions
+from mnnrepro.repetitions import Repetitions, sweep_repetitions
 
 SECTIONS = ("comparison", "stats", "bench")
 

@@ -78,3 +78,8 @@ class Repetitions:
         None otherwise."""
         on_demand = self.target_half_width is not None and not self.stops_on_verdict
         return self.min - 1 if on_demand else None
+
+
+def sweep_repetitions(bench: dict):
+    """`bench.sweep.repetitions`, else the main point's `bench.repetitions`."""
+    return (bench.get("sweep") or {}).get("repetitions", bench["repetitions"])

@@ -5,26 +5,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from mnnrepro.config import with_runtime_defaults
+from mnnrepro.design import Variant
+from mnnrepro.repetitions import sweep_repetitions
 
 SWEEP_KEYS = ("prompt_tokens", "generate_tokens", "thread_num", "cpu_sme_core_num")
 # the swept dimensions that are runtime settings, set in every variant
 RUNTIME_SWEEPS = ("thread_num", "cpu_sme_core_num")
 
 
-def thread_nums(variants: dict) -> dict[str, int]:
+def thread_nums(variants: dict[str, Variant]) -> dict[str, int]:
     """Variant -> the thread count it runs with (llm_bench's default where it sets none)."""
     return runtime_values(variants, "thread_num")
 
 
-def runtime_values(variants: dict, key: str) -> dict:
-    """Variant -> its value of a runtime setting (the schema's default; None: the engine's)."""
-    return {
-        name: with_runtime_defaults(v.get("runtime", {})).get(key) for name, v in variants.items()
-    }
+def runtime_values(variants: dict[str, Variant], key: str) -> dict:
+    """Variant -> its value of a runtime setting (the schema's default, which Variant fills;
+    None: the engine's)."""
+    return {name: variant.full_runtime.get(key) for name, variant in variants.items()}
 
 
-def sweep_problems(sweep: dict, variants: dict, pairs) -> list[str]:
+def sweep_problems(sweep: dict, variants: dict[str, Variant], pairs) -> list[str]:
     """A runtime sweep (`bench.sweep`) sets the setting in every variant: it cannot sweep a
     pair (design.PairKey) that differs in it (both sides would become the same)."""
     problems = []
@@ -84,7 +84,7 @@ class SweepPoint:
         }
 
 
-def sweep_points(bench: dict, variants: dict) -> dict[str, SweepPoint]:
+def sweep_points(bench: dict, variants: dict[str, Variant]) -> dict[str, SweepPoint]:
     """Point label -> the point. Each swept dimension is varied on its own around the main
     point (the others keep the main point's value), so the cost grows with the sum of the
     lists, not their product; a value equal to the main point's is the main point itself and
@@ -100,8 +100,3 @@ def sweep_points(bench: dict, variants: dict) -> dict[str, SweepPoint]:
             point = replace(main, **{key: value})
             points[point.label] = point
     return points
-
-
-def sweep_repetitions(bench: dict):
-    """`bench.sweep.repetitions`, else the main point's `bench.repetitions`."""
-    return (bench.get("sweep") or {}).get("repetitions", bench["repetitions"])

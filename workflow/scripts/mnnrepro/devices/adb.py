@@ -15,7 +15,6 @@ import time
 
 import adbutils
 
-from mnnrepro.config import with_schema_defaults
 from mnnrepro.devices.adb_files import CUT, AdbFiles
 from mnnrepro.devices.adb_server import (
     AdbDeviceError,
@@ -48,7 +47,7 @@ class AdbDevice(PhoneSensors, AdbFiles, Device):
 
     def __init__(self, name: str, spec: dict):
         super().__init__(name)
-        self.spec = spec = with_schema_defaults(spec, "$defs", "device", "properties", "adb")
+        self.spec = spec  # as the plan filled it from the schema: no default is filled here
         self.workdir = spec["workdir"].rstrip("/")
         self._python = spec["python"]
         self.server = server_address(spec)

@@ -17,7 +17,7 @@ from mnnrepro.config import (
     refuse,
     runtime_defaults,
 )
-from mnnrepro.design import Design
+from mnnrepro.design import Design, variants_of
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.devices.qemu import vector_length_problems
 from mnnrepro.engines.registry import KINDS, kind_of_spec
@@ -59,7 +59,7 @@ def check_references(config: dict, written: dict | None = None) -> None:
         *repetition_problems(config),
         *sweep_problems(
             config.get("bench", {}).get("sweep") or {},
-            config["variants"],
+            variants_of(config["variants"]),
             Design.of(config).comparison.pairs,
         ),
         *reserved_name_clashes(config),

@@ -22,10 +22,9 @@ import numpy as np
 from mnnrepro.config import run_variants
 from mnnrepro.plan.invocation_time import TABLE_HINT, estimated_invocation_s, push_s
 from mnnrepro.records import read_rows
-from mnnrepro.repetitions import Repetitions
+from mnnrepro.repetitions import Repetitions, sweep_repetitions
 from mnnrepro.runs.precision import affordable_looks
 from mnnrepro.runs.stopping_rows import invocation_seconds
-from mnnrepro.sweep_plan import sweep_repetitions
 
 # the simulation of the paper's stopping rule (this workflow's own results file)
 SIMULATION = Path(__file__).resolve().parents[4] / "benchmarks/results/sequential_stopping.json"

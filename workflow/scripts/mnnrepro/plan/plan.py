@@ -19,7 +19,7 @@ from mnnrepro.config import (
     vision_image_files,
 )
 from mnnrepro.design import SECTIONS as DESIGN_SECTIONS
-from mnnrepro.design import Design, design_of_variant
+from mnnrepro.design import Design, design_of_variant, variants_of
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import (
@@ -115,8 +115,9 @@ class Plan(EngineInputs, ModelInputs):
         self.model_formats = sorted(set(self.engine_formats.values()))
 
     def _plan_measurement(self, config: dict) -> None:
-        self.sweep = sweep_points(config["bench"], config["variants"])
-        self.variant_threads = sorted(set(thread_nums(config["variants"]).values()))
+        variants = variants_of(config["variants"])
+        self.sweep = sweep_points(config["bench"], variants)
+        self.variant_threads = sorted(set(thread_nums(variants).values()))
         self.main_bench = canonical({k: v for k, v in config["bench"].items() if k != "sweep"})
         self.attribution = config["attribution"]["enabled"]
         # the devices profiled (`attribution.devices`, absent = all)
