@@ -36,6 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "workflow" / "rules"
 SCRIPTS = ROOT / "workflow" / "scripts"
 PACKAGE = "mnnrepro"
+# A rule's shim hands its job to the one shim-side module (workflow/scripts/job_spec.py), which
+# runs mnnrepro.jobs.<the shim's name> by that name: both are in the rule's closure.
+SHIM_HELPER = SCRIPTS / "job_spec.py"
 LOCK = ROOT / "locks" / "py311.txt"
 ENV_PYTHON = "3.11"  # the envs' Python (python=3.11.7 in every env), so markers are read for it
 
@@ -142,6 +145,8 @@ def imports_of(path: Path) -> tuple[set[str], set[Path], set[str]]:
     package = module_of(path).rpartition(".")[0] if path.is_relative_to(SCRIPTS) else ""
     if path.name == "__init__.py" and path.is_relative_to(SCRIPTS):
         package = module_of(path)
+    if path.parent == SCRIPTS and path != SHIM_HELPER:  # a rule's shim: its job's module
+        names.add(f"{PACKAGE}.jobs.{path.stem}")
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
@@ -231,6 +236,8 @@ def closure_of(scripts: list[Path], names_imported: set[str] = frozenset()) -> C
                     if file is not None:
                         result.modules.add(module_of(file))
                         todo.append(file)
+            elif top == SHIM_HELPER.stem:
+                todo.append(SHIM_HELPER)
             elif sibling := sibling_module(path, top):  # a staged program's module beside it
                 result.modules.add(module_of(sibling))
                 todo.append(sibling)

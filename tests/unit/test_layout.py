@@ -9,7 +9,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow" / "scripts" / "mnnrepro"
 STAGES = {
     *("toolchain", "models", "devices", "engines", "runs", "analysis", "archive", "store"),
-    "plan",
+    *("plan", "jobs"),
 }
 
 
@@ -61,12 +61,14 @@ def test_every_module_belongs_to_a_stage_or_is_shared():
     # plan hands the gate, the runs and the analysis, pinned downloads and the one safe
     # extraction, where an interval lies against a boundary (every verdict and the stopping
     # rule judge by it), the phases' names (the runs time them, the analysis tables them), the
-    # sequential design's calibration (the stopping rule's looks, the summary's adjusted gain)
+    # sequential design's calibration (the stopping rule's looks, the summary's adjusted gain),
+    # a job's spec (every rule's job is handed one, mnnrepro/jobs/ runs them)
     assert top_level == {
         *("config", "logs", "files", "errors", "records", "stats", "intervals", "sweep_plan"),
         "sequential",
         *("assumptions", "repetitions", "design", "sides", "phases"),
         *("fetch", "unpack"),
+        "job",
     }
     assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} == STAGES
     for stage in STAGES:
@@ -85,6 +87,7 @@ LAYERS = [
     {"archive"},
     {"store"},
     {"plan"},
+    {"jobs"},  # each rule's job: what its shim hands on (mnnrepro/job.py runs them by name)
 ]
 
 
@@ -253,12 +256,23 @@ def test_imports_are_at_the_top_or_say_why(tmp_path):
     assert unexplained_inner_imports([tmp_path / "m.py"]) == ["m.py:2: import json"]
 
 
+SNAKEMAKE_OBJECT = re.compile(
+    r"\bsnakemake\.(input|output|log|params|wildcards|threads|rule|scriptdir)\b"
+)
+
+
 def test_job_scripts_are_shims():
-    """A rule's script loads what its job is handed, calls the package and writes: a few lines
-    (at most 25); the work is in the package, where it is tested without Snakemake."""
-    long = {
-        path.name: n
-        for path in sorted(PACKAGE.parent.glob("*.py"))
-        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 25
+    """A rule's script hands Snakemake's object to workflow/scripts/job_spec.py, the one file
+    that reads it, naming its job's code, mnnrepro/jobs/<its name>.py; the package reads only
+    the job's spec (mnnrepro/job.py), so that a job reruns from that file alone."""
+    shims = sorted(set(PACKAGE.parent.glob("*.py")) - {PACKAGE.parent / "job_spec.py"})
+    for path in shims:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        assert lines[0] == "from job_spec import run_job", path.name
+        assert lines[2].startswith(f'run_job(snakemake, "{path.stem}")'), path.name
+        assert len(lines) == 3, path.name
+    assert {p.stem for p in shims} == {p.stem for p in (PACKAGE / "jobs").glob("*.py")} - {
+        "__init__"
     }
-    assert long == {}
+    package = [p for p in PACKAGE.rglob("*.py") if SNAKEMAKE_OBJECT.search(p.read_text())]
+    assert package == []

@@ -6,6 +6,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -232,6 +233,25 @@ def test_archive_is_deterministic_and_replays_to_identical_tables(root, tiny_run
     assert without_replay_section(replayed) == (tiny_run / "results/tiny/summary.md").read_text()
     assert "run_bench" not in proc.stdout + proc.stderr
     assert "profile_kernels" not in proc.stdout + proc.stderr
+
+
+def test_a_benchmark_the_summary_and_an_archive_rerun_from_their_specs_alone(root, copied_run):
+    """Each job wrote its spec beside its log (mnnrepro/job.py); `python -m mnnrepro.job
+    <spec>`, without Snakemake, remakes its outputs byte for byte: the benchmark resumes from
+    its raw records, the summary derives from them again, the archive packs the same files."""
+    snakemake(root, copied_run, "archive")
+    for rule in ("run_bench", "compute_summary", "archive_results"):
+        (spec,) = (copied_run / "logs" / rule).rglob("*.job.json")
+        job = json.loads(spec.read_text())
+        assert job["rule"] == rule
+        outputs = [copied_run / path for path in job["output"]["items"]]
+        made = {path: path.read_bytes() for path in outputs}
+        for path in outputs:
+            path.unlink()
+        subprocess.run(
+            [sys.executable, "-m", "mnnrepro.job", str(spec)], cwd="/", check=True, timeout=300
+        )
+        assert {path: path.read_bytes() for path in outputs} == made, rule
 
 
 # ---- untrusted derived data: a real run's files, edited afterwards, are refused ------------

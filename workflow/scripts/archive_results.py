@@ -1,5 +1,3 @@
-from mnnrepro.archive.pack import archive_job
-from mnnrepro.logs import log_to
+from job_spec import run_job
 
-log_to(snakemake.log[0])
-archive_job(snakemake)
+run_job(snakemake, "archive_results")  # mnnrepro/jobs/archive_results.py

@@ -1,11 +1,3 @@
-from mnnrepro.analysis.tables import bench_table_from
-from mnnrepro.archive.replay import raw_path_mapper
-from mnnrepro.logs import log_to
+from job_spec import run_job
 
-log_to(snakemake.log[0])
-table = bench_table_from(
-    snakemake.input.runs,
-    raw_path_mapper(*snakemake.params.raw_roots),
-    snakemake.params.max_other_load,
-)
-table.to_csv(snakemake.output.table, index=False)
+run_job(snakemake, "collect_bench_table")  # mnnrepro/jobs/collect_bench_table.py

@@ -1,5 +1,3 @@
-from mnnrepro.analysis.attribution import kernel_table, read_profiles
-from mnnrepro.logs import log_to
+from job_spec import run_job
 
-log_to(snakemake.log[0])
-kernel_table(read_profiles(snakemake.input.profiles)).to_csv(snakemake.output.table, index=False)
+run_job(snakemake, "collect_kernel_table")  # mnnrepro/jobs/collect_kernel_table.py

@@ -1,10 +1,3 @@
-from mnnrepro.analysis.sweep import sweep_table
-from mnnrepro.archive.replay import raw_path_mapper
-from mnnrepro.logs import log_to
+from job_spec import run_job
 
-log_to(snakemake.log[0])
-sweep_table(
-    snakemake.input.runs,
-    raw_path_mapper(*snakemake.params.raw_roots),
-    snakemake.params.max_other_load,
-).to_csv(snakemake.output.table, index=False)
+run_job(snakemake, "collect_sweep_table")  # mnnrepro/jobs/collect_sweep_table.py

@@ -1,6 +1,3 @@
-from mnnrepro.analysis.jobs import write_sweep_summary
-from mnnrepro.archive.replay import raw_path_mapper
-from mnnrepro.logs import log_to
+from job_spec import run_job
 
-log_to(snakemake.log[0])
-write_sweep_summary(snakemake, raw_path_mapper(*snakemake.params.raw_roots))
+run_job(snakemake, "compute_sweep_summary")  # mnnrepro/jobs/compute_sweep_summary.py

@@ -1,13 +1,3 @@
-from mnnrepro.engines.registry import kind_of_spec
-from mnnrepro.files import write_json
-from mnnrepro.logs import log_to
+from job_spec import run_job
 
-log_to(snakemake.log[0])
-spec = snakemake.params.spec
-write_json(
-    snakemake.output.engine,
-    {
-        **kind_of_spec(spec).describe(snakemake.params.name, spec),
-        "key": snakemake.wildcards.engine,  # results/engines/<key>: name + definition digest
-    },
-)
+run_job(snakemake, "describe_engine")  # mnnrepro/jobs/describe_engine.py

@@ -1,9 +1,3 @@
-from pathlib import Path
+from job_spec import run_job
 
-from mnnrepro.files import write_json
-from mnnrepro.logs import log_to
-from mnnrepro.toolchain.ndk import provide_ndk
-
-log_to(snakemake.log[0])
-receipt = provide_ndk(snakemake.params.pin, Path(snakemake.output.receipt).parent)
-write_json(snakemake.output.receipt, receipt)
+run_job(snakemake, "fetch_ndk")  # mnnrepro/jobs/fetch_ndk.py

@@ -1,10 +1,3 @@
-from pathlib import Path
+from job_spec import run_job
 
-from mnnrepro.engines.registry import kind_of_tree
-from mnnrepro.files import write_json
-from mnnrepro.logs import log_to
-
-log_to(snakemake.log[0])
-kind = kind_of_tree(snakemake.wildcards.tree)
-receipt = kind.provide_source(snakemake.params.tree, Path(snakemake.output.receipt).parent)
-write_json(snakemake.output.receipt, receipt)
+run_job(snakemake, "fetch_source")  # mnnrepro/jobs/fetch_source.py

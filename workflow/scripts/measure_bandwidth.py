@@ -1,7 +1,3 @@
-from mnnrepro.files import write_json
-from mnnrepro.logs import log_to
-from mnnrepro.runs.bandwidth import bandwidth_job
+from job_spec import run_job
 
-log_to(snakemake.log[0])
-result = bandwidth_job(snakemake)
-write_json(snakemake.output.bandwidth, {"experiment": snakemake.wildcards.experiment, **result})
+run_job(snakemake, "measure_bandwidth")  # mnnrepro/jobs/measure_bandwidth.py

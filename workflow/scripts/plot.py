@@ -1,5 +1,3 @@
-from mnnrepro.analysis.jobs import draw_charts
-from mnnrepro.logs import log_to
+from job_spec import run_job
 
-log_to(snakemake.log[0])
-draw_charts(snakemake)
+run_job(snakemake, "plot")  # mnnrepro/jobs/plot.py

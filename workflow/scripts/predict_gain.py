@@ -1,5 +1,3 @@
-from mnnrepro.analysis.jobs import write_prediction
-from mnnrepro.logs import log_to
+from job_spec import run_job
 
-log_to(snakemake.log[0])
-write_prediction(snakemake)
+run_job(snakemake, "predict_gain")  # mnnrepro/jobs/predict_gain.py

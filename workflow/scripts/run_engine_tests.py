@@ -1,22 +1,3 @@
-from mnnrepro.engines.registry import EngineRecord
-from mnnrepro.files import write_json
-from mnnrepro.logs import log_to
-from mnnrepro.records import read_record
-from mnnrepro.runs.engine_tests import run_engine_tests, without_suite
-from mnnrepro.runs.on_device import on_device
-from mnnrepro.runs.staging import stage_engine
+from job_spec import run_job
 
-log = log_to(snakemake.log[0])
-record = EngineRecord.of(read_record(snakemake.input.record, "engine"))
-suite, reason = record.kind.test_suite(record)
-if suite is None:  # nothing to run: the device is not asked
-    result = without_suite(snakemake.wildcards.device, record, reason)
-else:
-    with on_device(snakemake.wildcards.device, snakemake.params.device, "its tests") as device:
-        where = stage_engine(device, snakemake.input.engine_dir[0])
-        result = run_engine_tests(device, record, suite, where, snakemake.params.engine_tests)
-for test in result["tests"]:
-    print(
-        f"{test['test']}: {test['outcome']} ({test['seconds']} s) {test['command_line']}", file=log
-    )
-write_json(snakemake.output.tests, {"experiment": snakemake.wildcards.experiment, **result})
+run_job(snakemake, "run_engine_tests")  # mnnrepro/jobs/run_engine_tests.py

@@ -1,6 +1,3 @@
-from mnnrepro.files import write_json
-from mnnrepro.logs import log_to
-from mnnrepro.runs.gate_job import GateJob
+from job_spec import run_job
 
-log_to(snakemake.log[0])
-write_json(snakemake.output.greedy, GateJob.of(snakemake).answers())
+run_job(snakemake, "run_greedy")  # mnnrepro/jobs/run_greedy.py

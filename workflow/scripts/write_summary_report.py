@@ -1,8 +1,3 @@
-from mnnrepro.analysis.jobs import write_report
-from mnnrepro.archive.replay_check import replay_section
-from mnnrepro.files import read_json
-from mnnrepro.logs import log_to
+from job_spec import run_job
 
-log_to(snakemake.log[0])
-replay = snakemake.input.replay
-write_report(snakemake, replay_section(read_json(replay[0])) if replay else [])
+run_job(snakemake, "write_summary_report")  # mnnrepro/jobs/write_summary_report.py

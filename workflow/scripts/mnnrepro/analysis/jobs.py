@@ -1,4 +1,4 @@
-"""What the analysis rules' jobs do, each handed its Snakemake job (its input, output and
+"""What the analysis rules' jobs do, each handed its job (mnnrepro/job.Job: its input, output and
 params, named as the rule names them): the summary (compute_summary), the sweep's summary
 (compute_sweep_summary), the charts (plot) and the report (write_summary_report). Their scripts
 only call these; the work is in analysis/summary.py, sweep.py, plots.py and report.py."""

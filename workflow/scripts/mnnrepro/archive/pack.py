@@ -83,7 +83,7 @@ def archive_job(job) -> None:
     for path in profile_files(job.input.profiles):
         files[path] = path
     provenance = {
-        "workflow": git_state(str(Path(job.scriptdir).parents[1])),
+        "workflow": git_state(job.repository),
         "tools": tool_versions(),
     }
     files["provenance.json"] = json.dumps(provenance, indent=2, sort_keys=True).encode()

@@ -14,6 +14,7 @@ from pathlib import Path
 from mnnrepro.files import code_digest
 
 PACKAGE = "mnnrepro"
+SHIM_HELPER = "job_spec.py"  # what every rule's shim hands its job to (workflow/scripts/)
 # a line that starts an import of the package, at any indentation (inside a function too),
 # with its parenthesized names over several lines: parsing these alone, not whole modules,
 # takes 0.2 CPU-s off every Snakemake start (which hashes 13 scripts' closures)
@@ -39,14 +40,17 @@ def import_statements(text: str) -> list[ast.stmt]:
 @cache
 def imported_files(path: Path, scripts: Path) -> frozenset[Path]:
     """The package's files that importing what `path` imports runs (each module, and the
-    __init__ of every package on its way)."""
-    names = set()
+    __init__ of every package on its way). A rule's shim reaches the shim-side helper and its
+    job's code, mnnrepro/jobs/<the shim's name>, which the helper runs by that name."""
+    names, files = set(), set()
+    if path.parent == scripts and path.name != SHIM_HELPER:
+        names.add(f"{PACKAGE}.jobs.{path.stem}")
+        files.add(scripts / SHIM_HELPER)
     for node in import_statements(path.read_text(encoding="utf-8")):
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == PACKAGE:
             names |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
         elif isinstance(node, ast.Import):
             names |= {a.name for a in node.names if a.name.split(".")[0] == PACKAGE}
-    files = set()
     for name in names:
         parts = name.split(".")
         for depth in range(1, len(parts) + 1):

@@ -44,7 +44,7 @@ class GateJob:
 
     @classmethod
     def of(cls, job) -> GateJob:
-        """From a Snakemake job of rule run_greedy."""
+        """From the job (mnnrepro/job.Job) of rule run_greedy."""
         params, given = job.params, job.input
         return cls(
             job.wildcards.device,

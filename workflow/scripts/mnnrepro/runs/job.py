@@ -1,7 +1,7 @@
 """What every job that runs on a device is handed, in one value: which device, what was pushed
 to it, the model's manifest, the engines' records, the variants, the bench settings as this job
 measures them, the vision phase's images and the engines' gate tools (the benchmark, a sweep
-point and the kernel profile alike). A script loads it from its Snakemake job (DeviceJob.of)."""
+point and the kernel profile alike). A job loads it from its spec (DeviceJob.of)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class DeviceJob:
 
     @classmethod
     def of(cls, job) -> DeviceJob:
-        """From a Snakemake job of rule run_bench, run_sweep or profile_kernels."""
+        """From the job (mnnrepro/job.Job) of rule run_bench, run_sweep or profile_kernels."""
         return cls(
             device_name=job.wildcards.device,
             device_spec=job.params.device,
