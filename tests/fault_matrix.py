@@ -271,13 +271,13 @@ def kill_adb_server(port: int) -> None:
 
 def run_cell(cell: Cell, root: Path, adb_port: int, model: Path) -> dict:
     """Run cell in root (a fresh loopback phone, or this host): its row of the matrix."""
-    from conftest import SHORT_BENCH, start_loopback_phone, stop_loopback_phone
+    from conftest import SHORT_BENCH, full_adb_spec, start_loopback_phone, stop_loopback_phone
 
     bench = {**SHORT_BENCH, **cell.bench}
     if cell.where == "host":
         return host_cell(cell, root, model, bench)
     phone, spec = start_loopback_phone(root / "phone", adb_port)
-    spec = {**spec, **cell.spec}
+    spec = full_adb_spec(**{**spec, **cell.spec})  # a cell's partial `ready`: the rest defaults
     try:
         if cell.stage == "before builds":
             return refused_cell(cell, phone, spec)

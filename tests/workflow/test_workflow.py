@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -248,8 +249,12 @@ def test_a_benchmark_the_summary_and_an_archive_rerun_from_their_specs_alone(roo
         made = {path: path.read_bytes() for path in outputs}
         for path in outputs:
             path.unlink()
-        subprocess.run(
-            [sys.executable, "-m", "mnnrepro.job", str(spec)], cwd="/", check=True, timeout=300
+        subprocess.run(  # this checkout's package, whatever another install provides
+            [sys.executable, "-m", "mnnrepro.job", str(spec)],
+            cwd="/",
+            env={**os.environ, "PYTHONPATH": str(root / "workflow" / "scripts")},
+            check=True,
+            timeout=300,
         )
         assert {path: path.read_bytes() for path in outputs} == made, rule
 
