@@ -185,3 +185,41 @@ def test_the_familywise_level_is_shared_over_the_rows_and_named():
         f"t on log ratios at {stopped.interval.level:.2%} per look, calibrated for a stop at any "
         "of blocks 6-28: 98.75% per row at the stop; all 4 rows at once 95% (Bonferroni)"
     )
+
+
+def plain_bisection_level(looks: tuple[int, ...], ci_level: float) -> float:
+    """The calibration as first written (every path compared at every step), drawing the
+    same seeded paths as sequential._calibrated_level: its reference."""
+    from scipy.special import stdtrit
+
+    alpha, paths = 1.0 - ci_level, int(min(2**18, sequential.SEQUENTIAL_DRAWS // len(looks)))
+    rng = np.random.default_rng(sequential.SEQUENTIAL_SEED)
+    mean, squares, n = np.zeros(paths), np.zeros(paths), 0
+    abs_t = np.empty((len(looks), paths))
+    for i, look in enumerate(looks):
+        m = look - n
+        stretch_mean = rng.standard_normal(paths) / math.sqrt(m)
+        stretch_squares = 2.0 * rng.standard_gamma((m - 1) / 2, paths) if m > 1 else 0.0
+        delta = stretch_mean - mean
+        mean += delta * m / look
+        squares += stretch_squares + delta**2 * n * m / look
+        n = look
+        abs_t[i] = np.abs(mean) * math.sqrt(n) / np.sqrt(squares / (n - 1))
+    df = np.asarray(looks, dtype=float)[:, None] - 1
+    target = alpha - 2.0 * math.sqrt(alpha * (1 - alpha) / paths)
+    low, high = target / len(looks) / 2, target
+    for _ in range(40):
+        middle = math.sqrt(low * high)
+        crossing = float((abs_t > stdtrit(df, 1 - middle / 2)).any(axis=0).mean())
+        low, high = (middle, high) if crossing <= target else (low, middle)
+    return float(1.0 - low)
+
+
+@pytest.mark.parametrize(
+    ("looks", "ci_level"), [(tuple(range(6, 29)), 0.95), ((3, 4, 5, 6, 7), 0.975), ((6, 20), 0.9)]
+)
+def test_the_calibration_compares_only_undecided_paths_and_finds_the_same_level(looks, ci_level):
+    """_calibrated_level sets aside the paths whose crossing the bisection's bounds already
+    decide; the level is the plain bisection's, bit for bit."""
+    calibrated = sequential._calibrated_level.__wrapped__(looks, ci_level)
+    assert calibrated == plain_bisection_level(looks, ci_level)

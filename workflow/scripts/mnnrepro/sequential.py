@@ -64,13 +64,24 @@ def _calibrated_level(looks: tuple[int, ...], ci_level: float) -> float:
     df = np.asarray(looks, dtype=float)[:, None] - 1
     target = alpha - 2.0 * math.sqrt(alpha * (1 - alpha) / paths)  # Monte Carlo error: wider
 
-    def crossing(level_alpha: float) -> float:  # the share of paths that cross at some look
-        return float((abs_t > stdtrit(df, 1 - level_alpha / 2)).any(axis=0).mean())
+    def crosses(t: np.ndarray, level_alpha: float) -> np.ndarray:  # per path: at some look
+        return (t > stdtrit(df, 1 - level_alpha / 2)).any(axis=0)
 
     low, high = target / len(looks) / 2, target  # Bonferroni's level crosses at most target
+    # a path crossing at `low` crosses at every level the bisection tries, one not crossing at
+    # `high` at none (the boundary falls as the level rises): only the undecided paths are
+    # compared at each step, the same comparisons as over all paths (the same level, bit for
+    # bit, 2-3x faster)
+    always = crosses(abs_t, low)
+    undecided = abs_t[:, ~always & crosses(abs_t, high)]
+    crossed = int(always.sum())
     for _ in range(40):  # bisection on the log of the per-look alpha
         middle = math.sqrt(low * high)
-        low, high = (middle, high) if crossing(middle) <= target else (low, middle)
+        here = crosses(undecided, middle)
+        if (crossed + int(here.sum())) / paths <= target:
+            low, crossed, undecided = middle, crossed + int(here.sum()), undecided[:, ~here]
+        else:
+            high, undecided = middle, undecided[:, here]
     return float(1.0 - low)
 
 
