@@ -24,20 +24,18 @@ Writes benchmarks/results/executorch_emulated.{md,json}.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from executorch_wheel import PYPI, WHEELS, tool  # noqa: E402
+from executorch_wheel import PYPI, WHEELS, in_workdir, tool  # noqa: E402
 from provenance import write_results  # noqa: E402
 from real_mnn import snakemake  # noqa: E402
 
@@ -267,13 +265,7 @@ def markdown(result: dict) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workdir", help="where the wheels, builds and runs go (default: temp)")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
-        workdir = Path(args.workdir or scratch).resolve()
-        workdir.mkdir(parents=True, exist_ok=True)
-        result = measure(workdir)
+    result = in_workdir(__doc__.split("\n")[0], measure)
     write_results("executorch_emulated", result, markdown(result))
     print("\n".join(markdown(result)))
 

@@ -167,16 +167,23 @@ def markdown(facts: dict) -> list[str]:
     return lines
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workdir", help="where the wheels go (default: a temporary folder)")
+def in_workdir(description: str, measure):
+    """measure(workdir) for `--workdir DIR` (default: a temporary folder, removed after)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--workdir", help="where downloads and builds go (default: temporary)")
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        workdir = Path(args.workdir or scratch).resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
+        return measure(workdir)
+
+
+def main() -> None:
     for name in TOOLS:
         tool(name)
-    with tempfile.TemporaryDirectory() as scratch:
-        workdir = Path(args.workdir or scratch)
-        workdir.mkdir(parents=True, exist_ok=True)
-        facts = {platform: wheel_facts(platform, workdir) for platform in WHEELS}
+    facts = in_workdir(
+        __doc__.split("\n")[0], lambda workdir: {p: wheel_facts(p, workdir) for p in WHEELS}
+    )
     write_results("executorch_wheel", facts, markdown(facts))
     print("\n".join(markdown(facts)[:12]))
 

@@ -188,25 +188,12 @@ def test_the_familywise_level_is_shared_over_the_rows_and_named():
 
 
 def plain_bisection_level(looks: tuple[int, ...], ci_level: float) -> float:
-    """The calibration as first written (every path compared at every step), drawing the
-    same seeded paths as sequential._calibrated_level: its reference."""
+    """The calibration's bisection as first written (every path compared at every step), on
+    the same seeded paths (sequential.simulated_t): its reference."""
     from scipy.special import stdtrit
 
-    alpha, paths = 1.0 - ci_level, int(min(2**18, sequential.SEQUENTIAL_DRAWS // len(looks)))
-    rng = np.random.default_rng(sequential.SEQUENTIAL_SEED)
-    mean, squares, n = np.zeros(paths), np.zeros(paths), 0
-    abs_t = np.empty((len(looks), paths))
-    for i, look in enumerate(looks):
-        m = look - n
-        stretch_mean = rng.standard_normal(paths) / math.sqrt(m)
-        stretch_squares = 2.0 * rng.standard_gamma((m - 1) / 2, paths) if m > 1 else 0.0
-        delta = stretch_mean - mean
-        mean += delta * m / look
-        squares += stretch_squares + delta**2 * n * m / look
-        n = look
-        abs_t[i] = np.abs(mean) * math.sqrt(n) / np.sqrt(squares / (n - 1))
-    df = np.asarray(looks, dtype=float)[:, None] - 1
-    target = alpha - 2.0 * math.sqrt(alpha * (1 - alpha) / paths)
+    abs_t, df = sequential.simulated_t(looks)
+    target = sequential.mc_target(1.0 - ci_level, abs_t.shape[1])
     low, high = target / len(looks) / 2, target
     for _ in range(40):
         middle = math.sqrt(low * high)

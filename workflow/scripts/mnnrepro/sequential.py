@@ -40,14 +40,10 @@ SEQUENTIAL_SEED = 20261205  # the calibration's own: the same boundary in every 
 SEQUENTIAL_DRAWS = 6_000_000  # paths x looks simulated (2**18 paths up to 22 looks)
 
 
-@functools.lru_cache(maxsize=32)
-def _calibrated_level(looks: tuple[int, ...], ci_level: float) -> float:
-    # scipy: a calibration only, cached
-    from scipy.special import stdtrit
-
-    if looks[0] < 3:
-        raise ValueError(f"the first look needs at least 3 blocks, got {looks[0]}")
-    alpha = 1.0 - ci_level
+def simulated_t(looks: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(|t| at each look for each seeded path, shape looks x paths; each look's degrees of
+    freedom, as a column): the running mean and sum of squares drawn from their exact
+    increments, a normal sum and a chi-square per stretch between looks."""
     paths = int(min(2**18, SEQUENTIAL_DRAWS // len(looks)))
     rng = np.random.default_rng(SEQUENTIAL_SEED)
     mean, squares, n = np.zeros(paths), np.zeros(paths), 0
@@ -61,8 +57,25 @@ def _calibrated_level(looks: tuple[int, ...], ci_level: float) -> float:
         squares += stretch_squares + delta**2 * n * m / look
         n = look
         abs_t[i] = np.abs(mean) * math.sqrt(n) / np.sqrt(squares / (n - 1))
-    df = np.asarray(looks, dtype=float)[:, None] - 1
-    target = alpha - 2.0 * math.sqrt(alpha * (1 - alpha) / paths)  # Monte Carlo error: wider
+    return abs_t, np.asarray(looks, dtype=float)[:, None] - 1
+
+
+def mc_target(alpha: float, paths: int) -> float:
+    """The share of paths that may cross: alpha less two of its binomial standard errors
+    (Monte Carlo error makes the boundary wider, never narrower)."""
+    return alpha - 2.0 * math.sqrt(alpha * (1 - alpha) / paths)
+
+
+@functools.lru_cache(maxsize=32)
+def _calibrated_level(looks: tuple[int, ...], ci_level: float) -> float:
+    # scipy: a calibration only, cached
+    from scipy.special import stdtrit
+
+    if looks[0] < 3:
+        raise ValueError(f"the first look needs at least 3 blocks, got {looks[0]}")
+    abs_t, df = simulated_t(looks)
+    paths = abs_t.shape[1]
+    target = mc_target(1.0 - ci_level, paths)
 
     def crosses(t: np.ndarray, level_alpha: float) -> np.ndarray:  # per path: at some look
         return (t > stdtrit(df, 1 - level_alpha / 2)).any(axis=0)
