@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mnnrepro.engines.timers import Timers
 from mnnrepro.toolchain.records import PLATFORM_COMPILERS, BuildJob
 
 
@@ -87,6 +88,9 @@ class EngineKind:
     # its threads' waiting, which a prediction leaves out of the work (analysis/token_work.py):
     # a regular expression on a profile's symbols (a thread pool's polling); "": none known
     waiting_functions = ""
+    # what its benchmark's prefill and decode timers hold (engines/timers.py), read from the
+    # code that times them: every kind states it (tests/unit/test_timers.py)
+    timers: Timers | None = None
 
     @classmethod
     def builds_gate_tool(cls, spec: dict) -> bool:

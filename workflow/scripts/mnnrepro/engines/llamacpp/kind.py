@@ -24,6 +24,7 @@ from mnnrepro.engines.base import GreedyAsk
 from mnnrepro.engines.device_io import GATE_TOP_K, BenchError
 from mnnrepro.engines.from_source import BuiltFromSource
 from mnnrepro.engines.llamacpp import build as llamacpp
+from mnnrepro.engines.timers import Timers
 from mnnrepro.models.spec import checkpoint_problems
 from mnnrepro.toolchain import tools
 from mnnrepro.toolchain.records import BuildJob, receipt_of
@@ -126,6 +127,15 @@ class LlamaCppEngine(BuiltFromSource):
     kind = "llamacpp"
     config_key = "llamacpp"
     model_format = "gguf"
+    # llama-bench's test_prompt and test_gen (tools/llama-bench/llama-bench.cpp): its clock
+    # around llama_decode of the prompt (the output head for its last position), then of one
+    # token at a time after it (-d: at the prompt's depth), each synchronized; random token
+    # ids, no sampling, no text
+    timers = Timers(
+        prefill=("embedding", "forward"),
+        decode=("embedding", "forward"),
+        source="llama.cpp's tools/llama-bench/llama-bench.cpp: test_prompt, test_gen",
+    )
     config_section = "llamacpp"
     gate_tool = GATE_TOOL
     compilers = llamacpp.COMPILERS

@@ -18,6 +18,7 @@ from mnnrepro.engines.from_source import BuiltFromSource
 from mnnrepro.engines.mnn_source import build as mnn_build
 from mnnrepro.engines.mnn_source import llmbench
 from mnnrepro.engines.mnn_wheel.kind import MNN_RUNTIME_KEYS, MNN_THREAD_POOL
+from mnnrepro.engines.timers import Timers
 from mnnrepro.toolchain import source, tools
 from mnnrepro.toolchain.records import BuildJob
 
@@ -56,6 +57,16 @@ class BuiltEngine(BuiltFromSource):
     # bits and crashes at 1024/2048 under QEMU (benchmarks/results/real_mnn.md)
     sme2_vector_lengths_bits = (512,)
     config_key = "build"
+    # MNN's llm_bench (transformers/llm/engine/tools/llm_bench.cpp) reads the context's
+    # prefill_us and decode_us: prefill times forwardVec of the prompt's embeddings (computed
+    # before the clock starts), decode each step's tokenizer_decode and forwardVec of the
+    # token (its embedding inside), the sampler outside (src/llm.cpp, generate.cpp, 3.6.1)
+    timers = Timers(
+        prefill=("forward",),
+        decode=("embedding", "forward", "detokenising"),
+        source="MNN's transformers/llm/engine/src/llm.cpp (prefill_us), "
+        "speculative_decoding/generate.cpp (decode_us)",
+    )
     takes_images = True
     gate_tool = GATE_TOOL
     vision_tool = MNN_VISION_TOOL  # built beside mnn_greedy

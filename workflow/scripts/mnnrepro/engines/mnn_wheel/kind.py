@@ -13,6 +13,7 @@ from mnnrepro.config import SME2_SETTINGS
 from mnnrepro.engines.base import EngineKind, GreedyAsk
 from mnnrepro.engines.device_io import command_record, crashed_answer, fetch_text, files_of
 from mnnrepro.engines.runner import RUNNER_DIR
+from mnnrepro.engines.timers import RUNNER_STEPS, Timers
 from mnnrepro.files import sha256_file
 from mnnrepro.toolchain.records import EngineError, settings_read_by
 
@@ -30,6 +31,13 @@ class PrebuiltEngine(EngineKind):
     integer_env = ("MNN_CPU_TARGET",)
     record_name = "engine.json"
     runs_through_runner = True
+    # engines/runner/runner_timing.time_phases: a clock around argmax(llm.forward(ids)), the
+    # prompt at once, then each token fed its predecessor's pick
+    timers = Timers(
+        prefill=RUNNER_STEPS,
+        decode=RUNNER_STEPS,
+        source="engines/runner/runner_timing.py: time_phases",
+    )
     runner_program = RUNNER_DIR / "python_runner.py"
     # its timing loop, and the vision phase's entries it writes
     runner_modules = (RUNNER_DIR / "runner_timing.py", RUNNER_DIR / "vision_entries.py")

@@ -39,6 +39,7 @@ from mnnrepro.engines.ort_genai.fetch import (
     section_of,
 )
 from mnnrepro.engines.runner import RUNNER_DIR
+from mnnrepro.engines.timers import RUNNER_STEPS, Timers
 from mnnrepro.models.spec import checkpoint_problems
 
 MODEL_FORMAT = "onnx"  # results/models/<model>/onnx: genai's model directory
@@ -108,6 +109,14 @@ class OrtGenaiEngine(PrebuiltEngine):
     config_section = "ort_genai"  # the pinned archives, per platform
     record_name = "wheels.json"
     model_format = MODEL_FORMAT
+    # as the MNN wheel's runner (genai_llm's forward: append_tokens, get_logits), and the C API
+    # runner the same way (its time_phases: AppendTokens, GetLogits, then its argmax)
+    timers = Timers(
+        prefill=RUNNER_STEPS,
+        decode=RUNNER_STEPS,
+        source="engines/runner/runner_timing.py: time_phases; "
+        "engines/ort_genai/gate_tool/ort_genai_tool.cpp: time_phases",
+    )
     stages_files = True
     fetches_archives = True
     integer_env = ()
