@@ -93,6 +93,15 @@ def test_a_pairs_mode_is_decided_once_per_device_and_read_back_by_its_names():
     ]
     assert modes_of(phone) == {("off", "on"): "claim"}
     assert modes_of(old) == {("off", "on"): "fallback"}
+    # one device's modes are a read-only value: a pair it does not hold, or a mode outside
+    # the vocabulary, is refused naming the device
+    with pytest.raises(TypeError):
+        modes_of(phone)[("off", "on")] = "equal"
+    with pytest.raises(KeyError, match=r"no mode for the pair \('on', 'off'\) on device x300"):
+        modes_of(phone)[("on", "off")]
+    wrong = {**phone, "modes": [{**phone["modes"][0], "mode": "faster"}]}
+    with pytest.raises(ValueError, match=r"device x300: unknown pair modes \['faster'\]"):
+        modes_of(wrong)
 
 
 PACKAGE_READS_CONFIG = re.compile(r"\bconfig\[|\bconfig\.get\(")

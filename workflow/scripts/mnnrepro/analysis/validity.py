@@ -9,7 +9,7 @@ from mnnrepro.analysis.engine_tests import engine_tests_check
 from mnnrepro.analysis.one_binary import mask_checks, switch_checks
 from mnnrepro.design import Design
 from mnnrepro.engines.device_io import supported_features
-from mnnrepro.engines.pairs import Pair
+from mnnrepro.engines.pairs import Pair, PairModes
 
 
 def correctness_check(greedy: dict, pair: tuple[str, str], correctness: dict) -> dict:
@@ -211,7 +211,7 @@ def check(
     facts: dict,
     model: str,
     design: Design,
-    modes: dict[tuple[str, str], str],
+    modes: PairModes,
     correctness: dict,
     engines: dict[str, dict],
     variants: dict,

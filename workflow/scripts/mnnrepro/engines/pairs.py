@@ -7,7 +7,9 @@ the profile's check of what ran and the verdicts (analysis) all ask the pair."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from mnnrepro.engines.registry import EngineRecord
@@ -17,6 +19,7 @@ if TYPE_CHECKING:
     from mnnrepro.design import Design
 
 CLAIM, FALLBACK, EQUAL = "claim", "fallback", "equal"
+MODES = (CLAIM, FALLBACK, EQUAL)
 
 
 def needs_sme2(engine_record: EngineRecord) -> bool:
@@ -111,12 +114,43 @@ def modes_record(design: Design, engines: dict[str, EngineRecord], facts: dict) 
     }
 
 
-def modes_of(record: dict) -> dict[tuple[str, str], str]:
-    """(baseline, treatment) -> the pair's mode on the device of a pair modes record."""
-    return {(m["baseline"], m["treatment"]): m["mode"] for m in record["modes"]}
+class PairModes(Mapping):
+    """Each compared pair's mode on one device, read-only: (baseline, treatment) -> CLAIM,
+    FALLBACK or EQUAL, as rule decide_pair_modes decided them (modes_record). A pair it does
+    not hold is a KeyError naming the pair and the device."""
+
+    def __init__(self, device: str, modes: Mapping[tuple[str, str], str]):
+        unknown = sorted(set(modes.values()) - set(MODES))
+        if unknown:
+            raise ValueError(f"device {device}: unknown pair modes {unknown}; known: {MODES}")
+        self.device = device
+        self._modes = MappingProxyType(dict(modes))
+
+    @classmethod
+    def of(cls, record: dict) -> PairModes:
+        """From a pair modes record (one device's)."""
+        modes = {(m["baseline"], m["treatment"]): m["mode"] for m in record["modes"]}
+        return cls(record["device"], modes)
+
+    def __getitem__(self, names: tuple[str, str]) -> str:
+        try:
+            return self._modes[names]
+        except KeyError:
+            raise KeyError(f"no mode for the pair {names} on device {self.device}") from None
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._modes)
+
+    def __len__(self) -> int:
+        return len(self._modes)
 
 
-def modes_at(path: str) -> dict[tuple[str, str], str]:
+def modes_of(record: dict) -> PairModes:
+    """The pair modes of one device's pair modes record."""
+    return PairModes.of(record)
+
+
+def modes_at(path: str) -> PairModes:
     """modes_of the pair modes record at path (rule decide_pair_modes; checked as one)."""
     return modes_of(read_record(path, "pair_modes"))
 

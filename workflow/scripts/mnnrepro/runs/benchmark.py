@@ -19,7 +19,7 @@ from mnnrepro.design import Design
 from mnnrepro.devices.base import Device
 from mnnrepro.devices.power import PowerReader
 from mnnrepro.engines.device_io import BenchError, command_record
-from mnnrepro.engines.pairs import Pair
+from mnnrepro.engines.pairs import Pair, PairModes
 from mnnrepro.engines.registry import engine_for
 from mnnrepro.engines.runner.vision_entries import vision_results
 from mnnrepro.files import read_json, write_json
@@ -295,7 +295,7 @@ def device_time(clock: list[float], end: float) -> dict:
 
 
 def run_plan_for_rule(
-    job: DeviceJob, raw_dir: str, design: Design, modes: dict, remeasure: str = ""
+    job: DeviceJob, raw_dir: str, design: Design, modes: PairModes, remeasure: str = ""
 ) -> dict:
     """The job's benchmark, resumable, in its interleaved schedule, its blocks chosen by its
     stopping rule (precision.stopping_decision): the judged pairs of the design at its level,

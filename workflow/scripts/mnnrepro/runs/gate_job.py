@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from mnnrepro.config import refuse
 from mnnrepro.design import Design, Variant, variants_of
-from mnnrepro.engines.pairs import Pair, modes_at
+from mnnrepro.engines.pairs import Pair, PairModes, modes_at
 from mnnrepro.engines.records import engine_records
 from mnnrepro.engines.registry import unread_settings
 from mnnrepro.files import read_json
@@ -34,7 +34,7 @@ class GateJob:
     receipt: dict
     records: dict  # engine name -> its record
     tools: dict  # engine name -> its gate tool's record
-    modes: dict  # (baseline, treatment) -> the pair's mode here (engines.pairs.modes_of)
+    modes: PairModes  # each pair's mode here (engines.pairs.modes_of)
     vision: bool  # the model takes images: the image prompts are asked too
     images: list  # (name as configured, local file)
     timeout_s: float

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mnnrepro.assumptions import dependence_found
+from mnnrepro.engines.pairs import PairModes
 from mnnrepro.errors import ReproError
 from mnnrepro.phases import PHASES
 from mnnrepro.repetitions import Repetitions
@@ -112,7 +113,7 @@ def judged_row_names(design: Design) -> list[str]:
     return [*names, row_name(*pairs[0], MECHANISM)]
 
 
-def verdict_thresholds(design: Design, modes: dict[tuple[str, str], str]) -> dict:
+def verdict_thresholds(design: Design, modes: PairModes) -> dict:
     """Row name (judged_row_names) -> the speedups (ratios) at which its verdict changes; None:
     no claim, settled by precision. A compared pair's by its mode on this device (modes:
     engines.pairs.modes_of the device's pair modes); the A/A control's by its margin; the
