@@ -7,7 +7,9 @@ them as Variant (variants_of the specs its rule hands it)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from mnnrepro.config import twin_of, with_runtime_defaults, with_schema_defaults
 from mnnrepro.repetitions import Repetitions, sweep_repetitions
@@ -24,8 +26,8 @@ class Variant:
 
     name: str
     engine: str
-    runtime: dict
-    env: dict
+    runtime: Mapping  # read-only, as every field: a job cannot change what it was handed
+    env: Mapping
     hide_sme: bool = False
 
     @classmethod
@@ -33,8 +35,8 @@ class Variant:
         return cls(
             name,
             spec["engine"],
-            dict(spec.get("runtime", {})),
-            dict(spec.get("env", {})),
+            MappingProxyType(dict(spec.get("runtime", {}))),
+            MappingProxyType(dict(spec.get("env", {}))),
             bool(spec.get("hide_sme", False)),
         )
 
@@ -113,8 +115,8 @@ class Comparison:
 class Design:
     name: str
     comparison: Comparison
-    stats: dict  # `stats`, defaults applied
-    bench: dict  # `bench`, defaults applied (the main point's)
+    stats: Mapping  # `stats`, defaults applied (read-only)
+    bench: Mapping  # `bench`, defaults applied (the main point's; read-only)
     variant_engines: dict  # variant -> the engine it runs
     hiding_sme: frozenset = frozenset()  # the variants that preload the SME mask (hide_sme)
 
@@ -129,8 +131,8 @@ class Design:
         return cls(
             spec.get("experiment", ""),
             Comparison.of(sections["comparison"]),
-            sections["stats"],
-            sections["bench"],
+            MappingProxyType(sections["stats"]),
+            MappingProxyType(sections["bench"]),
             {name: v["engine"] for name, v in variants.items()},
             frozenset(name for name, v in variants.items() if v.get("hide_sme")),
         )
