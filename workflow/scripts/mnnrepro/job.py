@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mnnrepro.files import plain, read_json, write_json
+from mnnrepro.files import read_json, write_json
 
 SPEC_SUFFIX = ".job.json"
 LISTS = ("input", "output", "log", "params", "wildcards")  # Snakemake's named lists
@@ -97,10 +96,9 @@ def start(written: Mapping[str, Any]) -> None:
     that the run and any rerun of the spec read the same values."""
     path = spec_path(written)
     try:
-        json.dumps(written, allow_nan=False, default=plain)
-    except (TypeError, ValueError) as error:
+        write_json(path, written)  # nothing is written where a value is not JSON
+    except TypeError as error:
         raise TypeError(f"rule {written['rule']}: its job spec is not JSON ({error})") from error
-    write_json(path, written)
     run(Job.of(read_json(path)))
 
 
