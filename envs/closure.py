@@ -31,6 +31,7 @@ from packaging.requirements import Requirement
 
 from mnnrepro.engines.registry import RUNNER
 from mnnrepro.engines.registry import RUNNER_MODULES as KIND_RUNNER_MODULES
+from mnnrepro.job import SHIM_HELPER as SHIM_SCRIPT
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "workflow" / "rules"
@@ -38,7 +39,7 @@ SCRIPTS = ROOT / "workflow" / "scripts"
 PACKAGE = "mnnrepro"
 # A rule's shim hands its job to the one shim-side module (workflow/scripts/job_spec.py), which
 # runs mnnrepro.jobs.<the shim's name> by that name: both are in the rule's closure.
-SHIM_HELPER = SCRIPTS / "job_spec.py"
+SHIM_HELPER = SCRIPTS / SHIM_SCRIPT
 LOCK = ROOT / "locks" / "py311.txt"
 ENV_PYTHON = "3.11"  # the envs' Python (python=3.11.7 in every env), so markers are read for it
 

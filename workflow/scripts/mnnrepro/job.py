@@ -21,6 +21,7 @@ from typing import Any
 from mnnrepro.files import read_json, write_json
 
 SPEC_SUFFIX = ".job.json"
+SHIM_HELPER = "job_spec.py"  # workflow/scripts/: what every rule's shim hands its job to
 LISTS = ("input", "output", "log", "params", "wildcards")  # Snakemake's named lists
 
 

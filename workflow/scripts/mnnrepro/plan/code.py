@@ -12,9 +12,9 @@ from functools import cache
 from pathlib import Path
 
 from mnnrepro.files import code_digest
+from mnnrepro.job import SHIM_HELPER
 
 PACKAGE = "mnnrepro"
-SHIM_HELPER = "job_spec.py"  # what every rule's shim hands its job to (workflow/scripts/)
 # a line that starts an import of the package, at any indentation (inside a function too),
 # with its parenthesized names over several lines: parsing these alone, not whole modules,
 # takes 0.2 CPU-s off every Snakemake start (which hashes 13 scripts' closures)
