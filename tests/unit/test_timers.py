@@ -46,3 +46,26 @@ def test_speeds_are_like_for_like_only_with_the_same_steps_in_both_timers():
     other_decode = Timers(("embedding", "forward"), ("forward",), "c")
     groups = like_for_like({"a": same, "b": also, "c": other_decode})
     assert groups == [["a", "b"], ["c"]]
+
+
+def test_the_summary_names_which_engines_speeds_compare_only_when_they_differ():
+    """summary.md's side by side (analysis/side_by_side.py): a line grouping the engines
+    whose timers hold the same steps, where the pairs run more than one such group."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from mnnrepro.analysis.side_by_side import like_for_like_lines
+
+    kinds = {kind.kind: kind for kind in KINDS}
+    engines = {
+        "mnn": SimpleNamespace(kind=kinds["prebuilt"]),
+        "ort": SimpleNamespace(kind=kinds["ort-genai"]),
+        "llama": SimpleNamespace(kind=kinds["llamacpp"]),
+    }
+    variant_engines = {"a": "mnn", "b": "mnn", "c": "ort", "d": "ort", "e": "llama"}
+    both = pd.DataFrame({"baseline": ["a", "c"], "treatment": ["b", "d"]})
+    assert like_for_like_lines(both, engines, variant_engines) == []  # one group: mnn, ort
+    three = pd.DataFrame({"baseline": ["a", "c", "e"], "treatment": ["b", "d", "a-aa"]})
+    (line,) = [line for line in like_for_like_lines(three, engines, variant_engines) if line]
+    assert "llama; mnn, ort." in line

@@ -29,6 +29,7 @@ rule write_summary_report:
         "../../envs/analysis.yaml"
     params:
         top=PLAN.settings.attribution["top"],
+        design=PLAN.design_spec,  # which engine each variant runs: which speeds compare
         code=PLAN.code_of("write_summary_report.py"),
     message:
         "Writing results/{wildcards.experiment}/summary.md"

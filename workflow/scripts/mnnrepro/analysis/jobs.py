@@ -135,6 +135,7 @@ def write_report(job, replay: list[str]) -> None:
         optional(given.engine_tests, csv),
         replay,
         optional(given.prediction, lambda p: read_json(p[0])),  # prediction.json, then .md
+        Design.of(job.params.design).variant_engines,
     )
     Path(job.output.markdown).write_text(text, encoding="utf-8")
 

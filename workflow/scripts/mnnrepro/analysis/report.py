@@ -10,6 +10,7 @@ from mnnrepro.analysis.engine_tests import engine_tests_section
 from mnnrepro.analysis.explaining import mechanism_section
 from mnnrepro.analysis.kernel_sections import where_time_goes
 from mnnrepro.analysis.prediction_score import prediction_section
+from mnnrepro.analysis.side_by_side import side_by_side_section
 from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct, reps_text
 from mnnrepro.analysis.vision import vision_section
 from mnnrepro.config import is_full_commit
@@ -103,36 +104,6 @@ def verdicts_section(summary: pd.DataFrame, document: dict) -> list[str]:
     if comparison.get("source"):
         what = "Claim" if comparison.get("claims") else "Reference figures' source"
         out += ["", f"{what}: {comparison['source']}"]
-    return out
-
-
-def side_by_side_section(summary: pd.DataFrame) -> list[str]:
-    """Every compared pair's gain per phase, one column per pair: the engines' SME2 gains side
-    by side (e.g. MNN's two builds, MNN masked vs allowed, llama.cpp's KleidiAI switch)."""
-    pairs = list(dict.fromkeys(f"{r.treatment} vs {r.baseline}" for r in summary.itertuples()))
-    if len(pairs) < 2:
-        return []
-    cells: dict[tuple[str, str, str], dict[str, str]] = {}
-    for row in summary.itertuples():
-        key = (row.device, row.model, row.phase)
-        cells.setdefault(key, {})[f"{row.treatment} vs {row.baseline}"] = (
-            f"{pct(row.gain)} [{pct(row.gain_ci_low)}, {pct(row.gain_ci_high)}] {row.verdict}"
-        )
-    out = [
-        "",
-        "## Gains side by side",
-        "",
-        "Gain (treatment over baseline) with its CI and verdict, per pair; a pair of another "
-        "engine is a control: the same device, model and phase with that engine's SME2 kernels.",
-        "",
-        # tables by hand, not DataFrame.to_markdown: its padding would change summary.md,
-        # which every shipped archive replays to byte for byte (archive/replay_check)
-        "| device | model | phase | " + " | ".join(pairs) + " |",
-        "|---|---|---|" + "---|" * len(pairs),
-    ]
-    for (device, model, phase), by_pair in cells.items():
-        row = " | ".join(by_pair.get(p, "-") for p in pairs)
-        out.append(f"| {device} | {model} | {phase} | {row} |")
     return out
 
 
@@ -313,6 +284,7 @@ def markdown(
     engine_tests: pd.DataFrame | None = None,
     preface: list[str] = (),
     prediction: dict | None = None,
+    variant_engines: dict[str, str] | None = None,
 ) -> str:
     """summary.md: one function per section; `preface` right after the title (a replay's
     says there what it checked)."""
@@ -323,7 +295,7 @@ def markdown(
             *preface,
             *header,
             *verdicts_section(summary, document),
-            *side_by_side_section(summary),
+            *side_by_side_section(summary, engines, variant_engines or {}),
             *(prediction_section(prediction, summary) if prediction else []),
             *vision_section(summary, document),
             *validity_section(document),
