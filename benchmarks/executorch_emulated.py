@@ -40,6 +40,7 @@ from provenance import write_results  # noqa: E402
 from real_mnn import snakemake  # noqa: E402
 
 from mnnrepro.fetch import download  # noqa: E402
+from mnnrepro.files import sha256_file  # noqa: E402
 from mnnrepro.models.synthetic import make_model  # noqa: E402
 from mnnrepro.toolchain.tools import build_sme_mask  # noqa: E402
 from mnnrepro.unpack import extract_zip_into  # noqa: E402
@@ -138,8 +139,7 @@ def export(workdir: Path) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"the export failed:\n{proc.stderr[-4000:]}")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    digest = subprocess.run(["sha256sum", str(program)], capture_output=True, text=True).stdout
-    return {**result, "program": program, "sha256": digest.split()[0]}
+    return {**result, "program": program, "sha256": sha256_file(program)}
 
 
 def compiled_runner(platform: str, workdir: Path) -> tuple[Path, Path]:

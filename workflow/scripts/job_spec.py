@@ -17,7 +17,9 @@ def run_job(snakemake, script: str) -> None:
     start(
         {
             **lists,
-            **{"script": script, "rule": snakemake.rule, "threads": snakemake.threads},
+            "script": script,
+            "rule": snakemake.rule,
+            "threads": snakemake.threads,
             "repository": str(Path(snakemake.scriptdir).parents[1]),
         }
     )

@@ -1,5 +1,5 @@
 """What an engine's prefill and decode timers hold: the one vocabulary of steps every kind
-states its benchmark's timers in (EngineKind.timers), the table docs/method.md shows, and
+states its benchmark's timers in (EngineKind.timers), the table docs/verdicts.md shows, and
 which engines' speeds are like for like (the same steps in both timers).
 
 The workflow's definition of a phase's time is the engine's own work on the tokens: embedding
@@ -59,7 +59,7 @@ def like_for_like(timers: dict[str, Timers]) -> list[list[str]]:
 
 
 def timers_table(timers: dict[str, Timers]) -> list[str]:
-    """The markdown table docs/method.md holds (tests/unit/test_timers.py keeps them one)."""
+    """The markdown table docs/verdicts.md holds (tests/unit/test_timers.py keeps them one)."""
     lines = [
         "| kind | prefill timer | decode timer (per token) | beyond the definition | read in |",
         "|---|---|---|---|---|",
