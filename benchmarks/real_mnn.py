@@ -49,7 +49,7 @@ from provenance import measured_record  # noqa: E402
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 from mnnrepro.analysis.attribution import phase_summary  # noqa: E402
 from mnnrepro.analysis.kernel_sections import change_explained  # noqa: E402
-from mnnrepro.design import Design  # noqa: E402
+from mnnrepro.design import pairs_of  # noqa: E402
 
 KLEIDIAI_MD5 = "0a9e9008adb6031f9e8cf70dff4a3321"  # config/paper.yaml's pin
 
@@ -251,9 +251,7 @@ def attribution(workdir: Path, experiment: str, configfile: str) -> dict:
     for row in phases:
         row["sme2_kernels_ran"] = ran.get((row["device"], row["variant"], row["phase"]), "")
         row["unit"] = units[row["device"]]
-    changes = change_explained(
-        table, Design.of({"comparison": comparison}).comparison.pair_names, 6
-    )
+    changes = change_explained(table, [(p.baseline, p.treatment) for p in pairs_of(comparison)], 6)
     return {"phases": phases, "changes": changes.to_dict(orient="records")}
 
 

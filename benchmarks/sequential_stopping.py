@@ -37,6 +37,7 @@ device kind's, plus the config's cool-down). Writes results/sequential_stopping.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 import tarfile
@@ -55,16 +56,18 @@ from provenance import write_results  # noqa: E402
 
 from mnnrepro import sequential, stats  # noqa: E402
 from mnnrepro.analysis.verdict import claim_verdict  # noqa: E402
-from mnnrepro.config import run_variants, with_schema_defaults  # noqa: E402
+from mnnrepro.config import check_schema, run_variants, with_schema_defaults  # noqa: E402
 from mnnrepro.design import Design  # noqa: E402
 from mnnrepro.devices.kinds import DEVICE_KINDS  # noqa: E402
 from mnnrepro.engines.pairs import modes_of, modes_record  # noqa: E402
 from mnnrepro.engines.registry import EngineRecord  # noqa: E402
 from mnnrepro.intervals import run_intervals  # noqa: E402
 from mnnrepro.plan.overview import last_affordable_look  # noqa: E402
+from mnnrepro.plan.settings import design_spec  # noqa: E402
 from mnnrepro.repetitions import Repetitions  # noqa: E402
 from mnnrepro.runs import precision, stopping_rows  # noqa: E402
 from mnnrepro.runs.schedule import interleaved  # noqa: E402
+from mnnrepro.sections import Stats  # noqa: E402
 
 FIXED_BLOCKS = 30  # the comparison: a fixed run judged with the t interval
 BASE = {"prefill": 300.0, "decode": 12.0}  # tok/s of the baseline (magnitudes only)
@@ -270,14 +273,16 @@ def true_ratios(config: dict, rows: dict, gains: dict) -> dict[str, float]:
 def thresholds_on(config: dict, engines: dict, facts: dict) -> dict:
     """The judged rows' thresholds on a device with these facts, by the pairs' modes there as
     the workflow decides them (engines.pairs.modes_record)."""
-    design = Design.of(config)
+    full = copy.deepcopy(config)
+    check_schema(full, fill_defaults=True)
+    design = Design.of(design_spec(full, ""))
     return precision.verdict_thresholds(design, modes_of(modes_record(design, engines, facts)))
 
 
 def workflow_rule(repetitions: dict, **stats_given) -> precision.StoppingRule:
     """The workflow's stopping rule for these repetitions, on the interval it judges them on
     (intervals.run_intervals: the `stats` section's defaults, 95 %, with stats_given)."""
-    section = with_schema_defaults(stats_given, "properties", "stats")
+    section = Stats.of(with_schema_defaults(stats_given, "properties", "stats"))
     return precision.StoppingRule.of(repetitions, run_intervals(section, repetitions))
 
 

@@ -645,12 +645,19 @@ def run_snakemake(cwd: Path, *args: str, check: bool = True, env: dict | None = 
 # ---- a short benchmark of two prebuilt-engine variants, for schedule tests ----------------
 
 
-def full_bench(**given) -> dict:
-    """A `bench` section as every job is handed it: the given keys, the schema's defaults for
-    the rest (the plan fills them once; nothing downstream does)."""
+def bench_section(**given) -> dict:
+    """A `bench` section as a rule hands it to its job: the given keys, the schema's defaults
+    for the rest (the plan fills them once; nothing downstream does)."""
     from mnnrepro.config import with_schema_defaults
 
     return with_schema_defaults(dict(given), "properties", "bench")
+
+
+def full_bench(**given):
+    """bench_section as the job reads it (sections.Bench)."""
+    from mnnrepro.sections import Bench
+
+    return Bench.of(bench_section(**given))
 
 
 def full_adb_spec(**given) -> dict:
@@ -661,7 +668,7 @@ def full_adb_spec(**given) -> dict:
     return with_schema_defaults(dict(given), "$defs", "device", "properties", "adb")
 
 
-SHORT_BENCH = full_bench(
+SHORT_SETTINGS = dict(
     **{
         "prompt_tokens": 8,
         "generate_tokens": 4,
@@ -675,17 +682,38 @@ SHORT_BENCH = full_bench(
         "thermal_timeout_s": 0,
     }
 )
+SHORT_BENCH = full_bench(**SHORT_SETTINGS)
 PREBUILT_ENGINE = EngineRecord.of(
     {"engine": "e", "kind": "prebuilt", "pin": "mnn==3.6.1", "version": "3.6.1", "files": []}
 )
 
 
-def design_stats(**given) -> dict:
-    """A `stats` section as a run's design holds it: given keys, the schema's defaults for the
-    rest (design.Design.of, the one place defaults are applied)."""
-    from mnnrepro.design import Design
+def design_stats(**given):
+    """A `stats` section as a run's design holds it (sections.Stats): given keys, the schema's
+    defaults for the rest (filled here, as the plan fills the whole config once)."""
+    from mnnrepro.config import with_schema_defaults
+    from mnnrepro.sections import Stats
 
-    return Design.of({"comparison": {"baseline": "a", "treatment": "b"}, "stats": given}).stats
+    return Stats.of(with_schema_defaults(dict(given), "properties", "stats"))
+
+
+def design_of(spec: dict):
+    """A design from a test's partial spec: each of its sections completed from the schema as
+    the plan's config is (design.Design.of itself takes only a complete spec, as the plan
+    hands it), no variants and no name where the spec has none."""
+    from mnnrepro.config import with_schema_defaults
+    from mnnrepro.design import SECTIONS, Design
+
+    return Design.of(
+        {
+            "experiment": spec.get("experiment", ""),
+            "variants": spec.get("variants", {}),
+            **{
+                name: with_schema_defaults(dict(spec.get(name, {})), "properties", name)
+                for name in SECTIONS
+            },
+        }
+    )
 
 
 def two_variant_specs(runtime_a: dict | None = None) -> dict:

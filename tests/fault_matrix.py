@@ -126,9 +126,10 @@ def verdict_of(index: list[dict], raw_dir: Path, strip_faults: bool = False) -> 
     """The pair a -> b's verdict per phase from the records index lists, as the summary
     judges (equality: the two variants of one engine); strip_faults judges the same records
     as if no fault had struck them (no retry counted, no loss listed)."""
+    from conftest import design_of
+
     from mnnrepro.analysis.summary import summarize
     from mnnrepro.analysis.tables import bench_table
-    from mnnrepro.design import Design
     from mnnrepro.files import read_json, sha256_file, write_json
 
     if strip_faults:
@@ -162,7 +163,7 @@ def verdict_of(index: list[dict], raw_dir: Path, strip_faults: bool = False) -> 
     summary = summarize(
         bench_table(indexes),
         {(device, "tiny"): {"checks": []}},
-        Design.of(config),
+        design_of(config),
         {(("a", "b"), device): "equal"},
     )
     return dict(zip(summary["phase"], summary["verdict"], strict=True))
@@ -271,9 +272,15 @@ def kill_adb_server(port: int) -> None:
 
 def run_cell(cell: Cell, root: Path, adb_port: int, model: Path) -> dict:
     """Run cell in root (a fresh loopback phone, or this host): its row of the matrix."""
-    from conftest import SHORT_BENCH, full_adb_spec, start_loopback_phone, stop_loopback_phone
+    from conftest import (
+        SHORT_SETTINGS,
+        full_adb_spec,
+        full_bench,
+        start_loopback_phone,
+        stop_loopback_phone,
+    )
 
-    bench = {**SHORT_BENCH, **cell.bench}
+    bench = full_bench(**{**SHORT_SETTINGS, **cell.bench})
     if cell.where == "host":
         return host_cell(cell, root, model, bench)
     phone, spec = start_loopback_phone(root / "phone", adb_port)

@@ -9,13 +9,14 @@ from __future__ import annotations
 import re
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 from conftest import (
     ILLUSTRATIVE_PROPS,
     PREBUILT_ENGINE,
     ROOT,
-    SHORT_BENCH,
+    SHORT_SETTINGS,
     full_bench,
     two_variant_specs,
 )
@@ -29,7 +30,7 @@ from mnnrepro.runs.greedy import run_greedy
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.runs.staging import push_receipt
 
-BENCH = {**SHORT_BENCH, "max_temp_c": 60, "thermal_timeout_s": 5}
+BENCH = full_bench(**{**SHORT_SETTINGS, "max_temp_c": 60, "thermal_timeout_s": 5})
 ENGINE = PREBUILT_ENGINE
 ONE_THREAD = Variant.of("v", {"engine": "e", "runtime": {"thread_num": 1}})
 specs = two_variant_specs
@@ -302,7 +303,7 @@ def test_a_real_phones_zone_layout_passes_the_thermal_gate_at_once(loopback_phon
     assert ignored["thermal_zone7:sdm-therm"] == "reads -40 °C: not a die temperature"
     assert set(ignored) >= {"thermal_zone4:pa-therm0", "thermal_zone5:pmic-tz", "thermal_zone8:soc"}
 
-    chosen = thermal_gate(device, full_bench(**{**bench, "thermal_zones": ["*:charger-therm"]}))
+    chosen = thermal_gate(device, replace(bench, thermal_zones=("*:charger-therm",)))
     assert not chosen["cool"] and chosen["gated_on"] == ["thermal_zone3:charger-therm"]
 
 

@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import design_of
 
 from mnnrepro.analysis.attribution import execution_checks, kernel_table, phase_summary
 from mnnrepro.analysis.kernel_sections import change_explained
-from mnnrepro.design import Design
 from mnnrepro.devices import profilers, qemu_blocks
 from mnnrepro.devices.elf import read_symbols
 from mnnrepro.devices.local import LocalDevice
@@ -140,7 +140,7 @@ VARIANTS = {"off": {"engine": "off"}, "on": {"engine": "on"}}
 ENGINES = {"off": build_record("off"), "on": build_record("on")}
 # on a device without SME2 the pair is a fallback check (no SME2 kernels expected to run)
 COMPARISON = {"baseline": "off", "treatment": "on", "on_non_sme2_device": "fallback-check"}
-PAIR = Pair.compared(Design.of({"comparison": COMPARISON, "variants": VARIANTS}))[0]
+PAIR = Pair.compared(design_of({"comparison": COMPARISON, "variants": VARIANTS}))[0]
 
 
 def sme2_check(profiles: dict, facts: dict) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from mnnrepro.runs.benchmark import run_schedule
 from mnnrepro.runs.schedule import interleaved
 from mnnrepro.runs.staging import push_receipt
 
-BENCH = {**SHORT_BENCH}
+BENCH = SHORT_BENCH
 ENGINE = PREBUILT_ENGINE
 specs = two_variant_specs
 
@@ -96,7 +97,9 @@ def test_a_changed_runner_measures_again():
 def test_failed_invocation_is_retried_then_reported(tiny_model, tmp_path):
     plan = interleaved(["a", "b"], 1)
     flaky = CountingDevice(fail_first=1)
-    run_schedule(flaky, plan, specs(), staged(flaky, tiny_model), {**BENCH, "retries": 1}, tmp_path)
+    run_schedule(
+        flaky, plan, specs(), staged(flaky, tiny_model), replace(BENCH, retries=1), tmp_path
+    )
     assert read_json(tmp_path / "a" / "rep-000.json")["attempts"] == 2
     flaky.close()
 
@@ -107,7 +110,7 @@ def test_failed_invocation_is_retried_then_reported(tiny_model, tmp_path):
             plan,
             specs(),
             staged(broken, tiny_model),
-            {**BENCH, "retries": 2},
+            replace(BENCH, retries=2),
             tmp_path / "other",
         )
     assert broken.runs == 3

@@ -6,40 +6,70 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import FrozenInstanceError, fields
 
 import pytest
 import yaml
+from conftest import design_of
 
+from mnnrepro.config import with_schema_defaults
 from mnnrepro.design import Design
 from mnnrepro.engines.mnn_wheel.kind import PrebuiltEngine
 from mnnrepro.engines.pairs import modes_of, modes_record
 from mnnrepro.engines.registry import EngineRecord
+from mnnrepro.errors import ReproError
 from mnnrepro.files import read_json, write_json
 from mnnrepro.plan.plan import plan_of
+from mnnrepro.sections import Bench, Stats
 
 
-def test_a_partial_spec_is_completed_with_the_schemas_defaults_there_only(root):
-    """A test's partial spec and the plan's spec of the quickstart config give the same design:
-    the schema's defaults are applied by Design.of, which every job reads its spec with."""
-    partial = Design.of({"comparison": {"baseline": "a", "treatment": "b"}})
-    schema = yaml.safe_load((root / "workflow/schemas/config.schema.yaml").read_text())
-    stats = schema["properties"]["stats"]["properties"]
-    assert partial.stats["ci_level"] == stats["ci_level"]["default"]
-    assert (
-        partial.comparison.tolerance
-        == schema["properties"]["comparison"]["properties"]["tolerance"]["default"]
-    )
-    assert (
-        partial.repetitions.max
-        == schema["properties"]["bench"]["properties"]["repetitions"]["default"]
-    )
+def test_the_design_takes_only_complete_sections_and_the_plans_spec_reads_back(root):
+    """Design.of fills no default: a section the schema did not complete is refused, naming
+    its config key and the missing keys; the plan's spec of the quickstart config (complete)
+    reads back, through JSON, to the plan's design."""
+    complete = {name: with_schema_defaults({}, "properties", name) for name in ("stats", "bench")}
+    spec = {
+        "experiment": "x",
+        "variants": {},
+        "comparison": with_schema_defaults(
+            {"baseline": "a", "treatment": "b"}, "properties", "comparison"
+        ),
+        **complete,
+    }
+    assert Design.of(spec).stats.ci_level == complete["stats"]["ci_level"]
+    partial = {**complete["stats"]}
+    del partial["ci_level"]
+    with pytest.raises(ReproError, match=r"config key `stats`: missing \['ci_level'\]"):
+        Design.of({**spec, "stats": partial})
+    with pytest.raises(ReproError, match=r"config key `bench`: unknown \['warmups'\]"):
+        Design.of({**spec, "bench": {**complete["bench"], "warmups": 2}})
     path = root / "config" / "config.yaml"
     plan = plan_of(yaml.safe_load(path.read_text()), path, root)
     assert Design.of(json.loads(json.dumps(plan.design_spec))) == plan.design
 
 
+def test_each_section_type_holds_exactly_its_schema_sections_keys(root):
+    """A key added to the schema's `bench` or `stats` without its field (or a field without
+    its key) would be refused on every config: caught here, naming the keys."""
+    schema = yaml.safe_load((root / "workflow/schemas/config.schema.yaml").read_text())
+    for name, section in (("bench", Bench), ("stats", Stats)):
+        configured = {f.name for f in fields(section) if f.metadata.get("configured", True)}
+        assert configured == set(schema["properties"][name]["properties"]), name
+
+
+def test_a_section_is_read_only_and_written_as_configured(tmp_path):
+    bench = Bench.of(with_schema_defaults({"thermal_zones": ["cpu*"]}, "properties", "bench"))
+    with pytest.raises(FrozenInstanceError):
+        bench.warmup = 3
+    with pytest.raises(TypeError):
+        bench.vision["text"] = "another question"
+    write_json(tmp_path / "bench.json", {"bench": bench})
+    written = read_json(tmp_path / "bench.json")["bench"]
+    assert written == with_schema_defaults({"thermal_zones": ["cpu*"]}, "properties", "bench")
+
+
 def test_the_pairs_are_the_main_one_then_also_in_config_order_and_the_aa_twin_is_named():
-    design = Design.of(
+    design = design_of(
         {
             "comparison": {
                 "baseline": "off",
@@ -71,7 +101,7 @@ def test_an_engine_record_carries_its_kind_and_is_written_as_the_mapping_it_was(
 
 
 def test_a_pairs_mode_is_decided_once_per_device_and_read_back_by_its_names():
-    design = Design.of(
+    design = design_of(
         {
             "comparison": {
                 "baseline": "off",

@@ -9,13 +9,13 @@ import io
 import shutil
 
 import pytest
+from conftest import design_of
 
 from mnnrepro.analysis.engine_tests import (
     engine_tests_check,
     engine_tests_section,
     engine_tests_table,
 )
-from mnnrepro.design import Design
 from mnnrepro.devices.base import CommandResult
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.engines.pairs import Pair
@@ -116,7 +116,7 @@ def record_of(root, device: str, cpu: str, engine: str) -> dict:
 
 VARIANTS = {"off": {"engine": "sme2-off"}, "on": {"engine": "sme2-on"}}
 PAIR = Pair.compared(
-    Design.of({"comparison": {"baseline": "off", "treatment": "on"}, "variants": VARIANTS})
+    design_of({"comparison": {"baseline": "off", "treatment": "on"}, "variants": VARIANTS})
 )[0]
 
 
@@ -138,7 +138,7 @@ def test_a_pair_is_invalid_where_its_treatment_fails_a_test_its_baseline_passes(
     assert engine_tests_check(PAIR, {**wrong, "sme2-off": prebuilt}) == []
     one_engine = {"off": {"engine": "e"}, "on": {"engine": "e"}}
     same = Pair.compared(
-        Design.of({"comparison": {"baseline": "off", "treatment": "on"}, "variants": one_engine})
+        design_of({"comparison": {"baseline": "off", "treatment": "on"}, "variants": one_engine})
     )[0]
     assert engine_tests_check(same, {"e": wrong["sme2-on"]}) == []
 

@@ -14,6 +14,8 @@ import io
 from collections import Counter
 from pathlib import Path
 
+from conftest import full_bench
+
 from mnnrepro.devices.instruction_mix import CLASSES, instruction_class, translated_blocks
 from mnnrepro.devices.qemu_blocks import attribute_blocks, count_exec_log
 
@@ -96,9 +98,13 @@ def test_a_profile_kept_from_before_the_mix_is_profiled_again_on_qemu_only():
     from mnnrepro.runs.raw_files import measurement_key
 
     spec = two_variant_specs()["a"]
-    bench = {"prompt_tokens": 8, "generate_tokens": 4}
+    bench = full_bench(prompt_tokens=8, generate_tokens=4)
     attribution = {"sample_hz": 999}
-    before = {**bench, "sample_hz": 999}  # what a profile's key held before the mix
+    before = {
+        "prompt_tokens": 8,
+        "generate_tokens": 4,
+        "sample_hz": 999,
+    }  # what a profile's key held before the mix
     qemu, local = QemuDevice.__new__(QemuDevice), LocalDevice.__new__(LocalDevice)
     assert profile_key(qemu, spec, bench, attribution) != measurement_key(
         spec, {**before, "profiler": "qemu"}

@@ -62,13 +62,14 @@ def test_every_module_belongs_to_a_stage_or_is_shared():
     # extraction, where an interval lies against a boundary (every verdict and the stopping
     # rule judge by it), the phases' names (the runs time them, the analysis tables them), the
     # sequential design's calibration (the stopping rule's looks, the summary's adjusted gain),
-    # a job's spec (every rule's job is handed one, mnnrepro/jobs/ runs them)
+    # a job's spec (every rule's job is handed one, mnnrepro/jobs/ runs them), the config's
+    # `bench` and `stats` as types (the plan builds them, the runs and the analysis read them)
     assert top_level == {
         *("config", "logs", "files", "errors", "records", "stats", "intervals", "sweep_plan"),
         "sequential",
         *("assumptions", "repetitions", "design", "sides", "phases"),
         *("fetch", "unpack"),
-        "job",
+        *("job", "sections"),
     }
     assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} == STAGES
     for stage in STAGES:

@@ -9,7 +9,7 @@ import json
 
 import pytest
 import yaml
-from conftest import llama_record, pair_mode
+from conftest import full_bench, llama_record, pair_mode
 
 from mnnrepro.analysis.validity import switch_checks
 from mnnrepro.config import ConfigError
@@ -80,7 +80,7 @@ def test_the_bench_command_asks_for_what_the_parser_checks():
         None,
         "/d/m/model.gguf",
         {"thread_num": 4},
-        {"prompt_tokens": 512, "generate_tokens": 128},
+        full_bench(prompt_tokens=512, generate_tokens=128),
         "o",
     )
     assert argv[0] == "/d/e/llama-bench" and env == {"LD_LIBRARY_PATH": "/d/e"}

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import full_bench
 
 from mnnrepro.config import with_runtime_defaults
 from mnnrepro.engines.base import GreedyAsk
@@ -119,7 +120,7 @@ def test_built_engine_command_sets_its_own_library_path():
     class Phone:
         pass
 
-    bench = {"prompt_tokens": 512, "generate_tokens": 128}
+    bench = full_bench(prompt_tokens=512, generate_tokens=128)
     runtime = with_runtime_defaults({"thread_num": 4, "precision": "low"})  # as a Variant's
     argv, env = engine.bench_command(Phone(), "/m/config.json", runtime, bench, "/s/out.json")
     assert argv[0] == "/data/local/tmp/mnn-repro/engines/sme2-on/llm_bench"
@@ -194,16 +195,16 @@ def test_the_gate_the_benchmark_and_the_vision_tool_of_a_built_engine_get_identi
             device,
             receipt["model_config"],
             runtime,
-            {"prompt_tokens": 512, "generate_tokens": 8},
+            full_bench(prompt_tokens=512, generate_tokens=8),
             "o",
         )
         vision_set = {"text": "What is it?", "images": [{"device_path": "/i/a.png"}]}
-        bench = {"prompt_tokens": 512, "warmup": 1, "vision_set": vision_set}
+        bench = full_bench(prompt_tokens=512, warmup=1).with_vision_set(vision_set)
         vision, _ = engine.vision_command(device, receipt, runtime, bench, "v.json")
         images = Path(vision[2]).read_text()
         vision_config = json.loads(Path(vision[1]).read_text())
         assert (
-            engine.vision_command(device, receipt, runtime, {**bench, "vision_set": None}, "v")
+            engine.vision_command(device, receipt, runtime, bench.with_vision_set(None), "v")
             is None
         )
     finally:
@@ -235,7 +236,7 @@ def test_mnns_sme2_settings_reach_llm_bench_and_the_gate_alike():
     engine = BuiltEngine(
         EngineRecord.of({"engine": "on", "kind": "build"}), {"engines": {"on": "/e"}}
     )
-    bench = {"prompt_tokens": 64, "generate_tokens": 8}
+    bench = full_bench(prompt_tokens=64, generate_tokens=8)
     runtime = with_runtime_defaults(
         {"thread_num": 4, "cpu_sme_core_num": 1, "cpu_sme2_neon_division_ratio": 49}
     )

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import design_stats
+from conftest import design_of, design_stats
 
 from mnnrepro.analysis.mechanism import NEAR_CEILING, ceiling_check, gain_gap, gain_order_check
-from mnnrepro.design import Design
 from mnnrepro.runs.precision import records_of_table
 from mnnrepro.runs.stopping_rows import block_log_ratios
 
@@ -124,12 +123,12 @@ def test_without_a_bandwidth_measurement_the_ceiling_is_unavailable_not_guessed(
     )
     layouts = {("m", "mnn"): {"decode_bytes_per_token": 10**9, "prefill_ops_per_token": 2e9}}
     config = {"experiment": "x", "comparison": {"baseline": "a", "treatment": "b"}}
-    (row,) = mechanism_table(bench, layouts, {}, Design.of(config)).to_dict("records")
+    (row,) = mechanism_table(bench, layouts, {}, design_of(config)).to_dict("records")
     assert row["decode_ceiling_tps"] is None and row["prefill_gops"] == 200.0
     assert ceiling_check(row)["status"] == "unavailable"
     # an engine that reads the GGUF is measured against the GGUF's layout, not MNN's
     layouts[("m", "gguf")] = {"decode_bytes_per_token": 10**9, "prefill_ops_per_token": 4e9}
-    (row,) = mechanism_table(bench, layouts, {}, Design.of(config), {"e": "gguf"}).to_dict(
+    (row,) = mechanism_table(bench, layouts, {}, design_of(config), {"e": "gguf"}).to_dict(
         "records"
     )
     assert row["prefill_gops"] == 400.0

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import re
 import tarfile
+from dataclasses import replace
 
 import pytest
 import yaml
+from conftest import full_bench
 
 from mnnrepro.devices.kinds import DEVICE_KINDS
 from mnnrepro.plan.overview import overview
@@ -148,10 +150,11 @@ def test_another_experiment_on_the_device_is_priced_from_its_speed_and_the_model
         )
     assert priced == pytest.approx(sum(expected) / len(expected), rel=0.01)
     speed = device_speed("host", 1, quickstart_repo, "another")
-    longer = {**config["bench"], "prompt_tokens": 2 * config["bench"]["prompt_tokens"]}
-    prefill = config["bench"]["prompt_tokens"] * layout["prefill_ops_per_token"]
-    added = (config["bench"]["warmup"] + 1) * prefill / speed.prefill_ops_per_s
-    base = invocation_s(speed, layout, config["bench"])
+    bench = full_bench(**config["bench"])
+    longer = replace(bench, prompt_tokens=2 * bench.prompt_tokens)
+    prefill = bench.prompt_tokens * layout["prefill_ops_per_token"]
+    added = (bench.warmup + 1) * prefill / speed.prefill_ops_per_s
+    base = invocation_s(speed, layout, bench)
     assert invocation_s(speed, layout, longer) - base == pytest.approx(added)
     moved = tmp_path / "layout.json"
     shutil.move(quickstart_repo / f"results/models/{model}/layout.json", moved)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import design_of
 
 from mnnrepro.analysis.prediction_score import (
     SCORE_COLUMNS,
@@ -24,7 +25,6 @@ from mnnrepro.analysis.prediction_score import (
     score_fields,
     variant_settings,
 )
-from mnnrepro.design import Design
 from mnnrepro.errors import DataError
 from mnnrepro.plan.prediction import prediction_problems
 from mnnrepro.store.foreign import register_foreign
@@ -53,13 +53,13 @@ def test_the_committed_prediction_is_read_with_its_origin():
 def test_the_same_variants_differ_in_nothing_and_others_are_named():
     document = registered_prediction(PREDICTED, NAME)
     config = paper_config("predict-x300.yaml")
-    made = bound_to_run(document, Design.of(config), document["variants"])
+    made = bound_to_run(document, design_of(config), document["variants"])
     # its own run: the same variants; it was predicted for the paper's prompt, not the profiled
     assert made["differences"] == ["bench `prompt_tokens` 512 predicted, 64 measured"]
     assert [p["measured_as"] for p in made["predictions"]] == [["sme2-off", "sme2-on"]]
     # the paper's phone config at 4 threads, 512/128 tokens, scored by the 1-thread prediction
     paper = paper_config("paper.yaml")
-    bound = bound_to_run(document, Design.of(paper), variant_settings(paper["variants"]))
+    bound = bound_to_run(document, design_of(paper), variant_settings(paper["variants"]))
     text = "\n".join(bound["differences"])
     assert "bench `generate_tokens` 8 predicted, 128 measured" in text
     assert "prompt_tokens" not in text  # predicted for its 512-token prompt
@@ -69,7 +69,7 @@ def test_the_same_variants_differ_in_nothing_and_others_are_named():
 def test_a_pair_is_found_by_its_key_and_an_ambiguous_one_is_not_scored():
     document = registered_prediction(PREDICTED, NAME)
     tiny = yaml.safe_load((ROOT / "tests/workflow/config-tiny.yaml").read_text())
-    bound = bound_to_run(document, Design.of(tiny), variant_settings(tiny["variants"]))
+    bound = bound_to_run(document, design_of(tiny), variant_settings(tiny["variants"]))
     (prediction,) = bound["predictions"]
     names = ("one-thread", "two-threads")
     got = predicted_for(bound, names, "prefill", "synth-tiny")

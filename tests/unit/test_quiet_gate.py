@@ -18,6 +18,7 @@ from mnnrepro.analysis.tables import under_load
 from mnnrepro.analysis.text import conditions
 from mnnrepro.devices.base import Device
 from mnnrepro.devices.local import LocalDevice
+from mnnrepro.errors import ReproError
 from mnnrepro.runs.gates import quiet_gate
 
 SPIN = "import time\nt = time.time()\nwhile time.time() - t < 60: pass"
@@ -110,7 +111,7 @@ def test_a_gate_setting_is_the_one_the_plan_filled_from_the_schema():
     fallback once said 0 s for 600)."""
     from mnnrepro.config import load_schema
     from mnnrepro.plan.checks import check
-    from mnnrepro.runs.gates import setting
+    from mnnrepro.sections import Bench
 
     schema = load_schema()["properties"]["bench"]["properties"]
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -119,6 +120,7 @@ def test_a_gate_setting_is_the_one_the_plan_filled_from_the_schema():
         assert key not in yaml.safe_load((ROOT / "config" / "config.yaml").read_text()).get(
             "bench", {}
         )
-        assert setting(config["bench"], key) == schema[key]["default"], key
-        with pytest.raises(KeyError):
-            setting({}, key)
+        assert getattr(Bench.of(config["bench"]), key) == schema[key]["default"], key
+        incomplete = {k: v for k, v in config["bench"].items() if k != key}
+        with pytest.raises(ReproError, match=f"config key `bench`: missing \\['{key}'\\]"):
+            Bench.of(incomplete)

@@ -9,12 +9,12 @@ import copy
 
 import pytest
 import yaml
-from conftest import llama_record
+from conftest import design_of, llama_record
 
 from mnnrepro.analysis.attribution import execution_checks
 from mnnrepro.analysis.one_binary import mask_checks, seen_check
 from mnnrepro.config import ConfigError
-from mnnrepro.design import Design, design_of_variant, variants_of
+from mnnrepro.design import design_of_variant, variants_of
 from mnnrepro.engines.llamacpp.kind import LlamaCppEngine
 from mnnrepro.engines.pairs import CLAIM, Pair
 from mnnrepro.engines.registry import EngineRecord
@@ -139,7 +139,7 @@ def profile(sme2_blocks: int) -> dict:
 
 
 def test_a_stack_that_runs_sme2_kernels_under_the_mask_is_named_by_the_check_of_what_ran():
-    design = Design.of(
+    design = design_of(
         {
             "variants": {v: design_of_variant(s) for v, s in VARIANTS.items()},
             "comparison": {"baseline": "hidden", "treatment": "default"},

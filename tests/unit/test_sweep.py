@@ -7,9 +7,10 @@ from dataclasses import replace
 
 import pytest
 import yaml
+from conftest import design_of, full_bench
 
 from mnnrepro.config import ConfigError
-from mnnrepro.design import Design, variants_of
+from mnnrepro.design import variants_of
 from mnnrepro.plan.checks import check
 from mnnrepro.sweep_plan import SweepPoint, sweep_points
 
@@ -27,8 +28,8 @@ def config_with(base_config, **sweep):
 
 
 def bench_and_variants(config):
-    """What sweep_points plans from: `bench` and the variants (design.Variant)."""
-    return config["bench"], variants_of(config["variants"])
+    """What sweep_points plans from: `bench` (sections.Bench) and the variants (design.Variant)."""
+    return full_bench(**config["bench"]), variants_of(config["variants"])
 
 
 @pytest.fixture
@@ -159,7 +160,7 @@ def test_sweep_rows_carry_the_main_checks_and_their_own_problems_and_load():
             {"device": "host", "model": "m", "baseline": "a", "treatment": "b", "checks_passed": 1}
         ]
     }
-    rows = sweep_summary(table, main, Design.of(config), main_checks(document)).set_index(
+    rows = sweep_summary(table, main, design_of(config), main_checks(document)).set_index(
         ["point", "phase"]
     )
     assert bool(rows.loc[("main", "prefill"), "checks_passed"])
@@ -169,6 +170,6 @@ def test_sweep_rows_carry_the_main_checks_and_their_own_problems_and_load():
     assert "settings that ran differ" in rows.loc[("t2", "prefill"), "problems"]
     # when the main comparison's checks failed, no point of it is valid
     document["rows"][0]["checks_passed"] = False
-    failed = sweep_summary(table, main, Design.of(config), main_checks(document))
+    failed = sweep_summary(table, main, design_of(config), main_checks(document))
     assert not failed["checks_passed"].any()
     assert failed["problems"].str.contains("main comparison's checks failed").all()

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import TINY_VL, greedy_answers, pair_mode
+from conftest import TINY_VL, design_of, greedy_answers, pair_mode
 
 from mnnrepro.analysis import verdict as vd
 from mnnrepro.analysis.summary import summarize
 from mnnrepro.analysis.validity import check, kernel_checks
-from mnnrepro.design import Design, variants_of
+from mnnrepro.design import variants_of
 from mnnrepro.engines.pairs import Pair, device_modes, modes_of, modes_record
 from mnnrepro.engines.registry import EngineRecord
 
@@ -113,7 +113,7 @@ def table(gains, device="x300"):
 def claimed(bench: pd.DataFrame, config: dict) -> dict:
     """Every compared pair judged against its claim on every device of bench: the mode these
     tests choose (engines.pairs.modes_record decides it from records and facts in a run)."""
-    pairs = Pair.compared(Design.of(config))
+    pairs = Pair.compared(design_of(config))
     return {(p.names, device): "claim" for p in pairs for device in bench["device"].unique()}
 
 
@@ -129,14 +129,14 @@ def test_device_matrix_judges_a_non_sme2_device_by_no_regression():
     facts = {"x300": SME2_PHONE, "d9400": OLD_PHONE}
     config = {**CONFIG, "comparison": {**COMPARISON, "on_non_sme2_device": "fallback-check"}}
     engines = {"sme2-on": ON, "sme2-off": OFF}
-    modes = device_modes([modes_record(Design.of(config), engines, f) for f in facts.values()])
+    modes = device_modes([modes_record(design_of(config), engines, f) for f in facts.values()])
     assert modes == {(("off", "on"), "x300"): "claim", (("off", "on"), "d9400"): "fallback"}
     bench = pd.concat(
         [table({"prefill": 0.8, "decode": 0.1}), table({"prefill": 0.0, "decode": 0.0}, "d9400")]
     )
     ok = {"checks": [{"name": "gate", "passed": True, "evidence": ""}]}
     validity = {("x300", "m"): ok, ("d9400", "m"): ok}
-    summary = summarize(bench, validity, Design.of(config), modes).set_index(["device", "phase"])
+    summary = summarize(bench, validity, design_of(config), modes).set_index(["device", "phase"])
     assert summary.loc[("d9400", "prefill"), "expectation"] == "no regression"
     assert summary.loc[("d9400", "prefill"), "verdict"] == vd.NO_REGRESSION
     assert summary.loc[("x300", "prefill"), "expectation"] == "claim"
@@ -155,7 +155,7 @@ def test_broken_variant_is_invalid_with_the_reason(tiny_model, workflow_model, t
         answers,
         {"device": "host"},
         "m",
-        Design.of({"comparison": COMPARISON, "variants": VARIANTS}),
+        design_of({"comparison": COMPARISON, "variants": VARIANTS}),
         {},  # no profiles: no check asks a pair's mode
         {"min_agreement": 1.0},
         engines,
@@ -163,7 +163,7 @@ def test_broken_variant_is_invalid_with_the_reason(tiny_model, workflow_model, t
     )
     assert not validity["checks"][0]["passed"]
     bench = table({"prefill": 0.8, "decode": 0.1}, "host")
-    summary = summarize(bench, {("host", "m"): validity}, Design.of(CONFIG), claimed(bench, CONFIG))
+    summary = summarize(bench, {("host", "m"): validity}, design_of(CONFIG), claimed(bench, CONFIG))
     assert set(summary["verdict"]) == {vd.INVALID}
     assert summary["verdict_reason"].str.contains("correctness gate").all()
 
@@ -182,7 +182,7 @@ def test_aa_control_must_contain_one(factor, invalid):
     config = {**CONFIG, "comparison": {**COMPARISON, "aa_control": True}}
     ok = {"checks": [{"name": "gate", "passed": True, "evidence": ""}]}
     bench = with_again(table({"prefill": 0.8, "decode": 0.1}), factor)
-    summary = summarize(bench, {("x300", "m"): ok}, Design.of(config), claimed(bench, config))
+    summary = summarize(bench, {("x300", "m"): ok}, design_of(config), claimed(bench, config))
     assert (summary["verdict"] == vd.INVALID).all() == invalid
     if invalid:
         assert summary["verdict_reason"].str.contains("A/A control").all()
@@ -222,7 +222,7 @@ def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
     assert [c["passed"] for c in checks] == [True]
     assert "SME2 absent on x86_64" in checks[0]["name"]
     assert "artifacts are byte-identical" in checks[0]["evidence"]
-    on_host = modes_record(Design.of(CONFIG), engines, X86_HOST)
+    on_host = modes_record(design_of(CONFIG), engines, X86_HOST)
     modes = device_modes([on_host])
     same = summarize(
         table({"prefill": 0.0, "decode": 0.01}, "host"),
@@ -231,14 +231,14 @@ def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
                 greedy("x"),
                 X86_HOST,
                 "m",
-                Design.of({"comparison": COMPARISON, "variants": VARIANTS}),
+                design_of({"comparison": COMPARISON, "variants": VARIANTS}),
                 modes_of(on_host),
                 {"min_agreement": 1.0},
                 engines,
                 variants_of(VARIANTS),
             )
         },
-        Design.of(CONFIG),
+        design_of(CONFIG),
         modes,
     )
     assert set(same["expectation"]) == {"no difference"}
@@ -247,7 +247,7 @@ def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
     faster = summarize(
         table({"prefill": 0.5, "decode": 0.5}, "host"),
         {("host", "m"): {"checks": []}},
-        Design.of(CONFIG),
+        design_of(CONFIG),
         modes,
     )
     assert set(faster["verdict"]) == {vd.DIFFERS}
@@ -311,14 +311,14 @@ def test_every_pair_of_comparison_also_is_judged_with_its_own_checks():
         masked_greedy(""),
         SME2_PHONE,
         "m",
-        Design.of({"comparison": comparison, "variants": MASK_VARIANTS}),
-        modes_of(modes_record(Design.of(config), {"sme2-on": ON, "sme2-off": OFF}, SME2_PHONE)),
+        design_of({"comparison": comparison, "variants": MASK_VARIANTS}),
+        modes_of(modes_record(design_of(config), {"sme2-on": ON, "sme2-off": OFF}, SME2_PHONE)),
         {"min_agreement": 1.0},
         {"sme2-on": ON, "sme2-off": OFF},
         variants_of(MASK_VARIANTS),
     )
     both = pd.concat([bench, masked])
-    summary = summarize(both, {("x300", "m"): validity}, Design.of(config), claimed(both, config))
+    summary = summarize(both, {("x300", "m"): validity}, design_of(config), claimed(both, config))
     by_pair = summary.groupby(["baseline", "treatment"])["verdict"].agg(set).to_dict()
     assert vd.INVALID not in by_pair[("off", "on")]  # its own checks passed
     assert by_pair[("masked", "on")] == {vd.INVALID}  # the mask did not take: that pair only
@@ -337,7 +337,7 @@ def test_precision_on_demand_reaches_the_summary_with_the_stopping_df():
         "bench": {"repetitions": {"min": 4, "max": 20, "target_half_width": 0.02}},
     }
     row = (
-        summarize(bench, ok, Design.of(on_demand), claimed(bench, CONFIG))
+        summarize(bench, ok, design_of(on_demand), claimed(bench, CONFIG))
         .set_index("phase")
         .loc["prefill"]
     )
@@ -352,7 +352,7 @@ def test_precision_on_demand_reaches_the_summary_with_the_stopping_df():
 
     assert row["ci_high"] == pytest.approx(high(3))
     fixed = summarize(
-        bench, ok, Design.of({**CONFIG, "bench": {"repetitions": 8}}), claimed(bench, CONFIG)
+        bench, ok, design_of({**CONFIG, "bench": {"repetitions": 8}}), claimed(bench, CONFIG)
     )
     fixed_row = fixed.set_index("phase").loc["prefill"]
     assert fixed_row["interval"] == "t on log ratios"
@@ -371,7 +371,7 @@ def test_firmware_that_changes_mid_experiment_makes_the_pair_invalid():
     (problem,) = run_problems(bench, ("off", "on"))
     assert "system software changed during the experiment (2 build fingerprints" in problem
     checks = {("x300", "m"): {"checks": [{"name": "g", "passed": True, "evidence": ""}]}}
-    summary = summarize(bench, checks, Design.of(CONFIG), claimed(bench, CONFIG))
+    summary = summarize(bench, checks, design_of(CONFIG), claimed(bench, CONFIG))
     assert set(summary["verdict"]) == {vd.INVALID}
 
 
@@ -381,7 +381,7 @@ def test_a_pair_without_a_mode_on_a_device_is_never_judged_as_if_claimed():
     bench = table({"prefill": 0.8, "decode": 0.1})
     checks = {("x300", "m"): {"checks": []}}
     with pytest.raises(ValueError, match=r"no mode for pair \('off', 'on'\) on device x300"):
-        summarize(bench, checks, Design.of(CONFIG), {})
+        summarize(bench, checks, design_of(CONFIG), {})
 
 
 @pytest.mark.parametrize(("hot_start", "invalid"), [("invalid", True), ("flag", False)])
@@ -394,7 +394,7 @@ def test_an_invocation_started_on_a_hot_device_is_counted_and_judged_as_configur
     bench.loc[first, "thermal_cool"] = False
     ok = {"checks": [{"name": "gate", "passed": True, "evidence": ""}]}
     config = {**CONFIG, "bench": {"hot_start": hot_start}}
-    summary = summarize(bench, {("x300", "m"): ok}, Design.of(config), claimed(bench, config))
+    summary = summarize(bench, {("x300", "m"): ok}, design_of(config), claimed(bench, config))
     assert (summary["hot_starts"] == 1).all() and summary["thermal_ungated"].isna().all()
     assert (summary["verdict"] == vd.INVALID).all() == invalid
     if invalid:

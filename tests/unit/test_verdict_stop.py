@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import design_stats
+from conftest import design_of, design_stats
 from test_bench import BENCH, CountingDevice, specs, staged
 
-from mnnrepro.design import Design
 from mnnrepro.engines.pairs import modes_of, modes_record
 from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json
@@ -88,7 +87,7 @@ COMPARISON = {
     "aa_margin": 0.05,
     "on_non_sme2_device": "fallback-check",
 }
-DESIGN = Design.of({"comparison": COMPARISON, "variants": VARIANTS})
+DESIGN = design_of({"comparison": COMPARISON, "variants": VARIANTS})
 
 
 def thresholds(design, engines, facts) -> dict:
@@ -112,7 +111,7 @@ def test_each_row_is_settled_by_the_thresholds_of_its_own_verdict():
     equal = thresholds(DESIGN, {"sme2-on": host, "sme2-off": OFF}, {"device": "h"})
     assert equal["off/on decode"] == pytest.approx([0.9, 1.1])  # the equality band
     unclaimed = thresholds(
-        Design.of({"comparison": {**COMPARISON, "claims": {}}, "variants": VARIANTS}),
+        design_of({"comparison": {**COMPARISON, "claims": {}}, "variants": VARIANTS}),
         engines,
         {"device": "p", "sme2": True},
     )

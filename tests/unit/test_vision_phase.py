@@ -14,7 +14,7 @@ import shlex
 import stat
 from pathlib import Path
 
-from conftest import SHORT_BENCH
+from conftest import SHORT_SETTINGS, full_bench
 
 from mnnrepro.design import variants_of
 from mnnrepro.devices.local import LocalDevice
@@ -83,7 +83,7 @@ def test_a_builds_benchmark_asks_the_images_through_mnn_vision_after_llm_bench(t
     try:
         receipt = push_receipt(device, {"mnn": str(model)}, "m", {"e": bin_dir}, {"e": tool_dir})
         vision = {"images": ["test-card.png"], "text": "What is in the picture?"}
-        bench = {**SHORT_BENCH, "warmup": 1, "vision": vision}
+        bench = full_bench(**{**SHORT_SETTINGS, "warmup": 1, "vision": vision})
         tool_record = {"engine": "e", "files": file_table(tool_dir)}  # as build_gate_tool writes
         bench = with_vision_set(device, bench, [("test-card.png", str(IMAGE))], [tool_record])
         run_schedule(device, interleaved(["a"], 1), specs, receipt, bench, tmp_path / "raw")
@@ -104,7 +104,7 @@ def test_a_builds_benchmark_asks_the_images_through_mnn_vision_after_llm_bench(t
     # warm-up; what it wrote is kept whole, with its window on the device's clock
     argv = seen.read_text().splitlines()
     assert argv[2:5] == ["What is in the picture?", "474", "1"]
-    staged = bench["vision_set"]["images"][0]["device_path"]
+    staged = bench.vision_set["images"][0]["device_path"]
     assert (tmp_path / "mnn_vision-argv.txt.images").read_text() == f"{staged}\n"
     step = raw["vision_step"]
     assert {k: step["tool"][k] for k in wrote} == wrote
@@ -116,11 +116,11 @@ def test_a_builds_benchmark_asks_the_images_through_mnn_vision_after_llm_bench(t
     assert measured["images"] == [sha256_file(IMAGE)]
     assert measured["tool_sha256"] == sha256_file(tool_dir / "mnn_vision")
     assert raw["plan_key"] == key_of(specs["a"], bench)
-    rebuilt = {**bench["vision_set"], "tools": {"e": {"mnn_vision": "0" * 64}}}
-    assert key_of(specs["a"], {**bench, "vision_set": rebuilt}) != raw["plan_key"]
+    rebuilt = {**bench.vision_set, "tools": {"e": {"mnn_vision": "0" * 64}}}
+    assert key_of(specs["a"], bench.with_vision_set(rebuilt)) != raw["plan_key"]
 
 
-def key_of(spec: dict, bench: dict) -> str:
+def key_of(spec: dict, bench) -> str:
     """The key run_schedule gives a measurement of spec under bench."""
-    measured = {k: bench[k] for k in ("prompt_tokens", "generate_tokens", "warmup")}
+    measured = {k: getattr(bench, k) for k in ("prompt_tokens", "generate_tokens", "warmup")}
     return measurement_key(spec, {**measured, "vision": measured_vision(bench, spec["engine"])})

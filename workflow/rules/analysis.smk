@@ -3,7 +3,7 @@
 # The slices of the config a table of runs depends on, and the statistics (an edit elsewhere
 # reruns nothing).
 TABLE_PARAMS = dict(
-    raw_roots=PLAN.experiment.raw_roots, max_other_load=PLAN.settings.max_other_load
+    raw_roots=PLAN.experiment.raw_roots, max_other_load=PLAN.design.bench.max_other_load
 )
 STATISTICS_PARAMS = dict(**TABLE_PARAMS, design=PLAN.design_spec)
 
@@ -297,7 +297,6 @@ rule predict_gain:
         design=PLAN.design_spec,
         variants=PLAN.variant_specs,  # what a registered prediction's variants differ in
         waiting=PLAN.waiting_functions,  # what the prediction leaves out of the work
-        bench=PLAN.main_bench,
         code=PLAN.code_of("predict_gain.py"),
     message:
         "The phone's gains predicted from the instruction mix (prediction.md)"

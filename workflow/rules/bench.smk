@@ -58,8 +58,8 @@ rule run_greedy:
         image_names=list(PLAN.prompt_images),
         model_formats=PLAN.model_formats,
         design=PLAN.design_spec,
-        timeout_s=PLAN.settings.bench["timeout_s"],
-        prompt_tokens=PLAN.settings.bench["prompt_tokens"],  # the gate runs the benchmark's settings
+        timeout_s=PLAN.design.bench.timeout_s,
+        prompt_tokens=PLAN.design.bench.prompt_tokens,  # the gate runs the benchmark's settings
         emulation_reference=PLAN.settings.emulation_reference,
     message:
         "Greedy answers of every variant on device {wildcards.device}, model {wildcards.model}"

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from mnnrepro.config import twin_of, with_runtime_defaults, with_schema_defaults
-from mnnrepro.repetitions import Repetitions, sweep_repetitions
+from mnnrepro.config import twin_of, with_runtime_defaults
+from mnnrepro.repetitions import Repetitions
+from mnnrepro.sections import Bench, Stats
 
 SECTIONS = ("comparison", "stats", "bench")
 
@@ -66,6 +67,16 @@ class PairKey:
     treatment: str
 
 
+def pairs_of(comparison: dict) -> tuple[PairKey, ...]:
+    """The pairs a `comparison` section names: the main one, then `comparison.also` in config
+    order (what the config's own checks read before the whole design is built)."""
+    also = [
+        PairKey(f"comparison.also.{i}", p["baseline"], p["treatment"])
+        for i, p in enumerate(comparison.get("also", []))
+    ]
+    return (PairKey("comparison", comparison["baseline"], comparison["treatment"]), *also)
+
+
 @dataclass(frozen=True)
 class Comparison:
     """`comparison`: the pairs, what the article claims per phase, and how it is judged."""
@@ -83,10 +94,6 @@ class Comparison:
 
     @classmethod
     def of(cls, section: dict) -> Comparison:
-        also = [
-            PairKey(f"comparison.also.{i}", p["baseline"], p["treatment"])
-            for i, p in enumerate(section["also"])
-        ]
         return cls(
             section["baseline"],
             section["treatment"],
@@ -96,7 +103,7 @@ class Comparison:
             section["aa_margin"],
             bool(section["aa_control"]),
             section["on_non_sme2_device"],
-            (PairKey("comparison", section["baseline"], section["treatment"]), *also),
+            pairs_of(section),
             section,
         )
 
@@ -115,38 +122,34 @@ class Comparison:
 class Design:
     name: str
     comparison: Comparison
-    stats: Mapping  # `stats`, defaults applied (read-only)
-    bench: Mapping  # `bench`, defaults applied (the main point's; read-only)
+    stats: Stats
+    bench: Bench  # the main point's, with its `sweep`
     variant_engines: dict  # variant -> the engine it runs
     hiding_sme: frozenset = frozenset()  # the variants that preload the SME mask (hide_sme)
 
     @classmethod
     def of(cls, spec: dict) -> Design:
-        """From the plan's spec (or a test's partial one: the schema completes each section)."""
-        sections = {
-            name: with_schema_defaults(dict(spec.get(name, {})), "properties", name)
-            for name in SECTIONS
-        }
-        variants = spec.get("variants", {})
+        """From the plan's spec (Plan.design_spec): every section as the schema completed it."""
+        variants = spec["variants"]
         return cls(
-            spec.get("experiment", ""),
-            Comparison.of(sections["comparison"]),
-            MappingProxyType(sections["stats"]),
-            MappingProxyType(sections["bench"]),
+            spec["experiment"],
+            Comparison.of(spec["comparison"]),
+            Stats.of(spec["stats"]),
+            Bench.of(spec["bench"]),
             {name: v["engine"] for name, v in variants.items()},
             frozenset(name for name, v in variants.items() if v.get("hide_sme")),
         )
 
     @property
     def repetitions(self) -> Repetitions:
-        return Repetitions.of(self.bench["repetitions"])
+        return self.bench.blocks
 
     @property
-    def sweep(self) -> dict:
-        """`bench.sweep` ({}: none)."""
-        return self.bench.get("sweep") or {}
+    def sweep(self) -> Mapping:
+        """`bench.sweep` (empty: none)."""
+        return self.bench.sweep
 
     @property
     def sweep_repetitions(self) -> Repetitions:
         """`bench.sweep.repetitions`, else the main point's."""
-        return Repetitions.of(sweep_repetitions(self.bench))
+        return self.bench.sweep_blocks

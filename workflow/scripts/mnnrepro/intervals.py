@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from mnnrepro.assumptions import DEPENDENCE_P
 from mnnrepro.phases import PHASES
 from mnnrepro.repetitions import Repetitions
+from mnnrepro.sections import Stats
 from mnnrepro.sequential import sequential_t_level
 from mnnrepro.stats import Interval
 
@@ -58,32 +59,32 @@ class ChosenInterval:
         )
 
 
-def run_intervals(stats: dict, repetitions, family: int = 1) -> ChosenInterval:
+def run_intervals(stats: Stats, repetitions, family: int = 1) -> ChosenInterval:
     """The interval every row of a run with these repetitions is judged on, from the `stats`
-    section (design.Design's: the schema's defaults applied): its level per row shared over
+    section (sections.Stats): its level per row shared over
     `family` rows (Bonferroni); after a run that stops on its verdict, Student t at the
     per-look level calibrated for its looks; after precision on demand, the first look's
     degrees of freedom."""
     repetitions = Repetitions.of(repetitions)
-    row_level = 1 - (1 - stats["ci_level"]) / family
-    kind, level, df, looks = stats["interval"], row_level, repetitions.ci_df(), ()
+    row_level = 1 - (1 - stats.ci_level) / family
+    kind, level, df, looks = stats.interval, row_level, repetitions.ci_df(), ()
     if repetitions.stops_on_verdict:
         looks = tuple(repetitions.stopping_looks())
         kind, level, df = "t", sequential_t_level(looks, row_level), None
     return ChosenInterval(
-        Interval(kind, level, df, stats["n_boot"], stats["seed"]),
+        Interval(kind, level, df, stats.n_boot, stats.seed),
         row_level,
         family,
-        stats["target_half_width"],
+        stats.target_half_width,
         looks,
-        stats["dependence"] == "widen",
+        stats.dependence == "widen",
     )
 
 
 def family_size(design: Design) -> int:
     """How many rows share the level: every compared pair's in prefill and decode with
     `stats.familywise`, else 1 (the level is per row)."""
-    return len(PHASES) * len(design.comparison.pairs) if design.stats["familywise"] else 1
+    return len(PHASES) * len(design.comparison.pairs) if design.stats.familywise else 1
 
 
 def experiment_intervals(design: Design, repetitions=None) -> ChosenInterval:

@@ -6,6 +6,7 @@ asks the type."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -23,7 +24,7 @@ class Repetitions:
         """From the config's value (an integer or a mapping), or a Repetitions as it is."""
         if isinstance(value, Repetitions):
             return value
-        if isinstance(value, dict):
+        if isinstance(value, Mapping):
             return cls(
                 value["min"],
                 value["max"],
@@ -80,6 +81,6 @@ class Repetitions:
         return self.min - 1 if on_demand else None
 
 
-def sweep_repetitions(bench: dict):
+def sweep_repetitions(bench: Mapping):
     """`bench.sweep.repetitions`, else the main point's `bench.repetitions`."""
     return (bench.get("sweep") or {}).get("repetitions", bench["repetitions"])

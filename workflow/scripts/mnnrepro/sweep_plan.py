@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from mnnrepro.design import Variant
 from mnnrepro.repetitions import sweep_repetitions
+from mnnrepro.sections import Bench
 
 SWEEP_KEYS = ("prompt_tokens", "generate_tokens", "thread_num", "cpu_sme_core_num")
 # the swept dimensions that are runtime settings, set in every variant
@@ -84,13 +85,13 @@ class SweepPoint:
         }
 
 
-def sweep_points(bench: dict, variants: dict[str, Variant]) -> dict[str, SweepPoint]:
+def sweep_points(bench: Bench, variants: dict[str, Variant]) -> dict[str, SweepPoint]:
     """Point label -> the point. Each swept dimension is varied on its own around the main
     point (the others keep the main point's value), so the cost grows with the sum of the
     lists, not their product; a value equal to the main point's is the main point itself and
     is not measured twice. thread_num None: each variant's own."""
-    sweep = bench.get("sweep") or {}
-    main = SweepPoint(bench["prompt_tokens"], bench["generate_tokens"])
+    sweep = bench.sweep
+    main = SweepPoint(bench.prompt_tokens, bench.generate_tokens)
     common = {k: set(runtime_values(variants, k).values()) for k in RUNTIME_SWEEPS}
     points = {}
     for key in SWEEP_KEYS:

@@ -175,7 +175,8 @@ def predicted_here(job, design: Design, variants: dict) -> dict:
     context = {
         "constants": given.constants,
         "shapes": {m["model"]: text_shape(m["spec"]["shape"]) for m in manifests},
-        **{k: job.params.bench[k] for k in ("prompt_tokens", "generate_tokens")},
+        "prompt_tokens": design.bench.prompt_tokens,
+        "generate_tokens": design.bench.generate_tokens,
         "variants": variants,
         "waiting": job.params.waiting,
         "inputs": {

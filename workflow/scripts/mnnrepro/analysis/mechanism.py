@@ -175,7 +175,7 @@ def mechanism_table(
                 "bandwidth_samples": bw.get("samples"),
                 "decode_ceiling_tps": ceiling,
                 "decode_ceiling_share": decode_tps / ceiling if ceiling and decode_tps else None,
-                **share_interval(decode, bw, per_token, design.stats["ci_level"]),
+                **share_interval(decode, bw, per_token, design.stats.ci_level),
                 "prefill_tps": prefill_tps,
                 "prefill_ops_per_token": ops,
                 "prefill_gops": ops * prefill_tps / GB if ops and prefill_tps else None,

@@ -88,9 +88,9 @@ def bound_to_run(document: dict, design, variants: dict[str, dict]) -> dict:
     recorded = document.get("variants")
     predictions = []
     differences = [
-        f"bench `{k}` {v!r} predicted, {design.bench[k]!r} measured"
+        f"bench `{k}` {v!r} predicted, {getattr(design.bench, k, None)!r} measured"
         for k, v in document.get("bench", {}).items()
-        if design.bench.get(k) != v
+        if getattr(design.bench, k, None) != v
     ]
     for p in document["predictions"]:
         pair = pairs.get(p["pair"])

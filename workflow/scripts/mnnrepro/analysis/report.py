@@ -14,7 +14,7 @@ from mnnrepro.analysis.side_by_side import side_by_side_section
 from mnnrepro.analysis.text import OTHER_LOAD_WARNING, conditions, pct, reps_text
 from mnnrepro.analysis.vision import vision_section
 from mnnrepro.config import is_full_commit
-from mnnrepro.design import Design
+from mnnrepro.design import Comparison
 from mnnrepro.repetitions import Repetitions
 
 
@@ -308,7 +308,7 @@ def markdown(
                 where_time_goes(
                     kernels,
                     top,
-                    Design.of({"comparison": document["comparison"]}).comparison.pair_names,
+                    Comparison.of(document["comparison"]).pair_names,
                 )
                 if kernels is not None
                 else []

@@ -160,7 +160,7 @@ def summarize(
     chosen = experiment_intervals(design)
     comparison = design.comparison
     rng = np.random.default_rng(chosen.interval.seed)
-    hot_start = design.bench["hot_start"]
+    hot_start = design.bench.hot_start
     rows = []
     for (device, model), group in bench.groupby(["device", "model"], sort=True):
         if group["emulated"].any():  # recorded in bench.csv, never in a speedup or a verdict

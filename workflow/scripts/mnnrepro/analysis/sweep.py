@@ -85,7 +85,7 @@ def sweep_summary(
     whose `checks_passed` is false is not evidence, whatever its gain."""
 
     comparison = design.comparison
-    rng = np.random.default_rng(design.stats["seed"])
+    rng = np.random.default_rng(design.stats.seed)
     # each point's intervals as its own stopping rule asks
     main_interval = experiment_intervals(design)
     point_interval = experiment_intervals(design, design.sweep_repetitions)

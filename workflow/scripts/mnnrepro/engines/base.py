@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mnnrepro.engines.timers import Timers
+from mnnrepro.sections import Bench
 from mnnrepro.toolchain.records import PLATFORM_COMPILERS, BuildJob
 
 
@@ -252,12 +253,12 @@ class EngineKind:
         """Where the model it reads is on the device (a push receipt's)."""
         return receipt["model_config"]
 
-    def bench_command(self, device, model_config: str, runtime: dict, bench: dict, out: str):
+    def bench_command(self, device, model_config: str, runtime: dict, bench: Bench, out: str):
         raise NotImplementedError
 
-    def vision_command(self, device, receipt: dict, runtime: dict, bench: dict, out: str):
+    def vision_command(self, device, receipt: dict, runtime: dict, bench: Bench, out: str):
         """(argv, env) of a second command that asks the vision phase's image questions
-        (bench["vision_set"]) after the text benchmark, for a kind whose benchmark tool takes no
+        (bench.vision_set) after the text benchmark, for a kind whose benchmark tool takes no
         images; None: there is none (no image set, or the benchmark asks them itself)."""
         return None
 

@@ -17,7 +17,7 @@ from mnnrepro.config import (
     refuse,
     runtime_defaults,
 )
-from mnnrepro.design import Design, variants_of
+from mnnrepro.design import pairs_of, variants_of
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.devices.qemu import vector_length_problems
 from mnnrepro.engines.registry import KINDS, kind_of_spec
@@ -60,7 +60,7 @@ def check_references(config: dict, written: dict | None = None) -> None:
         *sweep_problems(
             config.get("bench", {}).get("sweep") or {},
             variants_of(config["variants"]),
-            Design.of(config).comparison.pairs,
+            pairs_of(config["comparison"]),
         ),
         *reserved_name_clashes(config),
         *kind_problems(config),
@@ -120,7 +120,7 @@ def unmeasurable_claims(config: dict) -> list[str]:
             problems.append(
                 f"{key}: no model of this experiment takes images ({sorted(config['models'])})"
             )
-        for pair in Design.of(config).comparison.pairs:
+        for pair in pairs_of(config["comparison"]):
             for role in ("baseline", "treatment"):
                 variant = config["variants"].get(getattr(pair, role), {})
                 spec = config["engines"].get(variant.get("engine"))
@@ -147,7 +147,7 @@ def variant_problems(config: dict) -> list[str]:
                 f"config key `variants.{name}.env.{var}`: set by the workflow itself "
                 f"(reserved: {sorted(RESERVED_ENV)})"
             )
-    for pair in Design.of(config).comparison.pairs:
+    for pair in pairs_of(config["comparison"]):
         for role in ("baseline", "treatment"):
             if getattr(pair, role) not in config["variants"]:
                 problems.append(

@@ -19,6 +19,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from mnnrepro.sections import Bench
+
 
 @dataclass(frozen=True)
 class DeviceSpeed:
@@ -99,12 +101,12 @@ def device_speed(device: str, threads: int, root: Path, exclude: str) -> DeviceS
     )
 
 
-def invocation_s(speed: DeviceSpeed, layout: dict, bench: dict) -> float:
+def invocation_s(speed: DeviceSpeed, layout: dict, bench: Bench) -> float:
     """One invocation of a model with this layout at `bench`'s prompt, decode and warm-ups."""
-    prefill = bench["prompt_tokens"] * layout["prefill_ops_per_token"] / speed.prefill_ops_per_s
-    decode = bench["generate_tokens"] * layout["decode_bytes_per_token"] / speed.decode_bytes_per_s
+    prefill = bench.prompt_tokens * layout["prefill_ops_per_token"] / speed.prefill_ops_per_s
+    decode = bench.generate_tokens * layout["decode_bytes_per_token"] / speed.decode_bytes_per_s
     load = layout["weight_bytes"] / speed.load_bytes_per_s
-    return (bench["warmup"] + 1) * (prefill + decode) + load + speed.other_s
+    return (bench.warmup + 1) * (prefill + decode) + load + speed.other_s
 
 
 def estimated_invocation_s(plan, device: str, root: Path) -> tuple[float, str] | None:
@@ -124,7 +126,7 @@ def estimated_invocation_s(plan, device: str, root: Path) -> tuple[float, str] |
             speed = device_speed(device, threads, root, plan.experiment.results_key)
             if speed is None:
                 return None
-            seconds.append(invocation_s(speed, layout, config["bench"]))
+            seconds.append(invocation_s(speed, layout, plan.design.bench))
             sources.update(speed.experiments)
     mean = sum(seconds) / len(seconds)
     source = (

@@ -22,7 +22,7 @@ import numpy as np
 from mnnrepro.config import run_variants
 from mnnrepro.plan.invocation_time import TABLE_HINT, estimated_invocation_s, push_s
 from mnnrepro.records import read_rows
-from mnnrepro.repetitions import Repetitions, sweep_repetitions
+from mnnrepro.repetitions import Repetitions
 from mnnrepro.runs.precision import affordable_looks
 from mnnrepro.runs.stopping_rows import invocation_seconds
 
@@ -104,15 +104,15 @@ def device_time(plan, device: str) -> str:
     """The time one device spends (the fewest blocks to the worst case, and the expected time
     where a simulation of the rule holds), what comes on top of the benchmark, and the source
     of the seconds per invocation."""
-    config, bench = plan.config, plan.config["bench"]
+    config, bench = plan.config, plan.design.bench
     priced = invocation_price(plan, device)
     if priced is None:
         return "not estimated (no earlier run of this experiment on it)"
     per, source = priced
     per_block = len(run_variants(config)) * len(plan.models)
-    repetitions = Repetitions.of(bench["repetitions"])
+    repetitions = bench.blocks
     low, high = repetitions.min, repetitions.max
-    sweep = Repetitions.of(sweep_repetitions(bench))
+    sweep = bench.sweep_blocks
     sweep_low, sweep_high = sweep.min, sweep.max
     points = 0 if plan.device_kinds[device].emulated else len(plan.sweep)
     main_most, worst = per_block * high * per, ""
@@ -141,9 +141,9 @@ def invocation_price(plan, device: str) -> tuple[float, str] | None:
     order: this experiment's earlier invocations there; an estimate from the model's layout and
     the device's speed in its earlier runs of other experiments (plan/invocation_time.py); the
     seconds the device kind assumes; else None."""
-    bench, kind = plan.config["bench"], plan.device_kinds[device]
+    bench, kind = plan.design.bench, plan.device_kinds[device]
     earlier = earlier_invocation_s(
-        Path(f"results/{plan.experiment.results_key}/bench.csv"), device, bench["cooldown_s"]
+        Path(f"results/{plan.experiment.results_key}/bench.csv"), device, bench.cooldown_s
     )
     if earlier is not None:
         return earlier, f"this experiment's earlier invocations there, {earlier:.0f} s each"
@@ -151,7 +151,7 @@ def invocation_price(plan, device: str) -> tuple[float, str] | None:
     if estimate is not None:
         return estimate
     if kind.assumed_invocation_s:
-        per = kind.assumed_invocation_s + bench["cooldown_s"]
+        per = kind.assumed_invocation_s + bench.cooldown_s
         return per, (
             f"an assumed {per:g} s per invocation (the phone's {kind.assumed_invocation_s:g} s, "
             "benchmarks/results/phone_precision.md, and the cool-down)"
@@ -245,12 +245,12 @@ def overview(plan) -> list[str]:
     ]
     if plan.experiment.replay:
         return lines
-    bench = config["bench"]
+    bench = plan.design.bench
     per_block = len(variants) * len(plan.models)
     lines.append(
-        f"  per device: {per_block} invocations per block, {blocks_text(bench['repetitions'])}"
+        f"  per device: {per_block} invocations per block, {blocks_text(bench.blocks)}"
         + (
-            f"; sweep: {len(plan.sweep)} more points of {blocks_text(sweep_repetitions(bench))}"
+            f"; sweep: {len(plan.sweep)} more points of {blocks_text(bench.sweep_blocks)}"
             if plan.sweep
             else ""
         )

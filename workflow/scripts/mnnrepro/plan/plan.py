@@ -18,8 +18,7 @@ from mnnrepro.config import (
     run_variants,
     vision_image_files,
 )
-from mnnrepro.design import SECTIONS as DESIGN_SECTIONS
-from mnnrepro.design import Design, design_of_variant, variants_of
+from mnnrepro.design import Design, variants_of
 from mnnrepro.devices.kinds import device_kind
 from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import (
@@ -37,7 +36,7 @@ from mnnrepro.plan.experiment import Experiment, resolve
 from mnnrepro.plan.messages import JobMessages
 from mnnrepro.plan.model_inputs import ModelInputs
 from mnnrepro.plan.prediction import prediction_inputs
-from mnnrepro.plan.settings import Settings
+from mnnrepro.plan.settings import Settings, design_spec
 from mnnrepro.plan.sources import SourceTrees
 from mnnrepro.sweep_plan import sweep_points, thread_nums
 from mnnrepro.toolchain.tools import GATE_COMMON, PROBE_SOURCE
@@ -69,13 +68,7 @@ class Plan(EngineInputs, ModelInputs):
         self.variants = sorted(config["variants"])
         # what the stages below the plan know of the experiment, one param of every job that
         # judges (its pairs, statistics and repetitions; design.Design.of reads it back)
-        self.design_spec = canonical(
-            {
-                "experiment": experiment.name,
-                **{section: config[section] for section in DESIGN_SECTIONS},
-                "variants": {n: design_of_variant(v) for n, v in config["variants"].items()},
-            }
-        )
+        self.design_spec = design_spec(config, experiment.name)
         self.design = Design.of(self.design_spec)
         self.judged_names = [pair.names for pair in Pair.judged(self.design)]
         self._plan_engines(config)
@@ -116,7 +109,7 @@ class Plan(EngineInputs, ModelInputs):
 
     def _plan_measurement(self, config: dict) -> None:
         variants = variants_of(config["variants"])
-        self.sweep = sweep_points(config["bench"], variants)
+        self.sweep = sweep_points(self.design.bench, variants)
         self.variant_threads = sorted(set(thread_nums(variants).values()))
         self.main_bench = canonical({k: v for k, v in config["bench"].items() if k != "sweep"})
         self.attribution = config["attribution"]["enabled"]

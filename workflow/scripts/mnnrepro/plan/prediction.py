@@ -11,7 +11,7 @@ import yaml
 from mnnrepro.analysis.prediction import CostModel
 from mnnrepro.analysis.prediction_score import registered_prediction
 from mnnrepro.config import ConfigError
-from mnnrepro.design import Design
+from mnnrepro.design import pairs_of
 from mnnrepro.devices.kinds import counts_instructions
 from mnnrepro.errors import DataError
 
@@ -66,7 +66,7 @@ def registered_problems(config: dict, name: str, pinned: str | None) -> list[str
             f"{document['registered']['sha256']}, not the pinned {pinned}: it changed after it "
             "was registered (register it again, with its new sha256, only if that is meant)"
         ]
-    keys = [p.key for p in Design.of({"comparison": config["comparison"]}).comparison.pairs]
+    keys = [p.key for p in pairs_of(config["comparison"])]
     predicted = sorted({p["pair"] for p in document["predictions"]})
     if not set(predicted) & set(keys):
         return [

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mnnrepro.config import canonical
+from mnnrepro.design import SECTIONS, design_of_variant
 from mnnrepro.phases import PREDICTION_PHASES
 
 
@@ -50,10 +51,6 @@ class Settings:
         keys = ("sample_hz", "startup_devices", "prediction_phases")
         return {k: v for k, v in self.attribution.items() if k in keys}
 
-    @property
-    def max_other_load(self):
-        return self.bench["max_other_load"]
-
 
 def startup_devices(config: dict) -> dict:
     """The devices a prediction's own profiles are taken on (a prediction's; none without one)
@@ -62,3 +59,16 @@ def startup_devices(config: dict) -> dict:
     if not device:
         return {}
     return {"startup_devices": [device], "prediction_phases": list(PREDICTION_PHASES)}
+
+
+def design_spec(config: dict, name: str) -> dict:
+    """The plan's spec of the design (what Design.of reads back) from the config the schema
+    completed: the experiment's name, its `comparison`, `stats` and `bench`, and what the
+    design holds of each variant; canonical, as every param is."""
+    return canonical(
+        {
+            "experiment": name,
+            **{section: config[section] for section in SECTIONS},
+            "variants": {n: design_of_variant(v) for n, v in config["variants"].items()},
+        }
+    )

@@ -25,6 +25,7 @@ from mnnrepro.errors import ReproError
 from mnnrepro.files import read_json, sha256_file
 from mnnrepro.runs.benchmark import quiet_gate
 from mnnrepro.runs.on_device import on_device
+from mnnrepro.sections import Bench
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +121,7 @@ def measure_bandwidth(
     facts: dict,
     probes: dict[str, dict],
     settings: dict,
-    bench: dict,
+    bench: Bench,
     variant_threads: list[int] = (),
 ) -> dict:
     """probes: engine name -> {"record": path of its build record, "dir": its directory}.
@@ -184,6 +185,6 @@ def bandwidth_job(job) -> dict:
             read_json(job.input.facts),
             probes,
             job.params.bandwidth,
-            job.params.bench,
+            Bench.of(job.params.bench),
             job.params.variant_threads,
         )

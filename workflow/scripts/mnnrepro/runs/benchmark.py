@@ -25,7 +25,6 @@ from mnnrepro.engines.runner.vision_entries import vision_results
 from mnnrepro.files import read_json, write_json
 from mnnrepro.intervals import experiment_intervals
 from mnnrepro.phases import VISION_PHASES
-from mnnrepro.repetitions import Repetitions
 from mnnrepro.runs.gates import quiet_gate, thermal_gate
 from mnnrepro.runs.job import DeviceJob
 from mnnrepro.runs.on_device import on_device, surviving
@@ -42,6 +41,7 @@ from mnnrepro.runs.raw_files import (
 from mnnrepro.runs.schedule import Invocation, interleaved
 from mnnrepro.runs.staging import check_receipt, engine_files, process_env
 from mnnrepro.runs.vision import with_measured_vision, with_vision_set
+from mnnrepro.sections import Bench
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +51,14 @@ THERMAL_GATE_KEPT += ("ignored", "rule")
 
 
 def run_one(
-    device: Device, engine, argv: list[str], env: dict, out: str, bench: dict, read=None
+    device: Device, engine, argv: list[str], env: dict, out: str, bench: Bench, read=None
 ) -> dict:
     """Run one invocation with retries; returns the engine's reading (read: the engine's
     read_bench unless given) or raises BenchError."""
-    attempts = bench["retries"] + 1
+    attempts = bench.retries + 1
     failures = []
     for attempt in range(1, attempts + 1):
-        result = device.run_invocation(argv, timeout=bench["timeout_s"], env=env)
+        result = device.run_invocation(argv, timeout=bench.timeout_s, env=env)
         if result.ok:
             payload = (read or engine.read_bench)(device, result, out)
             payload["attempts"] = attempt
@@ -71,7 +71,7 @@ def run_one(
         log.warning("invocation failed (%s), attempt %d of %d", why, attempt, attempts)
     raise BenchError(
         f"device {device.name}: the benchmark's invocation failed {attempts} times "
-        f"(`bench.retries` {bench['retries']}); the repetitions done are kept, a rerun measures "
+        f"(`bench.retries` {bench.retries}); the repetitions done are kept, a rerun measures "
         "the rest\n$ " + (result.command_line or " ".join(argv)) + "\n" + "\n".join(failures)
     )
 
@@ -106,12 +106,12 @@ def with_vision_step(results: list[dict], step: dict | None) -> dict:
 
 
 @contextmanager
-def sampling(reader, bench: dict):
+def sampling(reader, bench: Bench):
     """Sample power while the invocation runs (None where the device has no reader)."""
     if not isinstance(reader, PowerReader):
         yield None
         return
-    with PowerSampler(reader, bench["power_sample_s"]) as sampler:
+    with PowerSampler(reader, bench.power_sample_s) as sampler:
         yield sampler
 
 
@@ -124,7 +124,7 @@ class Measuring:
 
     device: Device
     receipt: dict
-    bench: dict
+    bench: Bench
     measured: dict
     out: str
     power_reader: object
@@ -164,8 +164,8 @@ def measure(run: Measuring, inv: Invocation, spec: dict, key: str, path: Path) -
     went."""
     device, bench, remeasure = run.device, run.bench, run.remeasure
     clock = [time.monotonic()]  # where the device's time goes, step by step
-    if bench["cooldown_s"]:
-        time.sleep(bench["cooldown_s"])
+    if bench.cooldown_s:
+        time.sleep(bench.cooldown_s)
     clock.append(time.monotonic())
     gate = thermal_gate(device, bench)
     clock.append(time.monotonic())
@@ -223,7 +223,7 @@ def run_schedule(
     plan: list[Invocation],
     specs: dict[str, dict],
     receipt: dict,
-    bench: dict,
+    bench: Bench,
     raw_dir: str | Path,
     stop=None,
     remeasure: str = "",
@@ -238,8 +238,8 @@ def run_schedule(
     """
     raw_dir = Path(raw_dir)
     check_receipt(device, receipt)
-    measured = {k: bench[k] for k in ("prompt_tokens", "generate_tokens", "warmup")}
-    power_reader = device.power_reader() if bench.get("power_sample_s") else "not asked for"
+    measured = {k: getattr(bench, k) for k in ("prompt_tokens", "generate_tokens", "warmup")}
+    power_reader = device.power_reader() if bench.power_sample_s else "not asked for"
     out = device.scratch("invocation.json")
     run = Measuring(device, receipt, bench, measured, out, power_reader, remeasure)
     index, records, stopped = [], [], None
@@ -304,14 +304,14 @@ def run_plan_for_rule(
     engines, bench, variants = job.engines(), job.bench, job.variants
     receipt = read_json(job.receipt)
     specs = variant_specs(variants, engines, job.manifest_sha256(), receipt)
-    repetitions = Repetitions.of(bench["repetitions"])  # the point's (a sweep's own)
+    repetitions = bench.blocks  # the point's (a sweep's own)
     plan = interleaved(sorted(variants), repetitions.max)
     pairs = [pair.names for pair in Pair.judged(design)]
     chosen = experiment_intervals(design, repetitions)
     rows = verdict_thresholds(design, modes) if repetitions.stops_on_verdict else None
 
     def stop(records, blocks):
-        cooldown = bench["cooldown_s"]
+        cooldown = bench.cooldown_s
         return stopping_decision(records, blocks, repetitions, pairs, chosen, rows, cooldown)
 
     with on_device(job.device_name, job.device_spec, "the benchmark") as device:

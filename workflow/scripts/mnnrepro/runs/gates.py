@@ -9,27 +9,21 @@ import time
 from mnnrepro.devices.base import Device
 from mnnrepro.logs import REPORT_S, say
 from mnnrepro.runs.thermal import gate_temperatures, named_temperatures
+from mnnrepro.sections import Bench
 
 log = logging.getLogger(__name__)
 
 
-def setting(bench: dict, key: str):
-    """A gate's setting as the run's `bench` has it: every job is handed its whole `bench`, the
-    schema's defaults filled in once when the plan is made (a reader's own fallback once said
-    0 s where the schema says 600)."""
-    return bench[key]
-
-
-def thermal_gate(device: Device, bench: dict) -> dict:
+def thermal_gate(device: Device, bench: Bench) -> dict:
     """Wait until the device is cool (status NONE, the hottest gated temperature <=
     max_temp_c), bounded by thermal_timeout_s. Which temperatures are gated on, and which are
     ignored and why: runs/thermal.py."""
-    limit = setting(bench, "max_temp_c")
+    limit = bench.max_temp_c
     start = next_report = time.monotonic()
-    deadline = start + setting(bench, "thermal_timeout_s")
+    deadline = start + bench.thermal_timeout_s
     while True:
         temps, (status, hal) = device.thermal(), device.thermal_service()
-        gated, ignored, rule = gate_temperatures(temps, hal, setting(bench, "thermal_zones"))
+        gated, ignored, rule = gate_temperatures(temps, hal, bench.thermal_zones)
         hottest = max(gated.values()) if gated else None
         cool = status in (None, 0) and (limit is None or hottest is None or hottest <= limit)
         if cool or time.monotonic() >= deadline:
@@ -46,7 +40,7 @@ def thermal_gate(device: Device, bench: dict) -> dict:
         hot = ", ".join(f"{n} {v:g}" for n, v in sorted(gated.items()) if limit and v > limit)
         text = (
             f"{device.name}: waiting {time.monotonic() - start:.0f} s of "
-            f"{setting(bench, 'thermal_timeout_s'):g} s (bench.thermal_timeout_s) to cool "
+            f"{bench.thermal_timeout_s:g} s (bench.thermal_timeout_s) to cool "
             f"to {limit} C: thermal status {status}, hottest {hottest} C ({hot or 'none above'})"
         )
         if time.monotonic() >= next_report:  # on the terminal too, at once and every 30 s
@@ -57,17 +51,17 @@ def thermal_gate(device: Device, bench: dict) -> dict:
         time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
 
 
-def quiet_gate(device: Device, bench: dict) -> dict:
+def quiet_gate(device: Device, bench: Bench) -> dict:
     """Wait until other work keeps at most `max_other_load` CPUs busy, bounded by
     `quiet_timeout_s`; the load is sampled over `quiet_window_s` while nothing of ours runs
     (a phone's from its own /proc/stat over adb). Devices that cannot measure it pass with
     quiet None; an emulated device measures it once and never waits (its timings are
     recorded, never judged, and emulated devices run beside each other)."""
-    limit = setting(bench, "max_other_load")
+    limit = bench.max_other_load
     start = time.monotonic()
-    deadline = start + (0 if device.emulated else setting(bench, "quiet_timeout_s"))
+    deadline = start + (0 if device.emulated else bench.quiet_timeout_s)
     while True:
-        load = None if limit is None else device.other_load_now(setting(bench, "quiet_window_s"))
+        load = None if limit is None else device.other_load_now(bench.quiet_window_s)
         quiet = None if load is None else load <= limit
         if quiet is not False or time.monotonic() >= deadline:
             return {"waited_s": round(time.monotonic() - start, 1), "quiet": quiet, "load": load}

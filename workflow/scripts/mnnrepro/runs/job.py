@@ -13,6 +13,7 @@ from mnnrepro.design import Variant, variants_of
 from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json, sha256_file
 from mnnrepro.runs.vision import vision_phase_images
+from mnnrepro.sections import Bench
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class DeviceJob:
     manifest: str  # the model's manifest: its sha256 enters every measurement's key
     engine_records: list[str]
     variants: dict[str, Variant]
-    bench: dict
+    bench: Bench
     # (name as configured, local file) of the vision phase's images, for a vision model
     images: list[tuple[str, str]] = field(default_factory=list)
     gate_tools: list[str] = field(default_factory=list)  # the tool a kind asks images with
@@ -38,7 +39,7 @@ class DeviceJob:
             manifest=job.input.manifest,
             engine_records=list(job.input.engines),
             variants=variants_of(job.params.variants),
-            bench=job.params.bench,
+            bench=Bench.of(job.params.bench),
             images=vision_phase_images(
                 job.params.image_names,
                 job.input.images,

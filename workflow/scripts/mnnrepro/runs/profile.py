@@ -24,6 +24,7 @@ missing.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 from mnnrepro.devices.profilers import ProfilerError
@@ -37,6 +38,7 @@ from mnnrepro.runs.on_device import on_device
 from mnnrepro.runs.raw_files import measurement_key, variant_specs
 from mnnrepro.runs.staging import check_receipt, engine_files, process_env
 from mnnrepro.runs.vision import measured_vision, with_measured_vision, with_vision_set
+from mnnrepro.sections import Bench
 
 VISION = VISION_PHASES[0]  # the image questions' profiled invocation is named after the encoder
 
@@ -50,28 +52,22 @@ ONE_PROCESS = "one process per variant: loaded, warmed up, the phase between its
 TIMEOUT_FACTOR = 4
 
 
-def phase_bench(bench: dict, phase: str) -> dict:
+def phase_bench(bench: Bench, phase: str) -> Bench:
     """The benchmark settings of a profiled invocation that runs one phase (`vision`: the
     image questions after a 1-token prompt and 1 generated token; the others: no images)."""
     if phase == VISION:
-        return {**bench, "prompt_tokens": 1, "generate_tokens": 1, "warmup": 0}
+        return replace(bench, prompt_tokens=1, generate_tokens=1, warmup=0)
     if phase == STARTUP_PHASE:
-        return {**bench, "prompt_tokens": 1, "generate_tokens": 1, "warmup": 0, "vision_set": None}
+        return replace(bench, prompt_tokens=1, generate_tokens=1, warmup=0, vision_set=None)
     if phase == "prefill":
-        return {**bench, "generate_tokens": 1, "warmup": 0, "vision_set": None}
+        return replace(bench, generate_tokens=1, warmup=0, vision_set=None)
     if phase == SHORT_PREFILL_PHASE:
-        short = short_prompt(bench["prompt_tokens"])
-        return {
-            **bench,
-            "prompt_tokens": short,
-            "generate_tokens": 1,
-            "warmup": 0,
-            "vision_set": None,
-        }
-    return {**bench, "prompt_tokens": 1, "warmup": 0, "vision_set": None}
+        short = short_prompt(bench.prompt_tokens)
+        return replace(bench, prompt_tokens=short, generate_tokens=1, warmup=0, vision_set=None)
+    return replace(bench, prompt_tokens=1, warmup=0, vision_set=None)
 
 
-def profiled_phases(bench: dict, engine_record: dict, predicted: tuple) -> tuple[str, ...]:
+def profiled_phases(bench: Bench, engine_record: dict, predicted: tuple) -> tuple[str, ...]:
     """Prefill and decode; the image questions, for an engine that asks them; and where a
     prediction counts, its own (predicted: phases.PREDICTION_PHASES, the start-up both phases
     share and a short prefill)."""
@@ -134,7 +130,7 @@ def profile_one(device, variant, phase, spec, receipt, bench, attribution, path,
     libraries = kind.profiled_libraries(record, built_dir, device)
     print(f"{device.name}: profiling {variant} ({phase})", flush=True)
     result, profile = device.profile(
-        argv, bench["timeout_s"] * TIMEOUT_FACTOR, env, libraries, attribution["sample_hz"]
+        argv, bench.timeout_s * TIMEOUT_FACTOR, env, libraries, attribution["sample_hz"]
     )
     check_ran(device, result, f"{variant}, {phase}")
     write_json(
@@ -175,7 +171,7 @@ def profile_marked(device, variant, phases, spec, receipt, bench, attribution, o
     argv, env = command[0], process_env(spec, command[1], receipt)
     libraries = kind.profiled_libraries(record, built_dir, device)
     print(f"{device.name}: profiling {variant} ({', '.join(phases)}: one process)", flush=True)
-    timeout = bench["timeout_s"] * TIMEOUT_FACTOR * 2  # every phase twice: warmed up, profiled
+    timeout = bench.timeout_s * TIMEOUT_FACTOR * 2  # every phase twice: warmed up, profiled
     result, segments = device.profile_phases(
         argv, timeout, env, libraries, attribution["sample_hz"], marker, phases
     )
@@ -202,20 +198,20 @@ def profile_marked(device, variant, phases, spec, receipt, bench, attribution, o
     return entries
 
 
-def marked_command(device, engine, receipt, spec, benches: dict, bench: dict, marker: str):
+def marked_command(device, engine, receipt, spec, benches: dict, bench: Bench, marker: str):
     """The engine's one process that runs and marks each phase of `benches` (in its order),
     or None where the engine has none."""
     asked = [
-        [p, b["prompt_tokens"], b["generate_tokens"], *image_questions(p, bench)]
+        [p, b.prompt_tokens, b.generate_tokens, *image_questions(p, bench)]
         for p, b in benches.items()
     ]
     model, out = engine.model_path(receipt), device.scratch("profile.json")
     return engine.phases_command(device, model, spec["runtime"], asked, marker, out)
 
 
-def image_questions(phase: str, bench: dict) -> list[dict]:
+def image_questions(phase: str, bench: Bench) -> list[dict]:
     """What the runner's phases mode asks in the image questions' phase (none in the others)."""
-    vision = bench.get("vision_set") if phase == VISION else None
+    vision = bench.vision_set if phase == VISION else None
     if not vision:
         return []
     return [{"images": [i["device_path"] for i in vision["images"]], "text": vision["text"]}]
@@ -248,19 +244,20 @@ def profile_fields(device, variant, phase, record, bench, libraries) -> dict:
         "variant": variant,
         "phase": phase,
         "engine": record.name,
-        "prompt_tokens": bench["prompt_tokens"],
-        "generate_tokens": bench["generate_tokens"],
+        "prompt_tokens": bench.prompt_tokens,
+        "generate_tokens": bench.generate_tokens,
         "libraries": sorted(libraries),
         "sme2_kernels": record.kind.sme2_kernel_names(record),
     }
 
 
-def profile_key(device, spec: dict, bench: dict, attribution: dict, profiled_in: str = "") -> str:
+def profile_key(device, spec: dict, bench: Bench, attribution: dict, profiled_in: str = "") -> str:
     """The key of what a profile measured: the variant's engine and settings, the phase's
     token counts, the sampling rate and profiler, how the process ran it (profiled_in:
     "" = a process of its own) and the images by content."""
     measured = {
-        **{k: bench[k] for k in ("prompt_tokens", "generate_tokens")},
+        "prompt_tokens": bench.prompt_tokens,
+        "generate_tokens": bench.generate_tokens,
         "sample_hz": attribution["sample_hz"],
         "profiler": device.kind,
         **({"profile_counts": device.profile_counts} if device.profile_counts else {}),
@@ -269,7 +266,7 @@ def profile_key(device, spec: dict, bench: dict, attribution: dict, profiled_in:
     return measurement_key(spec, with_measured_vision(measured, bench, spec["engine"]))
 
 
-def profiled_command(device, spec: dict, receipt: dict, bench: dict) -> tuple[list, dict]:
+def profiled_command(device, spec: dict, receipt: dict, bench: Bench) -> tuple[list, dict]:
     """The engine's benchmark command for the phase (bench), or for the image questions
     (only phase_bench's vision phase has them) the engine's own vision command where its
     benchmark tool takes no images; the variant's env under the engine's."""

@@ -14,6 +14,7 @@ from mnnrepro.errors import DataError
 from mnnrepro.models.formats import FORMATS
 from mnnrepro.records import HINTS, read_record
 from mnnrepro.runs.staging import stage_images
+from mnnrepro.sections import Bench
 
 
 def reads_images(manifest_path: str | os.PathLike, model_formats: list[str]) -> bool:
@@ -38,23 +39,23 @@ def vision_phase_images(
     return list(zip(image_names, image_files, strict=True))
 
 
-def with_vision_set(device, bench: dict, images: list[tuple[str, str]], tool_records=()) -> dict:
+def with_vision_set(device, bench: Bench, images: list[tuple[str, str]], tool_records=()) -> Bench:
     """bench with `vision_set` (the staged images, the question and, per engine, the content
     of the tool it asks them with, from its gate-tool record; None without images), what the
     engines that take images ask in each invocation."""
     staged = list(stage_images(device, images).values())
     tools = {r["engine"]: {f["path"]: f["sha256"] for f in r["files"]} for r in tool_records}
     vision_set = (
-        {"text": bench["vision"]["text"], "images": staged, "tools": tools} if staged else None
+        {"text": bench.vision["text"], "images": staged, "tools": tools} if staged else None
     )
-    return {**bench, "vision_set": vision_set}
+    return bench.with_vision_set(vision_set)
 
 
-def measured_vision(bench: dict, engine_record: dict) -> dict | None:
+def measured_vision(bench: Bench, engine_record: dict) -> dict | None:
     """What a measurement's key holds of the vision phase: the question, the images by
     content and, for a kind that asks them with a tool of its own (EngineKind.vision_tool),
     that tool by content; None for an engine that does not ask them, or no image set."""
-    vision = bench.get("vision_set")
+    vision = bench.vision_set
     kind = engine_record.kind
     if not vision or not kind.takes_images:
         return None
@@ -65,7 +66,7 @@ def measured_vision(bench: dict, engine_record: dict) -> dict | None:
     return measured
 
 
-def with_measured_vision(measured: dict, bench: dict, engine_record: dict) -> dict:
+def with_measured_vision(measured: dict, bench: Bench, engine_record: dict) -> dict:
     """The settings a measurement's key holds (runs/raw_files.measurement_key), with the
     vision phase's (measured_vision) where the engine asks the images: the benchmark's and
     the profile's keys alike."""

@@ -26,6 +26,7 @@ from mnnrepro.engines.from_source import BuiltFromSource
 from mnnrepro.engines.llamacpp import build as llamacpp
 from mnnrepro.engines.timers import Timers
 from mnnrepro.models.spec import checkpoint_problems
+from mnnrepro.sections import Bench
 from mnnrepro.toolchain import tools
 from mnnrepro.toolchain.records import BuildJob, receipt_of
 
@@ -225,9 +226,9 @@ class LlamaCppEngine(BuiltFromSource):
     def model_path(cls, receipt: dict) -> str:
         return posixpath.join(receipt["models"][cls.model_format], MODEL_FILE)
 
-    def bench_command(self, device, model: str, runtime: dict, bench: dict, out: str):
+    def bench_command(self, device, model: str, runtime: dict, bench: Bench, out: str):
         threads = runtime["thread_num"]
-        prompt, generate = bench["prompt_tokens"], bench["generate_tokens"]
+        prompt, generate = bench.prompt_tokens, bench.generate_tokens
         self.asked = (prompt, generate)  # what read_bench must find in the output
         argv = [
             posixpath.join(self.dir, "llama-bench"),

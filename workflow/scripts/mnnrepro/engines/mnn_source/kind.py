@@ -19,6 +19,7 @@ from mnnrepro.engines.mnn_source import build as mnn_build
 from mnnrepro.engines.mnn_source import llmbench
 from mnnrepro.engines.mnn_wheel.kind import MNN_RUNTIME_KEYS, MNN_THREAD_POOL
 from mnnrepro.engines.timers import Timers
+from mnnrepro.sections import Bench
 from mnnrepro.toolchain import source, tools
 from mnnrepro.toolchain.records import BuildJob
 
@@ -120,13 +121,13 @@ class BuiltEngine(BuiltFromSource):
         return record.as_written.get("sme2", {}).get("sme2_kernel_count", 0)  # MNN's own SME2
 
     def bench_command(
-        self, device, model_config: str, runtime: dict, bench: dict, out: str
+        self, device, model_config: str, runtime: dict, bench: Bench, out: str
     ) -> tuple[list[str], dict]:
         argv = llmbench.build_args(
             posixpath.join(self.dir, "llm_bench"),
             model_config,
-            bench["prompt_tokens"],
-            bench["generate_tokens"],
+            bench.prompt_tokens,
+            bench.generate_tokens,
             runtime["thread_num"],
             LEVELS[runtime["precision"]],
             out,
@@ -180,14 +181,14 @@ class BuiltEngine(BuiltFromSource):
         device.put_text(json.dumps(config), config_path)
         return config_path
 
-    def vision_command(self, device, receipt: dict, runtime: dict, bench: dict, out: str):
+    def vision_command(self, device, receipt: dict, runtime: dict, bench: Bench, out: str):
         """mnn_vision (beside mnn_greedy) over the staged image set, the engine configured as
         llm_bench configures it for the text benchmark; llm_bench takes no images."""
-        vision = bench.get("vision_set")
+        vision = bench.vision_set
         if not vision:
             return None
         config_path = self.engine_config(
-            device, receipt, runtime, bench["prompt_tokens"], "config.vision.json"
+            device, receipt, runtime, bench.prompt_tokens, "config.vision.json"
         )
         llm_config = posixpath.join(posixpath.dirname(receipt["model_config"]), "llm_config.json")
         image_pad = json.loads(fetch_text(device, llm_config))["image_pad"]
@@ -200,7 +201,7 @@ class BuiltEngine(BuiltFromSource):
             images,
             vision["text"],
             str(image_pad),
-            str(bench["warmup"]),
+            str(bench.warmup),
             out,
         ]
         return argv, self.library_env()

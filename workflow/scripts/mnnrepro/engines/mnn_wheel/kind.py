@@ -15,6 +15,7 @@ from mnnrepro.engines.device_io import command_record, crashed_answer, fetch_tex
 from mnnrepro.engines.runner import RUNNER_DIR
 from mnnrepro.engines.timers import RUNNER_STEPS, Timers
 from mnnrepro.files import sha256_file
+from mnnrepro.sections import Bench
 from mnnrepro.toolchain.records import EngineError, settings_read_by
 
 # MNN's thread pool (source/backend/cpu/ThreadPool.cpp): its members (enqueue polls until every
@@ -74,7 +75,7 @@ class PrebuiltEngine(EngineKind):
         return {Path(p).name: p for p in found}
 
     def bench_command(
-        self, device, model_config: str, runtime: dict, bench: dict, out: str
+        self, device, model_config: str, runtime: dict, bench: Bench, out: str
     ) -> tuple[list[str], dict]:
         argv = [
             *self.runner_argv(device, "bench"),
@@ -85,13 +86,13 @@ class PrebuiltEngine(EngineKind):
             "--out",
             out,
             "--prompt-tokens",
-            str(bench["prompt_tokens"]),
+            str(bench.prompt_tokens),
             "--generate-tokens",
-            str(bench["generate_tokens"]),
+            str(bench.generate_tokens),
             "--warmup",
-            str(bench["warmup"]),
+            str(bench.warmup),
         ]
-        vision = bench.get("vision_set")  # staged images: the vision phase (runs/benchmark.py)
+        vision = bench.vision_set  # staged images: the vision phase (runs/benchmark.py)
         if vision:
             images = [i["device_path"] for i in vision["images"]]
             argv += ["--images", json.dumps(images), "--image-text", vision["text"]]

@@ -41,6 +41,7 @@ from mnnrepro.engines.ort_genai.fetch import (
 from mnnrepro.engines.runner import RUNNER_DIR
 from mnnrepro.engines.timers import RUNNER_STEPS, Timers
 from mnnrepro.models.spec import checkpoint_problems
+from mnnrepro.sections import Bench
 
 MODEL_FORMAT = "onnx"  # results/models/<model>/onnx: genai's model directory
 SUPPORTS = "The process supports"  # the tool's AT_HWCAP2 line, as genai_llm.hwcap2_line's
@@ -253,12 +254,12 @@ class OrtGenaiEngine(PrebuiltEngine):
         onnxruntime = posixpath.join(self.dir, self.record.as_written["library"]["path"])
         return {"LD_LIBRARY_PATH": genai, "ORT_LIB_PATH": onnxruntime}
 
-    def bench_command(self, device, model: str, runtime: dict, bench: dict, out: str):
+    def bench_command(self, device, model: str, runtime: dict, bench: Bench, out: str):
         if runner_of(self.record) == "python":
             return super().bench_command(device, model, runtime, bench, out)
-        self.asked = (runtime, bench["prompt_tokens"], bench["generate_tokens"])
+        self.asked = (runtime, bench.prompt_tokens, bench.generate_tokens)
         argv = [posixpath.join(self.tool_dir, TOOL), "bench", model, overlay(runtime)]
-        argv += [str(bench["prompt_tokens"]), str(bench["generate_tokens"]), str(bench["warmup"])]
+        argv += [str(bench.prompt_tokens), str(bench.generate_tokens), str(bench.warmup)]
         return argv, self.runner_env()
 
     def phases_command(self, device, model: str, runtime: dict, phases: list, marker: str, out):
