@@ -660,6 +660,14 @@ def full_bench(**given):
     return Bench.of(bench_section(**given))
 
 
+def full_device_spec(entry: dict) -> dict:
+    """A `devices.<name>` entry as the plan hands it to its device: the given keys, the
+    schema's defaults for the rest, its kind's entry included (no device fills any)."""
+    from mnnrepro.config import with_schema_defaults
+
+    return with_schema_defaults(entry, "$defs", "device")
+
+
 def full_adb_spec(**given) -> dict:
     """A phone's `adb` entry as the plan hands it to its device: the given keys, the schema's
     defaults for the rest (devices/adb.py fills none)."""

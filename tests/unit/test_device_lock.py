@@ -8,7 +8,7 @@ import fcntl
 from pathlib import Path
 
 import pytest
-from conftest import SHORT_BENCH, two_variant_specs
+from conftest import SHORT_BENCH, full_device_spec, two_variant_specs
 
 from mnnrepro.devices.adb import AdbDevice
 from mnnrepro.devices.local import LocalDevice
@@ -195,6 +195,8 @@ def test_a_job_waiting_for_a_held_device_says_who_holds_it_and_ends_at_its_limit
     assert str(err.value).startswith("config key `devices.phone-a.lock_wait_s`: the device is")
     assert who in str(err.value)
     assert not is_locked(key)  # released by its holder, never taken by the waiting job
-    spec = {"local": {"python": ""}, "lock_wait_s": 600}
+    spec = full_device_spec({"local": {}, "lock_wait_s": 600})
     assert make_device("host", spec).lock_wait_s == 600
-    assert make_device("host", {"local": {"python": ""}}).lock_wait_s is None
+    assert make_device("host", full_device_spec({"local": {}})).lock_wait_s is None
+    with pytest.raises(KeyError, match="lock_wait_s"):  # filled by the plan, not the device
+        make_device("host", {"local": spec["local"]})

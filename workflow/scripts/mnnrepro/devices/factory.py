@@ -12,7 +12,7 @@ def make_device(name: str, spec: dict) -> Device:
     """Build the device named in config from its `devices.<name>` entry (with how long a job
     waits for it while another holds it: `lock_wait_s`)."""
     device = kind_device(name, spec)
-    device.lock_wait_s = spec.get("lock_wait_s")
+    device.lock_wait_s = spec["lock_wait_s"]  # the plan filled it (None: wait forever)
     return device
 
 

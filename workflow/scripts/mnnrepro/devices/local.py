@@ -39,7 +39,7 @@ class LocalDevice(Device):
 
     @classmethod
     def of_spec(cls, name: str, spec: dict) -> LocalDevice:
-        return cls(name, python=spec.get("python", ""), profiler=spec.get("profiler", "perf"))
+        return cls(name, python=spec["python"], profiler=spec["profiler"])  # the plan filled both
 
     def stage(self, local_path, dest):
         return str(Path(local_path).resolve())  # same file system: used in place

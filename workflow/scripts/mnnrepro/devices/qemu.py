@@ -96,7 +96,7 @@ class QemuDevice(LocalDevice):
                 "it is made by the rule fetch_emulation_userland",
             ) from None
         super().__init__(name, python=self.userland["python"])
-        self.cpu = spec.get("cpu", "max")
+        self.cpu = spec["cpu"]  # the plan filled it
         self._mappings = {}  # sorted libraries -> where QEMU maps them (profile)
 
     def run(self, argv, timeout, env=None, qemu_options=()):
