@@ -653,11 +653,18 @@ def bench_section(**given) -> dict:
     return with_schema_defaults(dict(given), "properties", "bench")
 
 
+def section(key: str, **given):
+    """The config's section `key` as a job reads it (sections.SECTION_TYPES): the given keys,
+    the schema's defaults for the rest."""
+    from mnnrepro.config import with_schema_defaults
+    from mnnrepro.sections import SECTION_TYPES
+
+    return SECTION_TYPES[key].of(with_schema_defaults(dict(given), "properties", key))
+
+
 def full_bench(**given):
     """bench_section as the job reads it (sections.Bench)."""
-    from mnnrepro.sections import Bench
-
-    return Bench.of(bench_section(**given))
+    return section("bench", **given)
 
 
 def full_device_spec(entry: dict) -> dict:
@@ -699,10 +706,7 @@ PREBUILT_ENGINE = EngineRecord.of(
 def design_stats(**given):
     """A `stats` section as a run's design holds it (sections.Stats): given keys, the schema's
     defaults for the rest (filled here, as the plan fills the whole config once)."""
-    from mnnrepro.config import with_schema_defaults
-    from mnnrepro.sections import Stats
-
-    return Stats.of(with_schema_defaults(dict(given), "properties", "stats"))
+    return section("stats", **given)
 
 
 def design_of(spec: dict):

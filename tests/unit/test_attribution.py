@@ -11,10 +11,11 @@ import shutil
 import subprocess
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import design_of
+from conftest import design_of, section
 
 from mnnrepro.analysis.attribution import execution_checks, kernel_table, phase_summary
 from mnnrepro.analysis.kernel_sections import change_explained
@@ -135,7 +136,7 @@ def profiles_of(program: Path, runs: dict[str, tuple[str, ...]]) -> dict:
     return out
 
 
-ATTRIBUTION = {"min_sme2_share": 0.01, "max_unresolved_share": 0.2}
+ATTRIBUTION = section("attribution", min_sme2_share=0.01, max_unresolved_share=0.2)
 VARIANTS = {"off": {"engine": "off"}, "on": {"engine": "on"}}
 ENGINES = {"off": build_record("off"), "on": build_record("on")}
 # on a device without SME2 the pair is a fallback check (no SME2 kernels expected to run)
@@ -408,7 +409,7 @@ def counted_profile(variant: str, sme2_blocks: int) -> dict:
     }
 
 
-COUNTED = {**ATTRIBUTION, "min_sme2_blocks": 1}  # QEMU's profiles: executed blocks
+COUNTED = replace(ATTRIBUTION, min_sme2_blocks=1)  # QEMU's profiles: executed blocks
 
 
 def kernels_ran(profiles: dict, facts: dict) -> dict:

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import full_bench
+from conftest import full_bench, section
 
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.engines.registry import EngineRecord
@@ -25,7 +25,7 @@ from mnnrepro.toolchain.tools import build_bandwidth_probe
 # its module-scoped fixture is built once: every test of the module on one worker
 pytestmark = pytest.mark.xdist_group("host-probe")
 
-SETTINGS = {"buffer_mib": 32, "threads": 0, "repetitions": 4, "timeout_s": 60}
+SETTINGS = section("bandwidth", buffer_mib=32, threads=0, repetitions=4, timeout_s=60)
 QUIET = full_bench(max_other_load=None)  # the whole bench, the quiet gate off
 
 
@@ -67,9 +67,9 @@ def test_probe_runs_on_the_host_and_every_sample_is_kept(host_probe):
     assert result["engines"] == {"mnn-pypi": digests.pop()} and not digests
     for measured in result["measurements"]:
         samples = measured["samples"]
-        assert len(samples) == SETTINGS["repetitions"]
+        assert len(samples) == SETTINGS.repetitions
         assert all(s["gb_per_s"] > 0 and s["bytes"] == 32 * 2**20 for s in samples)
-        assert measured["stdout"].count("\n") == SETTINGS["repetitions"]  # its own output
+        assert measured["stdout"].count("\n") == SETTINGS.repetitions  # its own output
         assert measured["median_gb_per_s"] > 0
 
 

@@ -1,4 +1,5 @@
 import pytest
+from conftest import section
 
 from mnnrepro.analysis.correctness import compare_answer, compare_answers, leading_agreement
 from mnnrepro.analysis.divergence import IDENTICAL, NO_OUTPUT, ROUNDING, WRONG, GateRule
@@ -24,7 +25,9 @@ def test_gate_fails_on_differing_tokens_and_says_where():
     result = compare_answers(base, treat, 1.0)
     assert not result["passed"]
     assert [r["first_divergence"] for r in result["prompts"]] == [None, 2]
-    check = correctness_check({"off": base, "on": treat}, ("off", "on"), {"min_agreement": 1.0})
+    check = correctness_check(
+        {"off": base, "on": treat}, ("off", "on"), section("correctness", min_agreement=1.0)
+    )
     assert not check["passed"]
     assert (
         "'你好': differs (no logits to tell rounding from a wrong answer), 2/4"
@@ -120,7 +123,7 @@ def test_an_empty_or_short_answer_fails_and_says_so(ref_tokens, other_tokens, sa
     evidence = correctness_check(
         {"a": {"answers": [ref], "engine": {}}, "b": {"answers": [other], "engine": {}}},
         ("a", "b"),
-        {"min_agreement": 0.0},
+        section("correctness", min_agreement=0.0),
     )["evidence"]
     assert "identical" not in evidence
     assert says in evidence
@@ -231,9 +234,9 @@ def test_too_many_near_tie_flips_are_wrong_even_when_each_is_a_near_tie():
 
 
 def test_the_gate_rule_reads_the_config_and_keeps_the_schema_defaults():
-    rule = GateRule.of({"near_tie_sd": 0.1, "min_agreement": 1.0, "prompts": []})
+    rule = GateRule.of(section("correctness", near_tie_sd=0.1, min_agreement=1.0, prompts=[]))
     assert rule == GateRule(near_tie_sd=0.1)
-    assert GateRule().max_flip_share == 0.25
+    assert GateRule() == GateRule.of(section("correctness"))  # its defaults: the schema's
 
 
 def test_every_top1_agreeing_is_not_enough_when_the_logits_drift_beyond_the_bound():

@@ -20,7 +20,7 @@ from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.errors import ReproError
 from mnnrepro.files import read_json, write_json
 from mnnrepro.plan.plan import plan_of
-from mnnrepro.sections import Bench, Stats
+from mnnrepro.sections import SECTION_TYPES, Bench
 
 
 def test_the_design_takes_only_complete_sections_and_the_plans_spec_reads_back(root):
@@ -49,10 +49,14 @@ def test_the_design_takes_only_complete_sections_and_the_plans_spec_reads_back(r
 
 
 def test_each_section_type_holds_exactly_its_schema_sections_keys(root):
-    """A key added to the schema's `bench` or `stats` without its field (or a field without
-    its key) would be refused on every config: caught here, naming the keys."""
+    """A key added to a section of the schema without its type's field (or a field without
+    its key) would be refused on every config: caught here, naming the section."""
     schema = yaml.safe_load((root / "workflow/schemas/config.schema.yaml").read_text())
-    for name, section in (("bench", Bench), ("stats", Stats)):
+    assert set(SECTION_TYPES) == {"bench", "stats", "correctness", "attribution"} | {
+        "bandwidth",
+        "engine_tests",
+    }
+    for name, section in SECTION_TYPES.items():
         configured = {f.name for f in fields(section) if f.metadata.get("configured", True)}
         assert configured == set(schema["properties"][name]["properties"]), name
 

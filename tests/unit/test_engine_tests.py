@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import io
 import shutil
+from dataclasses import replace
 
 import pytest
-from conftest import design_of
+from conftest import design_of, section
 
 from mnnrepro.analysis.engine_tests import (
     engine_tests_check,
@@ -31,7 +32,7 @@ from mnnrepro.runs.engine_tests import (
     run_engine_tests,
 )
 
-SETTINGS = {"tests": ["op/matmul"], "timeout_s": 600, "precision": "low", "threads": 1}
+SETTINGS = section("engine_tests", tests=["op/matmul"], timeout_s=600, precision="low", threads=1)
 # the exit codes the captured runs ended with (tests/data/mnn_tests/README.md)
 CAPTURED = {"qemu-no-sme": 0, "qemu-vl512": 0, "qemu-vl256": 2}
 
@@ -86,7 +87,7 @@ def test_the_stand_in_suite_is_built_pushed_with_the_engine_and_run(root, tmp_pa
     assert suite == "tests/run_test.out"
     assert "tests/run_test.out" in {f["path"] for f in record.files}
     device = LocalDevice("host")
-    settings = {**SETTINGS, "tests": ["op/matmul", "op/lowMemory"]}
+    settings = replace(SETTINGS, tests=("op/matmul", "op/lowMemory"))
     result = run_engine_tests(device, record, suite, str(engine_dir), settings)
     assert [(t["test"], t["outcome"]) for t in result["tests"]] == [
         ("op/matmul", PASS),
@@ -95,7 +96,7 @@ def test_the_stand_in_suite_is_built_pushed_with_the_engine_and_run(root, tmp_pa
     assert result["tests"][1]["tests_run"] == ["op/lowMemory/gemm"]
     with pytest.raises(NoSuchTest, match=r"`engine_tests\.tests`: 'op/nothing' runs no test"):
         run_engine_tests(
-            device, record, suite, str(engine_dir), {**SETTINGS, "tests": ["op/nothing"]}
+            device, record, suite, str(engine_dir), replace(SETTINGS, tests=("op/nothing",))
         )
     without = EngineRecord.of({**record.as_written, "test_suite": None})
     assert without.kind.test_suite(without) == (

@@ -9,7 +9,7 @@ import copy
 
 import pytest
 import yaml
-from conftest import design_of, llama_record
+from conftest import design_of, llama_record, section
 
 from mnnrepro.analysis.attribution import execution_checks
 from mnnrepro.analysis.one_binary import mask_checks, seen_check
@@ -147,7 +147,7 @@ def test_a_stack_that_runs_sme2_kernels_under_the_mask_is_named_by_the_check_of_
     )
     (pair,) = Pair.compared(design)
     assert pair.masked
-    attribution = {"min_sme2_share": 0.05, "max_unresolved_share": 0.5}
+    attribution = section("attribution", min_sme2_share=0.05, max_unresolved_share=0.5)
     engines = {"llama": LLAMA}
     clean = {
         (v, p): profile(0 if v == "hidden" else 9) for v in PAIR for p in ("prefill", "decode")

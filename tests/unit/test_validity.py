@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import TINY_VL, design_of, greedy_answers, pair_mode
+from conftest import TINY_VL, design_of, greedy_answers, pair_mode, section
 
 from mnnrepro.analysis import verdict as vd
 from mnnrepro.analysis.summary import summarize
@@ -157,7 +157,7 @@ def test_broken_variant_is_invalid_with_the_reason(tiny_model, workflow_model, t
         "m",
         design_of({"comparison": COMPARISON, "variants": VARIANTS}),
         {},  # no profiles: no check asks a pair's mode
-        {"min_agreement": 1.0},
+        section("correctness", min_agreement=1.0),
         engines,
         variants_of(VARIANTS),
     )
@@ -233,7 +233,7 @@ def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
                 "m",
                 design_of({"comparison": COMPARISON, "variants": VARIANTS}),
                 modes_of(on_host),
-                {"min_agreement": 1.0},
+                section("correctness", min_agreement=1.0),
                 engines,
                 variants_of(VARIANTS),
             )
@@ -313,7 +313,7 @@ def test_every_pair_of_comparison_also_is_judged_with_its_own_checks():
         "m",
         design_of({"comparison": comparison, "variants": MASK_VARIANTS}),
         modes_of(modes_record(design_of(config), {"sme2-on": ON, "sme2-off": OFF}, SME2_PHONE)),
-        {"min_agreement": 1.0},
+        section("correctness", min_agreement=1.0),
         {"sme2-on": ON, "sme2-off": OFF},
         variants_of(MASK_VARIANTS),
     )

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import io
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import yaml
-from conftest import TINY_VL, greedy_answers, run_snakemake
+from conftest import TINY_VL, greedy_answers, run_snakemake, section
 from PIL import Image, ImageOps
 
 from mnnrepro.config import ConfigError, prompt_image_files
@@ -19,10 +20,11 @@ from mnnrepro.runs.greedy import gate_prompts, label_answers
 # its module-scoped fixture is built once: every test of the module on one worker
 pytestmark = pytest.mark.xdist_group("tiny-vl")
 
-GATE = {
-    "prompts": ["hello world"],
-    "image_prompts": [{"image": "config/images/test-card.png", "text": "Describe this image."}],
-}
+GATE = section(
+    "correctness",
+    prompts=["hello world"],
+    image_prompts=[{"image": "config/images/test-card.png", "text": "Describe this image."}],
+)
 STAGED = {"config/images/test-card.png": {"device_path": "/d/0-test-card.png", "sha256": "ab"}}
 
 
@@ -87,7 +89,7 @@ def test_vision_model_gets_the_image_prompt_in_mnn_syntax():
 
 def test_vision_model_without_image_prompts_is_refused():
     with pytest.raises(ValueError, match=r"`correctness.image_prompts` is empty"):
-        gate_prompts({**GATE, "image_prompts": []}, {}, vision=True)
+        gate_prompts(replace(GATE, image_prompts=()), {}, vision=True)
 
 
 def test_missing_visual_encoder_is_named(tmp_path):
@@ -99,12 +101,12 @@ def test_relative_images_are_found_in_the_working_then_the_workflow_directory(
     root, tmp_path, monkeypatch
 ):
     monkeypatch.chdir(tmp_path)
-    found = prompt_image_files({"correctness": GATE}, root)
+    found = prompt_image_files({"correctness": GATE.as_written}, root)
     card = root / "config/images/test-card.png"
     assert found == {"config/images/test-card.png": str(card)}
     (tmp_path / "config/images").mkdir(parents=True)
     (tmp_path / "config/images/test-card.png").write_bytes(card.read_bytes())
-    found = prompt_image_files({"correctness": GATE}, root)
+    found = prompt_image_files({"correctness": GATE.as_written}, root)
     # inside the working directory: named relative to it (a moved checkout plans the same)
     assert found["config/images/test-card.png"] == "config/images/test-card.png"
 

@@ -23,6 +23,7 @@ from mnnrepro.engines.pairs import Pair
 from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import read_json
 from mnnrepro.phases import PHASES
+from mnnrepro.sections import Attribution
 from mnnrepro.toolchain.kernels import SME2_SYMBOL
 
 # the instructions each row's blocks executed, by class (QEMU's profiles only: empty else)
@@ -136,7 +137,7 @@ def execution_checks(
     pair: Pair,
     engines: dict[str, EngineRecord],
     mode: str,
-    attribution: dict,
+    attribution: Attribution,
 ) -> list[dict]:
     """The kernels that ran, per pair: the treatment's SME2 kernels in its prefill profile
     (where the pair is judged against its claim and is about SME2 kernels: mode, the pair's
@@ -172,7 +173,7 @@ def execution_checks(
     return checks
 
 
-def resolution_check(profiles: dict, pair: tuple[str, str], attribution: dict) -> dict:
+def resolution_check(profiles: dict, pair: tuple[str, str], attribution: Attribution) -> dict:
     """Every engine library's samples of both variants fall in named functions (and every
     profiled invocation produced rows)."""
     base_variant, treat_variant = pair
@@ -180,7 +181,7 @@ def resolution_check(profiles: dict, pair: tuple[str, str], attribution: dict) -
     unresolved = {
         f"{v} {p}": bad
         for (v, p), prof in sorted(profiles.items())
-        if v in pair and (bad := unresolved_libraries(prof, attribution["max_unresolved_share"]))
+        if v in pair and (bad := unresolved_libraries(prof, attribution.max_unresolved_share))
     }
     return {
         "name": f"kernel profiles resolve to functions ({treat_variant}, {base_variant})",
@@ -200,7 +201,7 @@ def resolution_check(profiles: dict, pair: tuple[str, str], attribution: dict) -
 
 
 def sme2_run_check(
-    profiles: dict, pair: tuple[str, str], expect_sme2: bool, attribution: dict
+    profiles: dict, pair: tuple[str, str], expect_sme2: bool, attribution: Attribution
 ) -> dict:
     """The treatment's SME2 kernels carried its prefill (expect_sme2: the pair is judged
     against its claim and the treatment needs SME2, engines.pairs.Pair.runs_sme2) and the
@@ -215,11 +216,11 @@ def sme2_run_check(
     base_counts = {p: shares[(base_variant, p)][0] for p in phases}
     if expect_sme2:
         if unit == "samples":  # CPU time: a kernel that carries work carries a share of it
-            minimum = attribution["min_sme2_share"]
+            minimum = attribution.min_sme2_share
             enough = (treat_share or 0.0) >= minimum
             least = f">= {minimum:.0%} of its engine code's prefill samples"
         else:  # executions, counted: one executed block proves the kernel ran
-            minimum = attribution.get("min_sme2_blocks", 1)
+            minimum = attribution.min_sme2_blocks
             enough = treat_count >= minimum
             least = f">= {minimum} executed {unit} in prefill"
         passed = enough and not any(base_counts.values())

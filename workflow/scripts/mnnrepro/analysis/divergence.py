@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mnnrepro.sections import Correctness
+
 IDENTICAL = "identical"
 
 
@@ -45,8 +47,10 @@ class GateRule:
     max_flip_share: float = MAX_FLIP_SHARE
 
     @classmethod
-    def of(cls, correctness: dict) -> GateRule:
-        return cls(**{k: correctness[k] for k in cls.__dataclass_fields__ if k in correctness})
+    def of(cls, correctness: Correctness) -> GateRule:
+        return cls(
+            correctness.near_tie_sd, correctness.max_logit_diff_sd, correctness.max_flip_share
+        )
 
 
 DEFAULT_RULE = GateRule()

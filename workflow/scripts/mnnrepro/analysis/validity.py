@@ -10,14 +10,15 @@ from mnnrepro.analysis.one_binary import mask_checks, switch_checks
 from mnnrepro.design import Design
 from mnnrepro.engines.device_io import supported_features
 from mnnrepro.engines.pairs import Pair, PairModes
+from mnnrepro.sections import Attribution, Correctness
 
 
-def correctness_check(greedy: dict, pair: tuple[str, str], correctness: dict) -> dict:
+def correctness_check(greedy: dict, pair: tuple[str, str], correctness: Correctness) -> dict:
     base, treat = pair
     result = compare_answers(
         greedy[base],
         greedy[treat],
-        correctness["min_agreement"],
+        correctness.min_agreement,
         GateRule.of(correctness),
         greedy[treat].get("teacher_forced", {}).get(base),
     )
@@ -212,11 +213,11 @@ def check(
     model: str,
     design: Design,
     modes: PairModes,
-    correctness: dict,
+    correctness: Correctness,
     engines: dict[str, dict],
     variants: dict,
     profiles: list[dict] | None = None,
-    attribution: dict | None = None,
+    attribution: Attribution | None = None,
     engine_tests: dict[str, dict] | None = None,
 ) -> dict:
     """Every check of every compared pair (each check names its pair); with profiles (what

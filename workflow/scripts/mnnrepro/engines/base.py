@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mnnrepro.engines.timers import Timers
-from mnnrepro.sections import Bench
+from mnnrepro.sections import Bench, EngineTests
 from mnnrepro.toolchain.records import PLATFORM_COMPILERS, BuildJob
 
 
@@ -158,7 +158,9 @@ class EngineKind:
         raise NotImplementedError
 
     @classmethod
-    def suite_command(cls, engine_dir: str, suite: str, name: str, settings: dict) -> list[str]:
+    def suite_command(
+        cls, engine_dir: str, suite: str, name: str, settings: EngineTests
+    ) -> list[str]:
         """The command that runs one named test of its own suite (test_suite) on a device."""
         raise NotImplementedError
 

@@ -7,6 +7,7 @@ from mnnrepro.analysis.emulation import agreement_table
 from mnnrepro.files import read_json
 from mnnrepro.job import Job
 from mnnrepro.logs import log_to
+from mnnrepro.sections import Correctness
 
 
 def run(job: Job) -> None:
@@ -19,6 +20,6 @@ def run(job: Job) -> None:
         facts,
         job.params.reference,
         job.wildcards.model,
-        GateRule.of(job.params.correctness),
+        GateRule.of(Correctness.of(job.params.correctness)),
     )
     table.to_csv(job.output.table, index=False)

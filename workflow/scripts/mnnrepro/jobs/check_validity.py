@@ -9,6 +9,7 @@ from mnnrepro.files import read_json, write_json
 from mnnrepro.job import Job
 from mnnrepro.logs import log_to
 from mnnrepro.records import read_record
+from mnnrepro.sections import Attribution, Correctness
 
 
 def run(job: Job) -> None:
@@ -19,11 +20,11 @@ def run(job: Job) -> None:
         job.wildcards.model,
         Design.of(job.params.design),
         modes_at(job.input.modes),
-        job.params.correctness,
+        Correctness.of(job.params.correctness),
         engine_records(job.input.engines),
         variants_of(job.params.variants),
         read_profiles(job.input.profiles) if job.input.profiles else None,
-        job.params.attribution,
+        Attribution.of(job.params.attribution),
         {r["engine"]: r for r in map(read_json, job.input.engine_tests)},
     )
     write_json(job.output.validity, result)

@@ -8,6 +8,7 @@ from mnnrepro.records import read_record
 from mnnrepro.runs.engine_tests import run_engine_tests, without_suite
 from mnnrepro.runs.on_device import on_device
 from mnnrepro.runs.staging import stage_engine
+from mnnrepro.sections import EngineTests
 
 
 def run(job: Job) -> None:
@@ -19,7 +20,9 @@ def run(job: Job) -> None:
     else:
         with on_device(job.wildcards.device, job.params.device, "its tests") as device:
             where = stage_engine(device, job.input.engine_dir[0])
-            result = run_engine_tests(device, record, suite, where, job.params.engine_tests)
+            result = run_engine_tests(
+                device, record, suite, where, EngineTests.of(job.params.engine_tests)
+            )
     for test in result["tests"]:
         print(
             f"{test['test']}: {test['outcome']} ({test['seconds']} s) {test['command_line']}",

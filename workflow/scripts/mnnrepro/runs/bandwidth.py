@@ -25,7 +25,7 @@ from mnnrepro.errors import ReproError
 from mnnrepro.files import read_json, sha256_file
 from mnnrepro.runs.benchmark import quiet_gate
 from mnnrepro.runs.on_device import on_device
-from mnnrepro.sections import Bench
+from mnnrepro.sections import Bandwidth, Bench
 
 log = logging.getLogger(__name__)
 
@@ -81,25 +81,25 @@ def fastest_cores(facts: dict, threads: int) -> list[int] | None:
 
 
 def measure_probe(
-    device: Device, remote: str, settings: dict, threads: int, cores: list[int] | None = None
+    device: Device, remote: str, settings: Bandwidth, threads: int, cores: list[int] | None = None
 ) -> dict:
     """Run the staged probe at one thread count (pinned to `cores` when given) and return its
     samples."""
-    argv = [remote, str(settings["buffer_mib"]), str(threads), str(settings["repetitions"])]
+    argv = [remote, str(settings.buffer_mib), str(threads), str(settings.repetitions)]
     if cores:
         argv = ["taskset", format(sum(1 << c for c in cores), "x"), *argv]
     started = time.time()
-    result = device.run(argv, timeout=settings["timeout_s"])
+    result = device.run(argv, timeout=settings.timeout_s)
     if not result.ok:
         why = "timed out" if result.returncode is None else f"exit code {result.returncode}"
         raise ProbeError(
             f"bandwidth probe on {device.name} failed ({why}): {result.stderr.strip()[-2000:]}"
         )
     samples = parse_probe_output(result.stdout)
-    if len(samples) != settings["repetitions"]:
+    if len(samples) != settings.repetitions:
         raise ProbeError(
             f"bandwidth probe on {device.name} gave {len(samples)} samples, "
-            f"asked for {settings['repetitions']}"
+            f"asked for {settings.repetitions}"
         )
     rates = [s["gb_per_s"] for s in samples]
     log.info("%s: read bandwidth %s GB/s", device.name, ", ".join(f"{r:.2f}" for r in rates))
@@ -120,7 +120,7 @@ def measure_bandwidth(
     device: Device,
     facts: dict,
     probes: dict[str, dict],
-    settings: dict,
+    settings: Bandwidth,
     bench: Bench,
     variant_threads: list[int] = (),
 ) -> dict:
@@ -128,7 +128,7 @@ def measure_bandwidth(
     Each distinct probe binary (engines of one platform share it) is staged once and runs at
     every thread count a variant uses (the bandwidth its decode can draw on) and at
     `bandwidth.threads` (0: every core, what the device allows)."""
-    all_cores = probe_threads(settings["threads"], facts)
+    all_cores = probe_threads(settings.threads, facts)
     counts = sorted({*variant_threads, all_cores})
     measurements, engines = [], {}
     for engine, probe in sorted(probes.items()):
@@ -154,9 +154,9 @@ def measure_bandwidth(
     return {
         "device": device.name,
         "emulated": device.emulated,
-        "buffer_mib": settings["buffer_mib"],
+        "buffer_mib": settings.buffer_mib,
         "all_cores_threads": all_cores,
-        "repetitions": settings["repetitions"],
+        "repetitions": settings.repetitions,
         "measurements": measurements,
         "engines": engines,
     }
@@ -184,7 +184,7 @@ def bandwidth_job(job) -> dict:
             device,
             read_json(job.input.facts),
             probes,
-            job.params.bandwidth,
+            Bandwidth.of(job.params.bandwidth),
             Bench.of(job.params.bench),
             job.params.variant_threads,
         )

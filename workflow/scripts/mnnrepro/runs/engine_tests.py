@@ -15,6 +15,7 @@ import re
 from mnnrepro.devices.base import CommandResult
 from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.errors import ReproError
+from mnnrepro.sections import EngineTests
 
 PASS, FAIL, CRASH, TIMEOUT, NO_SUITE = "pass", "fail", "crash", "timeout", "no test suite"
 RUNNING = re.compile(r"^\trunning (\S+)\.$", re.M)
@@ -69,15 +70,15 @@ def without_suite(device_name: str, record: dict, reason: str) -> dict:
 
 
 def run_engine_tests(
-    device, record: EngineRecord, suite: str, engine_dir: str, settings: dict
+    device, record: EngineRecord, suite: str, engine_dir: str, settings: EngineTests
 ) -> dict:
     """Every configured test of one engine's suite (its path below the engine's directory)
     on one device (engine_dir: where the engine is on the device)."""
     env = {"LD_LIBRARY_PATH": engine_dir}
     tests = []
-    for name in settings["tests"]:
+    for name in settings.tests:
         argv = record.kind.suite_command(engine_dir, suite, name, settings)
-        tests.append(outcome_of(name, device.run(argv, settings["timeout_s"], env)))
+        tests.append(outcome_of(name, device.run(argv, settings.timeout_s, env)))
     return {
         "device": device.name,
         "engine": record.name,

@@ -19,6 +19,7 @@ from mnnrepro.runs.greedy import forced_plan, gate_prompts, label_answers, run_g
 from mnnrepro.runs.on_device import on_device, surviving
 from mnnrepro.runs.staging import stage_images
 from mnnrepro.runs.vision import reads_images
+from mnnrepro.sections import Correctness
 
 log = logging.getLogger(__name__)
 STAGE = "the correctness gate"
@@ -28,7 +29,7 @@ STAGE = "the correctness gate"
 class GateJob:
     device_name: str
     device_spec: dict
-    gate: dict  # the `correctness` section
+    gate: Correctness
     variants: dict[str, Variant]
     design: Design
     receipt: dict
@@ -49,7 +50,7 @@ class GateJob:
         return cls(
             job.wildcards.device,
             params.device,
-            params.correctness,
+            Correctness.of(params.correctness),
             variants_of(params.variants),
             Design.of(params.design),
             read_json(given.receipt),
@@ -127,7 +128,7 @@ class GateJob:
             self.records[engine],
             variant,
             [p["sent"] for p in sent],
-            self.gate["max_new_tokens"],
+            self.gate.max_new_tokens,
             self.timeout_s,
             self.tools.get(engine),
             self.prompt_tokens,

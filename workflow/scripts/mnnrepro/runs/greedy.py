@@ -10,6 +10,7 @@ from mnnrepro.devices.base import Device
 from mnnrepro.engines.base import GreedyAsk
 from mnnrepro.engines.registry import engine_for
 from mnnrepro.runs.staging import check_receipt, engine_files, process_env
+from mnnrepro.sections import Correctness
 
 
 def run_greedy(
@@ -45,7 +46,7 @@ def run_greedy(
     return engine_for(record, receipt).greedy(device, receipt, ask)
 
 
-def gate_prompts(correctness: dict, images: dict[str, dict], vision: bool) -> list[dict]:
+def gate_prompts(correctness: Correctness, images: dict[str, dict], vision: bool) -> list[dict]:
     """The gate's prompts: what is sent to the engine, and the label reports show.
 
     images: each configured image -> {"device_path", "sha256"} (staged on the device).
@@ -54,10 +55,10 @@ def gate_prompts(correctness: dict, images: dict[str, dict], vision: bool) -> li
     multimodal prompt syntax (`<img>path on the device</img>text`), so the treatment's
     kernels run the vision encoder too.
     """
-    prompts = [{"label": p, "sent": p} for p in correctness["prompts"]]
+    prompts = [{"label": p, "sent": p} for p in correctness.prompts]
     if not vision:
         return prompts
-    image_prompts = correctness.get("image_prompts", [])
+    image_prompts = correctness.image_prompts
     if not image_prompts:
         raise ValueError(
             "the model has a vision encoder (llm_config.json `is_visual`) but config key "

@@ -19,7 +19,7 @@ from mnnrepro.engines.mnn_source import build as mnn_build
 from mnnrepro.engines.mnn_source import llmbench
 from mnnrepro.engines.mnn_wheel.kind import MNN_RUNTIME_KEYS, MNN_THREAD_POOL
 from mnnrepro.engines.timers import Timers
-from mnnrepro.sections import Bench
+from mnnrepro.sections import Bench, EngineTests
 from mnnrepro.toolchain import source, tools
 from mnnrepro.toolchain.records import BuildJob
 
@@ -88,11 +88,13 @@ class BuiltEngine(BuiltFromSource):
         )
 
     @classmethod
-    def suite_command(cls, engine_dir: str, suite: str, name: str, settings: dict) -> list[str]:
+    def suite_command(
+        cls, engine_dir: str, suite: str, name: str, settings: EngineTests
+    ) -> list[str]:
         """`run_test.out NAME 0 PRECISION THREADS` (backend 0: the CPU; the precision codes
         are llm_bench's)."""
-        precision = str(LEVELS[settings["precision"]])
-        return [posixpath.join(engine_dir, suite), name, "0", precision, str(settings["threads"])]
+        precision = str(LEVELS[settings.precision])
+        return [posixpath.join(engine_dir, suite), name, "0", precision, str(settings.threads)]
 
     @classmethod
     def provide_source(cls, tree: dict, cache) -> dict:
