@@ -34,6 +34,7 @@ from mnnrepro.runs.benchmark import run_schedule  # noqa: E402
 from mnnrepro.runs.raw_files import variant_specs  # noqa: E402
 from mnnrepro.runs.schedule import interleaved  # noqa: E402
 from mnnrepro.runs.staging import push_receipt  # noqa: E402
+from mnnrepro.sections import Bench  # noqa: E402
 from mnnrepro.stats import Interval, compare_phase  # noqa: E402
 
 CANDIDATES = {
@@ -47,6 +48,7 @@ CANDIDATES = {
         {"thread_num": 2, "memory": "low"},
     ),
 }
+VARIANT_PATH = ("properties", "variants", "additionalProperties")  # a variant's schema
 # the whole bench, as the plan hands a job one: the schema's defaults for the rest
 BENCH = with_schema_defaults(
     {
@@ -67,7 +69,10 @@ def measure(model_dir: str, base: dict, treat: dict, reps: int, seed: int):
     engine = EngineRecord.of(describe_prebuilt("mnn-pypi", "mnn==3.6.1"))
     specs = variant_specs(
         variants_of(
-            {"base": {"engine": "e", "runtime": base}, "treat": {"engine": "e", "runtime": treat}}
+            {
+                name: with_schema_defaults({"engine": "e", "runtime": runtime}, *VARIANT_PATH)
+                for name, runtime in (("base", base), ("treat", treat))
+            }
         ),
         {"e": engine},
         "bench",
@@ -77,7 +82,7 @@ def measure(model_dir: str, base: dict, treat: dict, reps: int, seed: int):
     with tempfile.TemporaryDirectory() as raw:
         receipt = push_receipt(device, {"mnn": model_dir}, "model")
         index, _ = run_schedule(
-            device, interleaved(["base", "treat"], reps), specs, receipt, BENCH, raw
+            device, interleaved(["base", "treat"], reps), specs, receipt, Bench.of(BENCH), raw
         )
         rows = []
         for entry in index:

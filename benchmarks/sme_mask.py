@@ -40,6 +40,8 @@ from real_mnn import snakemake  # noqa: E402
 
 from mnnrepro.analysis.correctness import compare_answers  # noqa: E402
 from mnnrepro.analysis.divergence import GateRule  # noqa: E402
+from mnnrepro.config import with_schema_defaults  # noqa: E402
+from mnnrepro.sections import Correctness  # noqa: E402
 
 EXPERIMENT = "sme-mask"
 MODEL = "synth-tiny"
@@ -94,8 +96,10 @@ def same_answers(greedy: dict, switched: str, hidden: str, correctness: dict) ->
     """The masked variant's answers judged against the switched one's by the gate's own rule
     (analysis/correctness.compare_answers, free-running: identical, or a first divergence at a
     near-tie of both, `equivalent within rounding`), per prompt."""
-    rule = GateRule.of(correctness)
-    result = compare_answers(greedy[switched], greedy[hidden], correctness["min_agreement"], rule)
+    gate = Correctness.of(with_schema_defaults(correctness, "properties", "correctness"))
+    result = compare_answers(
+        greedy[switched], greedy[hidden], gate.min_agreement, GateRule.of(gate)
+    )
     return {"passed": result["passed"], "judged": [row["kind"] for row in result["prompts"]]}
 
 

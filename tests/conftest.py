@@ -728,16 +728,42 @@ def design_of(spec: dict):
     )
 
 
+def full_variant_spec(spec: dict) -> dict:
+    """A `variants.<name>` entry as the plan hands it to a job: its runtime and env completed
+    from the schema (design.Variant fills none)."""
+    from mnnrepro.config import with_schema_defaults
+
+    return with_schema_defaults(spec, "properties", "variants", "additionalProperties")
+
+
+def full_runtime(runtime: dict) -> dict:
+    """A variant's runtime as the plan hands it: every key, the schema's defaults for the rest."""
+    return full_variant_spec({"engine": "e", "runtime": runtime})["runtime"]
+
+
+def full_variant(name: str, spec: dict):
+    """design.Variant of a test's partial spec (full_variant_spec)."""
+    from mnnrepro.design import Variant
+
+    return Variant.of(name, full_variant_spec(spec))
+
+
+def full_variants(specs: dict) -> dict:
+    """design.variants_of a test's partial specs (full_variant_spec)."""
+    from mnnrepro.design import variants_of
+
+    return variants_of({name: full_variant_spec(spec) for name, spec in specs.items()})
+
+
 def two_variant_specs(runtime_a: dict | None = None) -> dict:
     """Variants `a` (1 thread, unless runtime_a) and `b` (2 threads) of the prebuilt engine."""
-    from mnnrepro.design import variants_of
     from mnnrepro.runs.raw_files import variant_specs
 
     variants = {
         "a": {"engine": "e", "runtime": runtime_a or {"thread_num": 1}},
         "b": {"engine": "e", "runtime": {"thread_num": 2}},
     }
-    return variant_specs(variants_of(variants), {"e": PREBUILT_ENGINE}, "0" * 64, {})
+    return variant_specs(full_variants(variants), {"e": PREBUILT_ENGINE}, "0" * 64, {})
 
 
 def assert_png(path: Path, min_side: int = 100) -> None:

@@ -177,26 +177,25 @@ def push(spec: dict, model: Path) -> dict:
     from mnnrepro.runs.on_device import on_device, surviving
     from mnnrepro.runs.staging import push_receipt
 
-    with on_device("phone", {"adb": spec}, "the push") as device:
+    with on_device("phone", {"adb": spec, "lock_wait_s": None}, "the push") as device:
         files = {"mnn": str(model)}
         return surviving(device, "the push", lambda: push_receipt(device, files, "tiny"))
 
 
 def gate(spec: dict, receipt: dict) -> dict:
     """run_greedy.py's step (one prompt, one variant): on the device, survived."""
-    from conftest import PREBUILT_ENGINE
+    from conftest import PREBUILT_ENGINE, full_variant
 
-    from mnnrepro.design import Variant
     from mnnrepro.runs.greedy import run_greedy
     from mnnrepro.runs.on_device import on_device, surviving
 
     stage = "the correctness gate"
-    with on_device("phone", {"adb": spec}, stage) as device:
+    with on_device("phone", {"adb": spec, "lock_wait_s": None}, stage) as device:
         return surviving(
             device,
             stage,
             lambda: run_greedy(
-                device, receipt, PREBUILT_ENGINE, Variant.of("v", {"engine": "e"}), ["hi"], 4, 120
+                device, receipt, PREBUILT_ENGINE, full_variant("v", {"engine": "e"}), ["hi"], 4, 120
             ),
         )
 
@@ -376,7 +375,7 @@ def refused_cell(cell, phone, spec) -> dict:
     else:
         phone.unauthorized = True
     try:
-        with on_device("phone", {"adb": spec}, "collecting its facts"):
+        with on_device("phone", {"adb": spec, "lock_wait_s": None}, "collecting its facts"):
             refused = ""
     except ReproError as err:
         refused = str(err)

@@ -24,11 +24,11 @@ from conftest import (
     PREBUILT_ENGINE,
     full_adb_spec,
     full_bench,
+    full_variant,
     start_loopback_phone,
     stop_loopback_phone,
 )
 
-from mnnrepro.design import Variant
 from mnnrepro.devices.adb import AdbDevice
 from mnnrepro.devices.power import PowerReader
 from mnnrepro.engines.device_io import supported_features
@@ -203,7 +203,7 @@ def test_each_engine_answers_a_short_prompt_and_prints_its_feature_line(
         receipt = push_receipt(
             phone, {"mnn": str(engine["model"])}, "tier-model", engine["dirs"], engine["tools"]
         )
-        variant = Variant.of(
+        variant = full_variant(
             "v", {"engine": "e", "runtime": {"thread_num": 1}, "env": {"MNN_CPU_TARGET": "2"}}
         )
         answers = run_greedy(phone, receipt, record, variant, ["hello"], 4, 300, engine["tool"])

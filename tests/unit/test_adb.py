@@ -18,10 +18,10 @@ from conftest import (
     ROOT,
     SHORT_SETTINGS,
     full_bench,
+    full_variant,
     two_variant_specs,
 )
 
-from mnnrepro.design import Variant
 from mnnrepro.devices.adb import AdbDevice, AdbDeviceError
 from mnnrepro.files import read_json
 from mnnrepro.runs.benchmark import run_schedule
@@ -32,7 +32,7 @@ from mnnrepro.runs.staging import push_receipt
 
 BENCH = full_bench(**{**SHORT_SETTINGS, "max_temp_c": 60, "thermal_timeout_s": 5})
 ENGINE = PREBUILT_ENGINE
-ONE_THREAD = Variant.of("v", {"engine": "e", "runtime": {"thread_num": 1}})
+ONE_THREAD = full_variant("v", {"engine": "e", "runtime": {"thread_num": 1}})
 specs = two_variant_specs
 
 
@@ -107,7 +107,7 @@ def test_corrupted_file_on_the_device_is_refused_by_name(loopback_phone, tiny_mo
             AdbDevice("phone", spec),
             receipt,
             ENGINE,
-            Variant.of("v", {"engine": "e"}),
+            full_variant("v", {"engine": "e"}),
             ["hi"],
             4,
             60,

@@ -7,11 +7,10 @@ import re
 
 import pytest
 import yaml
-from conftest import run_snakemake
+from conftest import full_variants, run_snakemake
 from snakemake.utils import update_config
 
 from mnnrepro.config import ConfigError, check_schema
-from mnnrepro.design import variants_of
 from mnnrepro.engines.registry import EngineRecord, kind_of_spec
 from mnnrepro.plan.checks import check
 from mnnrepro.plan.overview import downloads
@@ -412,10 +411,14 @@ def test_mnns_sme2_settings_are_refused_where_no_engine_reads_them(root):
     variants = {"one": {"engine": "old", "runtime": {"cpu_sme_core_num": 1}}}
     old = {"engine": "old", "kind": "build", "version": "3.2.5"}
     reads = {"reads_settings": ["cpu_sme2_neon_division_ratio"]}
-    (problem,) = unread_settings(variants_of(variants), {"old": EngineRecord.of({**old, **reads})})
+    (problem,) = unread_settings(
+        full_variants(variants), {"old": EngineRecord.of({**old, **reads})}
+    )
     assert problem.startswith("config key `variants.one.runtime.cpu_sme_core_num`: engine old")
     reads = {"reads_settings": ["cpu_sme_core_num"]}
-    assert unread_settings(variants_of(variants), {"old": EngineRecord.of({**old, **reads})}) == []
+    assert (
+        unread_settings(full_variants(variants), {"old": EngineRecord.of({**old, **reads})}) == []
+    )
 
 
 def test_every_runtime_key_an_engine_kind_does_not_read_is_refused_when_the_plan_is_made(root):
@@ -466,7 +469,7 @@ def test_the_onnx_runtime_switch_is_refused_where_its_library_would_ignore_it():
     from mnnrepro.engines.ort_genai.kind import OrtGenaiEngine
     from mnnrepro.engines.registry import EngineRecord, unread_session_options
 
-    variant = variants_of(
+    variant = full_variants(
         {"off": {"engine": "ort", "runtime": {"session_options": {"mlas.disable_kleidiai": "1"}}}}
     )["off"]
     library = {"session_options": ["session.intra_op.allow_spinning"], "kleidiai_kernels": []}

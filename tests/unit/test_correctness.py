@@ -1,5 +1,5 @@
 import pytest
-from conftest import section
+from conftest import full_variant, section
 
 from mnnrepro.analysis.correctness import compare_answer, compare_answers, leading_agreement
 from mnnrepro.analysis.divergence import IDENTICAL, NO_OUTPUT, ROUNDING, WRONG, GateRule
@@ -275,7 +275,6 @@ def test_the_runner_fed_the_reference_tokens_reproduces_its_steps(tiny_model, tm
     records them and its own top-1 at each step."""
     from conftest import PREBUILT_ENGINE
 
-    from mnnrepro.design import Variant
     from mnnrepro.devices.local import LocalDevice
     from mnnrepro.runs.greedy import run_greedy
     from mnnrepro.runs.staging import push_receipt
@@ -283,7 +282,7 @@ def test_the_runner_fed_the_reference_tokens_reproduces_its_steps(tiny_model, tm
     device = LocalDevice("host")
     try:
         receipt = push_receipt(device, {"mnn": str(tiny_model)}, "tiny")
-        variant = Variant.of("v", {"engine": "e", "runtime": {"thread_num": 1}})
+        variant = full_variant("v", {"engine": "e", "runtime": {"thread_num": 1}})
         free = run_greedy(device, receipt, PREBUILT_ENGINE, variant, ["hello"], 6, 120)
         tokens = free["answers"][0]["tokens"]
         again = run_greedy(

@@ -166,23 +166,23 @@ def test_an_engine_records_kind_is_looked_up_only_where_records_are_read(root):
     assert lookups == []
 
 
-def test_a_variant_keeps_its_runtime_as_configured_and_completes_it_where_measured(root):
-    """The gate passes the runtime as configured (the engine keeps its own defaults); a raw
-    record's key holds every runtime key (Variant.full_runtime: the schema's defaults)."""
-    from mnnrepro.design import variants_of
+def test_a_variant_is_read_as_the_plan_completed_it(root):
+    """The plan's variant specs hold every runtime key (the schema filled them once, when the
+    plan was made); a variant reads them as they are and refuses a spec without its runtime
+    or env, instead of filling one in itself."""
+    from mnnrepro.design import Variant
 
+    path = root / "config" / "config.yaml"
+    plan = plan_of(yaml.safe_load(path.read_text()), path, root)
     schema = yaml.safe_load((root / "workflow/schemas/config.schema.yaml").read_text())
-    runtime = schema["$defs"]["runtime"]["properties"]
-    (variant,) = variants_of({"two": {"engine": "e", "runtime": {"thread_num": 2}}}).values()
-    assert (variant.name, variant.engine, variant.runtime, variant.env) == (
-        "two",
-        "e",
-        {"thread_num": 2},
-        {},
-    )
-    defaulted = {k for k, spec in runtime.items() if "default" in spec}
-    assert set(variant.full_runtime) == defaulted | {"thread_num"}
-    assert variant.full_runtime["thread_num"] == 2
+    defaulted = {
+        k for k, spec in schema["$defs"]["runtime"]["properties"].items() if "default" in spec
+    }
+    for name, spec in plan.variant_specs().items():
+        variant = Variant.of(name, spec)
+        assert set(variant.runtime) == defaulted and variant.env == {}, name
+    with pytest.raises(KeyError, match="runtime"):
+        Variant.of("two", {"engine": "e", "env": {}})
 
 
 def test_a_model_entry_is_read_once_as_where_it_comes_from():

@@ -9,11 +9,10 @@ import json
 
 import pytest
 import yaml
-from conftest import full_bench, llama_record, pair_mode
+from conftest import full_bench, full_variants, llama_record, pair_mode
 
 from mnnrepro.analysis.validity import switch_checks
 from mnnrepro.config import ConfigError
-from mnnrepro.design import variants_of
 from mnnrepro.engines.llamacpp.build import changelog_names
 from mnnrepro.engines.llamacpp.gguf_convert_main import declared_pre_tokenizer, update_script_text
 from mnnrepro.engines.llamacpp.kind import (
@@ -184,7 +183,7 @@ def test_the_switch_pair_passes_only_with_one_binary_the_switch_and_the_kernels(
         ("off", "on"),
         llama_record(),
         llama_record(),
-        variants_of(VARIANTS),
+        full_variants(VARIANTS),
         sme2,
     )
     assert all(c["passed"] for c in good) and len(good) == 3
@@ -195,7 +194,7 @@ def test_the_switch_pair_passes_only_with_one_binary_the_switch_and_the_kernels(
         ("off", "on"),
         llama_record(),
         llama_record(),
-        variants_of(unswitched),
+        full_variants(unswitched),
         sme2,
     )
     assert [c["passed"] for c in bad] == [False, True, False]
@@ -205,14 +204,14 @@ def test_the_switch_pair_passes_only_with_one_binary_the_switch_and_the_kernels(
         ("off", "on"),
         llama_record(count=0),
         llama_record(count=0),
-        variants_of(VARIANTS),
+        full_variants(VARIANTS),
         sme2,
     )
     assert [c["passed"] for c in none] == [True, False, False]
     # two different binaries are not the switch pair
     other = llama_record(engine="llama2")
     two = switch_checks(
-        answers(True, False), ("off", "on"), other, llama_record(), variants_of(VARIANTS), sme2
+        answers(True, False), ("off", "on"), other, llama_record(), full_variants(VARIANTS), sme2
     )
     assert not two[0]["passed"]
 
@@ -220,7 +219,7 @@ def test_the_switch_pair_passes_only_with_one_binary_the_switch_and_the_kernels(
 def test_on_x86_the_switch_pair_expects_no_kernels_and_no_run_time_choice():
     x86 = llama_record(arch="x86_64", count=0)
     checks = switch_checks(
-        answers(False, False), ("off", "on"), x86, x86, variants_of(VARIANTS), {"sme2": False}
+        answers(False, False), ("off", "on"), x86, x86, full_variants(VARIANTS), {"sme2": False}
     )
     assert [c["passed"] for c in checks] == [True, True]  # no run-time check without SME2
     wrong = switch_checks(
@@ -228,7 +227,7 @@ def test_on_x86_the_switch_pair_expects_no_kernels_and_no_run_time_choice():
         ("off", "on"),
         llama_record(arch="x86_64"),
         llama_record(arch="x86_64"),
-        variants_of(VARIANTS),
+        full_variants(VARIANTS),
         {"sme2": False},
     )
     assert not wrong[1]["passed"]  # SME kernels in an x86 build: something else was built

@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import full_bench
+from conftest import full_bench, full_runtime
 
-from mnnrepro.config import with_runtime_defaults
 from mnnrepro.engines.base import GreedyAsk
 from mnnrepro.engines.mnn_source import llmbench
 from mnnrepro.engines.registry import EngineRecord
@@ -121,7 +120,7 @@ def test_built_engine_command_sets_its_own_library_path():
         pass
 
     bench = full_bench(prompt_tokens=512, generate_tokens=128)
-    runtime = with_runtime_defaults({"thread_num": 4, "precision": "low"})  # as a Variant's
+    runtime = full_runtime({"thread_num": 4, "precision": "low"})  # as a Variant's
     argv, env = engine.bench_command(Phone(), "/m/config.json", runtime, bench, "/s/out.json")
     assert argv[0] == "/data/local/tmp/mnn-repro/engines/sme2-on/llm_bench"
     assert argv[argv.index("-t") + 1] == "4" and argv[argv.index("-c") + 1] == "2"
@@ -179,7 +178,7 @@ def test_the_gate_the_benchmark_and_the_vision_tool_of_a_built_engine_get_identi
         '"steps": [{"mean": 0, "sd": 1, "top": [[1, 2.0]]}]}]}\' > "$4"\n'
     )
     tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
-    runtime = with_runtime_defaults(
+    runtime = full_runtime(
         {"thread_num": 2, "precision": "normal", "memory": "high", "power": "high"}
     )
     receipt = {
@@ -237,14 +236,14 @@ def test_mnns_sme2_settings_reach_llm_bench_and_the_gate_alike():
         EngineRecord.of({"engine": "on", "kind": "build"}), {"engines": {"on": "/e"}}
     )
     bench = full_bench(prompt_tokens=64, generate_tokens=8)
-    runtime = with_runtime_defaults(
+    runtime = full_runtime(
         {"thread_num": 4, "cpu_sme_core_num": 1, "cpu_sme2_neon_division_ratio": 49}
     )
     argv, _ = engine.bench_command(None, "/m/config.json", runtime, bench, "/s/out.json")
     assert argv[argv.index("-scn") + 1] == "1" and argv[argv.index("-mr") + 1] == "49"
     gate = llm_bench_config(runtime, 64)
     assert (gate["cpu_sme_core_num"], gate["cpu_sme2_neon_division_ratio"]) == (1, 49)
-    plain = with_runtime_defaults({"thread_num": 4})
+    plain = full_runtime({"thread_num": 4})
     argv, _ = engine.bench_command(None, "/m/config.json", plain, bench, "/s/o.json")
     assert "-scn" not in argv and "-mr" not in argv
     gate = llm_bench_config(plain, 64)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import design_of
+from conftest import design_of, full_variant_spec
 
 from mnnrepro.analysis.prediction_score import (
     SCORE_COLUMNS,
@@ -50,6 +50,11 @@ def test_the_committed_prediction_is_read_with_its_origin():
     assert document["variants"] and document["bench"]  # what the scoring compares with
 
 
+def completed(variants: dict) -> dict:
+    """A config's variants as the plan hands them (every runtime key, env)."""
+    return {name: full_variant_spec(spec) for name, spec in variants.items()}
+
+
 def test_the_same_variants_differ_in_nothing_and_others_are_named():
     document = registered_prediction(PREDICTED, NAME)
     config = paper_config("predict-x300.yaml")
@@ -59,7 +64,7 @@ def test_the_same_variants_differ_in_nothing_and_others_are_named():
     assert [p["measured_as"] for p in made["predictions"]] == [["sme2-off", "sme2-on"]]
     # the paper's phone config at 4 threads, 512/128 tokens, scored by the 1-thread prediction
     paper = paper_config("paper.yaml")
-    bound = bound_to_run(document, design_of(paper), variant_settings(paper["variants"]))
+    bound = bound_to_run(document, design_of(paper), variant_settings(completed(paper["variants"])))
     text = "\n".join(bound["differences"])
     assert "bench `generate_tokens` 8 predicted, 128 measured" in text
     assert "prompt_tokens" not in text  # predicted for its 512-token prompt
@@ -69,7 +74,7 @@ def test_the_same_variants_differ_in_nothing_and_others_are_named():
 def test_a_pair_is_found_by_its_key_and_an_ambiguous_one_is_not_scored():
     document = registered_prediction(PREDICTED, NAME)
     tiny = yaml.safe_load((ROOT / "tests/workflow/config-tiny.yaml").read_text())
-    bound = bound_to_run(document, design_of(tiny), variant_settings(tiny["variants"]))
+    bound = bound_to_run(document, design_of(tiny), variant_settings(completed(tiny["variants"])))
     (prediction,) = bound["predictions"]
     names = ("one-thread", "two-threads")
     got = predicted_for(bound, names, "prefill", "synth-tiny")

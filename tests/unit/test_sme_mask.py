@@ -9,12 +9,12 @@ import copy
 
 import pytest
 import yaml
-from conftest import design_of, llama_record, section
+from conftest import design_of, full_variants, llama_record, section
 
 from mnnrepro.analysis.attribution import execution_checks
 from mnnrepro.analysis.one_binary import mask_checks, seen_check
 from mnnrepro.config import ConfigError
-from mnnrepro.design import design_of_variant, variants_of
+from mnnrepro.design import design_of_variant
 from mnnrepro.engines.llamacpp.kind import LlamaCppEngine
 from mnnrepro.engines.pairs import CLAIM, Pair
 from mnnrepro.engines.registry import EngineRecord
@@ -65,12 +65,12 @@ def passed(checks: list[dict]) -> list[bool]:
 
 
 def test_the_mask_pair_passes_only_with_the_mask_in_the_baseline_alone_of_one_binary():
-    variants = variants_of(VARIANTS)
+    variants = full_variants(VARIANTS)
     good = mask_checks(answers(hidden=False, default=True), PAIR, LLAMA, LLAMA, variants, SME2)
     assert passed(good) == [True, True, True]
     assert "hide_sme: hidden=True, default=False" in good[0]["evidence"]
     # the mask on both: nothing is compared
-    both = variants_of({**VARIANTS, "default": {"engine": "llama", "hide_sme": True}})
+    both = full_variants({**VARIANTS, "default": {"engine": "llama", "hide_sme": True}})
     assert not mask_checks(answers(hidden=False, default=True), PAIR, LLAMA, LLAMA, both, SME2)[0][
         "passed"
     ]
@@ -94,7 +94,7 @@ def test_the_mask_pair_passes_only_with_the_mask_in_the_baseline_alone_of_one_bi
 
 def test_on_x86_the_mask_pair_expects_no_sme_kernels_and_asks_no_engine():
     x86 = llama_record(arch="x86_64", count=0)
-    variants = variants_of(VARIANTS)
+    variants = full_variants(VARIANTS)
     checks = mask_checks(answers(hidden=False, default=False), PAIR, x86, x86, variants, {})
     assert passed(checks) == [True, True]
     wrong = llama_record(arch="x86_64", count=3)  # SME kernels in an x86 build: another build
@@ -102,7 +102,7 @@ def test_on_x86_the_mask_pair_expects_no_sme_kernels_and_asks_no_engine():
 
 
 def test_an_engine_that_reports_no_choice_is_judged_by_the_sme2_its_feature_line_saw():
-    variants = variants_of(
+    variants = full_variants(
         {"hidden": {"engine": "mnn-on", "hide_sme": True}, "default": {"engine": "mnn-on"}}
     )
     seen = mask_checks(answers(hidden=False, default=True), PAIR, mnn(), mnn(), variants, SME2)
@@ -190,7 +190,7 @@ def test_a_phone_that_hides_sme_needs_the_pinned_ndk_for_its_mask(control):
 def test_a_masked_variant_preloads_the_staged_mask_and_carries_its_sha256():
     mask = {"device_path": "/w/tools/sme-mask/libsme_mask.so", "sha256": "ab" * 32}
     receipt = {"device": "d", "sme_mask": mask}
-    specs = variant_specs(variants_of(VARIANTS), {"llama": LLAMA}, "0" * 64, receipt)
+    specs = variant_specs(full_variants(VARIANTS), {"llama": LLAMA}, "0" * 64, receipt)
     assert specs["hidden"]["hide_sme"] and specs["hidden"]["sme_mask_sha256"] == "ab" * 32
     assert "hide_sme" not in specs["default"] and "sme_mask_sha256" not in specs["default"]
     env = process_env(specs["hidden"], {"LD_LIBRARY_PATH": "/w/e"}, receipt)

@@ -7,10 +7,9 @@ from dataclasses import replace
 
 import pytest
 import yaml
-from conftest import design_of, full_bench
+from conftest import design_of, full_bench, full_variants
 
 from mnnrepro.config import ConfigError
-from mnnrepro.design import variants_of
 from mnnrepro.plan.checks import check
 from mnnrepro.sweep_plan import SweepPoint, sweep_points
 
@@ -29,7 +28,7 @@ def config_with(base_config, **sweep):
 
 def bench_and_variants(config):
     """What sweep_points plans from: `bench` (sections.Bench) and the variants (design.Variant)."""
-    return full_bench(**config["bench"]), variants_of(config["variants"])
+    return full_bench(**config["bench"]), full_variants(config["variants"])
 
 
 @pytest.fixture

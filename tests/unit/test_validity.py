@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import TINY_VL, design_of, greedy_answers, pair_mode, section
+from conftest import TINY_VL, design_of, full_variants, greedy_answers, pair_mode, section
 
 from mnnrepro.analysis import verdict as vd
 from mnnrepro.analysis.summary import summarize
 from mnnrepro.analysis.validity import check, kernel_checks
-from mnnrepro.design import variants_of
 from mnnrepro.engines.pairs import Pair, device_modes, modes_of, modes_record
 from mnnrepro.engines.registry import EngineRecord
 
@@ -62,7 +61,7 @@ def test_kernel_checks_static_and_runtime():
         greedy("The device supports: sme2: 1"),
         ("off", "on"),
         engines,
-        variants_of(VARIANTS),
+        full_variants(VARIANTS),
         SME2_PHONE,
     )
     assert [c["passed"] for c in good] == [True, True]
@@ -72,7 +71,7 @@ def test_kernel_checks_static_and_runtime():
         greedy("The device supports: sme2: 0"),
         ("off", "on"),
         broken,
-        variants_of(VARIANTS),
+        full_variants(VARIANTS),
         SME2_PHONE,
     )
     assert [c["passed"] for c in swapped] == [False, False]
@@ -159,7 +158,7 @@ def test_broken_variant_is_invalid_with_the_reason(tiny_model, workflow_model, t
         {},  # no profiles: no check asks a pair's mode
         section("correctness", min_agreement=1.0),
         engines,
-        variants_of(VARIANTS),
+        full_variants(VARIANTS),
     )
     assert not validity["checks"][0]["passed"]
     bench = table({"prefill": 0.8, "decode": 0.1}, "host")
@@ -216,7 +215,7 @@ def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
         greedy("The device supports: sme2: 0"),
         ("off", "on"),
         engines,
-        variants_of(VARIANTS),
+        full_variants(VARIANTS),
         X86_HOST,
     )
     assert [c["passed"] for c in checks] == [True]
@@ -235,7 +234,7 @@ def test_builds_for_a_cpu_without_sme2_are_judged_by_equality_never_the_claim():
                 modes_of(on_host),
                 section("correctness", min_agreement=1.0),
                 engines,
-                variants_of(VARIANTS),
+                full_variants(VARIANTS),
             )
         },
         design_of(CONFIG),
@@ -263,7 +262,7 @@ def test_x86_builds_that_are_not_byte_identical_fail_the_equality_check():
         greedy("The device supports: sme2: 0"),
         ("off", "on"),
         {"sme2-on": HOST_ON, "sme2-off": other},
-        variants_of(VARIANTS),
+        full_variants(VARIANTS),
         X86_HOST,
     )
     assert not absent["passed"]
@@ -290,13 +289,13 @@ def test_one_binary_masked_at_run_time_must_say_sme2_0():
     engines = {"sme2-on": ON, "sme2-off": OFF}
     line = "MNN_CPU_TARGET=2 effective ARM features: fp16=1, i8sdot=1, i8mm=1, sme2=0"
     good = kernel_checks(
-        masked_greedy(line), ("masked", "on"), engines, variants_of(MASK_VARIANTS), SME2_PHONE
+        masked_greedy(line), ("masked", "on"), engines, full_variants(MASK_VARIANTS), SME2_PHONE
     )
     assert [c["passed"] for c in good] == [True, True]
     assert "masked at run time in masked" in good[0]["name"]
     # a build without MNN_PIPELINE_PROFILE ignores MNN_CPU_TARGET: it prints no such line
     ignored = kernel_checks(
-        masked_greedy(""), ("masked", "on"), engines, variants_of(MASK_VARIANTS), SME2_PHONE
+        masked_greedy(""), ("masked", "on"), engines, full_variants(MASK_VARIANTS), SME2_PHONE
     )
     assert not ignored[0]["passed"]
     assert "no MNN_CPU_TARGET line" in ignored[0]["evidence"]
@@ -315,7 +314,7 @@ def test_every_pair_of_comparison_also_is_judged_with_its_own_checks():
         modes_of(modes_record(design_of(config), {"sme2-on": ON, "sme2-off": OFF}, SME2_PHONE)),
         section("correctness", min_agreement=1.0),
         {"sme2-on": ON, "sme2-off": OFF},
-        variants_of(MASK_VARIANTS),
+        full_variants(MASK_VARIANTS),
     )
     both = pd.concat([bench, masked])
     summary = summarize(both, {("x300", "m"): validity}, design_of(config), claimed(both, config))

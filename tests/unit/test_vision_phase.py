@@ -14,9 +14,8 @@ import shlex
 import stat
 from pathlib import Path
 
-from conftest import SHORT_SETTINGS, full_bench
+from conftest import SHORT_SETTINGS, full_bench, full_variants
 
-from mnnrepro.design import variants_of
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.files import file_table, read_json, sha256_file
@@ -74,7 +73,7 @@ def test_a_builds_benchmark_asks_the_images_through_mnn_vision_after_llm_bench(t
     (model / "config.json").write_text(json.dumps({"llm_model": "llm.mnn"}))
     (model / "llm_config.json").write_text(json.dumps({"image_pad": 474, "is_visual": True}))
     specs = variant_specs(
-        variants_of({"a": {"engine": "e", "runtime": {"thread_num": 1}}}),
+        full_variants({"a": {"engine": "e", "runtime": {"thread_num": 1}}}),
         {"e": EngineRecord.of(record)},
         "0",
         {},  # no variant hides SME: no mask pushed

@@ -263,11 +263,6 @@ def runtime_defaults(schema: dict | None = None) -> dict:
 SME2_SETTINGS = ("cpu_sme_core_num", "cpu_sme2_neon_division_ratio")
 
 
-def with_runtime_defaults(runtime: dict) -> dict:
-    """A variant's runtime as one explicit value: every key, defaults from the schema."""
-    return {**runtime_defaults(), **runtime}
-
-
 RESERVED_ENV = {"LD_LIBRARY_PATH", "LD_PRELOAD", "PATH", "PYTHONPATH"}
 
 

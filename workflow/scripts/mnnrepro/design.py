@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from mnnrepro.config import twin_of, with_runtime_defaults
+from mnnrepro.config import twin_of
 from mnnrepro.repetitions import Repetitions
 from mnnrepro.sections import Bench, Stats
 
@@ -21,9 +21,9 @@ SECTIONS = ("comparison", "stats", "bench")
 @dataclass(frozen=True)
 class Variant:
     """A variant (`variants.<name>`, or a sweep point's copy of it): the engine it runs, its
-    runtime settings as configured (full_runtime: every key, the schema's defaults for the
-    rest), the environment it runs with, and whether its processes preload the SME mask
-    (`hide_sme`: SME hidden from the engine, toolchain/sme_mask)."""
+    runtime settings (every key: the schema completed them when the plan was made), the
+    environment it runs with, and whether its processes preload the SME mask (`hide_sme`, absent
+    = false: SME hidden from the engine, toolchain/sme_mask)."""
 
     name: str
     engine: str
@@ -36,14 +36,10 @@ class Variant:
         return cls(
             name,
             spec["engine"],
-            MappingProxyType(dict(spec.get("runtime", {}))),
-            MappingProxyType(dict(spec.get("env", {}))),
+            MappingProxyType(dict(spec["runtime"])),
+            MappingProxyType(dict(spec["env"])),
             bool(spec.get("hide_sme", False)),
         )
-
-    @property
-    def full_runtime(self) -> dict:
-        return with_runtime_defaults(self.runtime)
 
 
 def variants_of(specs: dict) -> dict[str, Variant]:

@@ -20,9 +20,9 @@ def thread_nums(variants: dict[str, Variant]) -> dict[str, int]:
 
 
 def runtime_values(variants: dict[str, Variant], key: str) -> dict:
-    """Variant -> its value of a runtime setting (the schema's default, which Variant fills;
+    """Variant -> its value of a runtime setting (the schema's default where not configured;
     None: the engine's)."""
-    return {name: variant.full_runtime.get(key) for name, variant in variants.items()}
+    return {name: variant.runtime.get(key) for name, variant in variants.items()}
 
 
 def sweep_problems(sweep: dict, variants: dict[str, Variant], pairs) -> list[str]:

@@ -74,7 +74,7 @@ def variant_settings(specs: dict) -> dict[str, dict]:
     its runtime settings (the schema's defaults for the rest) and its environment (specs:
     Plan.variant_specs)."""
     return {
-        name: {"engine": v.engine, "runtime": v.full_runtime, "env": v.env}
+        name: {"engine": v.engine, "runtime": dict(v.runtime), "env": v.env}
         for name, v in variants_of(specs).items()
     }
 

@@ -28,7 +28,7 @@ class GreedyAsk:
     as its benchmark of a P = prompt_tokens prompt; forced: per prompt, the tokens to feed
     instead of its own choices (teacher forcing)."""
 
-    runtime: dict  # every key (design.Variant.full_runtime): the kinds fill no default
+    runtime: dict  # every key (the plan completed it, design.Variant): the kinds fill no default
     prompts: list[str]
     max_new_tokens: int
     timeout: float

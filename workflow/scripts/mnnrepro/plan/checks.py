@@ -16,6 +16,7 @@ from mnnrepro.config import (
     check_schema,
     refuse,
     runtime_defaults,
+    with_schema_defaults,
 )
 from mnnrepro.design import pairs_of, variants_of
 from mnnrepro.devices.kinds import device_kind
@@ -48,6 +49,13 @@ def check(config: dict, local_paths: bool = True, fill_defaults: bool = False) -
         refuse(missing)
 
 
+def completed_variants(config: dict) -> dict:
+    """The config's variants as the plan completes them (the schema's defaults filled in: the
+    checks also run on a config not yet filled)."""
+    path = ("properties", "variants", "additionalProperties")
+    return variants_of({n: with_schema_defaults(v, *path) for n, v in config["variants"].items()})
+
+
 def check_references(config: dict, written: dict | None = None) -> None:
     """Cross-references between sections, which JSON Schema cannot express; written: the
     variants as written, before the schema's defaults were filled in (default: as they stand,
@@ -59,7 +67,7 @@ def check_references(config: dict, written: dict | None = None) -> None:
         *repetition_problems(config),
         *sweep_problems(
             config.get("bench", {}).get("sweep") or {},
-            variants_of(config["variants"]),
+            completed_variants(config),
             pairs_of(config["comparison"]),
         ),
         *reserved_name_clashes(config),

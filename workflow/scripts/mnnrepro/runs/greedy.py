@@ -35,7 +35,7 @@ def run_greedy(
         expected.update({f"{base}/{f['path']}": f["sha256"] for f in tool["files"]})
     device.verify(expected)
     ask = GreedyAsk(
-        variant.full_runtime,
+        dict(variant.runtime),
         prompts,
         max_new_tokens,
         timeout,

@@ -173,7 +173,7 @@ def variant_specs(
     return {
         name: {
             "engine": engines[variant.engine],
-            "runtime": variant.full_runtime,
+            "runtime": dict(variant.runtime),
             "env": variant.env,
             "model_manifest_sha256": manifest_sha256,
             **runner(engines[variant.engine]),
