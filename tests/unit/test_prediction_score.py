@@ -10,9 +10,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 import sqlite3
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from conftest import design_of, full_variant_spec
@@ -69,6 +71,18 @@ def test_the_same_variants_differ_in_nothing_and_others_are_named():
     assert "bench `generate_tokens` 8 predicted, 128 measured" in text
     assert "prompt_tokens" not in text  # predicted for its 512-token prompt
     assert "`comparison` treatment: runtime `thread_num` 1 predicted, 4 measured" in text
+    # a 1-thread prediction is no prediction of a 4-thread gain: shown, never scored; its own
+    # run's prompt was the profiled one (64), not the predicted one (512): not scored either
+    (prediction,) = bound["predictions"]
+    assert prediction["not_scored"] == "threads [1, 1] predicted, [4, 4] measured"
+    assert made["predictions"][0]["not_scored"] == "prompt_tokens 512 predicted, 64 measured"
+    one_thread = copy.deepcopy(paper)
+    for name, variant in paper_config("paper-predicted.yaml")["variants"].items():
+        one_thread["variants"][name]["runtime"].update(variant["runtime"])  # as Snakemake merges
+    scored = bound_to_run(
+        document, design_of(one_thread), variant_settings(completed(one_thread["variants"]))
+    )
+    assert scored["predictions"][0]["not_scored"] == ""  # its config: the same threads and prompt
 
 
 def test_a_pair_is_found_by_its_key_and_an_ambiguous_one_is_not_scored():
@@ -78,16 +92,16 @@ def test_a_pair_is_found_by_its_key_and_an_ambiguous_one_is_not_scored():
     (prediction,) = bound["predictions"]
     names = ("one-thread", "two-threads")
     got = predicted_for(bound, names, "prefill", "synth-tiny")
-    assert got == prediction["phases"]["prefill"]
+    assert got == {**prediction["phases"]["prefill"], "not_scored": prediction["not_scored"]}
     assert predicted_for(bound, ("two-threads", "one-thread"), "prefill", "synth-tiny") is None
     twice = copy.deepcopy(bound)
     other = {**copy.deepcopy(prediction), "model": "another-emulated-model"}
     twice["predictions"].append(other)
     assert predicted_for(twice, names, "prefill", "synth-tiny") is None  # which of the two?
-    assert (
-        predicted_for(twice, names, "prefill", "another-emulated-model")
-        is other["phases"]["prefill"]
-    )
+    assert predicted_for(twice, names, "prefill", "another-emulated-model") == {
+        **other["phases"]["prefill"],
+        "not_scored": other["not_scored"],
+    }
 
 
 def test_a_score_says_which_interval_holds_which_gain():
@@ -102,6 +116,8 @@ def test_a_score_says_which_interval_holds_which_gain():
         "predicted_gain_high": got["high"],
         "measured_holds_prediction": False,
         "prediction_holds_measured": got["low"] <= 0.81 <= got["high"],
+        "log_error": round(math.log(1.81 / (1 + got["gain"])), 4),
+        "not_scored": "",
     }
     narrow = {"gain": got["high"] + 0.5, "gain_ci_low": got["high"] + 0.4, "gain_ci_high": 9.0}
     assert score_fields(got, narrow)["prediction_holds_measured"] is False
@@ -156,7 +172,8 @@ def test_a_registered_prediction_must_predict_a_pair_of_the_config(tmp_path):
 def test_a_registered_prediction_that_changed_since_it_was_pinned_is_refused(tmp_path):
     """Frozen before the phone: the registered file's sha256 is pinned in the config, and a
     file that differs (edited, or predicted again) is refused when the plan is made, one line
-    naming the key, the file and both digests; config/paper-predicted.yaml's pin holds."""
+    naming the key, the file and both digests, and so is one made at another commit than the
+    pinned one; config/paper-predicted.yaml's pins hold."""
     config = paper_config("paper.yaml")
     config["prediction"] = paper_config("paper-predicted.yaml")["prediction"]
     assert prediction_problems(config) == []
@@ -171,9 +188,19 @@ def test_a_registered_prediction_that_changed_since_it_was_pinned_is_refused(tmp
         f"{pinned(PREDICTED)}: it changed after it was registered (register it again, with its "
         "new sha256, only if that is meant)"
     )
+    # the commit it was made at is pinned too: the same bytes, claimed for another commit
+    registered = {**paper_config("paper-predicted.yaml")["prediction"], "commit": "0123456"}
+    config["prediction"] = registered
+    made_at = json.loads(PREDICTED.read_text())["measured"]["commit"]
+    assert prediction_problems(config) == [
+        f"config key `prediction.commit`: {NAME} says it was made at {made_at}, not the "
+        "pinned 0123456"
+    ]
 
 
 def test_a_store_of_the_schema_before_scores_is_brought_up_to_it(tmp_path):
+    """A store of schema 1 (no score) takes every step up to this one's: the prediction's
+    columns (schema 2), then the log error and why a row was not scored (schema 3)."""
     store = tmp_path / "old.sqlite"
     open_store(store).close()
     db = sqlite3.connect(store)
@@ -186,7 +213,7 @@ def test_a_store_of_the_schema_before_scores_is_brought_up_to_it(tmp_path):
     columns = [row[1] for row in db.execute("PRAGMA table_info(summary_rows)")]
     (version,) = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     db.close()
-    assert columns[-len(SCORE_COLUMNS) :] == SCORE_COLUMNS and version == "2"
+    assert columns[-len(SCORE_COLUMNS) :] == SCORE_COLUMNS and version == "3"
 
 
 def test_foreign_files_are_scored_at_the_rows_both_measured_alike(tmp_path, capsys):
@@ -212,13 +239,16 @@ def test_foreign_files_are_scored_at_the_rows_both_measured_alike(tmp_path, caps
             base["n_depth"],
         )
         assert r.gain == pytest.approx(treat["avg_ts"] / base["avg_ts"] - 1)
-        got = predicted[r.phase]
-        assert r.prediction_holds_measured == (got["low"] <= r.gain <= got["high"])
-        # one sample each (-r 1): no interval is made up, so no answer either
-        assert r.gain_ci_low is None and r.measured_holds_prediction is None
+        assert r.predicted_gain == predicted[r.phase]["gain"]
+        assert r.gain_ci_low is None  # one sample each (-r 1): no interval is made up
+        # predicted at 1 thread, measured at 2: another quantity, shown but never scored
+        assert r.not_scored.startswith("threads 1 predicted, 2 measured")  # prompt: prefill's
+        assert r.prediction_holds_measured is None and pd.isna(r.log_error)
         assert "threads 1 predicted, 2 measured" in r.differences
     assert main(["score", store, str(PREDICTED), ids[0][:8], ids[1][:8]]) == 0
-    assert "| comparison | prefill | 64 | 0 | 0 | 2 |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| comparison | prefill | 64 | 0 | 0 | 2 |" in out
+    assert "| not scored | - | - | threads 1 predicted, 2 measured; prompt_tokens 512" in out
     assert main(["score", store, str(ROOT / "README.md"), ids[0][:8], ids[1][:8]]) == 1
     assert "README.md: not a readable prediction" in capsys.readouterr().err
 
@@ -260,3 +290,24 @@ def test_compare_shows_no_answer_where_the_measurement_had_no_interval():
         "held: no"
     )
     assert predicted_text(SimpleNamespace(**{**row, "predicted_gain": None})) == "-"
+
+
+def test_a_row_is_scored_with_its_log_error_only_where_the_prediction_is_for_it():
+    """The score of a row: both containments and ln((1 + measured) / (1 + predicted)); a
+    prediction for another thread count or prompt (not_scored) keeps its predicted gain beside
+    the row and scores nothing."""
+    predicted = {"gain": 0.8, "low": 0.5, "high": 1.2}
+    row = {"gain": 0.35, "gain_ci_low": 0.3, "gain_ci_high": 0.4}
+    scored = score_fields({**predicted, "not_scored": ""}, row)
+    assert scored["log_error"] == pytest.approx(math.log(1.35 / 1.8), abs=1e-4)
+    assert scored["measured_holds_prediction"] is False
+    assert scored["prediction_holds_measured"] is False and scored["not_scored"] == ""
+    refused = score_fields(
+        {**predicted, "not_scored": "prompt_tokens 512 predicted, 64 measured"}, row
+    )
+    assert refused["predicted_gain"] == 0.8 and refused["log_error"] is None
+    assert (
+        refused["measured_holds_prediction"] is None
+        and refused["prediction_holds_measured"] is None
+    )
+    assert refused["not_scored"] == "prompt_tokens 512 predicted, 64 measured"

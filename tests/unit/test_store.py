@@ -108,7 +108,7 @@ def test_a_store_of_another_schema_is_refused(tmp_path):
     with db:
         db.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
     db.close()
-    with pytest.raises(DataError, match="a results store of schema 0, not 2"):
+    with pytest.raises(DataError, match="a results store of schema 0, not 3"):
         open_store(store)
 
 

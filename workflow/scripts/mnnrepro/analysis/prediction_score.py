@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -30,7 +31,13 @@ SCORE_COLUMNS = [
     "predicted_gain_high",
     "measured_holds_prediction",
     "prediction_holds_measured",
+    "log_error",  # ln((1 + measured gain) / (1 + predicted gain)): the speedups' log ratio
+    "not_scored",  # why a prediction is not scored against the row ("" or null: it is)
 ]
+# what a prediction must share with a measurement to be scored against it: a gain predicted
+# for another thread count or prompt is another quantity (the differences in anything else,
+# e.g. the decoded tokens, are named beside the score)
+MUST_MATCH = ("threads", "prompt_tokens")
 ESTIMATE = ("gain", "low", "high")
 
 
@@ -95,7 +102,8 @@ def bound_to_run(document: dict, design, variants: dict[str, dict]) -> dict:
     for p in document["predictions"]:
         pair = pairs.get(p["pair"])
         names = [pair.baseline, pair.treatment] if pair else None
-        predictions.append({**p, "measured_as": names})
+        refused = refusals(document, p, names, variants, design.bench.prompt_tokens)
+        predictions.append({**p, "measured_as": names, "not_scored": "; ".join(refused)})
         if pair is None:
             continue
         if recorded is None:
@@ -106,6 +114,27 @@ def bound_to_run(document: dict, design, variants: dict[str, dict]) -> dict:
             differences += variant_differences(f"`{p['pair']}` {side}", then, now)
     unique = list(dict.fromkeys(differences))  # a pair predicted on several emulated models
     return {**document, "predictions": predictions, "differences": unique}
+
+
+def refusals(
+    document: dict, prediction: dict, names: list | None, variants: dict, prompt_tokens: int
+) -> list[str]:
+    """Why a predicted pair is not scored against this run's pair of the same key (MUST_MATCH:
+    each variant's thread count, the prompt); [] where it is, or where the run has no such
+    pair."""
+    if names is None:
+        return []
+    measured = [variants.get(n, {}).get("runtime", {}).get("thread_num") for n in names]
+    predicted = list(prediction.get("threads") or measured)
+    then = document.get("bench", {}).get("prompt_tokens", prompt_tokens)
+    return [
+        *([f"threads {predicted} predicted, {measured} measured"] if predicted != measured else []),
+        *(
+            [f"prompt_tokens {then} predicted, {prompt_tokens} measured"]
+            if then != prompt_tokens
+            else []
+        ),
+    ]
 
 
 def variant_differences(where: str, then: dict, now: dict) -> list[str]:
@@ -134,26 +163,31 @@ def predicted_for(document: dict, names: tuple[str, str], phase: str, model: str
     found = [q for q in document["predictions"] if q.get("measured_as") == list(names)]
     same = [q for q in found if q["model"] == model]
     chosen = same or (found if len(found) == 1 else [])
-    return chosen[0]["phases"].get(phase) if chosen else None  # vision phases: none
+    got = chosen[0]["phases"].get(phase) if chosen else None  # vision phases: none
+    return {**got, "not_scored": chosen[0].get("not_scored", "")} if got else None
 
 
 def score_fields(got: dict | None, row: dict) -> dict:
-    """A measured row's prediction columns: the predicted gain and interval, and the two
-    containments (None throughout where nothing is predicted; the first None where the
-    measurement has no interval)."""
+    """A measured row's prediction columns: the predicted gain and interval, the two
+    containments and the log error (None throughout where nothing is predicted; the first
+    None where the measurement has no interval; the score None, and why in `not_scored`,
+    where the prediction is for another quantity: MUST_MATCH)."""
     if got is None:
         return dict.fromkeys(SCORE_COLUMNS)
     gain, low, high = (float(got[k]) for k in ESTIMATE)
+    predicted = {"predicted_gain": gain, "predicted_gain_low": low, "predicted_gain_high": high}
+    if got.get("not_scored"):
+        return {**dict.fromkeys(SCORE_COLUMNS), **predicted, "not_scored": got["not_scored"]}
     interval = [row.get("gain_ci_low"), row.get("gain_ci_high")]
     has_interval = not any(v is None or pd.isna(v) for v in interval)
     return {
-        "predicted_gain": gain,
-        "predicted_gain_low": low,
-        "predicted_gain_high": high,
+        **predicted,
         "measured_holds_prediction": bool(interval[0] <= gain <= interval[1])
         if has_interval
         else None,
         "prediction_holds_measured": bool(low <= row["gain"] <= high),
+        "log_error": round(math.log((1 + row["gain"]) / (1 + gain)), 4),
+        "not_scored": "",
     }
 
 
@@ -180,8 +214,8 @@ def prediction_section(document: dict, summary: pd.DataFrame) -> list[str]:
     out += [unlike, ""] if unlike else []
     out += [
         "| pair | phase | predicted | interval | claim | device | measured [interval] | "
-        "measured holds predicted | predicted holds measured |",
-        "|---|---|---:|---|---:|---|---|---|---|",
+        "measured holds predicted | predicted holds measured | log error |",
+        "|---|---|---:|---|---:|---|---|---|---|---:|",
     ]
     for p in document["predictions"]:
         for phase in PHASES:
@@ -190,7 +224,7 @@ def prediction_section(document: dict, summary: pd.DataFrame) -> list[str]:
             head += f"{gain_text(p['phases'][phase])} | {claim} | "
             scored = scored_rows(summary, document, p, phase)
             out += [head + measured_cells(r) for r in scored] or [
-                head + "- | none judged | - | - |"
+                head + "- | none judged | - | - | - |"
             ]
     return out
 
@@ -207,16 +241,20 @@ def scored_rows(summary: pd.DataFrame, document: dict, prediction: dict, phase: 
         & (summary["phase"] == phase)
         & summary["predicted_gain"].notna()
     ]
-    mine = prediction["phases"][phase]
+    mine = {**prediction["phases"][phase], "not_scored": prediction.get("not_scored", "")}
     return [
         r
         for r in rows.itertuples()
-        if predicted_for(document, tuple(names), phase, r.model) is mine
+        if predicted_for(document, tuple(names), phase, r.model) == mine
     ]
 
 
 def measured_cells(r) -> str:
-    return (
-        f"{r.device} | {r.gain:+.0%} [{r.gain_ci_low:+.0%}, {r.gain_ci_high:+.0%}] | "
-        f"{yes_no(r.measured_holds_prediction)} | {yes_no(r.prediction_holds_measured)} |"
+    refused = r.not_scored if isinstance(r.not_scored, str) else ""  # a CSV's empty: NaN
+    scored = (
+        f"not scored: {refused} | - | - |"
+        if refused
+        else f"{yes_no(r.measured_holds_prediction)} | {yes_no(r.prediction_holds_measured)} | "
+        f"{r.log_error:+.2f} |"
     )
+    return f"{r.device} | {r.gain:+.0%} [{r.gain_ci_low:+.0%}, {r.gain_ci_high:+.0%}] | {scored}"

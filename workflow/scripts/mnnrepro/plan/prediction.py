@@ -42,10 +42,12 @@ def prediction_problems(config: dict) -> list[str]:
     if not spec:
         return []
     if "registered" in spec:
-        extra = sorted(set(spec) - {"registered", "sha256"})
+        extra = sorted(set(spec) - {"registered", "sha256", "commit"})
         if extra:
             return [f"config key `prediction`: `registered` takes no {extra} (it was made)"]
-        return registered_problems(config, spec["registered"], spec.get("sha256"))
+        return registered_problems(config, spec["registered"], spec.get("sha256")) or (
+            commit_problems(spec)
+        )
     missing = [k for k in MADE_HERE if k not in spec]
     if missing:
         return [f"config key `prediction`: give `registered`, or {list(MADE_HERE)} (no {missing})"]
@@ -74,6 +76,21 @@ def registered_problems(config: dict, name: str, pinned: str | None) -> list[str
             f"none of this config's {keys}"
         ]
     return []
+
+
+def commit_problems(spec: dict) -> list[str]:
+    """A pinned `prediction.commit` is the one the registered file says it was made at."""
+    pinned = spec.get("commit")
+    if not pinned:
+        return []
+    measured = registered_prediction(ROOT / spec["registered"])["registered"]["measured"] or {}
+    made_at = str(measured.get("commit") or "")
+    if made_at and (made_at.startswith(pinned) or pinned.startswith(made_at)):
+        return []
+    return [
+        f"config key `prediction.commit`: {spec['registered']} says it was made at "
+        f"{made_at or 'no commit'}, not the pinned {pinned}"
+    ]
 
 
 def made_here_problems(config: dict, spec: dict) -> list[str]:

@@ -271,13 +271,19 @@ def pct(x) -> str:
 
 def predicted_text(row) -> str:
     """A row's predicted gain and interval (prediction_score), whether the measured interval
-    holds it (- where it had no interval); - where the run predicted nothing."""
+    holds it (- where it had no interval) and the log error, or why it was not scored; -
+    where the run predicted nothing (a store's older rows have no log error: none shown)."""
     if pd.isna(row.predicted_gain):
         return "-"
-    return (
-        f"{pct(row.predicted_gain)} [{pct(row.predicted_gain_low)}, "
-        f"{pct(row.predicted_gain_high)}], held: {yes_no(row.measured_holds_prediction)}"
+    predicted = (
+        f"{pct(row.predicted_gain)} [{pct(row.predicted_gain_low)}, {pct(row.predicted_gain_high)}]"
     )
+    refused = getattr(row, "not_scored", None)
+    if isinstance(refused, str) and refused:
+        return f"{predicted}, not scored: {refused}"
+    error = getattr(row, "log_error", None)
+    told = "" if error is None or pd.isna(error) else f", log error {error:+.2f}"
+    return f"{predicted}, held: {yes_no(row.measured_holds_prediction)}{told}"
 
 
 def markdown(gains: pd.DataFrame, checks: pd.DataFrame) -> str:

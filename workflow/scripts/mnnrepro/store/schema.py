@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mnnrepro.errors import DataError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # summary_rows' columns of schema 2: a prediction's score (analysis/prediction_score.py)
 PREDICTION_COLUMNS = (
     "predicted_gain REAL",
@@ -21,10 +21,15 @@ PREDICTION_COLUMNS = (
     "measured_holds_prediction INTEGER",
     "prediction_holds_measured INTEGER",
 )
+# of schema 3: the score's log error, and why a prediction was not scored against a row
+SCORE_DETAIL_COLUMNS = ("log_error REAL", "not_scored TEXT")
 # what each older schema lacks, added in place when such a store is opened (its rows keep
-# null there: their runs predicted nothing)
-MIGRATIONS = {1: [f"ALTER TABLE summary_rows ADD COLUMN {c}" for c in PREDICTION_COLUMNS]}
-SCORED = ", ".join(PREDICTION_COLUMNS)
+# null there: their runs predicted nothing, or were not scored by log error)
+MIGRATIONS = {
+    1: [f"ALTER TABLE summary_rows ADD COLUMN {c}" for c in PREDICTION_COLUMNS],
+    2: [f"ALTER TABLE summary_rows ADD COLUMN {c}" for c in SCORE_DETAIL_COLUMNS],
+}
+SCORED = ", ".join(PREDICTION_COLUMNS + SCORE_DETAIL_COLUMNS)
 
 DDL = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -82,9 +87,10 @@ def open_store(path: str | Path) -> sqlite3.Connection:
         db.close()
         raise DataError(path, f"not a results store ({err})") from None
     if int(version) in MIGRATIONS:
-        with db:
-            for statement in MIGRATIONS[int(version)]:
-                db.execute(statement)
+        with db:  # every step from the store's schema up to this one, in order
+            for step in range(int(version), SCHEMA_VERSION):
+                for statement in MIGRATIONS[step]:
+                    db.execute(statement)
             db.execute(
                 "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
             )

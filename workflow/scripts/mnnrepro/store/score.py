@@ -6,7 +6,8 @@ the model where a file holds several); its
 interval is Welch's on the two files' log samples where the tool kept at least two of each
 (llama-bench's samples_ts), and none where it did not (llm_bench keeps a mean and an SD only):
 no interval is made up. Each row is scored by every predicted pair (analysis/prediction_score),
-with what differs from the prediction (threads, token counts) named."""
+with what differs from the prediction (threads, token counts) named; a row of another thread
+count or prompt than the prediction's is not scored, and says why."""
 
 from __future__ import annotations
 
@@ -15,7 +16,12 @@ import json
 import numpy as np
 import pandas as pd
 
-from mnnrepro.analysis.prediction_score import registered_prediction, score_fields, yes_no
+from mnnrepro.analysis.prediction_score import (
+    MUST_MATCH,
+    registered_prediction,
+    score_fields,
+    yes_no,
+)
 from mnnrepro.phases import PHASES
 from mnnrepro.store.compare import pct, resolve_run, welch_ratio
 from mnnrepro.store.schema import open_store
@@ -61,6 +67,9 @@ def foreign_scores(store: str, prediction: str, baseline: str, treatment: str) -
     for r in both[both["phase"].isin(PHASES)].itertuples():
         got = measured_gain((r.tps_mean_b, r.samples_b), (r.tps_mean_t, r.samples_t))
         for p in document["predictions"]:
+            named = differences(document, p, r)
+            refused = "; ".join(text for key, text in named if key in MUST_MATCH)
+            predicted = {**p["phases"][r.phase], "not_scored": refused}
             rows.append(
                 {
                     "pair": p["pair"],
@@ -68,8 +77,8 @@ def foreign_scores(store: str, prediction: str, baseline: str, treatment: str) -
                     "measured_models": f"{r.model_b} vs {r.model_t}",
                     **{k: getattr(r, k) for k in MATCHED},
                     **got,
-                    **score_fields(p["phases"][r.phase], got),
-                    "differences": "; ".join(differences(document, p, r)),
+                    **score_fields(predicted, got),
+                    "differences": "; ".join(text for _, text in named),
                 }
             )
     if not rows:
@@ -87,8 +96,9 @@ def matched_rows(base: pd.DataFrame, treat: pd.DataFrame) -> pd.DataFrame:
     return base.merge(treat, on=key, suffixes=("_b", "_t"))
 
 
-def differences(document: dict, prediction: dict, row) -> list[str]:
-    """What the measured row and the prediction differ in: threads, and the token counts."""
+def differences(document: dict, prediction: dict, row) -> list[tuple[str, str]]:
+    """What the measured row and the prediction differ in, (what, one sentence) each: threads,
+    and the token counts."""
     bench = document.get("bench", {})
     predicted_threads = prediction.get("threads", [None, None])[1]
     pairs = [
@@ -97,7 +107,7 @@ def differences(document: dict, prediction: dict, row) -> list[str]:
         ("generate_tokens", bench.get("generate_tokens"), row.generate_tokens),
     ]
     return [
-        f"{name} {then} predicted, {now} measured"
+        (name, f"{name} {then} predicted, {now} measured")
         for name, then, now in pairs
         if then is not None and now is not None and now > 0 and then != now
     ]
@@ -111,16 +121,18 @@ def markdown(scores: pd.DataFrame) -> str:
         "",
         "| pair | phase | prompt | generated | depth | threads | measured [interval] | "
         "predicted [interval] | measured holds predicted | predicted holds measured | "
-        "not like for like |",
-        "|---|---|---:|---:|---:|---:|---|---|---|---|---|",
+        "log error | not like for like |",
+        "|---|---|---:|---:|---:|---:|---|---|---|---|---:|---|",
     ]
     for r in scores.itertuples():
         answers = [yes_no(r.measured_holds_prediction), yes_no(r.prediction_holds_measured)]
+        answers += ["-" if pd.isna(r.log_error) else f"{r.log_error:+.2f}"]
+        if r.not_scored:  # another quantity than the prediction's: no score
+            answers = ["not scored", "-", "-"]
         lines.append(
             f"| {r.pair} | {r.phase} | {r.prompt_tokens} | {r.generate_tokens} | {r.depth} | "
             f"{r.threads} | {pct(r.gain)} [{pct(r.gain_ci_low)}, {pct(r.gain_ci_high)}] | "
             f"{pct(r.predicted_gain)} [{pct(r.predicted_gain_low)}, "
-            f"{pct(r.predicted_gain_high)}] | {answers[0]} | {answers[1]} | "
-            f"{r.differences or '-'} |"
+            f"{pct(r.predicted_gain_high)}] | {' | '.join(answers)} | {r.differences or '-'} |"
         )
     return "\n".join(lines)
