@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -11,6 +12,7 @@ from conftest import design_of, full_bench, full_variants
 
 from mnnrepro.config import ConfigError
 from mnnrepro.plan.checks import check
+from mnnrepro.plan.plan import plan_of
 from mnnrepro.sweep_plan import SweepPoint, sweep_points
 
 
@@ -64,12 +66,17 @@ def test_a_point_sets_its_lengths_and_every_variants_threads(same_threads):
     assert replace(point, thread_num=None).variants(cfg["variants"]) == cfg["variants"]
 
 
-def test_sweep_points_run_the_sweeps_own_repetitions_else_the_main_points(same_threads):
+def test_sweep_points_run_the_sweeps_own_repetitions_else_the_main_points(root, same_threads):
     """The sweep explains, the main point judges: `bench.sweep.repetitions` sets a point's
-    blocks (a number or precision on demand) and leaves the main point's alone."""
+    blocks (a number or precision on demand) and leaves the main point's alone, in what the
+    plan hands rule run_sweep (it once handed the main point's, the sweep's own ignored)."""
     main_reps = {"min": 10, "max": 30, "target_half_width": 0.03}
     cfg = config_with(same_threads, thread_num=[2], repetitions=6)
     cfg["bench"]["repetitions"] = main_reps
+    plan = plan_of(copy.deepcopy(cfg), root / "tests/workflow/config-tiny.yaml", root)
+    (label,) = plan.sweep
+    assert plan.point_bench(SimpleNamespace(point=label))["repetitions"] == 6
+    assert plan.main_bench["repetitions"] == main_reps
     check(cfg)
     (point,) = sweep_points(*bench_and_variants(cfg)).values()
     assert point.bench(cfg["bench"])["repetitions"] == 6

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import ClassVar
 
 from mnnrepro.errors import ReproError
-from mnnrepro.repetitions import Repetitions
+from mnnrepro.repetitions import Repetitions, sweep_repetitions
 
 EMPTY: Mapping = MappingProxyType({})
 
@@ -112,7 +112,9 @@ class Bench(Section):
     @property
     def sweep_blocks(self) -> Repetitions:
         """`bench.sweep.repetitions`, else the main point's."""
-        return Repetitions.of(self.sweep.get("repetitions", self.repetitions))
+        return Repetitions.of(
+            sweep_repetitions({"sweep": self.sweep, "repetitions": self.repetitions})
+        )
 
     def with_vision_set(self, vision_set: Mapping | None) -> Bench:
         return replace(self, vision_set=frozen(vision_set))

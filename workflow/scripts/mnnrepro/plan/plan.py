@@ -301,7 +301,8 @@ class Plan(EngineInputs, ModelInputs):
         return self.results("bandwidth/{device}.json", device=self.devices) if wanted else []
 
     def point_bench(self, wildcards) -> dict:
-        return canonical(self.sweep[wildcards.point].bench(self.main_bench))
+        # the whole `bench`: a point runs `bench.sweep.repetitions` (SweepPoint.bench)
+        return canonical(self.sweep[wildcards.point].bench(self.config["bench"]))
 
     def point_variants(self, wildcards) -> dict:
         return canonical(self.sweep[wildcards.point].variants(run_variants(self.config)))
