@@ -49,9 +49,11 @@ def run(root, workdir, config_path, *args, check=True):
 PREDICTED = "benchmarks/results/predicted_gain.json"
 
 
-def assert_scored_by_the_registered_prediction(root, out):
+def assert_scored_by_the_registered_prediction(root, out, prompt: int):
     """Every row judged against its claim in prefill and decode carries the registered
-    prediction and the two containments of its own interval; what differs is named."""
+    prediction beside it; a prediction for 1 thread and a 512-token prompt is no prediction of
+    this run's 1 -> 2 threads at its own prompt, so no row is scored, each saying why (no
+    containment, no log error); what differs is named."""
     registered = json.loads((root / PREDICTED).read_text())["prediction"]
     (predicted,) = registered["predictions"]
     summary = pd.read_csv(out / "summary.csv")
@@ -61,8 +63,12 @@ def assert_scored_by_the_registered_prediction(root, out):
     for r in scored.itertuples():
         got = predicted["phases"][r.phase]
         assert (r.predicted_gain, r.predicted_gain_high) == (got["gain"], got["high"])
-        assert r.measured_holds_prediction == (r.gain_ci_low <= got["gain"] <= r.gain_ci_high)
-        assert r.prediction_holds_measured == (got["low"] <= r.gain <= got["high"])
+        assert r.not_scored == (
+            f"threads [1, 1] predicted, [1, 2] measured; prompt_tokens 512 predicted, "
+            f"{prompt} measured"
+        )
+        assert pd.isna(r.measured_holds_prediction) and pd.isna(r.prediction_holds_measured)
+        assert pd.isna(r.log_error)
     document = json.loads((out / "prediction.json").read_text())
     assert document["registered"]["file"] == PREDICTED
     assert (
@@ -76,6 +82,7 @@ def assert_scored_by_the_registered_prediction(root, out):
     rows = [line for line in section.splitlines() if "| phone | " in line]
     assert {row.split(" | ")[1] for row in rows} == {"prefill", "decode"}
     assert any("| +81% | phone | " in row for row in rows)  # the claim beside both
+    assert all("| not scored: threads [1, 1] predicted, [1, 2] measured" in row for row in rows)
 
 
 def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, seed_models, tmp_path):
@@ -93,7 +100,7 @@ def test_tiny_experiment_on_an_adb_phone(root, loopback_phone, seed_models, tmp_
     seed_models(tmp_path, cfg["models"])
     run(root, tmp_path, config_path)
     out = tmp_path / "results" / "tiny-adb"
-    assert_scored_by_the_registered_prediction(root, out)
+    assert_scored_by_the_registered_prediction(root, out, cfg["bench"]["prompt_tokens"])
     sweep = pd.read_csv(out / "sweep" / "summary.csv")
     point = sweep[sweep["point"] != "main"]
     assert set(point["point"]) == {"p32-n8-t--scn1"} and set(point["cpu_sme_core_num"]) == {1}
