@@ -125,15 +125,15 @@ def refusals(
     if names is None:
         return []
     measured = [variants.get(n, {}).get("runtime", {}).get("thread_num") for n in names]
-    predicted = list(prediction.get("threads") or measured)
     then = document.get("bench", {}).get("prompt_tokens", prompt_tokens)
+    compared = {  # MUST_MATCH's quantities: (predicted, measured)
+        "threads": (list(prediction.get("threads") or measured), measured),
+        "prompt_tokens": (then, prompt_tokens),
+    }
     return [
-        *([f"threads {predicted} predicted, {measured} measured"] if predicted != measured else []),
-        *(
-            [f"prompt_tokens {then} predicted, {prompt_tokens} measured"]
-            if then != prompt_tokens
-            else []
-        ),
+        f"{key} {compared[key][0]} predicted, {compared[key][1]} measured"
+        for key in MUST_MATCH
+        if compared[key][0] != compared[key][1]
     ]
 
 
