@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from provenance import stamped  # noqa: E402
 
 from mnnrepro.analysis.tables import rows_from_record  # noqa: E402
-from mnnrepro.config import with_schema_defaults  # noqa: E402
+from mnnrepro.config import VARIANT_SCHEMA, with_schema_defaults  # noqa: E402
 from mnnrepro.design import variants_of  # noqa: E402
 from mnnrepro.devices.local import LocalDevice  # noqa: E402
 from mnnrepro.engines.mnn_wheel.kind import describe_prebuilt  # noqa: E402
@@ -48,7 +48,6 @@ CANDIDATES = {
         {"thread_num": 2, "memory": "low"},
     ),
 }
-VARIANT_PATH = ("properties", "variants", "additionalProperties")  # a variant's schema
 # the whole bench, as the plan hands a job one: the schema's defaults for the rest
 BENCH = with_schema_defaults(
     {
@@ -70,7 +69,7 @@ def measure(model_dir: str, base: dict, treat: dict, reps: int, seed: int):
     specs = variant_specs(
         variants_of(
             {
-                name: with_schema_defaults({"engine": "e", "runtime": runtime}, *VARIANT_PATH)
+                name: with_schema_defaults({"engine": "e", "runtime": runtime}, *VARIANT_SCHEMA)
                 for name, runtime in (("base", base), ("treat", treat))
             }
         ),

@@ -56,7 +56,7 @@ from provenance import write_results  # noqa: E402
 
 from mnnrepro.analysis.correctness import compare_forced  # noqa: E402
 from mnnrepro.analysis.divergence import ROUNDING, WRONG, GateRule  # noqa: E402
-from mnnrepro.config import with_schema_defaults  # noqa: E402
+from mnnrepro.config import VARIANT_SCHEMA, with_schema_defaults  # noqa: E402
 from mnnrepro.design import Variant  # noqa: E402
 from mnnrepro.devices.qemu import QemuDevice  # noqa: E402
 from mnnrepro.engines.registry import EngineRecord  # noqa: E402
@@ -199,14 +199,11 @@ def emulated(workdir: Path) -> dict[str, QemuDevice]:
     return {n: QemuDevice(n, {"userland": str(receipt), "cpu": c}) for n, c in QEMU_CPUS.items()}
 
 
-VARIANT_PATH = ("properties", "variants", "additionalProperties")  # a variant's schema
-
-
 def device_answers(device, model_dir: Path, precision: str, texts, forced=None) -> list[dict]:
     """Greedy answers through the workflow's own runner on a device (staged, verified)."""
     receipt = push_receipt(device, {"mnn": str(model_dir)}, model_dir.name)
     spec = {"engine": "wheel", "runtime": {"precision": precision, "thread_num": 1}}
-    variant = Variant.of("v", with_schema_defaults(spec, *VARIANT_PATH))
+    variant = Variant.of("v", with_schema_defaults(spec, *VARIANT_SCHEMA))
     payload = run_greedy(
         device, receipt, PREBUILT, variant, texts, MAX_NEW_TOKENS, 3600, forced=forced
     )

@@ -645,14 +645,6 @@ def run_snakemake(cwd: Path, *args: str, check: bool = True, env: dict | None = 
 # ---- a short benchmark of two prebuilt-engine variants, for schedule tests ----------------
 
 
-def bench_section(**given) -> dict:
-    """A `bench` section as a rule hands it to its job: the given keys, the schema's defaults
-    for the rest (the plan fills them once; nothing downstream does)."""
-    from mnnrepro.config import with_schema_defaults
-
-    return with_schema_defaults(dict(given), "properties", "bench")
-
-
 def section(key: str, **given):
     """The config's section `key` as a job reads it (sections.SECTION_TYPES): the given keys,
     the schema's defaults for the rest."""
@@ -663,7 +655,8 @@ def section(key: str, **given):
 
 
 def full_bench(**given):
-    """bench_section as the job reads it (sections.Bench)."""
+    """A `bench` section as a job reads it (sections.Bench): the given keys, the schema's
+    defaults for the rest (the plan fills them once; nothing downstream does)."""
     return section("bench", **given)
 
 
@@ -731,9 +724,9 @@ def design_of(spec: dict):
 def full_variant_spec(spec: dict) -> dict:
     """A `variants.<name>` entry as the plan hands it to a job: its runtime and env completed
     from the schema (design.Variant fills none)."""
-    from mnnrepro.config import with_schema_defaults
+    from mnnrepro.config import VARIANT_SCHEMA, with_schema_defaults
 
-    return with_schema_defaults(spec, "properties", "variants", "additionalProperties")
+    return with_schema_defaults(spec, *VARIANT_SCHEMA)
 
 
 def full_runtime(runtime: dict) -> dict:

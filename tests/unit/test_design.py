@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import FrozenInstanceError, fields
+from dataclasses import FrozenInstanceError
 
 import pytest
 import yaml
@@ -20,7 +20,7 @@ from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.errors import ReproError
 from mnnrepro.files import read_json, write_json
 from mnnrepro.plan.plan import plan_of
-from mnnrepro.sections import SECTION_TYPES, Bench
+from mnnrepro.sections import SECTION_TYPES, Bench, configured_names
 
 
 def test_the_design_takes_only_complete_sections_and_the_plans_spec_reads_back(root):
@@ -57,8 +57,7 @@ def test_each_section_type_holds_exactly_its_schema_sections_keys(root):
         "engine_tests",
     }
     for name, section in SECTION_TYPES.items():
-        configured = {f.name for f in fields(section) if f.metadata.get("configured", True)}
-        assert configured == set(schema["properties"][name]["properties"]), name
+        assert configured_names(section) == set(schema["properties"][name]["properties"]), name
 
 
 def test_a_section_is_read_only_and_written_as_configured(tmp_path):

@@ -238,6 +238,10 @@ def canonical(value):
     return value
 
 
+# where a variant's entry (`variants.<name>`) is in the schema: with_schema_defaults's path
+VARIANT_SCHEMA = ("properties", "variants", "additionalProperties")
+
+
 def with_schema_defaults(value: dict, *path: str) -> dict:
     """A copy of value completed with the defaults of the schema part at path (e.g. a phone's
     `adb` entry: "$defs", "device", "properties", "adb") as check_schema completes the whole

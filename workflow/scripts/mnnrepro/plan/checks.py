@@ -12,6 +12,7 @@ from pathlib import Path
 
 from mnnrepro.config import (
     RESERVED_ENV,
+    VARIANT_SCHEMA,
     aa_variant,
     check_schema,
     refuse,
@@ -52,8 +53,8 @@ def check(config: dict, local_paths: bool = True, fill_defaults: bool = False) -
 def completed_variants(config: dict) -> dict:
     """The config's variants as the plan completes them (the schema's defaults filled in: the
     checks also run on a config not yet filled)."""
-    path = ("properties", "variants", "additionalProperties")
-    return variants_of({n: with_schema_defaults(v, *path) for n, v in config["variants"].items()})
+    variants = config["variants"]
+    return variants_of({n: with_schema_defaults(v, *VARIANT_SCHEMA) for n, v in variants.items()})
 
 
 def check_references(config: dict, written: dict | None = None) -> None:
