@@ -205,8 +205,8 @@ def test_the_one_pass_fills_the_defaults_snakemakes_validate_fills(root, rel):
             ["fetch_modelscope_model", "fetch_modelscope_checkpoint", "export_mnn_model"],
         ),
         ("config/host-sme2.yaml", ["build_engine", "make_synthetic_model", "run_bench"]),
-        ("config/paper.yaml config/paper-control.yaml", ["fetch_ort_genai", "fetch_ndk"]),
-        ("config/emulated-paper.yaml", ["fetch_emulation_userland", "fetch_ort_genai"]),
+        ("config/paper.yaml config/paper-control.yaml", ["fetch_engine_archives", "fetch_ndk"]),
+        ("config/emulated-paper.yaml", ["fetch_emulation_userland", "fetch_engine_archives"]),
     ],
 )
 def test_whole_dag_dry_run(root, tmp_path, monkeypatch, rel, must_run):

@@ -90,7 +90,8 @@ def test_onnx_runtimes_c_api_runner_is_its_engines_choice_and_its_output_is_chec
     """`runner: c-api` gets a gate tool (ort_genai_tool) and leaves the Python runner; the
     tool's bench line becomes the runner's payload (tok/s = tokens / seconds), and a line that
     ran something else than asked, or none, is refused in one line."""
-    from mnnrepro.engines.ort_genai.kind import ToolOutputError, overlay, parse_tool_bench
+    from mnnrepro.engines.device_io import ToolOutputError, parse_tool_bench
+    from mnnrepro.engines.ort_genai.kind import TOOL, overlay
 
     c_api = {"ort_genai": {"platform": "host", "runner": "c-api"}}
     python = {"ort_genai": {"platform": "host"}}
@@ -112,7 +113,7 @@ def test_onnx_runtimes_c_api_runner_is_its_engines_choice_and_its_output_is_chec
     options = {"intra_op_num_threads": 2, "mlas.disable_kleidiai": "1"}
     assert overlay(runtime) == json.dumps({"model": {"decoder": {"session_options": options}}})
 
-    parsed = parse_tool_bench(TOOL_BENCH_LINE + "\n", TOOL_SUPPORTS + "\n", 16, 4)
+    parsed = parse_tool_bench(TOOL_BENCH_LINE + "\n", TOOL_SUPPORTS + "\n", 16, 4, TOOL)
     ran = json.loads(TOOL_BENCH_LINE)
     prefill, decode = parsed["results"]
     assert (prefill["phase"], prefill["tokens"], prefill["context_start"]) == ("prefill", 16, 0)
@@ -122,9 +123,9 @@ def test_onnx_runtimes_c_api_runner_is_its_engines_choice_and_its_output_is_chec
     with pytest.raises(
         ToolOutputError, match=r"ran 16 \+ 4 tokens to a context of \(16, 20\), asked 32 \+ 4"
     ):
-        parse_tool_bench(TOOL_BENCH_LINE, "", 32, 4)
+        parse_tool_bench(TOOL_BENCH_LINE, "", 32, 4, TOOL)
     with pytest.raises(ToolOutputError, match="printed no JSON line"):
-        parse_tool_bench("Failed to load onnxruntime\n", "", 16, 4)
+        parse_tool_bench("Failed to load onnxruntime\n", "", 16, 4, TOOL)
 
 
 def test_a_phones_onnx_runtime_needs_the_c_api_runner():

@@ -20,17 +20,17 @@ rule describe_engine:
         "../scripts/describe_engine.py"
 
 
-# ONNX Runtime GenAI: its platform's pinned wheels (onnxruntime, onnxruntime-genai), or for
-# Android its AARs' arm64 libraries, downloaded by sha256 and unpacked: the files a device runs
-# (staged by hash).
-rule fetch_ort_genai:
+# An engine made of pinned archives (a kind with `fetches_archives`: ONNX Runtime GenAI's
+# wheels or AARs, ExecuTorch's wheels): its platform's pins downloaded by sha256, verified and
+# unpacked by its kind (EngineKind.fetch): the files a device runs (staged by hash).
+rule fetch_engine_archives:
     input:
-        ndk=PLAN.ndk_receipt,  # Android: the NDK its C API tool and probe are built with
+        ndk=PLAN.ndk_receipt,  # Android: the NDK its gate tool and probe are built with
     output:
         record="results/engines/{engine}/wheels.json",
         site=directory("results/engines/{engine}/bin"),
     log:
-        "logs/fetch_ort_genai/{engine}.log",
+        "logs/fetch_engine_archives/{engine}.log",
     wildcard_constraints:
         engine=PLAN.keys_of(PLAN.fetched_engines),
     localrule: True  # the network is where Snakemake runs, not a compute node
@@ -38,12 +38,13 @@ rule fetch_ort_genai:
         "../../envs/analysis.yaml"
     params:
         name=PLAN.engine_name,
+        spec=PLAN.engine_spec,
         platform=PLAN.engine_platform,
         runner=PLAN.fetched_runner,
         pins=PLAN.archive_pins,
         said=PLAN.messages.archive_pins,
         cache="resources/wheels",
     message:
-        "Fetching ONNX Runtime GenAI for {params.platform} ({params.said}) for engine {wildcards.engine}"
+        "Fetching {params.said} for {params.platform}, engine {wildcards.engine}"
     script:
-        "../scripts/fetch_ort_genai.py"
+        "../scripts/fetch_engine_archives.py"

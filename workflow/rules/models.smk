@@ -4,7 +4,7 @@
 
 rule fetch_modelscope_model:
     output:
-        model=directory(PLAN.mnn_model_dir),
+        model=directory(PLAN.model_dir["mnn"]),
         manifest="results/models/{model}/manifest.json",
     log:
         "logs/fetch_modelscope_model/{model}.log",
@@ -64,7 +64,7 @@ rule export_mnn_model:
     input:
         hf=PLAN.checkpoint,
     output:
-        model=directory(PLAN.mnn_model_dir),
+        model=directory(PLAN.model_dir["mnn"]),
         manifest="results/models/{model}/manifest.json",
     log:
         "logs/export_mnn_model/{model}.log",
@@ -118,7 +118,7 @@ rule convert_gguf_model:
         source=PLAN.host_tools["quantizer_source"],
         quantizer=PLAN.host_tools["quantizer_bin"],
     output:
-        model=directory(PLAN.gguf_model_dir),
+        model=directory(PLAN.model_dir["gguf"]),
         record="results/models/{model}/gguf.json",
         layout="results/models/{model}/layout-gguf.json",  # the decode ceiling's, like MNN's
     log:
@@ -144,7 +144,7 @@ rule convert_onnx_model:
         hf=PLAN.checkpoint,
         site=PLAN.host_tools["builder_site"],
     output:
-        model=directory(PLAN.onnx_model_dir),
+        model=directory(PLAN.model_dir["onnx"]),
         record="results/models/{model}/onnx.json",
         layout="results/models/{model}/layout-onnx.json",  # the decode ceiling's, like MNN's
     log:
@@ -170,7 +170,7 @@ rule convert_onnx_model:
 # ceiling's denominator; a replay restores it from the archive).
 rule describe_model_layout:
     input:
-        model=PLAN.mnn_model_dir,
+        model=PLAN.model_dir["mnn"],
         checkpoint=PLAN.checkpoint_dirs,  # its vision encoder's dimensions, where known
     output:
         layout="results/models/{model}/layout.json",

@@ -39,6 +39,7 @@ class GreedyAsk:
 
 class EngineKind:
     kind = "abstract"  # the `kind` its engine records carry
+    title = ""  # what messages call it
     config_key = ""  # the key of `engines.<name>` that selects this kind
     record_name = ""  # the record its rules write under results/engines/<key>/
     from_source = False  # built here: build rules, a gate tool, the kernel checks
@@ -176,6 +177,17 @@ class EngineKind:
         """A kind that fetches archives (`fetches_archives`): the pins one engine is made of,
         from its config section."""
         raise NotImplementedError
+
+    @classmethod
+    def fetch(cls, platform: str, pins, cache: str, site: str) -> dict:
+        """A kind that fetches archives: download, verify and unpack one platform's pins into
+        site (published whole, rule fetch_engine_archives); its record (wheels.json)."""
+        raise NotImplementedError
+
+    @classmethod
+    def archives_said(cls, pins) -> str:
+        """What a fetching kind's pins are, as the fetch rule's message says it."""
+        return f"{cls.title}: {len(pins)} wheel(s), sha256 pinned"
 
     @classmethod
     def describe(cls, name: str, spec: dict) -> dict:

@@ -44,6 +44,13 @@ class BenchError(ReproError, RuntimeError):
     pass
 
 
+class ToolOutputError(BenchError, ValueError):
+    pass
+
+
+# a gate tool's AT_HWCAP2 line, as genai_llm.hwcap2_line's
+SUPPORTS_LINE = "The process supports"
+
 GATE_TOP_K = 8  # logits kept per step: mnn_greedy's default, the Python runner's TOP_K
 
 
@@ -108,3 +115,41 @@ def fetch_text(device, path: str) -> str:
         local = Path(tmp) / "out"
         device.fetch(path, local)
         return local.read_text(encoding="utf-8")
+
+
+def parse_tool_bench(stdout: str, stderr: str, prompt: int, generate: int, tool: str) -> dict:
+    """A gate tool's bench JSON line (ort_genai_tool's, executorch_tool's), checked against
+    what was asked (P prompt tokens into an empty context, N decode tokens after them), as the
+    runner's bench payload."""
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
+    try:
+        ran = json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise ToolOutputError(f"{tool} bench printed no JSON line: {stdout[-300:]!r}") from None
+    context = (ran.get("context_after_prefill"), ran.get("context_after_decode"))
+    if (ran.get("prompt_tokens"), ran.get("generate_tokens")) != (prompt, generate) or (
+        context != (prompt, prompt + generate)
+    ):
+        raise ToolOutputError(
+            f"{tool} bench ran {ran.get('prompt_tokens')} + {ran.get('generate_tokens')} tokens "
+            f"to a context of {context}, asked {prompt} + {generate}"
+        )
+    if not (ran["prefill_s"] > 0 and ran["decode_s"] > 0):
+        raise ToolOutputError(f"{tool} bench: phase seconds {ran['prefill_s']}, {ran['decode_s']}")
+    phases = (
+        ("prefill", prompt, ran["prefill_s"], 0),
+        ("decode", generate, ran["decode_s"], prompt),
+    )
+    return {
+        "warmup": ran["warmup"],
+        "context": {"after_prefill": context[0], "after_decode": context[1]},
+        "results": [
+            {"phase": p, "tokens": n, "seconds": s, "tps": n / s, "context_start": start}
+            for p, n, s, start in phases
+        ],
+        "engine": {"device_supports": supports_line(stderr), "tool": tool},
+    }
+
+
+def supports_line(stderr: str) -> str:
+    return next((ln.strip() for ln in stderr.splitlines() if ln.startswith(SUPPORTS_LINE)), "")

@@ -6,6 +6,7 @@ run against its config)."""
 from __future__ import annotations
 
 from mnnrepro.config import is_full_commit
+from mnnrepro.engines.registry import kind_of_spec
 from mnnrepro.intervals import experiment_intervals, interval_name
 
 
@@ -65,9 +66,7 @@ class JobMessages:
         return source_pins(self.plan.sources.tree(wildcards.tree, wildcards.source))
 
     def archive_pins(self, wildcards) -> str:
-        """What the engine's libraries are pinned by (`ort_genai.wheels.<platform>` or
-        `ort_genai.aars.<platform>`: each one's sha256, which the schema requires)."""
-        pins = self.plan.archive_pins(wildcards)
-        if isinstance(pins, dict):  # the AARs, and the wheel whose model builder is taken
-            return f"{len(pins) - 1} AARs and genai's wheel (its model builder), sha256 pinned"
-        return f"{len(pins)} wheel(s), sha256 pinned"
+        """What the engine's libraries are, and what pins them (each one's sha256, which the
+        schema requires): its kind says (EngineKind.archives_said)."""
+        spec = self.plan.config["engines"][self.plan.engine_of_key[wildcards.engine]]
+        return kind_of_spec(spec).archives_said(self.plan.archive_pins(wildcards))

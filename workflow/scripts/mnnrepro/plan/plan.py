@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import ClassVar
 
 from snakemake.io import ancient, expand
 
@@ -42,9 +43,6 @@ from mnnrepro.sweep_plan import sweep_points, thread_nums
 from mnnrepro.toolchain.tools import GATE_COMMON, PROBE_SOURCE
 
 # the layout file of each model format: MNN's (describe_model_layout), GGUF's (its conversion)
-MNN_MODEL_DIR = FORMATS["mnn"].folder()
-GGUF_MODEL_DIR = FORMATS["gguf"].folder()
-ONNX_MODEL_DIR = FORMATS["onnx"].folder()
 
 
 class Plan(EngineInputs, ModelInputs):
@@ -127,8 +125,8 @@ class Plan(EngineInputs, ModelInputs):
             *(["kernels"] if self.attribution else []),
         ]
 
-    # where each model format's files lie
-    mnn_model_dir, gguf_model_dir, onnx_model_dir = MNN_MODEL_DIR, GGUF_MODEL_DIR, ONNX_MODEL_DIR
+    # where each model format's files lie (a rule's output: PLAN.model_dir["gguf"])
+    model_dir: ClassVar[dict[str, str]] = {name: f.folder() for name, f in FORMATS.items()}
 
     def code_of(self, script: str) -> str:
         """The digest of what an analysis job runs of this workflow's code (plan/code.py): its

@@ -1,6 +1,6 @@
 """The ONNX Runtime GenAI kind, the third stack: onnxruntime and onnxruntime-genai's pinned
 PyPI wheels for one platform, or for a phone the arm64 libraries of their Android archives
-(fetched and unpacked by the rule fetch_ort_genai: fetch.py beside this), staged on the device
+(fetched and unpacked by the rule fetch_engine_archives: fetch.py beside this), staged on the device
 by hash and run there by the Python runner (runner/python_runner.py, `--engine ort-genai`,
 through genai's Python API) or by ort_genai_tool (c_api_runner.py), on the model genai's own
 builder converted (onnx_genai.py).
@@ -23,7 +23,14 @@ import posixpath
 from pathlib import Path
 
 from mnnrepro.engines.base import GreedyAsk
-from mnnrepro.engines.device_io import GATE_TOP_K, BenchError, files_of, staged_files, tool_answers
+from mnnrepro.engines.device_io import (
+    GATE_TOP_K,
+    files_of,
+    parse_tool_bench,
+    staged_files,
+    supports_line,
+    tool_answers,
+)
 from mnnrepro.engines.mnn_wheel.kind import PrebuiltEngine
 from mnnrepro.engines.ort_genai.c_api_runner import (
     TOOL,
@@ -34,6 +41,7 @@ from mnnrepro.engines.ort_genai.c_api_runner import (
 from mnnrepro.engines.ort_genai.fetch import (
     KIND,
     SWITCH,
+    fetch_ort_genai,
     genai_header,
     genai_library,
     section_of,
@@ -44,11 +52,6 @@ from mnnrepro.models.spec import checkpoint_problems
 from mnnrepro.sections import Bench
 
 MODEL_FORMAT = "onnx"  # results/models/<model>/onnx: genai's model directory
-SUPPORTS = "The process supports"  # the tool's AT_HWCAP2 line, as genai_llm.hwcap2_line's
-
-
-class ToolOutputError(BenchError, ValueError):
-    pass
 
 
 def runner_of(spec_or_record) -> str:
@@ -67,45 +70,9 @@ def overlay(runtime: dict) -> str:
     return json.dumps({"model": {"decoder": {"session_options": options}}}, sort_keys=True)
 
 
-def parse_tool_bench(stdout: str, stderr: str, prompt: int, generate: int) -> dict:
-    """ort_genai_tool bench's JSON line, checked against what was asked (P prompt tokens into
-    an empty context, N decode tokens after them), as the runner's bench payload."""
-    lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
-    try:
-        ran = json.loads(lines[-1])
-    except (IndexError, json.JSONDecodeError):
-        raise ToolOutputError(f"{TOOL} bench printed no JSON line: {stdout[-300:]!r}") from None
-    context = (ran.get("context_after_prefill"), ran.get("context_after_decode"))
-    if (ran.get("prompt_tokens"), ran.get("generate_tokens")) != (prompt, generate) or (
-        context != (prompt, prompt + generate)
-    ):
-        raise ToolOutputError(
-            f"{TOOL} bench ran {ran.get('prompt_tokens')} + {ran.get('generate_tokens')} tokens "
-            f"to a context of {context}, asked {prompt} + {generate}"
-        )
-    if not (ran["prefill_s"] > 0 and ran["decode_s"] > 0):
-        raise ToolOutputError(f"{TOOL} bench: phase seconds {ran['prefill_s']}, {ran['decode_s']}")
-    phases = (
-        ("prefill", prompt, ran["prefill_s"], 0),
-        ("decode", generate, ran["decode_s"], prompt),
-    )
-    return {
-        "warmup": ran["warmup"],
-        "context": {"after_prefill": context[0], "after_decode": context[1]},
-        "results": [
-            {"phase": p, "tokens": n, "seconds": s, "tps": n / s, "context_start": start}
-            for p, n, s, start in phases
-        ],
-        "engine": {"device_supports": supports_line(stderr), "tool": TOOL},
-    }
-
-
-def supports_line(stderr: str) -> str:
-    return next((ln.strip() for ln in stderr.splitlines() if ln.startswith(SUPPORTS)), "")
-
-
 class OrtGenaiEngine(PrebuiltEngine):
     kind = KIND
+    title = "ONNX Runtime GenAI"
     config_key = "ort_genai"
     config_section = "ort_genai"  # the pinned archives, per platform
     record_name = "wheels.json"
@@ -168,7 +135,18 @@ class OrtGenaiEngine(PrebuiltEngine):
     def downloads(cls, spec: dict, section: dict) -> list[tuple[str, str]]:
         archives = len(cls.archive_pins(spec, section))  # wheels, or AARs and genai's wheel
         what = f"ONNX Runtime GenAI for {cls.platform(spec)} ({archives} pinned archives)"
-        return [("fetch_ort_genai", what)]
+        return [("fetch_engine_archives", what)]
+
+    @classmethod
+    def fetch(cls, platform: str, pins, cache: str, site: str) -> dict:
+        return fetch_ort_genai(platform, pins, cache, site)
+
+    @classmethod
+    def archives_said(cls, pins) -> str:
+        if isinstance(pins, dict):  # the AARs, and the wheel whose model builder is taken
+            what = f"{len(pins) - 1} AARs and genai's wheel (its model builder)"
+            return f"{cls.title}: {what}, sha256 pinned"
+        return super().archives_said(pins)
 
     @classmethod
     def runner_name(cls, spec: dict) -> str:
@@ -271,7 +249,7 @@ class OrtGenaiEngine(PrebuiltEngine):
         if runner_of(self.record) == "python":
             return super().read_bench(device, result, out)
         runtime, prompt, generate = self.asked
-        parsed = parse_tool_bench(result.stdout, result.stderr, prompt, generate)
+        parsed = parse_tool_bench(result.stdout, result.stderr, prompt, generate, TOOL)
         version = {"version": self.record.version}
         engine = {**parsed.pop("engine"), **version}
         ran = {**runtime, "warmup": parsed["warmup"]}

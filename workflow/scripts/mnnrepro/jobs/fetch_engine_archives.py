@@ -1,6 +1,6 @@
-"""The job of rule fetch_ort_genai (workflow/rules/engines.smk)."""
+"""The job of rule fetch_engine_archives (workflow/rules/engines.smk)."""
 
-from mnnrepro.engines.ort_genai.fetch import fetch_ort_genai
+from mnnrepro.engines.registry import kind_of_spec
 from mnnrepro.files import read_json, write_json
 from mnnrepro.job import Job
 from mnnrepro.logs import log_to
@@ -8,12 +8,8 @@ from mnnrepro.logs import log_to
 
 def run(job: Job) -> None:
     log = log_to(job.log[0])
-    record = fetch_ort_genai(
-        job.params.platform,
-        job.params.pins,
-        job.params.cache,
-        job.output.site,
-    )
+    kind = kind_of_spec(job.params.spec)
+    record = kind.fetch(job.params.platform, job.params.pins, job.params.cache, job.output.site)
     write_json(
         job.output.record,
         {
