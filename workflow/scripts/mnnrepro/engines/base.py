@@ -112,7 +112,8 @@ class EngineKind:
     @classmethod
     def config_problems(cls, engines: dict[str, dict], tree: dict, models: dict) -> list[str]:
         """What the engines of this kind (name -> config entry) need of the rest of the config
-        (tree: the kind's source section; models: `models`), one line per need, naming the key:
+        (tree: the kind's config section, a source tree or its pins; models: `models`), one
+        line per need, naming the key:
         its source tree, and a kind's own needs."""
         without = sorted(
             name

@@ -169,8 +169,8 @@ def variant_problems(config: dict) -> list[str]:
     for name, spec in sorted(engines.items()):
         by_kind.setdefault(kind_of_spec(spec), {})[name] = spec
     for kind, of_kind in by_kind.items():
-        tree = config.get(kind.config_section, {}) if kind.from_source else {}
-        problems += kind.config_problems(of_kind, tree, config.get("models", {}))
+        section = config.get(kind.config_section, {})  # a source tree, or pinned archives
+        problems += kind.config_problems(of_kind, section, config.get("models", {}))
     for m, spec in config.get("models", {}).items():
         if "checkpoint" in spec and "modelscope" not in spec:
             problems.append(
