@@ -9,7 +9,7 @@
 //   greedy: per prompt (one per line), the chat template applied and encoded by the model's
 //     tokenizer, forwarded at once, then its argmax (or, teacher-forced, the reference's
 //     token: forced.txt) fed back one at a time; top-k logits, mean and sd at every step, in
-//     the JSON the other gate tools write (gate_output.hpp).
+//     the JSON the other gate tools write (gate_loop.hpp).
 //   bench: after W unmeasured warm-up runs, prefill of P tokens (token 16 repeated, as
 //     llm_bench's synthetic prompt) into an empty context, then N decode tokens each fed its
 //     predecessor's argmax; prints one JSON line with the seconds of each and the context
@@ -23,23 +23,14 @@
 //        ort_genai_tool bench <model dir> <overlay json> <prompt_tokens> <generate_tokens>
 //                             <warmup>
 // Exit 0 on success; 2 bad arguments; 3 the model cannot load or run; 4 out.json unwritten.
-#include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include <sys/utsname.h>
-#if defined(__aarch64__) && defined(__linux__)
-#include <sys/auxv.h>
-#endif
-
-#include "gate_output.hpp"
+#include "gate_loop.hpp"
 #include "oga_api.h"
 
 namespace {
-
-constexpr int32_t kSyntheticToken = 16;  // engines/runner/runner_timing.SYNTHETIC_TOKEN
 
 // A failed call: its message on stderr, the tool ends with 3.
 void check(OgaResult* result, const char* what) {
@@ -50,22 +41,8 @@ void check(OgaResult* result, const char* what) {
     }
 }
 
-// In genai_llm.hwcap2_line's words, so that both runners' lines read alike.
-void printSupports() {
-#if defined(__aarch64__) && defined(__linux__)
-    const unsigned long hwcap2 = getauxval(AT_HWCAP2);
-    const bool sme = hwcap2 & (1UL << 23), sme2 = hwcap2 & (1UL << 37);  // uapi hwcap.h
-    std::fprintf(stderr, "The process supports (AT_HWCAP2, what cpuinfo reads): sme:%d, sme2:%d\n",
-                 sme, sme2);
-#else
-    struct utsname name {};
-    uname(&name);
-    std::fprintf(stderr, "The process supports (AT_HWCAP2, %s: no Arm features): sme:0, sme2:0\n",
-                 name.machine);
-#endif
-}
-
 struct Genai {
+    using Id = int32_t;
     OgaConfig* config = nullptr;
     OgaModel* model = nullptr;
     OgaTokenizer* tokenizer = nullptr;
@@ -154,12 +131,6 @@ struct Genai {
     }
 };
 
-// The first largest logit's id (numpy's argmax, as the Python runner's): one pass, inside the
-// timed decode loop (gate::describe also sorts and takes the mean and sd, which the gate needs)
-int argmax(const std::vector<float>& row) {
-    return static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
-}
-
 int greedy(int argc, const char* argv[]) {
     const int maxNew = std::atoi(argv[5]);
     const int topK = argc > 7 ? std::atoi(argv[7]) : 8;
@@ -181,49 +152,10 @@ int greedy(int argc, const char* argv[]) {
     for (size_t p = 0; p < prompts.size(); ++p) {
         const bool teacher = !forced.empty();
         const int length = teacher ? static_cast<int>(forced[p].size()) : maxNew;
-        genai.reset();
         const std::vector<int32_t> ids = genai.encodeChat(prompts[p]);
-        std::vector<int> tokens;
-        std::vector<gate::Step> steps;
-        std::vector<float> row = genai.forward(ids);
-        while (true) {
-            steps.push_back(gate::describe(row.data(), static_cast<int>(row.size()), topK));
-            tokens.push_back(steps.back().top.front().first);
-            if (static_cast<int>(tokens.size()) >= length) {
-                break;
-            }
-            row = genai.forward({teacher ? forced[p][tokens.size() - 1] : tokens.back()});
-        }
-        out.answer(p, ids.size(), tokens, teacher ? &forced[p] : nullptr, steps);
+        gate::answer(genai, out, p, ids, length, teacher ? &forced[p] : nullptr, topK);
     }
     return out.close() ? 0 : 4;
-}
-
-struct Timed {
-    double prefillS = 0.0, decodeS = 0.0;
-    size_t afterPrefill = 0, afterDecode = 0;
-    int last = 0;
-};
-
-// One repetition, as engines/runner/runner_timing.time_phases: P tokens into an empty context (the
-// argmax forces the result), then N tokens each fed its predecessor's argmax.
-Timed timePhases(Genai& genai, int prompt, int generate) {
-    using Clock = std::chrono::steady_clock;
-    genai.reset();
-    Timed timed;
-    const auto prefillStart = Clock::now();
-    int token = argmax(genai.forward(std::vector<int32_t>(prompt, kSyntheticToken)));
-    const auto prefillEnd = Clock::now();
-    timed.afterPrefill = genai.context();
-    for (int i = 0; i < generate; ++i) {
-        token = argmax(genai.forward({token}));
-    }
-    const auto decodeEnd = Clock::now();
-    timed.prefillS = std::chrono::duration<double>(prefillEnd - prefillStart).count();
-    timed.decodeS = std::chrono::duration<double>(decodeEnd - prefillEnd).count();
-    timed.afterDecode = genai.context();
-    timed.last = token;
-    return timed;
 }
 
 int bench(const char* argv[]) {
@@ -234,16 +166,7 @@ int bench(const char* argv[]) {
         return 2;
     }
     Genai genai(argv[2], argv[3]);
-    for (int i = 0; i < warmup; ++i) {
-        timePhases(genai, prompt, generate);
-    }
-    const Timed t = timePhases(genai, prompt, generate);
-    std::printf("{\"tool\": \"ort_genai_tool\", \"warmup\": %d, \"prompt_tokens\": %d, "
-                "\"generate_tokens\": %d, \"prefill_s\": %.9g, \"decode_s\": %.9g, "
-                "\"context_after_prefill\": %zu, \"context_after_decode\": %zu, "
-                "\"last_token\": %d}\n",
-                warmup, prompt, generate, t.prefillS, t.decodeS, t.afterPrefill, t.afterDecode,
-                t.last);
+    gate::bench(genai, "ort_genai_tool", prompt, generate, warmup);
     return 0;
 }
 
@@ -260,6 +183,6 @@ int main(int argc, const char* argv[]) {
                      argv[0], argv[0]);
         return 2;
     }
-    printSupports();
+    gate::printSupports();
     return mode == "greedy" ? greedy(argc, argv) : bench(argv);
 }
