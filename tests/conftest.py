@@ -162,6 +162,7 @@ LONGEST_FIRST = (
     "tests/workflow/test_control.py",
     "tests/workflow/test_emulation_workflow.py",
     "tests/workflow/test_ort.py",
+    "tests/workflow/test_executorch.py",
     "tests/workflow/test_workflow.py",
     "tests/workflow/test_slurm.py",
     "tests/workflow/test_readme.py",

@@ -206,7 +206,15 @@ def test_the_one_pass_fills_the_defaults_snakemakes_validate_fills(root, rel):
         ),
         ("config/host-sme2.yaml", ["build_engine", "make_synthetic_model", "run_bench"]),
         ("config/paper.yaml config/paper-control.yaml", ["fetch_engine_archives", "fetch_ndk"]),
-        ("config/emulated-paper.yaml", ["fetch_emulation_userland", "fetch_engine_archives"]),
+        (
+            "config/emulated-paper.yaml",
+            [
+                "fetch_emulation_userland",
+                "fetch_engine_archives",
+                "fetch_executorch_exporter",  # the fourth stack's exporter, and its export
+                "convert_pte_model",
+            ],
+        ),
     ],
 )
 def test_whole_dag_dry_run(root, tmp_path, monkeypatch, rel, must_run):

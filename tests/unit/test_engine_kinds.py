@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mnnrepro.engines.base import EngineKind
+from mnnrepro.engines.executorch.kind import ExecutorchEngine
 from mnnrepro.engines.llamacpp.kind import LlamaCppEngine
 from mnnrepro.engines.mnn_source.kind import BuiltEngine
 from mnnrepro.engines.mnn_wheel.kind import PrebuiltEngine
@@ -22,7 +23,13 @@ PACKAGE = ROOT / "workflow" / "scripts" / "mnnrepro"
 
 
 def test_every_kind_is_registered_once_and_says_what_defines_it():
-    assert set(KINDS) == {PrebuiltEngine, BuiltEngine, LlamaCppEngine, OrtGenaiEngine}
+    assert set(KINDS) == {
+        PrebuiltEngine,
+        BuiltEngine,
+        LlamaCppEngine,
+        OrtGenaiEngine,
+        ExecutorchEngine,
+    }
     for attribute in ("kind", "config_key"):
         values = [getattr(kind, attribute) for kind in KINDS]
         assert all(values) and len(set(values)) == len(values), attribute
@@ -32,13 +39,17 @@ def test_every_kind_is_registered_once_and_says_what_defines_it():
         BuiltEngine: "mnn",
         LlamaCppEngine: "gguf",
         OrtGenaiEngine: "onnx",
+        ExecutorchEngine: "pte",
     }
     assert [k for k in KINDS if k.from_source] == [BuiltEngine, LlamaCppEngine]
     assert all(k.config_section for k in KINDS if k.from_source)
     assert [k for k in KINDS if k.runs_through_runner] == [PrebuiltEngine, OrtGenaiEngine]
     assert [k for k in KINDS if k.sme_switch] == [LlamaCppEngine, OrtGenaiEngine]
     # what a device stages of an engine: a build's files, or its unpacked wheels
-    assert [k for k in KINDS if k.stages_files] == [BuiltEngine, LlamaCppEngine, OrtGenaiEngine]
+    staged = [BuiltEngine, LlamaCppEngine, OrtGenaiEngine, ExecutorchEngine]
+    assert [k for k in KINDS if k.stages_files] == staged
+    # every kind not run through the Python runner runs a gate tool built for it
+    assert all(k.builds_gate_tool({k.config_key: {}}) for k in (BuiltEngine, ExecutorchEngine))
 
 
 def test_a_config_entry_and_a_record_find_their_kind_and_nothing_else():

@@ -165,6 +165,57 @@ rule convert_onnx_model:
         "../scripts/convert_onnx_model.py"
 
 
+# ExecuTorch's model: the same checkpoint exported by ExecuTorch's own LLM exporter (the pinned
+# host wheels) to one program, int4 weights with dynamically quantized int8 activations lowered
+# to the XNNPACK delegate, and the gate's prompts encoded beside it (no tokenizer runs on the
+# device).
+rule convert_pte_model:
+    input:
+        hf=PLAN.checkpoint,
+        site=PLAN.host_tools["executorch_exporter"],
+    output:
+        model=directory(PLAN.model_dir["pte"]),
+        record="results/models/{model}/pte.json",
+        layout="results/models/{model}/layout-pte.json",  # the decode ceiling's, like MNN's
+    log:
+        "logs/convert_pte_model/{model}.log",
+    benchmark:
+        "logs/convert_pte_model/{model}.benchmark.tsv"
+    wildcard_constraints:
+        model=PLAN.alternatives(PLAN.convertible_models),
+    conda:
+        "../../envs/export.yaml"
+    resources:
+        mem_mb=6000,
+    params:
+        cache="resources/build/executorch-export/{model}",
+        correctness=PLAN.settings.correctness,  # its prompts, encoded beside the program
+    message:
+        "Exporting model {wildcards.model} to an ExecuTorch program (8da4w, XNNPACK) with ExecuTorch's exporter"
+    script:
+        "../scripts/convert_pte_model.py"
+
+
+# ExecuTorch's exporter: the host's executorch wheel and the packages it imports, pinned by
+# sha256 (`executorch.exporter`), unpacked side by side where the conversion's Python finds them.
+rule fetch_executorch_exporter:
+    output:
+        site=directory("resources/executorch/exporter"),
+        record="resources/executorch/exporter.json",
+    log:
+        "logs/fetch_executorch_exporter.log",
+    localrule: True  # the network is where Snakemake runs, not a compute node
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        pins=PLAN.host_tools["executorch_exporter_pins"],
+        cache="resources/wheels",
+    message:
+        "Fetching ExecuTorch's exporter (the host's executorch wheel and what it imports, sha256 pinned)"
+    script:
+        "../scripts/fetch_executorch_exporter.py"
+
+
 # `snakemake models_all`: every model of the experiment, nothing else.
 # What a decode step reads and a prefill token computes, from the model's files (the decode
 # ceiling's denominator; a replay restores it from the archive).

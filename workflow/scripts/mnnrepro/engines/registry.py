@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from mnnrepro.config import SME2_SETTINGS
 from mnnrepro.engines.base import EngineKind
+from mnnrepro.engines.executorch.kind import ExecutorchEngine
 from mnnrepro.engines.llamacpp.kind import LlamaCppEngine
 from mnnrepro.engines.mnn_source.kind import BuiltEngine
 from mnnrepro.engines.mnn_wheel.kind import PrebuiltEngine
@@ -22,6 +23,7 @@ KINDS: tuple[type[EngineKind], ...] = (
     BuiltEngine,
     LlamaCppEngine,
     OrtGenaiEngine,
+    ExecutorchEngine,
 )
 
 

@@ -27,5 +27,6 @@ FORMATS: dict[str, ModelFormat] = {
         ModelFormat("mnn", "layout.json", "", config_file="config.json", reads_images=True),
         ModelFormat("gguf", "layout-gguf.json", "-gguf"),
         ModelFormat("onnx", "layout-onnx.json", "-onnx"),  # genai's model directory
+        ModelFormat("pte", "layout-pte.json", "-pte"),  # ExecuTorch's program and tokenizer
     )
 }

@@ -1,0 +1,3 @@
+from job_spec import run_job
+
+run_job(snakemake, "convert_pte_model")  # mnnrepro/jobs/convert_pte_model.py

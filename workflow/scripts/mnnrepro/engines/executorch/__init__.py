@@ -1,0 +1,1 @@
+"""ExecuTorch with its XNNPACK delegate (the fourth stack): engines/executorch/kind.py."""
