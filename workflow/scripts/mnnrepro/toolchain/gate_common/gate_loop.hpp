@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include <sys/utsname.h>
@@ -108,6 +109,24 @@ void bench(Engine& engine, const char* tool, int prompt, int generate, int warmu
                 "\"last_token\": %d}\n",
                 tool, warmup, prompt, generate, t.prefillS, t.decodeS, t.afterPrefill,
                 t.afterDecode, t.last);
+}
+
+// The tools' command line: `greedy <model> <setting> <prompts.txt> <max_new_tokens> <out.json>
+// [top_k [forced.txt]]` or `bench <model> <setting> <prompt_tokens> <generate_tokens>
+// <warmup>` (model and setting: what the tool names them); the feature line, then the mode.
+inline int run(int argc, const char* argv[], const char* model, const char* setting,
+               int (*greedy)(int, const char*[]), int (*bench)(const char*[])) {
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (!((mode == "greedy" && argc >= 7) || (mode == "bench" && argc == 7))) {
+        std::fprintf(stderr,
+                     "usage: %s greedy %s %s <prompts.txt> <max_new_tokens> <out.json> "
+                     "[top_k [forced.txt]]\n"
+                     "       %s bench %s %s <prompt_tokens> <generate_tokens> <warmup>\n",
+                     argv[0], model, setting, argv[0], model, setting);
+        return 2;
+    }
+    printSupports();
+    return mode == "greedy" ? greedy(argc, argv) : bench(argv);
 }
 
 }  // namespace gate

@@ -173,16 +173,5 @@ int bench(const char* argv[]) {
 }  // namespace
 
 int main(int argc, const char* argv[]) {
-    const std::string mode = argc > 1 ? argv[1] : "";
-    if (!((mode == "greedy" && argc >= 7) || (mode == "bench" && argc == 7))) {
-        std::fprintf(stderr,
-                     "usage: %s greedy <model dir> <overlay json> <prompts.txt> <max_new_tokens> "
-                     "<out.json> [top_k [forced.txt]]\n"
-                     "       %s bench <model dir> <overlay json> <prompt_tokens> "
-                     "<generate_tokens> <warmup>\n",
-                     argv[0], argv[0]);
-        return 2;
-    }
-    gate::printSupports();
-    return mode == "greedy" ? greedy(argc, argv) : bench(argv);
+    return gate::run(argc, argv, "<model dir>", "<overlay json>", greedy, bench);
 }
