@@ -136,8 +136,20 @@ def ort_pins(config, message, section: str):
     return pins.get(re.search(r"GenAI for (\S+) \(", message).group(1))
 
 
+def executorch_pins(config, message) -> list:
+    """The pins of `executorch.wheels.<platform>` for the platform the message names."""
+    from mnnrepro.config import load_schema
+
+    default = load_schema()["properties"]["executorch"]["properties"]["wheels"]["default"]
+    pins = config.get("executorch", {}).get("wheels") or default
+    return pins.get(re.search(r"\) for (\S+) \(", message).group(1)) or []
+
+
 def wheels_pinned(config, message, found):
-    pins = ort_pins(config, message, "wheels") or []
+    if "ExecuTorch" in message:
+        pins = executorch_pins(config, message)
+    else:
+        pins = ort_pins(config, message, "wheels") or []
     return len(pins) == int(found[1]) and all(p.get("sha256") for p in pins)
 
 

@@ -45,6 +45,6 @@ rule fetch_engine_archives:
         said=PLAN.messages.archive_pins,
         cache="resources/wheels",
     message:
-        "Fetching {params.said} for {params.platform}, engine {wildcards.engine}"
+        "Fetching {params.said} for engine {wildcards.engine}"
     script:
         "../scripts/fetch_engine_archives.py"

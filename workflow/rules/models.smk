@@ -211,7 +211,7 @@ rule fetch_executorch_exporter:
         pins=PLAN.host_tools["executorch_exporter_pins"],
         cache="resources/wheels",
     message:
-        "Fetching ExecuTorch's exporter (the host's executorch wheel and what it imports, sha256 pinned)"
+        "Fetching ExecuTorch's exporter: the host's executorch wheel and the packages it imports"
     script:
         "../scripts/fetch_executorch_exporter.py"
 

@@ -186,9 +186,9 @@ class EngineKind:
         raise NotImplementedError
 
     @classmethod
-    def archives_said(cls, pins) -> str:
-        """What a fetching kind's pins are, as the fetch rule's message says it."""
-        return f"{cls.title}: {len(pins)} wheel(s), sha256 pinned"
+    def archives_said(cls, platform: str, pins) -> str:
+        """What a fetching kind's pins for a platform are, as the fetch rule's message says it."""
+        return f"{cls.title} for {platform} ({len(pins)} wheel(s), sha256 pinned)"
 
     @classmethod
     def describe(cls, name: str, spec: dict) -> dict:

@@ -69,4 +69,5 @@ class JobMessages:
         """What the engine's libraries are, and what pins them (each one's sha256, which the
         schema requires): its kind says (EngineKind.archives_said)."""
         spec = self.plan.config["engines"][self.plan.engine_of_key[wildcards.engine]]
-        return kind_of_spec(spec).archives_said(self.plan.archive_pins(wildcards))
+        platform = self.plan.engine_platform(wildcards)
+        return kind_of_spec(spec).archives_said(platform, self.plan.archive_pins(wildcards))

@@ -67,16 +67,16 @@ def convert(
 def export(
     model: str, checkpoint: Path, site: str, prompts, out_dir: str, cache: str, log_file
 ) -> dict:
-    config = json.loads((checkpoint / "config.json").read_text())
-    if config.get("model_type") != "qwen3":
+    hf_config = json.loads((checkpoint / "config.json").read_text())
+    if hf_config.get("model_type") != "qwen3":
         raise ConversionError(
             f"model {model}: ExecuTorch's exporter is run here for Qwen3 checkpoints; "
-            f"{checkpoint} is {config.get('model_type')!r}"
+            f"{checkpoint} is {hf_config.get('model_type')!r}"
         )
     work, checkpoint = Path(cache).resolve(), checkpoint.resolve()  # the exporter runs in work
     work.mkdir(parents=True, exist_ok=True)
     params = work / "params.json"
-    params.write_text(json.dumps(exporter_params(config), sort_keys=True))
+    params.write_text(json.dumps(exporter_params(hf_config), sort_keys=True))
     weights = work / "checkpoint.pth"
     tools = "executorch.examples.models"
     convert_weights = [f"{tools}.qwen3.convert_weights", str(checkpoint), str(weights)]
@@ -87,7 +87,7 @@ def export(
         argv += ["-qmode", QUANTIZATION["qmode"], "-G", str(QUANTIZATION["group_size"])]
         argv += ["-X", "--xnnpack-extended-ops", "--max_seq_length", str(MAX_SEQ_LENGTH)]
         argv += ["--max_context_length", str(MAX_CONTEXT_LENGTH)]
-        argv += ["--metadata", json.dumps(special_tokens(config))]
+        argv += ["--metadata", json.dumps(special_tokens(hf_config))]
         program = staging / PROGRAM  # the exporter writes --output_name as it is given
         argv += ["-o", str(staging), "--output_name", str(program)]
         run(model, site, argv, log_file, work)
@@ -102,7 +102,7 @@ def export(
             "max_context_length": MAX_CONTEXT_LENGTH,
         },
         "files": file_table(out_dir),
-        "layout": checkpoint_layout(checkpoint, config, Path(out_dir) / PROGRAM),
+        "layout": checkpoint_layout(checkpoint, hf_config, Path(out_dir) / PROGRAM),
     }
 
 
@@ -143,34 +143,34 @@ def run(model: str, site: str, module_argv: list[str], log_file, work: Path) -> 
         )
 
 
-def exporter_params(config: dict) -> dict:
+def exporter_params(hf_config: dict) -> dict:
     """The exporter's model arguments (examples/models/llama/model_args.py) of a Qwen3
     config.json: the fields its own Qwen3 configurations set."""
-    heads = config["num_attention_heads"]
+    heads = hf_config["num_attention_heads"]
     return {
-        "dim": config["hidden_size"],
-        "hidden_dim": config["intermediate_size"],
-        "n_layers": config["num_hidden_layers"],
+        "dim": hf_config["hidden_size"],
+        "hidden_dim": hf_config["intermediate_size"],
+        "n_layers": hf_config["num_hidden_layers"],
         "n_heads": heads,
-        "n_kv_heads": config.get("num_key_value_heads", heads),
-        "head_dim": config.get("head_dim", config["hidden_size"] // heads),
-        "vocab_size": config["vocab_size"],
-        "norm_eps": config["rms_norm_eps"],
-        "rope_theta": config.get("rope_theta")
-        or config.get("rope_parameters", {}).get("rope_theta", 1000000.0),
+        "n_kv_heads": hf_config.get("num_key_value_heads", heads),
+        "head_dim": hf_config.get("head_dim", hf_config["hidden_size"] // heads),
+        "vocab_size": hf_config["vocab_size"],
+        "norm_eps": hf_config["rms_norm_eps"],
+        "rope_theta": hf_config.get("rope_theta")
+        or hf_config.get("rope_parameters", {}).get("rope_theta", 1000000.0),
         "use_scaled_rope": False,
         "use_hf_rope": True,
         "use_qk_norm": True,
         "qk_norm_before_rope": True,
-        "attention_qkv_bias": config.get("attention_bias", False),
+        "attention_qkv_bias": hf_config.get("attention_bias", False),
     }
 
 
-def special_tokens(config: dict) -> dict:
+def special_tokens(hf_config: dict) -> dict:
     """The program's metadata methods the LLM runner reads: its BOS and end-of-sequence ids."""
-    eos = config.get("eos_token_id")
+    eos = hf_config.get("eos_token_id")
     eos_ids = eos if isinstance(eos, list) else [eos]
-    bos = config.get("bos_token_id")
+    bos = hf_config.get("bos_token_id")
     return {"get_bos_id": eos_ids[0] if bos is None else bos, "get_eos_ids": eos_ids}
 
 
@@ -189,7 +189,7 @@ def encoded_prompts(checkpoint: Path, prompts: list[str]) -> dict[str, list[int]
     return encoded
 
 
-def checkpoint_layout(checkpoint: Path, config: dict, program: Path) -> dict:
+def checkpoint_layout(checkpoint: Path, hf_config: dict, program: Path) -> dict:
     """What a decode step reads and a prefill token computes, from the checkpoint's tensor
     shapes (its safetensors headers) at the exporter's quantization: every linear layer's
     weights as int4 with an fp32 scale per group of 32 (the tied output layer among them, the
@@ -198,7 +198,9 @@ def checkpoint_layout(checkpoint: Path, config: dict, program: Path) -> dict:
     shapes = safetensors_shapes(checkpoint)
     embedding = next(s for n, s in shapes.items() if n.endswith("embed_tokens.weight"))
     linears = [s for n, s in shapes.items() if len(s) == 2 and "embed_tokens" not in n]
-    if config.get("tie_word_embeddings") or not any(n.endswith("lm_head.weight") for n in shapes):
+    if hf_config.get("tie_word_embeddings") or not any(
+        n.endswith("lm_head.weight") for n in shapes
+    ):
         linears.append(embedding)  # the output layer reads a copy of the embedding table
     weights = sum(rows * cols for rows, cols in linears)
     norms = sum(4 * s[0] for s in shapes.values() if len(s) == 1)

@@ -142,11 +142,11 @@ class OrtGenaiEngine(PrebuiltEngine):
         return fetch_ort_genai(platform, pins, cache, site)
 
     @classmethod
-    def archives_said(cls, pins) -> str:
+    def archives_said(cls, platform: str, pins) -> str:
         if isinstance(pins, dict):  # the AARs, and the wheel whose model builder is taken
             what = f"{len(pins) - 1} AARs and genai's wheel (its model builder)"
-            return f"{cls.title}: {what}, sha256 pinned"
-        return super().archives_said(pins)
+            return f"{cls.title} for {platform} ({what}, sha256 pinned)"
+        return super().archives_said(platform, pins)
 
     @classmethod
     def runner_name(cls, spec: dict) -> str:
