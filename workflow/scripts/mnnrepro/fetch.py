@@ -180,6 +180,15 @@ def pin_urls(pin: dict) -> list[str]:
     return [pin["url"], *pin.get("mirrors", [])]
 
 
+def verified(pin: dict, key: str, cache: Path) -> Path:
+    """A pin's file ({url, sha256, mirrors}), downloaded into cache unless it holds it, checked
+    against its sha256; a failure is one FetchError line naming the config key."""
+    try:
+        return download(pin_urls(pin), cache / pin["url"].rsplit("/", 1)[1], pin["sha256"])
+    except FetchError as err:
+        raise FetchError(f"config key `{key}`: {err}") from None
+
+
 def _digest(path: Path, algorithm: str) -> str:
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, algorithm).hexdigest()

@@ -18,9 +18,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mnnrepro.engines.ort_genai.fetch import verified
 from mnnrepro.errors import ReproError
-from mnnrepro.fetch import publish_dir
+from mnnrepro.fetch import publish_dir, verified
 from mnnrepro.files import file_table
 from mnnrepro.unpack import extract_zip_into, extract_zip_members
 

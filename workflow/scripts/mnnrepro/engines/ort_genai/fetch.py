@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from mnnrepro.errors import ReproError
-from mnnrepro.fetch import CHUNK, FetchError, download, pin_urls, publish_dir
+from mnnrepro.fetch import CHUNK, publish_dir, verified
 from mnnrepro.files import file_table
 from mnnrepro.unpack import extract_zip_into, extract_zip_members
 
@@ -120,14 +120,6 @@ def fetched_wheel(pin: dict, package: str, key: str, cache: Path) -> dict:
         raise WheelError(f"config key `{key}`: expected the {package} wheel, got {pin['url']}")
     path = verified(pin, key, cache)
     return {**identity, "file": path.name, "sha256": pin["sha256"], "path": path}
-
-
-def verified(pin: dict, key: str, cache: Path) -> Path:
-    """A pin's file, downloaded unless the cache holds it, checked against its sha256."""
-    try:
-        return download(pin_urls(pin), cache / pin["url"].rsplit("/", 1)[1], pin["sha256"])
-    except FetchError as err:
-        raise FetchError(f"config key `{key}`: {err}") from None
 
 
 def unpack_wheels(platform: str, pins: list[dict], cache: Path, staging: Path) -> dict:
