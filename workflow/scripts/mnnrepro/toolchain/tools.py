@@ -7,6 +7,7 @@ this host, with the host's compiler); and, per device platform, the SME mask a v
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,14 @@ GATE_COMMON = Path(__file__).with_name("gate_common")  # what every kind's gate 
 PROBE_SOURCE = Path(__file__).with_name("bandwidth_probe")
 MASK_SOURCE = Path(__file__).with_name("sme_mask")
 MASK_LIBRARY = "libsme_mask.so"  # what the mask's build makes, preloaded by its variants
+
+
+@functools.cache  # an identity is asked for every invocation's key; the sources are fixed
+def tool_source_digests(source: Path) -> dict[str, str]:
+    """The sha256 of a gate tool's sources (and of the gate code every tool includes): what a
+    measurement timed by the tool depends on."""
+    files = [*source.iterdir(), *GATE_COMMON.glob("*.hpp")]
+    return {p.name: sha256_file(p) for p in sorted(files) if p.is_file()}
 
 
 def build_tool(

@@ -11,7 +11,6 @@ baseline with SME and SME2 hidden by the SME mask (a variant's `hide_sme`)."""
 
 from __future__ import annotations
 
-import functools
 import json
 import posixpath
 from pathlib import Path
@@ -37,22 +36,14 @@ from mnnrepro.engines.executorch.fetch import (
 )
 from mnnrepro.engines.executorch.program import PROGRAM, PROMPTS
 from mnnrepro.engines.timers import RUNNER_STEPS, Timers
-from mnnrepro.files import sha256_file
 from mnnrepro.models.spec import checkpoint_problems
 from mnnrepro.sections import Bench
-from mnnrepro.toolchain.tools import GATE_COMMON, build_tool, ndk_path
+from mnnrepro.toolchain.tools import GATE_COMMON, build_tool, ndk_path, tool_source_digests
 
 MODEL_FORMAT = "pte"  # results/models/<model>/pte: the program and the gate's prompts, encoded
 TOOL = "executorch_tool"  # the program, in the engine's gate-tool directory
 TOOL_SOURCE = Path(__file__).with_name("gate_tool")
 EXPORTER_SITE = "resources/executorch/exporter"  # rule fetch_executorch_exporter's
-
-
-@functools.cache  # an identity is asked for every invocation's key; the sources are fixed
-def tool_sources() -> dict[str, str]:
-    """The sha256 of executorch_tool's sources (and the gate code it includes)."""
-    files = [*TOOL_SOURCE.iterdir(), *GATE_COMMON.glob("*.hpp")]
-    return {p.name: sha256_file(p) for p in sorted(files) if p.is_file()}
 
 
 def prompt_ids(prompts: list[str], encoded: dict[str, list[int]]) -> list[str]:
@@ -178,7 +169,7 @@ class ExecutorchEngine(EngineKind):
             "platform": record.platform,
             "wheels": sorted((w["file"], w["sha256"]) for w in record.as_written["wheels"]),
             "files": files_of(record),
-            "tool_sources": tool_sources(),  # the tool times it
+            "tool_sources": tool_source_digests(TOOL_SOURCE),  # the tool times it
         }
 
     @classmethod

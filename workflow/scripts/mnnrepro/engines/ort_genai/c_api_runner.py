@@ -4,22 +4,19 @@ against one engine's own libonnxruntime-genai.so."""
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 from mnnrepro.files import sha256_file
 from mnnrepro.toolchain import BuildError
-from mnnrepro.toolchain.tools import GATE_COMMON, build_tool, ndk_path
+from mnnrepro.toolchain.tools import GATE_COMMON, build_tool, ndk_path, tool_source_digests
 
 TOOL = "ort_genai_tool"  # the program, in the engine's gate-tool directory
 TOOL_SOURCE = Path(__file__).with_name("gate_tool")
 
 
-@functools.cache  # an identity is asked for every invocation's key; the sources are fixed
 def tool_sources() -> dict[str, str]:
     """The sha256 of ort_genai_tool's sources (and the gate code it includes)."""
-    files = [*TOOL_SOURCE.iterdir(), *GATE_COMMON.glob("*.hpp")]
-    return {p.name: sha256_file(p) for p in sorted(files) if p.is_file()}
+    return tool_source_digests(TOOL_SOURCE)
 
 
 def build_c_api_runner(
