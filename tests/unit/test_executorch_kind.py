@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import platform
 import struct
 import zipfile
 
@@ -22,7 +23,7 @@ from mnnrepro.engines.executorch.export import (
     exporter_params,
     special_tokens,
 )
-from mnnrepro.engines.executorch.fetch import LIBRARIES, WheelError, fetch_engine
+from mnnrepro.engines.executorch.fetch import LIBRARIES, WheelError, fetch_engine, fetch_exporter
 from mnnrepro.engines.executorch.kind import ExecutorchEngine, prompt_ids
 from mnnrepro.fetch import FetchError
 from mnnrepro.models.shapes import SHAPES
@@ -87,7 +88,10 @@ def test_wheels_that_cannot_be_used_are_one_line_naming_the_key(server, tmp_path
     with pytest.raises(WheelError, match=r"^config key `executorch.wheels.linux-arm64`: .*"):
         fetch_engine("linux-arm64", neon_only, cache, site)
     # the same delegate on the host is what it is: an x86-64 wheel has no SME2 to measure
-    assert fetch_engine("host", neon_only, cache, site)["delegate"]["sme2_kernels"] == []
+    x86 = "executorch-1.5.1-cp311-cp311-manylinux_2_28_x86_64.whl"
+    host_wheel = [pin(server, executorch_wheel(delegate=b"\x00xnn_f32_gemm_neon\x00"), x86)]
+    if platform.machine() == "x86_64":
+        assert fetch_engine("host", host_wheel, cache, site)["delegate"]["sme2_kernels"] == []
     partial = [
         pin(
             server,
@@ -100,6 +104,17 @@ def test_wheels_that_cannot_be_used_are_one_line_naming_the_key(server, tmp_path
     other = [pin(server, executorch_wheel(), "torchao-0.18.0-py3-none-any.whl")]
     with pytest.raises(WheelError, match=r"`executorch.wheels.host\[0\]`: expected the executorch"):
         fetch_engine("host", other, cache, tmp_path / "other")
+    # a compiled wheel for another machine than the platform's: the host's is x86-64 here
+    arm_on_host = [
+        pin(server, executorch_wheel(), "executorch-1.5.1-cp311-cp311-linux_aarch64.whl")
+    ]
+    if platform.machine() != "aarch64":
+        with pytest.raises(
+            WheelError, match=r"`executorch.wheels.host\[0\]`: .* built for aarch64"
+        ):
+            fetch_engine("host", arm_on_host, cache, tmp_path / "other")
+        with pytest.raises(WheelError, match=r"^config key `executorch.exporter\[0\]`: "):
+            fetch_exporter(arm_on_host, cache, tmp_path / "other")
     changed = [{**pin(server, executorch_wheel()), "sha256": "0" * 64}]
     with pytest.raises(FetchError) as err:
         fetch_engine("linux-arm64", changed, cache, tmp_path / "other")

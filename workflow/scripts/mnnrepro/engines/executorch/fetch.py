@@ -15,6 +15,7 @@ delegate holds none is refused before use: its pair could only measure NEON agai
 
 from __future__ import annotations
 
+import platform as host
 import re
 from pathlib import Path
 
@@ -45,6 +46,9 @@ SME2_SYMBOL = re.compile(rb"(?<=\x00)((?:xnn|kai)_[a-z0-9_]*sme2[a-z0-9_]*)(?=\x
 EXECUTED = re.compile(r"kai_(run|kernel)_|xnn_.*_ukernel_")
 GETTER = re.compile(r"_get_[a-z]+$")
 ARCH = {"x86_64": "x86_64", "aarch64": "aarch64"}
+# the machine a platform's wheel must be built for (host: this one's, where the tool is built
+# and the exporter runs)
+MACHINE = {"linux-arm64": "aarch64", "host": host.machine()}
 
 
 class WheelError(ReproError, ValueError):
@@ -75,6 +79,14 @@ def pinned_wheels(pins: list[dict], key: str, cache: Path) -> list[dict]:
     return wheels
 
 
+def for_machine(wheel: dict, machine: str, key: str) -> None:
+    """A compiled wheel for another machine than the one that runs it is one line naming key."""
+    if wheel["arch"] not in (None, machine):
+        raise WheelError(
+            f"config key `{key}`: {wheel['file']} is built for {wheel['arch']}, not {machine}"
+        )
+
+
 def fetch_engine(platform: str, pins: list[dict], cache: str | Path, site: str | Path) -> dict:
     """An engine's executorch wheel: its runtime unpacked into site (published whole), and
     its record (wheels.json)."""
@@ -82,6 +94,7 @@ def fetch_engine(platform: str, pins: list[dict], cache: str | Path, site: str |
     if len(pins) != 1:
         raise WheelError(f"config key `{key}`: one wheel (executorch's), not {len(pins)}")
     (wheel,) = pinned_wheels(pins, key, Path(cache))
+    for_machine(wheel, MACHINE[platform], f"{key}[0]")
     archive = wheel.pop("path")
     with publish_dir(site) as staging:
         for part in RUNTIME:
@@ -112,6 +125,8 @@ def fetch_engine(platform: str, pins: list[dict], cache: str | Path, site: str |
 def fetch_exporter(pins: list[dict], cache: str | Path, site: str | Path) -> dict:
     """The exporter's wheels, unpacked side by side into site (published whole)."""
     wheels = pinned_wheels(pins, "executorch.exporter", Path(cache))
+    for i, wheel in enumerate(wheels):  # the exporter runs here
+        for_machine(wheel, MACHINE["host"], f"executorch.exporter[{i}]")
     with publish_dir(site) as staging:
         for wheel in wheels:
             extract_zip_into(wheel.pop("path"), staging)
