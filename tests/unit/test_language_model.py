@@ -76,3 +76,23 @@ def test_a_checkpoint_without_weights_or_rope_is_one_line(vl_checkpoint, tmp_pat
     (bare / "config.json").write_text(json.dumps(config))
     with pytest.raises(LanguageModelError, match="text_config gives no rope_theta"):
         write_text_checkpoint(bare, tmp_path / "out")
+
+
+def test_a_converter_is_given_the_language_model_and_it_is_not_kept(vl_checkpoint, tmp_path):
+    """text_model: what ONNX Runtime's builder and ExecuTorch's exporter are given."""
+    import io
+
+    from mnnrepro.models.language_model import text_model
+
+    log = io.StringIO()
+    with text_model(vl_checkpoint, tmp_path / "cache", log) as (text, added):
+        assert text == tmp_path / "cache/language-model" and (text / "config.json").is_file()
+        assert added["language_model"]["as"] == "Qwen3ForCausalLM"
+    assert not text.exists() and "the language model of" in log.getvalue()
+    with pytest.raises(RuntimeError), text_model(vl_checkpoint, tmp_path / "cache", log) as (t, _):
+        raise RuntimeError("the converter failed")
+    assert not t.exists()  # removed on a failure too
+    qwen3 = tmp_path / "qwen3"  # a text checkpoint is given as it is
+    write_text_checkpoint(vl_checkpoint, qwen3)
+    with text_model(qwen3, tmp_path / "cache", log) as (same, added):
+        assert (same, added) == (qwen3, {})

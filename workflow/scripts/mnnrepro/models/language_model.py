@@ -12,6 +12,7 @@ never held whole)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from pathlib import Path
@@ -25,8 +26,29 @@ INDEX = "model.safetensors.index.json"
 NOT_COPIED = {"config.json", INDEX}  # the rest beside the weights: tokenizer, templates
 
 
+# a converter's environment: the checkpoint is local, nothing is asked of the Hugging Face hub
+HUB_OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+
+
 class LanguageModelError(ReproError, ValueError):
     pass
+
+
+@contextlib.contextmanager
+def text_model(checkpoint: str | Path, cache: str | Path, log_file):
+    """The checkpoint a text-only converter is given, and what its record adds: the checkpoint
+    itself, or for a vision-language one its language model, written to cache/language-model
+    and removed once converted (it is as large as the weights)."""
+    if not is_vision_language(checkpoint):
+        yield checkpoint, {}
+        return
+    text = Path(cache) / "language-model"
+    try:
+        language = write_text_checkpoint(checkpoint, text)
+        print(f"the language model of {checkpoint}: {language}", file=log_file, flush=True)
+        yield text, {"language_model": language}
+    finally:
+        shutil.rmtree(text, ignore_errors=True)
 
 
 def architecture(checkpoint: str | Path) -> str:

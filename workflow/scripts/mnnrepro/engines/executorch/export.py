@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -35,7 +34,7 @@ from mnnrepro.engines.executorch.program import PROGRAM, PROMPTS
 from mnnrepro.errors import ReproError
 from mnnrepro.fetch import publish_dir
 from mnnrepro.files import file_table
-from mnnrepro.models.language_model import is_vision_language, write_text_checkpoint
+from mnnrepro.models.language_model import HUB_OFFLINE, text_model
 
 QUANTIZATION = {"qmode": "8da4w", "group_size": 32}  # the exporter's -qmode and -G
 # the program's static limits: the longest prompt forwarded at once, and the cache's positions
@@ -52,16 +51,9 @@ def convert(
 ) -> dict:
     """Export checkpoint with the exporter in site into out_dir (published whole), the gate's
     prompts encoded beside it; its record."""
-    if not is_vision_language(checkpoint):
-        return export(model, Path(checkpoint), site, prompts, out_dir, cache, log_file)
-    text = Path(cache) / "language-model"  # removed once exported: as large as the weights
-    try:
-        language = write_text_checkpoint(checkpoint, text)
-        print(f"the language model of {checkpoint}: {language}", file=log_file, flush=True)
-        exported = export(model, text, site, prompts, out_dir, cache, log_file)
-        return {**exported, "language_model": language}
-    finally:
-        shutil.rmtree(text, ignore_errors=True)
+    with text_model(checkpoint, cache, log_file) as (text, language):
+        exported = export(model, Path(text), site, prompts, out_dir, cache, log_file)
+        return {**exported, **language}
 
 
 def export(
@@ -125,13 +117,7 @@ def run(model: str, site: str, module_argv: list[str], log_file, work: Path) -> 
     path = os.pathsep.join(
         p for p in (str(Path(site).resolve()), os.environ.get("PYTHONPATH")) if p
     )
-    env = {
-        **os.environ,
-        "PYTHONPATH": path,
-        "HF_HUB_OFFLINE": "1",  # the checkpoint is local: nothing is asked of the hub
-        "TRANSFORMERS_OFFLINE": "1",
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-    }
+    env = {**os.environ, "PYTHONPATH": path, **HUB_OFFLINE}
     print("$ " + " ".join(argv), file=log_file, flush=True)
     done = subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True)
     log_file.write(done.stdout + done.stderr)

@@ -14,7 +14,6 @@ line naming the model and the builder's own last words."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 from mnnrepro.errors import ReproError
 from mnnrepro.fetch import publish_dir
 from mnnrepro.files import file_table
-from mnnrepro.models.language_model import is_vision_language, write_text_checkpoint
+from mnnrepro.models.language_model import HUB_OFFLINE, text_model
 
 PRECISION, TARGET = "int4", "cpu"  # the builder's -p and -e: int4 MatMulNBits for the CPU
 CONFIG = "genai_config.json"
@@ -35,15 +34,8 @@ class ConversionError(ReproError, RuntimeError):
 
 def convert(model: str, checkpoint: str, site: str, out_dir: str, cache: str, log_file) -> dict:
     """Run genai's builder on checkpoint into out_dir (published whole); its record."""
-    if not is_vision_language(checkpoint):
-        return build(model, checkpoint, site, out_dir, cache, log_file)
-    text = Path(cache) / "language-model"  # removed once converted: as large as the weights
-    try:
-        language = write_text_checkpoint(checkpoint, text)
-        print(f"the language model of {checkpoint}: {language}", file=log_file, flush=True)
-        return {**build(model, text, site, out_dir, cache, log_file), "language_model": language}
-    finally:
-        shutil.rmtree(text, ignore_errors=True)
+    with text_model(checkpoint, cache, log_file) as (text, language):
+        return {**build(model, text, site, out_dir, cache, log_file), **language}
 
 
 def build(model: str, checkpoint, site: str, out_dir: str, cache: str, log_file) -> dict:
@@ -52,12 +44,7 @@ def build(model: str, checkpoint, site: str, out_dir: str, cache: str, log_file)
         argv = [sys.executable, str(BUILDER_MAIN), str(site), "-i", str(checkpoint)]
         argv += ["-o", str(staging)]
         argv += ["-p", PRECISION, "-e", TARGET, "-c", str(cache)]
-        env = {
-            **os.environ,
-            "HF_HUB_OFFLINE": "1",  # the checkpoint is local: nothing is asked of the hub
-            "TRANSFORMERS_OFFLINE": "1",
-            "HF_HUB_DISABLE_TELEMETRY": "1",
-        }
+        env = {**os.environ, **HUB_OFFLINE}
         print("$ " + " ".join(argv), file=log_file, flush=True)
         done = subprocess.run(argv, env=env, capture_output=True, text=True)
         log_file.write(done.stdout + done.stderr)
