@@ -447,3 +447,25 @@ def test_a_phones_ort_pins_that_cannot_be_used_are_one_line_naming_the_key(serve
     assert refused(pins, FetchError).startswith(
         "config key `ort_genai.aars.android-arm64.onnxruntime`: "
     )
+
+
+def test_a_wheel_is_read_from_its_file_name_and_a_kind_refuses_what_it_cannot_run():
+    from mnnrepro.engines.ort_genai.fetch import WheelError, wheel_identity
+    from mnnrepro.fetch import wheel_name
+
+    assert wheel_name("https://x/ruamel_yaml-0.19.1-py3-none-any.whl") == {
+        "name": "ruamel_yaml",
+        "version": "0.19.1",
+        "python": "py3",
+        "abi": "none",
+        "arch": None,
+    }
+    arm = "https://x/onnxruntime-1.32.0-cp311-cp311-manylinux_2_28_aarch64.whl"
+    assert wheel_name(arm)["arch"] == "aarch64" and wheel_name("https://x/a.tar.gz") is None
+    # ONNX Runtime's wheels carry compiled CPython extensions: a pure or abi3 one is refused
+    for url in (
+        "https://x/onnxruntime-1.0-py3-none-any.whl",
+        arm.replace("cp311-cp311", "cp311-abi3"),
+    ):
+        with pytest.raises(WheelError, match=r"^config key `k`: .* is not a CPython wheel"):
+            wheel_identity(url, "k")

@@ -10,6 +10,7 @@ import hashlib
 import http.client
 import logging
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -178,6 +179,24 @@ def _stream(resp, out, name: str, expected: str | None) -> tuple[int, dict]:
 def pin_urls(pin: dict) -> list[str]:
     """A pin's addresses in order: `url`, then its `mirrors`."""
     return [pin["url"], *pin.get("mirrors", [])]
+
+
+# a wheel's file name (PEP 427): name-version-python-abi-platform.whl
+WHEEL_NAME = re.compile(
+    r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)-(?P<python>[^-]+)-(?P<abi>[^-]+)-"
+    r"(?P<platform>[^-]+)\.whl$"
+)
+WHEEL_MACHINES = ("x86_64", "aarch64")  # a compiled wheel's machine, ending its platform tag
+
+
+def wheel_name(url: str) -> dict | None:
+    """A wheel's name, version, python and abi tags and machine (x86_64, aarch64; None for a
+    pure-Python wheel), from the file name its URL ends in; None: not a wheel's file name."""
+    found = WHEEL_NAME.match(url.rsplit("/", 1)[1])
+    if not found:
+        return None
+    machine = next((m for m in WHEEL_MACHINES if found["platform"].endswith(m)), None)
+    return {**{k: found[k] for k in ("name", "version", "python", "abi")}, "arch": machine}
 
 
 def verified(pin: dict, key: str, cache: Path) -> Path:

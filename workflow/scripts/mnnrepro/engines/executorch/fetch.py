@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from mnnrepro.errors import ReproError
-from mnnrepro.fetch import publish_dir, verified
+from mnnrepro.fetch import publish_dir, verified, wheel_name
 from mnnrepro.files import file_table
 from mnnrepro.unpack import extract_zip_into, extract_zip_members
 
@@ -38,14 +38,10 @@ LIBRARIES = (
     "libexecutorch_threadpool.so",
 )
 DELEGATE = "lib/libexecutorch_backend_xnnpack.so"
-WHEEL_NAME = re.compile(
-    r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)-(?P<python>[^-]+)-[^-]+-(?P<tag>[^-]+)\.whl$"
-)
 # an ELF dynamic symbol's name in .dynstr: XNNPACK's SME2 micro-kernels and KleidiAI's
 SME2_SYMBOL = re.compile(rb"(?<=\x00)((?:xnn|kai)_[a-z0-9_]*sme2[a-z0-9_]*)(?=\x00)")
 EXECUTED = re.compile(r"kai_(run|kernel)_|xnn_.*_ukernel_")
 GETTER = re.compile(r"_get_[a-z]+$")
-ARCH = {"x86_64": "x86_64", "aarch64": "aarch64"}
 # the machine a platform's wheel must be built for (host: this one's, where the tool is built
 # and the exporter runs)
 MACHINE = {"linux-arm64": "aarch64", "host": host.machine()}
@@ -57,13 +53,10 @@ class WheelError(ReproError, ValueError):
 
 def wheel_identity(url: str, key: str) -> dict:
     """(package, version, python tag, machine) of a pinned wheel, from its file name."""
-    found = WHEEL_NAME.match(url.rsplit("/", 1)[1])
+    found = wheel_name(url)
     if not found:
         raise WheelError(f"config key `{key}`: {url} is not a wheel's file name")
-    tag = found["tag"]
-    arch = next((a for a in ARCH if tag.endswith(a)), None)
-    name = found["name"].lower().replace("_", "-").replace(".", "-")
-    return {"name": name, "version": found["version"], "python": found["python"], "arch": arch}
+    return {k: found[k] for k in ("name", "version", "python", "arch")}
 
 
 def pinned_wheels(pins: list[dict], key: str, cache: Path) -> list[dict]:

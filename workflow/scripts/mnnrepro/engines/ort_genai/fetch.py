@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from mnnrepro.errors import ReproError
-from mnnrepro.fetch import CHUNK, publish_dir, verified
+from mnnrepro.fetch import CHUNK, publish_dir, verified, wheel_name
 from mnnrepro.files import file_table
 from mnnrepro.unpack import extract_zip_into, extract_zip_members
 
@@ -47,9 +47,7 @@ KERNEL_NAME = re.compile(rb"kai_run_[a-z0-9_]+")
 # NUL-terminated strings in its library: `session.*`, `mlas.*`, `optimization.*`, ...
 SESSION_OPTION = re.compile(rb"(?<=\x00)((?:session|mlas|optimization|kernel|ep)\.[a-z0-9_.]+)\x00")
 GLIBC = re.compile(rb"GLIBC_2\.(\d+)")
-WHEEL_NAME = re.compile(
-    r"^(?P<name>[A-Za-z0-9_]+)-(?P<version>[^-]+)-(?P<python>cp\d+)-cp\d+-\w+?_(?P<arch>x86_64|aarch64)\.whl$"
-)
+CPYTHON = re.compile(r"cp\d+")  # a CPython wheel's python and abi tags
 SWITCH = "mlas.disable_kleidiai"  # "1": MLAS's own kernels instead of all of KleidiAI's
 
 
@@ -58,11 +56,12 @@ class WheelError(ReproError, ValueError):
 
 
 def wheel_identity(url: str, key: str) -> dict:
-    """(package, version, python tag) of a pinned wheel, from its file name."""
-    found = WHEEL_NAME.match(url.rsplit("/", 1)[1])
-    if not found:
+    """(package, version, python tag, machine) of a pinned CPython wheel, from its file name."""
+    found = wheel_name(url) or {}
+    compiled = found.get("arch") and all(CPYTHON.fullmatch(found[t]) for t in ("python", "abi"))
+    if not compiled:
         raise WheelError(f"config key `{key}`: {url} is not a CPython wheel's file name")
-    return found.groupdict()
+    return {k: found[k] for k in ("name", "version", "python", "arch")}
 
 
 KIND = "ort-genai"  # the kind its records carry (kind.OrtGenaiEngine.kind)
