@@ -151,5 +151,33 @@ def parse_tool_bench(stdout: str, stderr: str, prompt: int, generate: int, tool:
     }
 
 
+def tool_bench(result, asked: tuple[dict, int, int], tool: str, version) -> dict:
+    """A gate tool's bench run as the runner's bench payload: what was asked (the runtime, P
+    prompt and N decode tokens) checked against its JSON line, with the engine's version."""
+    runtime, prompt, generate = asked
+    parsed = parse_tool_bench(result.stdout, result.stderr, prompt, generate, tool)
+    engine = {**parsed.pop("engine"), "version": version}
+    ran = {**runtime, "warmup": parsed["warmup"]}
+    return {"kind": "bench", "runtime": runtime, "ran": ran, **parsed, "engine": engine}
+
+
+def greedy_payload(ask, answers: list[dict], engine: dict) -> dict:
+    """A gate tool's greedy answers (tool_answers') as the runner's greedy payload for the ask
+    (engines/base.GreedyAsk), with what the tool says of the engine."""
+    return {
+        "kind": "greedy",
+        "runtime": ask.runtime,
+        "env": ask.env or {},
+        "answers": answers,
+        "engine": engine,
+    }
+
+
+def tool_engine(first, tool: str) -> dict:
+    """What an API-driven gate tool says of the engine: the features line of its first
+    successful run (None: none succeeded)."""
+    return {"device_supports": supports_line(first.stderr) if first else "", "tool": tool}
+
+
 def supports_line(stderr: str) -> str:
     return next((ln.strip() for ln in stderr.splitlines() if ln.startswith(SUPPORTS_LINE)), "")

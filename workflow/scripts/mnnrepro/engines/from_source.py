@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mnnrepro.engines.base import EngineKind, GreedyAsk
-from mnnrepro.engines.device_io import files_of, staged_files, tool_answers
+from mnnrepro.engines.device_io import files_of, greedy_payload, staged_files, tool_answers
 from mnnrepro.toolchain.kernels import can_have_sme2
 from mnnrepro.toolchain.source import release_text
 from mnnrepro.toolchain.tools import GateTool, build_gate_tool
@@ -89,14 +89,7 @@ class BuiltFromSource(EngineKind):
         answers, first = tool_answers(
             device, ask.prompts, ask.forced, argv_of, run_env, ask.timeout
         )
-        return {
-            "kind": "greedy",
-            "unit": "token ids",
-            "runtime": ask.runtime,
-            "env": ask.env or {},
-            "answers": answers,
-            "engine": engine_of(first),
-        }
+        return {**greedy_payload(ask, answers, engine_of(first)), "unit": "token ids"}
 
     def library_env(self) -> dict:
         return {"LD_LIBRARY_PATH": self.dir}

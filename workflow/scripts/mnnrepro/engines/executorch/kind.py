@@ -21,16 +21,16 @@ from mnnrepro.engines.device_io import (
     BenchError,
     fetch_text,
     files_of,
-    parse_tool_bench,
+    greedy_payload,
     staged_files,
-    supports_line,
     tool_answers,
+    tool_bench,
+    tool_engine,
 )
 from mnnrepro.engines.executorch.fetch import (
     DELEGATE,
     KIND,
     PACKAGE,
-    WheelError,
     fetch_engine,
     wheel_identity,
 )
@@ -213,11 +213,7 @@ class ExecutorchEngine(EngineKind):
         return argv, self.runner_env()
 
     def read_bench(self, device, result, out: str) -> dict:
-        runtime, prompt, generate = self.asked
-        parsed = parse_tool_bench(result.stdout, result.stderr, prompt, generate, TOOL)
-        engine = {**parsed.pop("engine"), "version": self.record.version}
-        ran = {**runtime, "warmup": parsed["warmup"]}
-        return {"kind": "bench", "runtime": runtime, "ran": ran, **parsed, "engine": engine}
+        return tool_bench(result, self.asked, TOOL, self.record.version)
 
     def greedy(self, device, receipt: dict, ask: GreedyAsk) -> dict:
         """executorch_tool's greedy mode, one process per prompt, each prompt as the export
@@ -235,14 +231,4 @@ class ExecutorchEngine(EngineKind):
         answers, first = tool_answers(device, ids, ask.forced, argv_of, env, ask.timeout)
         for answer, prompt in zip(answers, ask.prompts, strict=True):
             answer["prompt"] = prompt  # asked as its ids
-        engine = {"device_supports": supports_line(first.stderr) if first else "", "tool": TOOL}
-        return {
-            "kind": "greedy",
-            "runtime": ask.runtime,
-            "env": ask.env or {},
-            "answers": answers,
-            "engine": engine,
-        }
-
-
-__all__ = ["ExecutorchEngine", "WheelError"]
+        return greedy_payload(ask, answers, tool_engine(first, TOOL))

@@ -26,10 +26,11 @@ from mnnrepro.engines.base import GreedyAsk
 from mnnrepro.engines.device_io import (
     GATE_TOP_K,
     files_of,
-    parse_tool_bench,
+    greedy_payload,
     staged_files,
-    supports_line,
     tool_answers,
+    tool_bench,
+    tool_engine,
 )
 from mnnrepro.engines.mnn_wheel.kind import PrebuiltEngine
 from mnnrepro.engines.ort_genai.c_api_runner import (
@@ -248,12 +249,7 @@ class OrtGenaiEngine(PrebuiltEngine):
     def read_bench(self, device, result, out: str) -> dict:
         if runner_of(self.record) == "python":
             return super().read_bench(device, result, out)
-        runtime, prompt, generate = self.asked
-        parsed = parse_tool_bench(result.stdout, result.stderr, prompt, generate, TOOL)
-        version = {"version": self.record.version}
-        engine = {**parsed.pop("engine"), **version}
-        ran = {**runtime, "warmup": parsed["warmup"]}
-        return {"kind": "bench", "runtime": runtime, "ran": ran, **parsed, "engine": engine}
+        return tool_bench(result, self.asked, TOOL, self.record.version)
 
     def greedy(self, device, receipt: dict, ask: GreedyAsk) -> dict:
         """The Python runner's greedy mode (PrebuiltEngine.greedy), or with `runner: c-api`
@@ -270,12 +266,4 @@ class OrtGenaiEngine(PrebuiltEngine):
 
         env = {**(ask.env or {}), **self.runner_env()}
         answers, first = tool_answers(device, ask.prompts, ask.forced, argv_of, env, ask.timeout)
-        line = supports_line(first.stderr) if first else ""
-        engine = {"device_supports": line, "tool": TOOL}
-        return {
-            "kind": "greedy",
-            "runtime": runtime,
-            "env": ask.env or {},
-            "answers": answers,
-            "engine": engine,
-        }
+        return greedy_payload(ask, answers, tool_engine(first, TOOL))
