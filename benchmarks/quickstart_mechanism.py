@@ -2,8 +2,11 @@
 directory (the model exported again, nothing cached), some of them under load.
 
 Usage: python benchmarks/quickstart_mechanism.py [--runs 4] [--loaded 1] [--configfile F]
+       [--quant-bit B --name NAME]
 
-Each run is `snakemake --cores 4` (with --configfile F, that config instead of the default);
+Each run is `snakemake --cores 4` (with --configfile F, that config instead of the default;
+with --quant-bit B, the default config with its model's weights quantised to B bits, written
+beside the run: a model whose decode reads more bytes per operation);
 a loaded run has one busy process beside it for the whole run (a spinning Python loop,
 stopped when the run ends). Per run: the wall time, where the benchmark stopped, the gains
 and the mechanism check's word with its evidence, read from the run's own summary.csv and
@@ -25,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import yaml  # noqa: E402
 from provenance import write_results  # noqa: E402
 
 CHECK = "prefill gain > decode gain"
@@ -66,6 +70,18 @@ def read_run(experiment: Path) -> dict:
     }
 
 
+def requantised(quant_bit: int, folder: Path) -> str:
+    """The default config with every synthetic model's weights at quant_bit bits (its
+    experiment named for it), written into folder; its path."""
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    for model in config["models"].values():
+        model["synthetic"]["quant_bit"] = quant_bit
+    config["experiment"] = f"{config['experiment']}-{quant_bit}bit"
+    path = folder / f"config-{quant_bit}bit.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+    return str(path)
+
+
 def report(runs: list[dict], configfile: str | None) -> list[str]:
     tally = Counter(r["status"] for r in runs)
     lines = [
@@ -98,15 +114,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=4, help="quiet cold runs")
     parser.add_argument("--loaded", type=int, default=1, help="cold runs under load")
     parser.add_argument("--configfile", help="another config than the default")
+    parser.add_argument("--quant-bit", type=int, help="the default config at these bits")
     parser.add_argument("--name", default="quickstart_mechanism", help="results file name")
     args = parser.parse_args(argv)
-    runs = []
-    for loaded in [False] * args.runs + [True] * args.loaded:
-        with tempfile.TemporaryDirectory(prefix="quickstart-mechanism-") as workdir:
-            runs.append(cold_run(Path(workdir), args.configfile, loaded))
-        print(json.dumps(runs[-1]), flush=True)
-    result = {"configfile": args.configfile, "runs": runs}
-    write_results(args.name, result, report(runs, args.configfile))
+    if args.quant_bit and (args.configfile or args.name == parser.get_default("name")):
+        parser.error("--quant-bit takes the default config and a results --name of its own")
+    runs, said = [], args.configfile
+    with tempfile.TemporaryDirectory(prefix="quickstart-config-") as folder:
+        configfile = requantised(args.quant_bit, Path(folder)) if args.quant_bit else said
+        said = f"{Path(configfile).name} (--quant-bit {args.quant_bit})" if args.quant_bit else said
+        for loaded in [False] * args.runs + [True] * args.loaded:
+            with tempfile.TemporaryDirectory(prefix="quickstart-mechanism-") as workdir:
+                runs.append(cold_run(Path(workdir), configfile, loaded))
+            print(json.dumps(runs[-1]), flush=True)
+    result = {"configfile": said, "quant_bit": args.quant_bit, "runs": runs}
+    write_results(args.name, result, report(runs, said))
     return 0
 
 
