@@ -19,6 +19,7 @@ import pytest
 import yaml
 from conftest import design_of, full_variant_spec
 
+from mnnrepro.analysis.prediction import recorded_identity
 from mnnrepro.analysis.prediction_score import (
     SCORE_COLUMNS,
     bound_to_run,
@@ -28,6 +29,7 @@ from mnnrepro.analysis.prediction_score import (
     variant_settings,
 )
 from mnnrepro.errors import DataError
+from mnnrepro.models.shapes import measured_identities
 from mnnrepro.plan.prediction import prediction_problems
 from mnnrepro.store.foreign import register_foreign
 from mnnrepro.store.schema import open_store
@@ -60,13 +62,15 @@ def completed(variants: dict) -> dict:
 def test_the_same_variants_differ_in_nothing_and_others_are_named():
     document = registered_prediction(PREDICTED, NAME)
     config = paper_config("predict-x300.yaml")
-    made = bound_to_run(document, design_of(config), document["variants"])
+    made = bound_to_run(document, design_of(config), document["variants"], {})
     # its own run: the same variants; it was predicted for the paper's prompt, not the profiled
     assert made["differences"] == ["bench `prompt_tokens` 512 predicted, 64 measured"]
     assert [p["measured_as"] for p in made["predictions"]] == [["sme2-off", "sme2-on"]]
     # the paper's phone config at 4 threads, 512/128 tokens, scored by the 1-thread prediction
     paper = paper_config("paper.yaml")
-    bound = bound_to_run(document, design_of(paper), variant_settings(completed(paper["variants"])))
+    bound = bound_to_run(
+        document, design_of(paper), variant_settings(completed(paper["variants"])), {}
+    )
     text = "\n".join(bound["differences"])
     assert "bench `generate_tokens` 8 predicted, 128 measured" in text
     assert "prompt_tokens" not in text  # predicted for its 512-token prompt
@@ -80,7 +84,7 @@ def test_the_same_variants_differ_in_nothing_and_others_are_named():
     for name, variant in paper_config("paper-predicted.yaml")["variants"].items():
         one_thread["variants"][name]["runtime"].update(variant["runtime"])  # as Snakemake merges
     scored = bound_to_run(
-        document, design_of(one_thread), variant_settings(completed(one_thread["variants"]))
+        document, design_of(one_thread), variant_settings(completed(one_thread["variants"])), {}
     )
     assert scored["predictions"][0]["not_scored"] == ""  # its config: the same threads and prompt
 
@@ -88,7 +92,9 @@ def test_the_same_variants_differ_in_nothing_and_others_are_named():
 def test_a_pair_is_found_by_its_key_and_an_ambiguous_one_is_not_scored():
     document = registered_prediction(PREDICTED, NAME)
     tiny = yaml.safe_load((ROOT / "tests/workflow/config-tiny.yaml").read_text())
-    bound = bound_to_run(document, design_of(tiny), variant_settings(completed(tiny["variants"])))
+    bound = bound_to_run(
+        document, design_of(tiny), variant_settings(completed(tiny["variants"])), {}
+    )
     (prediction,) = bound["predictions"]
     names = ("one-thread", "two-threads")
     got = predicted_for(bound, names, "prefill", "synth-tiny")
@@ -102,6 +108,45 @@ def test_a_pair_is_found_by_its_key_and_an_ambiguous_one_is_not_scored():
         **other["phases"]["prefill"],
         "not_scored": other["not_scored"],
     }
+
+
+def test_a_prediction_is_scored_only_on_the_model_it_predicts():
+    """The frozen prediction (for Qwen3-VL-4B's language model) scores a measured model of its
+    shape whatever it is named, and refuses, naming both, a model of another shape, one whose
+    shape the run did not record, and any model where the prediction's own is unknown; the
+    measured identity comes from what the engine loaded (its MNN layout) before what the
+    model was made as (its synthetic shape)."""
+    document = registered_prediction(PREDICTED, NAME)
+    document["model_identity"] = recorded_identity(ROOT / "config/cost_model.yaml", "qwen3-vl-4b")
+    paper = paper_config("paper.yaml")
+    for name, variant in paper_config("paper-predicted.yaml")["variants"].items():
+        paper["variants"][name]["runtime"].update(variant["runtime"])
+    variants = variant_settings(completed(paper["variants"]))
+    manifests = [
+        {"model": "qwen3-vl-4b-mnn", "spec": {"modelscope": "MNN/Qwen3-VL-4B-Instruct-MNN"}},
+        {"model": "synth-06b", "spec": {"shape": "qwen3-0.6b"}},
+        {"model": "gguf-only", "spec": {"checkpoint": "somewhere"}},
+        {"model": "renamed", "spec": {"shape": "qwen3-0.6b"}},  # its layout says otherwise
+    ]
+    layouts = [
+        {"model": "qwen3-vl-4b-mnn", "hidden_size": 2560, "num_hidden_layers": 36},
+        {"model": "renamed", "hidden_size": 2560, "num_hidden_layers": 36},
+    ]
+    measured = measured_identities(manifests, layouts)
+    bound = bound_to_run(document, design_of(paper), variants, measured)
+    names = tuple(bound["predictions"][0]["measured_as"])
+    said = "model qwen3-vl-4b (hidden size 2560, 36 layers) predicted"
+    refused = {m: predicted_for(bound, names, "prefill", m)["not_scored"] for m in measured}
+    assert refused == {
+        "qwen3-vl-4b-mnn": "",
+        "renamed": "",
+        "synth-06b": f"{said}, synth-06b (hidden size 1024, 28 layers) measured",
+        "gguf-only": f"{said}, gguf-only (of unrecorded shape) measured",
+    }
+    unknown = bound_to_run(
+        {**document, "model_identity": None}, design_of(paper), variants, measured
+    )
+    assert all(predicted_for(unknown, names, "decode", m)["not_scored"] for m in measured)
 
 
 def test_a_score_says_which_interval_holds_which_gain():

@@ -15,6 +15,8 @@ import pytest
 import yaml
 from conftest import assert_report, run_snakemake, without_replay_section
 
+from mnnrepro.models.shapes import text_shape
+
 # tiny_run is module-scoped: every test of the module on one worker (but the sweep, below)
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny-run")]
 
@@ -364,8 +366,21 @@ def test_an_edited_summary_table_is_refused_by_its_readers(root, copied_run):
 COUNTED = (
     "experiment=tiny-counted",
     "devices={host: {local: {profiler: callgrind}}}",
-    "prediction={device: host, core: epyc-zen4, soc: reference-host, model: qwen3-0.6b}",
 )
+
+
+def tiny_cost_model(root: Path, folder: Path) -> str:
+    """config/cost_model.yaml with the tiny model's shape among its models (its bytes per
+    weight the quickstart model's: the same export), so that the tiny run is predicted for the
+    model it measures; a prediction for another model is not scored (test_prediction_score)."""
+    data = yaml.safe_load((root / "config" / "cost_model.yaml").read_text())
+    shape = {
+        k: v for k, v in text_shape("tiny").items() if k in data["models"]["qwen3-0.6b"]["shape"]
+    }
+    data["models"]["tiny"] = {**data["models"]["qwen3-0.6b"], "shape": shape}
+    path = folder / "cost_model-tiny.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(path)
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind (.ci/run installs it)")
@@ -374,7 +389,11 @@ def test_this_host_counted_by_callgrind_is_predicted_and_scored(root, copied_run
     instruction by class) and a prediction priced for the reference machine's core: the
     prediction is made from this host's own counts and scored against the gains the same run
     measures natively (config/predict-host.yaml at the quickstart's scale)."""
-    snakemake(root, copied_run, "--config", *COUNTED)
+    constants = tiny_cost_model(root, copied_run)
+    prediction = "{device: host, core: epyc-zen4, soc: reference-host, model: tiny, "
+    snakemake(
+        root, copied_run, "--config", *COUNTED, f"prediction={prediction}constants: {constants}}}"
+    )
     out = copied_run / "results" / "tiny-counted"
     kernels = pd.read_csv(out / "kernels.csv", keep_default_na=False, na_values=[""])
     assert set(kernels["profiler"]) == {"valgrind --tool=callgrind"}
@@ -397,6 +416,7 @@ def test_this_host_counted_by_callgrind_is_predicted_and_scored(root, copied_run
     summary = pd.read_csv(out / "summary.csv")
     scored = summary[summary["phase"].isin(["prefill", "decode"])]
     assert scored["predicted_gain"].notna().all() and len(scored) == 2
-    assert scored["prediction_holds_measured"].notna().all()
+    assert scored["prediction_holds_measured"].notna().all()  # predicted for the tiny model
+    assert scored["log_error"].notna().all() and scored["not_scored"].isna().all()
     text = (out / "summary.md").read_text()
     assert "## Predicted before the phone" in text and "| host |" in text

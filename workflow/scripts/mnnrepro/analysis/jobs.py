@@ -145,21 +145,28 @@ def write_prediction(job) -> None:
     phone, predicted here from the emulated instruction mix (with the inputs' hashes) or
     registered from a file made earlier (`prediction.registered`), bound to this run's pairs."""
     # per job: each job imports its own stage's modules (0.2-0.4 s each if all)
+    from mnnrepro.analysis.prediction import recorded_identity
     from mnnrepro.analysis.prediction_score import (
         bound_to_run,
         registered_prediction,
         variant_settings,
     )
     from mnnrepro.analysis.prediction_text import prediction_markdown
+    from mnnrepro.models.shapes import measured_identities
 
     design = Design.of(job.params.design)
     variants = variant_settings(job.params.variants)
     registered = getattr(job.input, "registered", None)
     if registered:
         document = registered_prediction(registered, job.params.prediction["registered"])
+        if "model_identity" not in document:  # made before documents recorded it
+            identity = recorded_identity(job.input.constants, document["model"])
+            document = {**document, "model_identity": identity}
     else:
         document = predicted_here(job, design, variants)
-    document = bound_to_run(document, design, variants)
+    manifests = [read_record(p, "model_manifest") for p in job.input.manifests]
+    measured = measured_identities(manifests, [read_json(p) for p in job.input.layouts])
+    document = bound_to_run(document, design, variants, measured)
     write_json(job.output.document, document)
     Path(job.output.markdown).write_text(prediction_markdown(document), encoding="utf-8")
 

@@ -38,6 +38,7 @@ import yaml
 from mnnrepro.analysis.token_work import SME_CLASSES, mixes, per_token
 from mnnrepro.config import ConfigError
 from mnnrepro.devices.instruction_mix import CLASSES
+from mnnrepro.models.shapes import identity
 from mnnrepro.phases import PHASES
 
 VECTOR_CLASSES = ("dot_matmul", "vector_load_store", "vector_other")
@@ -137,6 +138,13 @@ class CostModel:
             )
         choices = itertools.product(*[(c.low, c.high) for c in ranged.values()])
         return [{**self.values(), **dict(zip(ranged, c, strict=True))} for c in choices]
+
+
+def recorded_identity(path: str | Path, model: str) -> dict | None:
+    """The identity (models/shapes.IDENTITY) of a cost model's model, for a prediction made
+    before its document recorded one."""
+    shape = ((yaml.safe_load(Path(path).read_text()) or {}).get("models") or {}).get(model, {})
+    return identity(shape.get("shape") or {})
 
 
 def weights(shape: dict) -> int:
@@ -305,6 +313,7 @@ def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict
         **{k: spec[k] for k in ("device", "core", "soc", "model")},
         "counted_by": str(counted.iloc[0]) if len(counted) else "",
         "phone_model_weights": weights(model.phone_shape),
+        "model_identity": identity(model.phone_shape),  # what it is scored on (shapes.IDENTITY)
         "inputs": context["inputs"],
         "claims": dict(design.comparison.claims),
         # the benchmark predicted for (the phone run's prompt), and the one profiled

@@ -23,6 +23,7 @@ import pandas as pd
 from mnnrepro.analysis.prediction_text import gain_text, not_like_for_like, origin_text
 from mnnrepro.design import variants_of
 from mnnrepro.errors import DataError
+from mnnrepro.models.shapes import identity_text
 from mnnrepro.phases import PHASES
 
 SCORE_COLUMNS = [
@@ -35,8 +36,8 @@ SCORE_COLUMNS = [
     "not_scored",  # why a prediction is not scored against the row ("" or null: it is)
 ]
 # what a prediction must share with a measurement to be scored against it: a gain predicted
-# for another thread count or prompt is another quantity (the differences in anything else,
-# e.g. the decoded tokens, are named beside the score)
+# for another thread count, prompt or model (models/shapes.IDENTITY) is another quantity (the
+# differences in anything else, e.g. the decoded tokens, are named beside the score)
 MUST_MATCH = ("threads", "prompt_tokens")
 ESTIMATE = ("gain", "low", "high")
 
@@ -86,11 +87,15 @@ def variant_settings(specs: dict) -> dict[str, dict]:
     }
 
 
-def bound_to_run(document: dict, design, variants: dict[str, dict]) -> dict:
+def bound_to_run(
+    document: dict, design, variants: dict[str, dict], measured: dict[str, dict | None]
+) -> dict:
     """The prediction as this run scores it: each predicted pair marked with the names this
     run's pair of the same key has (`measured_as`, None where this run has no such pair), and
     what differs between the prediction's benchmark and variants and this run's
-    (`differences`; variants: each one's engine, runtime settings and environment)."""
+    (`differences`; variants: each one's engine, runtime settings and environment); and the
+    run's models it is not scored on, each with why (`other_models`; measured: each model's
+    identity, models/shapes.measured_identities)."""
     pairs = {p.key: p for p in design.comparison.pairs}
     recorded = document.get("variants")
     predictions = []
@@ -113,7 +118,20 @@ def bound_to_run(document: dict, design, variants: dict[str, dict]) -> dict:
             then, now = recorded.get(p[side], {}), variants.get(name, {})
             differences += variant_differences(f"`{p['pair']}` {side}", then, now)
     unique = list(dict.fromkeys(differences))  # a pair predicted on several emulated models
-    return {**document, "predictions": predictions, "differences": unique}
+    others = model_refusals(document, measured)
+    return {**document, "predictions": predictions, "differences": unique, "other_models": others}
+
+
+def model_refusals(document: dict, measured: dict[str, dict | None]) -> dict[str, str]:
+    """Each measured model that is not the one predicted for (models/shapes.IDENTITY: the
+    document's `model_identity`; unrecorded on either side is no match), with one sentence."""
+    predicted = document.get("model_identity")
+    said = f"model {document['model']} ({identity_text(predicted)}) predicted"
+    return {
+        model: f"{said}, {model} ({identity_text(found)}) measured"
+        for model, found in sorted(measured.items())
+        if predicted is None or found != predicted
+    }
 
 
 def refusals(
@@ -159,12 +177,16 @@ def predicted_for(document: dict, names: tuple[str, str], phase: str, model: str
     """The predicted {gain, low, high, ...} of this run's pair (names: its baseline and
     treatment) in one phase, for a measured model: the prediction made on that very model
     if there is one, else the pair's only prediction; None where the pair is not predicted or
-    it is ambiguous (several emulated models, none of them this one)."""
+    it is ambiguous (several emulated models, none of them this one). Its `not_scored` says
+    why it is not scored on this model, if it is not (bound_to_run)."""
     found = [q for q in document["predictions"] if q.get("measured_as") == list(names)]
     same = [q for q in found if q["model"] == model]
     chosen = same or (found if len(found) == 1 else [])
     got = chosen[0]["phases"].get(phase) if chosen else None  # vision phases: none
-    return {**got, "not_scored": chosen[0].get("not_scored", "")} if got else None
+    if not got:
+        return None
+    refused = [chosen[0].get("not_scored", ""), document.get("other_models", {}).get(model, "")]
+    return {**got, "not_scored": "; ".join(r for r in refused if r)}
 
 
 def score_fields(got: dict | None, row: dict) -> dict:
@@ -241,12 +263,13 @@ def scored_rows(summary: pd.DataFrame, document: dict, prediction: dict, phase: 
         & (summary["phase"] == phase)
         & summary["predicted_gain"].notna()
     ]
-    mine = {**prediction["phases"][phase], "not_scored": prediction.get("not_scored", "")}
-    return [
-        r
-        for r in rows.itertuples()
-        if predicted_for(document, tuple(names), phase, r.model) == mine
-    ]
+    mine = prediction["phases"][phase]
+
+    def given(model: str) -> dict | None:  # what predicted_for gave the row, its reason aside
+        got = predicted_for(document, tuple(names), phase, model)
+        return {k: v for k, v in got.items() if k != "not_scored"} if got else None
+
+    return [r for r in rows.itertuples() if given(r.model) == mine]
 
 
 def measured_cells(r) -> str:

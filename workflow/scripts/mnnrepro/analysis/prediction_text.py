@@ -100,9 +100,9 @@ def origin_text(document: dict) -> str:
 
 
 def not_like_for_like(document: dict) -> str:
-    """What the predicted pairs' variants and benchmark differ in from this run's, in one
+    """What the predicted pairs' variants, benchmark and model differ in from this run's, in one
     sentence ('' where nothing: analysis/prediction_score.py binds a prediction to its run)."""
-    differences = document.get("differences", [])
+    differences = [*document.get("differences", []), *document.get("other_models", {}).values()]
     return "Not like for like: " + "; ".join(differences) + "." if differences else ""
 
 

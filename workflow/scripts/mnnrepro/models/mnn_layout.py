@@ -64,6 +64,7 @@ def model_layout(model_dir: str | Path) -> dict:
         "graph_bytes": graph.stat().st_size if graph.is_file() else 0,
         "embedding_file": embedding.name if embedding.is_file() else None,
         "hidden_size": llm_config.get("hidden_size"),
+        "num_hidden_layers": llm_config.get("layer_nums"),
         # tie_embeddings = [start of the head's weights, their end, bytes of its scales, ...]
         "head_bytes": (tied[1] - tied[0] + tied[2]) if len(tied) >= 3 else None,
         "quant_bit": bits,

@@ -104,3 +104,32 @@ VISION_SHAPES: dict[str, dict] = {
 def text_shape(name: str) -> dict:
     """A named shape's language model: the Qwen3 shape itself, or a Qwen3-VL's text decoder."""
     return SHAPES[name] if name in SHAPES else VISION_SHAPES[name]["text"]
+
+
+# what says which model a gain was measured or predicted on: two models alike in these are
+# the same language model to the cost model (its work per token), whatever they are named
+IDENTITY = ("hidden_size", "num_hidden_layers")
+
+
+def identity(shape: dict) -> dict | None:
+    """A model's identity (IDENTITY) from its shape or its MNN layout; None where unknown."""
+    found = {k: shape.get(k) for k in IDENTITY}
+    return found if all(isinstance(v, int) for v in found.values()) else None
+
+
+def identity_text(found: dict | None) -> str:
+    if found is None:
+        return "of unrecorded shape"
+    return f"hidden size {found['hidden_size']}, {found['num_hidden_layers']} layers"
+
+
+def measured_identities(manifests: list[dict], layouts: list[dict]) -> dict[str, dict | None]:
+    """Each measured model's identity: a layout's that records it (MNN's: what the engine
+    loaded), else its synthetic shape's (what it was made as), else None."""
+    found = {}
+    for m in manifests:
+        named = m.get("spec", {}).get("shape")
+        found[m["model"]] = identity(text_shape(named)) if named else None
+    for layout in layouts:
+        found[layout["model"]] = identity(layout) or found.get(layout["model"])
+    return found

@@ -56,7 +56,10 @@ class ModelInputs:
         )
 
     def model_layouts(self, wildcards=None) -> list[str]:
-        if not self.experiment.explains:
-            return []
+        """The layouts the gain's explanation reads (none where it is not explained)."""
+        return self.layout_files() if self.experiment.explains else []
+
+    def layout_files(self) -> list[str]:
+        """Every model's layout in every format the experiment runs."""
         root, names = [self.experiment.models_dir], [LAYOUT_FILES[f] for f in self.model_formats]
         return expand("{root}/{model}/{name}", root=root, model=self.models, name=names)

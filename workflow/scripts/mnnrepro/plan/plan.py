@@ -199,7 +199,8 @@ class Plan(EngineInputs, ModelInputs):
 
     def prediction_inputs(self, wildcards=None) -> dict:
         spec, key = self.settings.prediction, self.experiment.results_key
-        return prediction_inputs(spec, key, self.model_manifests())
+        # what the engines loaded says which model each is, where a layout records its shape
+        return prediction_inputs(spec, key, self.model_manifests(), self.layout_files())
 
     def summary_tables(self, wildcards=None) -> list[str]:
         """The measured tables and the summary (`snakemake analysis_all`; no plots)."""

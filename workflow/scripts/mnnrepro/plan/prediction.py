@@ -24,16 +24,21 @@ def constants_path(spec: dict) -> Path:
     return ROOT / spec.get("constants", "config/cost_model.yaml")
 
 
-def prediction_inputs(spec: dict, results_key: str, manifests: list[str]) -> dict:
+def prediction_inputs(
+    spec: dict, results_key: str, manifests: list[str], layouts: list[str]
+) -> dict:
     """What rule predict_gain reads: a registered prediction's file, or what a prediction
-    made here needs (kernels.csv, the cost model, the emulated models' manifests)."""
-    if "registered" in spec:
-        return {"registered": str(ROOT / spec["registered"])}
-    return {
-        "kernels": f"results/{results_key}/kernels.csv",
+    made here needs (kernels.csv); the cost model (the predicted model's shape), and what
+    says which models the run measured (their manifests, and the layouts of those it has in
+    MNN's format: what the engine loaded)."""
+    measured = {
         "constants": str(constants_path(spec)),
         "manifests": manifests,
+        "layouts": layouts,
     }
+    if "registered" in spec:
+        return {"registered": str(ROOT / spec["registered"]), **measured}
+    return {"kernels": f"results/{results_key}/kernels.csv", **measured}
 
 
 def prediction_problems(config: dict) -> list[str]:
