@@ -56,10 +56,7 @@ class ModelInputs:
         )
 
     def model_layouts(self, wildcards=None) -> list[str]:
-        """The layouts the gain's explanation reads (none where it is not explained)."""
-        return self.layout_files() if self.experiment.explains else []
-
-    def layout_files(self) -> list[str]:
-        """Every model's layout in every format the experiment runs."""
+        if not self.experiment.explains:
+            return []
         root, names = [self.experiment.models_dir], [LAYOUT_FILES[f] for f in self.model_formats]
         return expand("{root}/{model}/{name}", root=root, model=self.models, name=names)

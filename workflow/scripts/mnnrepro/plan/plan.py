@@ -200,7 +200,8 @@ class Plan(EngineInputs, ModelInputs):
     def prediction_inputs(self, wildcards=None) -> dict:
         spec, key = self.settings.prediction, self.experiment.results_key
         # what the engines loaded says which model each is, where a layout records its shape
-        return prediction_inputs(spec, key, self.model_manifests(), self.layout_files())
+        # (a replay of an archive without layouts: the models' synthetic shapes, if any)
+        return prediction_inputs(spec, key, self.model_manifests(), self.model_layouts())
 
     def summary_tables(self, wildcards=None) -> list[str]:
         """The measured tables and the summary (`snakemake analysis_all`; no plots)."""
