@@ -44,7 +44,9 @@ def emulated_config(root) -> dict:
     cfg["variants"] = host["variants"]
     cfg["comparison"] = {**host["comparison"], "on_non_sme2_device": "fallback-check"}
     cfg.pop("prediction", None)
-    cfg["correctness"].update(prompts=["你好"], max_new_tokens=4)
+    # the host run's prompts, whose ids the program's export encoded: a gate setting other than
+    # the prompts exports nothing again (rule convert_pte_model's params)
+    cfg["correctness"].update(prompts=host["correctness"]["prompts"], max_new_tokens=4)
     cfg["attribution"]["devices"] = ["qemu-sme2-vl512"]  # what ran, on the SME2 CPU alone
     # emulated timings are recorded, never judged: no warm-up, short phases
     cfg["bench"].update(
@@ -72,8 +74,10 @@ def test_the_executorch_pair_on_this_host_and_on_emulated_cpus(root, seed_models
     modes = json.loads((out / "modes/host.json").read_text())["modes"]
     assert [m["mode"] for m in modes] == ["equal"]  # x86-64: the mask changes nothing
     assert validity_failures(out, "host") == []
-    model = json.loads((tmp_path / "results/models/synth-tiny/pte.json").read_text())
+    exported = tmp_path / "results/models/synth-tiny/pte.json"
+    model = json.loads(exported.read_text())
     assert model["exporter"]["delegate"] == "xnnpack"
+    exported_at = exported.stat().st_mtime_ns
 
     cfg = emulated_config(root)
     config_path = tmp_path / "executorch-emulated.yaml"
@@ -82,6 +86,8 @@ def test_the_executorch_pair_on_this_host_and_on_emulated_cpus(root, seed_models
         root, "--cores", "2", "--configfile", str(config_path), "--directory", str(tmp_path)
     )
     out = tmp_path / "results" / "executorch-emulated"
+    # the same program on the emulated CPUs: another gate length exports nothing again
+    assert exported.stat().st_mtime_ns == exported_at
     arm = [json.loads(p.read_text()) for p in tmp_path.glob("results/engines/et-*/wheels.json")]
     (arm,) = [r for r in arm if r["target_arch"] == "aarch64"]
     assert {PREFILL_KERNEL, DECODE_KERNEL} <= set(arm["delegate"]["sme2_kernels"])

@@ -189,7 +189,7 @@ rule convert_pte_model:
         mem_mb=6000,
     params:
         cache="resources/build/executorch-export/{model}",
-        correctness=PLAN.settings.correctness,  # its prompts, encoded beside the program
+        prompts=PLAN.settings.gate_prompts,  # encoded beside the program
     message:
         "Exporting model {wildcards.model} to an ExecuTorch program (8da4w, XNNPACK) with ExecuTorch's exporter"
     script:

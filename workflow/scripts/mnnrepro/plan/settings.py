@@ -44,6 +44,12 @@ class Settings:
         )
 
     @property
+    def gate_prompts(self) -> list[str]:
+        """The gate's text prompts alone: what a conversion that encodes them beside its model
+        is given (a change of another gate setting converts nothing again)."""
+        return list(self.correctness["prompts"])
+
+    @property
     def profiler(self) -> dict:
         """What the profiler needs (the checks' thresholds are the validity rule's): its rate,
         and the device a prediction's own profiles are taken on with their phases (absent
