@@ -24,32 +24,12 @@
 #include <vector>
 
 #include "gate_output.hpp"
+#include "mnn_logits.hpp"
 
 using MNN::Express::VARP;
 using MNN::Transformer::Llm;
 
-namespace {
-
-// The last position's logits as floats (the engine may compute in fp16).
-std::vector<float> lastRow(VARP logits) {
-    auto info = logits->getInfo();
-    if (info == nullptr || info->dim.empty()) {
-        return {};
-    }
-    if (info->type.code != halide_type_float || info->type.bits != 32) {
-        logits = MNN::Express::_Cast<float>(logits);
-        info = logits->getInfo();
-    }
-    const int vocab = info->dim.back();
-    const float* data = logits->readMap<float>();
-    if (data == nullptr || vocab <= 0 || info->size < vocab) {
-        return {};
-    }
-    const float* row = data + (info->size - vocab);
-    return std::vector<float>(row, row + vocab);
-}
-
-}  // namespace
+using mnn_gate::lastRow;
 
 int main(int argc, const char* argv[]) {
     if (argc < 5) {
