@@ -135,12 +135,18 @@ def gain_lines(summary: pd.DataFrame) -> list[str]:
         "|---|---|---|---:|---|---|---|---|",
     ]
     for r in summary[summary["phase"].isin(PHASES)].itertuples():
+        refused = r.not_scored if isinstance(r.not_scored, str) else ""  # a CSV's empty: NaN
+        answers = (
+            f"not scored: {refused} | - |"
+            if refused  # another model than the predicted one (the one-layer model's rows)
+            else f"{'yes' if r.measured_holds_prediction else 'no'} | "
+            f"{'yes' if r.prediction_holds_measured else 'no'} |"
+        )
         lines.append(
             f"| {r.model} | {r.treatment} vs {r.baseline} | {r.phase} | "
             f"{r.predicted_gain:+.0%} | [{r.predicted_gain_low:+.0%}, "
             f"{r.predicted_gain_high:+.0%}] | {r.gain:+.0%} [{r.gain_ci_low:+.0%}, "
-            f"{r.gain_ci_high:+.0%}] | {'yes' if r.measured_holds_prediction else 'no'} | "
-            f"{'yes' if r.prediction_holds_measured else 'no'} |"
+            f"{r.gain_ci_high:+.0%}] | {answers}"
         )
     return lines
 
