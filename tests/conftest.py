@@ -300,6 +300,26 @@ def debian_archive_reachable() -> bool:
     return reachable("deb.debian.org", 80)
 
 
+# where the tests fetch from: a keyword of network_marks -> (its name, whether it answers)
+SOURCES = {
+    "PyPI": ("PyPI", pypi_reachable),
+    "Debian": ("Debian's archive", debian_archive_reachable),
+}
+
+
+def network_marks(**fetched: str) -> list:
+    """The marks of a slow test that fetches (fetched: what it fetches, by source, SOURCES'
+    keywords): slow, network, and a skip naming each source that does not answer and what the
+    test needed of it."""
+    missing = [
+        f"{SOURCES[source][0]}: {what}"
+        for source, what in fetched.items()
+        if not SOURCES[source][1]()
+    ]
+    reason = f"needs the network ({'; '.join(missing)})"
+    return [pytest.mark.slow, pytest.mark.network, pytest.mark.skipif(bool(missing), reason=reason)]
+
+
 # SMSTART, SMSTOP, RET (A64): enter and leave streaming mode, as every SME2 kernel begins
 STREAMING_MODE_PROGRAM = """
 import ctypes, mmap

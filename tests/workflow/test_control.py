@@ -16,15 +16,13 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from conftest import copy_repository, pypi_reachable, run_snakemake, without_replay_section
+from conftest import copy_repository, network_marks, run_snakemake, without_replay_section
 
 from mnnrepro.engines.ort_genai.onnx_genai import ConversionError, convert
 from mnnrepro.models.synthetic import make_model
 
 pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.network,
-    pytest.mark.skipif(not pypi_reachable(), reason="needs the network (PyPI: the sdist)"),
+    *network_marks(PyPI="the sdist"),
     pytest.mark.xdist_group("control-run"),  # the module's run: every test on one worker
 ]
 

@@ -7,27 +7,15 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-import pytest
 import yaml
-from conftest import (
-    assert_no_sme2_kernel_ran_without_sme,
-    debian_archive_reachable,
-    pypi_reachable,
-    run_snakemake,
-)
+from conftest import assert_no_sme2_kernel_ran_without_sme, network_marks, run_snakemake
 
 from mnnrepro.devices.qemu import QemuDevice
 from mnnrepro.toolchain.tools import build_sme_mask
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.network,
-    pytest.mark.skipif(
-        not (debian_archive_reachable() and pypi_reachable()),
-        reason="needs the network: the emulated device's pinned packages come from Debian's "
-        "archive and PyPI",
-    ),
-]
+pytestmark = network_marks(
+    Debian="the emulated device's pinned packages", PyPI="the emulated device's pinned packages"
+)
 # the host, the fallback CPU and one SME2 vector length (not QEMU's default 256 bits: the
 # configured length reaches the process); the vector-length check at another length is
 # tests/unit/test_attribution.py's, the whole sweep benchmarks/mnn_vector_length.py's

@@ -9,23 +9,10 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-import pytest
 import yaml
-from conftest import (
-    assert_no_sme2_kernel_ran_without_sme,
-    debian_archive_reachable,
-    pypi_reachable,
-    run_snakemake,
-)
+from conftest import assert_no_sme2_kernel_ran_without_sme, network_marks, run_snakemake
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.network,
-    pytest.mark.skipif(not pypi_reachable(), reason="needs the network (PyPI: the wheels)"),
-    pytest.mark.skipif(
-        not debian_archive_reachable(), reason="needs Debian's archive: the emulated userland"
-    ),
-]
+pytestmark = network_marks(PyPI="the wheels", Debian="the emulated userland")
 
 HOST = "tests/workflow/config-executorch.yaml"
 # KleidiAI's SME2 GEMMs of the program's fp32 matrix products, found here in the emulated

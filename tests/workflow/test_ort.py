@@ -15,15 +15,11 @@ import yaml
 from conftest import (
     assert_no_sme2_kernel_ran_without_sme,
     debian_archive_reachable,
-    pypi_reachable,
+    network_marks,
     run_snakemake,
 )
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.network,
-    pytest.mark.skipif(not pypi_reachable(), reason="needs the network (PyPI: the wheels)"),
-]
+pytestmark = network_marks(PyPI="the wheels")
 
 ORT = "tests/workflow/config-ort.yaml"
 SWITCH = "mlas.disable_kleidiai"
