@@ -156,6 +156,7 @@ def write_prediction(job) -> None:
 
     design = Design.of(job.params.design)
     variants = variant_settings(job.params.variants)
+    manifests = [read_record(p, "model_manifest") for p in job.input.manifests]
     registered = getattr(job.input, "registered", None)
     if registered:
         document = registered_prediction(registered, job.params.prediction["registered"])
@@ -163,22 +164,21 @@ def write_prediction(job) -> None:
             identity = recorded_identity(job.input.constants, document["model"])
             document = {**document, "model_identity": identity}
     else:
-        document = predicted_here(job, design, variants)
-    manifests = [read_record(p, "model_manifest") for p in job.input.manifests]
+        document = predicted_here(job, design, variants, manifests)
     measured = measured_identities(manifests, [read_json(p) for p in job.input.layouts])
     document = bound_to_run(document, design, variants, measured)
     write_json(job.output.document, document)
     Path(job.output.markdown).write_text(prediction_markdown(document), encoding="utf-8")
 
 
-def predicted_here(job, design: Design, variants: dict) -> dict:
-    """The prediction made from this run's emulated device (analysis/prediction.py)."""
+def predicted_here(job, design: Design, variants: dict, manifests: list[dict]) -> dict:
+    """The prediction made from this run's emulated device (analysis/prediction.py; manifests:
+    its models', which it scales by)."""
     # per job: each job imports its own stage's modules (0.2-0.4 s each if all)
     from mnnrepro.analysis.prediction import prediction_document
     from mnnrepro.models.shapes import text_shape
 
     given = job.input
-    manifests = [read_record(p, "model_manifest") for p in given.manifests]
     context = {
         "constants": given.constants,
         "shapes": {m["model"]: text_shape(m["spec"]["shape"]) for m in manifests},
