@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 from provenance import write_results  # noqa: E402
 
 from mnnrepro.engines.mnn_source import llmbench  # noqa: E402
-from mnnrepro.engines.mnn_source.kind import LEVELS, greedy_config, llm_bench_config  # noqa: E402
+from mnnrepro.engines.mnn_source.kind import LEVELS, llm_bench_config  # noqa: E402
 from mnnrepro.engines.registry import EngineRecord  # noqa: E402
 from mnnrepro.phases import PHASES  # noqa: E402
 from mnnrepro.stats import t_interval  # noqa: E402
@@ -49,12 +49,30 @@ MODEL = "synth-qwen3-06b"
 PROMPT, GENERATE = 256, 32  # the quickstart's benchmark
 
 
+def runtime(threads: int) -> dict:
+    """The quickstart's runtime settings at `threads`, every key llm_bench sets."""
+    levels = {"precision": "low", "memory": "low", "power": "normal", "backend_type": "cpu"}
+    return {"thread_num": threads, **levels}
+
+
+def model_dir(workdir: Path) -> Path:
+    return workdir / "results" / "models" / MODEL / "mnn"
+
+
+def run_engine_program(argv: list[str], engine_dir: Path, cwd: Path | None = None):
+    """One of the engine's programs with its libraries alone (as the workflow runs them)."""
+    env = {"LD_LIBRARY_PATH": str(engine_dir), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"$ {' '.join(argv)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
 def config(mnn: str, threads: int) -> dict:
     """One host build of MNN (config/host-sme2.yaml's flags, SME2 off) and the quickstart's
     model, for `build_all` and `models_all`."""
     host = yaml.safe_load((ROOT / "config" / "host-sme2.yaml").read_text())
     quickstart = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    runtime = {"thread_num": threads, "precision": "low", "memory": "low"}
     return {
         "experiment": EXPERIMENT,
         "mnn": {"source": {"path": mnn}},
@@ -62,7 +80,7 @@ def config(mnn: str, threads: int) -> dict:
         "models": {MODEL: quickstart["models"][MODEL]},
         "devices": {"host": {"local": {}}},
         # two variants alike (the schema asks for a pair): nothing here is benchmarked by them
-        "variants": {v: {"engine": "mnn-host", "runtime": runtime} for v in ("a", "b")},
+        "variants": {v: {"engine": "mnn-host", "runtime": runtime(threads)} for v in "ab"},
         "bench": {"prompt_tokens": PROMPT, "generate_tokens": GENERATE, "repetitions": 2},
         "correctness": quickstart["correctness"],
         "comparison": {"baseline": "a", "treatment": "b"},
@@ -79,48 +97,40 @@ def snakemake(workdir: Path, configfile: Path, cores: int, *targets: str) -> flo
     return round(time.perf_counter() - start, 1)
 
 
-def built_tool(workdir: Path) -> tuple[Path, dict, dict]:
-    """mnn_timers built against the workflow's engine; its path, the engine and tool records."""
+def built_tool(workdir: Path) -> tuple[Path, Path, dict, dict]:
+    """mnn_timers built against the workflow's engine: its path, the engine's directory, the
+    engine's and the tool's records."""
     (build_json,) = workdir.glob("results/engines/*/build.json")
     record = EngineRecord.of(json.loads(build_json.read_text()))
-    source = record.as_written["source"]
-    out = workdir / "mnn-timers"
+    engine_dir, out = build_json.parent / "bin", workdir / "mnn-timers"
     with open(workdir / "mnn-timers.log", "w") as log:
         tool = build_gate_tool(
             TOOL,
             record,
-            source,
-            str(build_json.parent / "bin"),
+            record.as_written["source"],
+            str(engine_dir),
             str(workdir / "mnn-timers-build"),
             str(out),
             log,
         )
-    return out / TOOL.program, dict(record.as_written), tool
+    return out / TOOL.program, engine_dir, dict(record.as_written), tool
 
 
 def engine_config(workdir: Path, threads: int) -> Path:
     """The model's config.json with every setting llm_bench 3.6.1 applies (its other options
     at their defaults), beside the model (base_dir)."""
-    model_dir = workdir / "results" / "models" / MODEL / "mnn"
-    runtime = {"thread_num": threads, "precision": "low", "memory": "low", "power": "normal"}
-    settings = llm_bench_config({**runtime, "backend_type": "cpu"}, PROMPT)
-    original = json.loads((model_dir / "config.json").read_text())
-    written = greedy_config(original, str(model_dir), settings, 1)
-    for key in ("sampler_type", "max_new_tokens"):  # llm_bench sets neither: its defaults
-        written.pop(key)
-        if key in original:
-            written[key] = original[key]
+    folder = model_dir(workdir)
+    original = json.loads((folder / "config.json").read_text())
+    settings = llm_bench_config(runtime(threads), PROMPT)
+    written = {**original, **settings, "base_dir": f"{folder}/"}
     path = workdir / "config.timers.json"
     path.write_text(json.dumps(written, indent=2))
     return path
 
 
 def measure(tool: Path, engine_dir: Path, config_path: Path, reps: int, out: Path) -> list[dict]:
-    env = {"LD_LIBRARY_PATH": str(engine_dir), "PATH": "/usr/bin:/bin"}
     argv = [str(tool), str(config_path), str(PROMPT), str(GENERATE), str(reps), str(out)]
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"$ {' '.join(argv)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    run_engine_program(argv, engine_dir)
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
@@ -128,7 +138,7 @@ def llm_bench_itself(engine_dir: Path, workdir: Path, threads: int, reps: int) -
     """The engine's own llm_bench on the same model and settings (as the workflow runs it:
     llmbench.build_args, -rep reps): its tok/s per phase, mean and SD, to set beside
     mnn_timers' llm_bench method (the same timers, another process)."""
-    model_config = workdir / "results" / "models" / MODEL / "mnn" / "config.json"
+    model_config = model_dir(workdir) / "config.json"
     out = workdir / "llm_bench.json"
     argv = llmbench.build_args(
         str(engine_dir / "llm_bench"),
@@ -141,10 +151,7 @@ def llm_bench_itself(engine_dir: Path, workdir: Path, threads: int, reps: int) -
         repetitions=reps,
     )
     argv += ["--memory", str(LEVELS["low"])]
-    env = {"LD_LIBRARY_PATH": str(engine_dir), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run(argv, env=env, cwd=workdir, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"$ {' '.join(argv)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    proc = run_engine_program(argv, engine_dir, cwd=workdir)  # llm_bench writes ./tmp
     rows = llmbench.parse_json(out.read_text())
     llmbench.cross_check(llmbench.parse_table(proc.stdout), rows)
     return {r["phase"]: {"tps": r["tps"], "std": r["std"], "reps": reps} for r in rows}
@@ -226,9 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     configfile = workdir / "config.yaml"
     configfile.write_text(yaml.safe_dump(config(str(Path(args.mnn).resolve()), args.threads)))
     workflow_s = snakemake(workdir, configfile, args.cores, "build_all", "models_all")
-    tool, engine, built = built_tool(workdir)
+    tool, engine_dir, engine, built = built_tool(workdir)
     config_path = engine_config(workdir, args.threads)
-    engine_dir = next(workdir.glob("results/engines/*/bin"))
     runs = measure(tool, engine_dir, config_path, args.reps, workdir / "timers.jsonl")
     itself = llm_bench_itself(engine_dir, workdir, args.threads, max(3, args.reps // 4))
     command = f"python benchmarks/llm_bench_timers.py --mnn <MNN 3.6.1> --reps {args.reps}"
