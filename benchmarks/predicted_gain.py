@@ -17,7 +17,9 @@ config/predict-x300-4-threads.yaml after it) benchmarks/results/predicted_gain-4
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -33,7 +35,8 @@ from ort_kleidiai import kept_or_temporary  # noqa: E402
 from provenance import write_results  # noqa: E402
 from real_mnn import KLEIDIAI_MD5, snakemake  # noqa: E402
 
-from mnnrepro.analysis.prediction import CostModel, predict_pair  # noqa: E402
+from mnnrepro.analysis.cost_model import CostModel  # noqa: E402
+from mnnrepro.analysis.prediction import Target, predict_pair  # noqa: E402
 from mnnrepro.analysis.token_work import for_prompt  # noqa: E402
 from mnnrepro.engines.mnn_source.kind import BuiltEngine  # noqa: E402
 from mnnrepro.plan.prediction import constants_path  # noqa: E402
@@ -73,12 +76,13 @@ HELD_OUT = [
 
 def held_out_rows(document: dict) -> list[dict]:
     """Each published figure beside the prediction of its phase at its thread count, made
-    again for the figure's prompt (what a prefill does once spread over its tokens), and
-    whether its interval holds the figure."""
+    again for the figure's prompt (what a prefill does once spread over its tokens): its log
+    error, and whether its interval holds the figure when the model error is estimated from
+    the other figures alone (leave_one_out)."""
     spec = yaml.safe_load((ROOT / CONFIG).read_text())["prediction"]  # the one that made it
     model = CostModel.read(constants_path(spec), spec["core"], spec["soc"], spec["model"])
-    made_for = document["bench"]["prompt_tokens"]
-    rows = []
+    made_for, generated = document["bench"]["prompt_tokens"], document["bench"]["generate_tokens"]
+    cases = []
     for figure in HELD_OUT:
         for p in document["predictions"]:
             if p["threads"][1] != figure["threads"]:
@@ -87,11 +91,42 @@ def held_out_rows(document: dict) -> list[dict]:
                 for_prompt(p["mix_per_token"][side], made_for, figure["prompt_tokens"])
                 for side in ("baseline", "treatment")
             )
-            again = predict_pair(base, treat, model, p["scale"], tuple(p["threads"]))
-            got = again[figure["phase"]]
-            inside = got["low"] <= figure["gain"] <= got["high"]
-            rows.append({**figure, "pair": p["pair"], "predicted": got, "inside": inside})
+            target = Target.of(model, p["scale"], figure["prompt_tokens"], generated)
+            cases.append((figure, p, base, treat, target))
+    return leave_one_out(model, cases)
+
+
+def leave_one_out(model: CostModel, cases: list[tuple]) -> list[dict]:
+    """Each case's prediction with the model error the other cases' log errors estimate (their
+    root mean square; none without another case), so no figure widens its own interval."""
+    errors = []
+    for figure, p, base, treat, target in cases:
+        point = predict_pair(base, treat, model, target, tuple(p["threads"]))[figure["phase"]]
+        errors.append(math.log((1 + figure["gain"]) / (1 + point["gain"])))
+    rows = []
+    for i, (figure, p, base, treat, target) in enumerate(cases):
+        others = errors[:i] + errors[i + 1 :]
+        sd = math.sqrt(sum(e * e for e in others) / len(others)) if others else 0.0
+        alone = dataclasses.replace(model, model_error=sd)
+        got = predict_pair(base, treat, alone, target, tuple(p["threads"]))[figure["phase"]]
+        inside = got["low"] <= figure["gain"] <= got["high"]
+        rows.append(
+            {
+                **figure,
+                "pair": p["pair"],
+                "predicted": got,
+                "log_error": errors[i],
+                "model_error_log_sd": sd,
+                "others": len(others),
+                "inside": inside,
+            }
+        )
     return rows
+
+
+def rms_log_error(rows: list[dict]) -> float | None:
+    """The held-out figures' root-mean-square log error: cost_model.yaml's model_error."""
+    return math.sqrt(sum(r["log_error"] ** 2 for r in rows) / len(rows)) if rows else None
 
 
 def counted_functions(kernels: pd.DataFrame, device: str, top: int = 5) -> list[dict]:
@@ -146,17 +181,29 @@ def markdown(document: dict, held_out: list[dict], run: dict, configs: list[str]
         "workflow's own prediction.md, below; every constant with its source is "
         "config/cost_model.yaml.",
         "",
-        "## Held-out check (a published figure no constant was taken from)",
+        "## Held-out check (published figures no constant was taken from)",
         "",
-        "| figure | phase | published gain | predicted for its prompt | interval | inside |",
-        "|---|---|---:|---:|---|---|",
+        "| figure | phase | published gain | predicted for its prompt | log error | "
+        "80 % interval (model error of the others) | inside |",
+        "|---|---|---:|---:|---:|---|---|",
     ]
     lines += [
         f"| {r['source']} | {r['phase']} | {r['gain']:+.0%} | {r['predicted']['gain']:+.0%} | "
-        f"[{r['predicted']['low']:+.0%}, {r['predicted']['high']:+.0%}] | "
+        f"{r['log_error']:+.3f} | [{r['predicted']['low']:+.0%}, {r['predicted']['high']:+.0%}] "
+        f"(log sd {r['model_error_log_sd']:.3f} from {r['others']}) | "
         f"{'yes' if r['inside'] else 'no'} |"
         for r in held_out
-    ] or [f"| (none published at {threads} threads) ||||||"]
+    ] or [f"| (none published at {threads} threads) |||||||"]
+    rms = rms_log_error(held_out)
+    lines += [
+        "",
+        f"Root-mean-square log error of the {len(held_out)} figure(s): "
+        + (f"{rms:.3f}" if rms is not None else "none")
+        + f"; config/cost_model.yaml's `model_error.log_sd`, which this run's own intervals "
+        f"use: {document.get('interval', {}).get('model_error_log_sd', 'absent')}. Each "
+        "figure's interval above takes its model error from the other figures alone (none "
+        "where there is no other).",
+    ]
     lines += [
         "",
         "A published figure is another model (llama-3.2-1B, 128-token prompt), held out at the "

@@ -19,6 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +29,8 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 from predicted_gain import counted_functions, counted_lines, predicted_run  # noqa: E402
 from provenance import write_results  # noqa: E402
 
-from mnnrepro.analysis.prediction import CostModel, seconds_per_token, weights  # noqa: E402
+from mnnrepro.analysis.cost_model import LEVEL, CostModel  # noqa: E402
+from mnnrepro.analysis.prediction import Target, seconds_per_token  # noqa: E402
 from mnnrepro.phases import PHASES  # noqa: E402
 from mnnrepro.plan.prediction import constants_path  # noqa: E402
 
@@ -38,10 +40,11 @@ EXPERIMENT = "predict-host"
 
 def predicted_rates(document: dict, spec: dict) -> list[dict]:
     """Each counted model's and variant's predicted tokens per second of the whole model in
-    each phase: at the constants' values and at the slowest and fastest corner of their
-    ranges; with the instructions per token it priced."""
+    each phase: at the constants' values and the central LEVEL of the speeds with the
+    constants drawn from their ranges (CostModel.samples); with the instructions per token it
+    priced."""
     model = CostModel.read(constants_path(spec), spec["core"], spec["soc"], spec["model"])
-    read, corners = weights(model.phone_shape), model.corners()
+    drawn, bench = model.samples(), document["bench"]
     rows, seen = [], set()
     for p in document["predictions"]:
         for side, threads in zip(("baseline", "treatment"), p["threads"], strict=True):
@@ -51,12 +54,14 @@ def predicted_rates(document: dict, spec: dict) -> list[dict]:
             seen.add((p["model"], variant))
             mix = p["mix_per_token"][side]
             for phase in PHASES:
+                target = Target.of(
+                    model, p["scale"], bench["prompt_tokens"], bench["generate_tokens"]
+                )
 
-                def rate(v, phase=phase, mix=mix, threads=threads, scale=p["scale"]):
-                    parallel = model.parallel(v, threads)
-                    return 1 / seconds_per_token(mix[phase], phase, v, scale, read, parallel)
+                def rate(v, phase=phase, mix=mix, threads=threads, target=target):
+                    return 1 / seconds_per_token(mix[phase], phase, v, target, model, threads)
 
-                speeds = [rate(v) for v in corners]
+                speeds = np.quantile([rate(v) for v in drawn], [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
                 work = sum(sum(mix[phase][k].values()) for k in ("core", "streaming"))
                 rows.append(
                     {
@@ -67,8 +72,8 @@ def predicted_rates(document: dict, spec: dict) -> list[dict]:
                         "threads": threads,
                         "instructions_per_token": work * p["scale"],
                         "predicted": rate(model.values()),
-                        "low": min(speeds),
-                        "high": max(speeds),
+                        "low": float(speeds[0]),
+                        "high": float(speeds[1]),
                     }
                 )
     return rows
@@ -108,7 +113,8 @@ def clock_range(document: dict) -> tuple[float, float]:
 
 def rate_lines(rates: list[dict], measured: dict, clocks: tuple[float, float]) -> list[str]:
     lines = [
-        "| counted model | variant | phase | instructions / token | predicted | interval | "
+        "| counted model | variant | phase | instructions / token | predicted | "
+        f"{LEVEL:.0%} interval | "
         f"measured median [min, max] | measured / predicted | inside | IPC the measured "
         f"speed needs at {clocks[0]:g} .. {clocks[1]:g} GHz |",
         "|---|---|---|---:|---:|---|---|---:|---|---|",

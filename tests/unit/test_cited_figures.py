@@ -248,6 +248,7 @@ SETTINGS = {
     ("docs/verdicts.md", "**Devices in parallel.**"): "how often a waiting job speaks: a setting",
     ("docs/paper.md", "- **Host** (`config/host-sme2.yaml`)"): "the equality band: a setting",
     ("docs/phone.md", "   **Checked**: `collect_device_facts`"): "limits and placeholder values",
+    ("docs/attribution.md", "- **The mix per token.**"): "the interval's level and draws",
 }
 DOCS = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))]
 

@@ -6,6 +6,8 @@ ONNX Runtime's KleidiAI pair on the emulated 512-bit SME2 CPU, tiny synthetic mo
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import re
 from pathlib import Path
 
@@ -13,7 +15,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from mnnrepro.analysis.prediction import CostModel, cycles, predict_pair, weights
+from mnnrepro.analysis.cost_model import CostModel
+from mnnrepro.analysis.prediction import (
+    Target,
+    cycles,
+    kv_values,
+    memory_seconds,
+    predict_pair,
+    weights,
+)
 from mnnrepro.analysis.token_work import mixes, per_token
 from mnnrepro.config import ConfigError
 from mnnrepro.devices.instruction_mix import CLASSES
@@ -103,7 +113,7 @@ def test_the_prediction_has_its_interval_and_sensitivities_and_moves_with_the_sm
     model, got = x300(), real_mixes()
     base, treat = got["ort-no-kleidiai"], got["ort-default"]
     scale = weights(model.phone_shape) / weights(SHAPES["tiny"])
-    predicted = predict_pair(base, treat, model, scale)
+    predicted = predict_pair(base, treat, model, Target.of(model, scale))
     for phase in ("prefill", "decode"):
         p = predicted[phase]
         # the ranges move it (a range applied under the wrong name moved nothing here once)
@@ -125,7 +135,8 @@ def test_the_prediction_has_its_interval_and_sensitivities_and_moves_with_the_sm
         },
         model.phone_shape,
     )
-    assert predict_pair(base, treat, slow, scale)["prefill"]["gain"] < predicted["prefill"]["gain"]
+    slower = predict_pair(base, treat, slow, Target.of(slow, scale))["prefill"]["gain"]
+    assert slower < predicted["prefill"]["gain"]
 
 
 def test_threads_share_one_sme2_unit_and_take_the_fastest_cores_first(tmp_path):
@@ -139,8 +150,8 @@ def test_threads_share_one_sme2_unit_and_take_the_fastest_cores_first(tmp_path):
     # streaming part stays on its one SME2 unit, so the prefill gain shrinks
     base, treat = got["ort-no-kleidiai"], got["ort-default"]
     scale = weights(model.phone_shape) / weights(SHAPES["tiny"])
-    one = predict_pair(base, treat, model, scale, (1, 1))["prefill"]["gain"]
-    four = predict_pair(base, treat, model, scale, (4, 4))["prefill"]["gain"]
+    one = predict_pair(base, treat, model, Target.of(model, scale), (1, 1))["prefill"]["gain"]
+    four = predict_pair(base, treat, model, Target.of(model, scale), (4, 4))["prefill"]["gain"]
     assert four < one
     data = yaml.safe_load(COSTS.read_text())
     del data["socs"]["dimensity-9500"]["per_clock_vs_first"]["c1-pro"]
@@ -164,7 +175,8 @@ def test_decode_bound_by_memory_in_both_builds_predicts_no_gain():
         },
         model.phone_shape,
     )
-    decode = predict_pair(got["ort-no-kleidiai"], got["ort-default"], starved, scale)["decode"]
+    target = Target.of(starved, scale)
+    decode = predict_pair(got["ort-no-kleidiai"], got["ort-default"], starved, target)["decode"]
     assert decode["gain"] == 0 and all(decode["memory_bound"].values())
 
 
@@ -284,8 +296,71 @@ def test_a_core_without_sme_prices_the_hosts_counts_and_refuses_an_sme2_builds()
     assert not any(name.startswith("streaming.") for name in host.constants)
     mix = real_mixes()
     base = mix["ort-no-kleidiai"]
-    got = predict_pair(base, base, host, 1.0)  # the same build twice: no gain
+    got = predict_pair(base, base, host, Target.of(host, 1.0))  # the same build twice: no gain
     assert got["prefill"]["gain"] == pytest.approx(0)
     assert got["prefill"]["tokens_per_s"]["baseline"] > 0
     with pytest.raises(ConfigError, match="no `streaming` cycles for `sme_outer_product`"):
-        predict_pair(base, mix["ort-default"], host, 1.0)
+        predict_pair(base, mix["ort-default"], host, Target.of(host, 1.0))
+
+
+def test_an_interval_is_the_central_80_percent_of_the_sampled_gains_and_the_model_error():
+    """With every constant fixed, the interval is the model error's alone: its central 80 %
+    in log speedup is 1.2816 standard deviations each side; with the ranges drawn and no model
+    error it leaves out the most extreme draws; a larger model error widens it; the same
+    inputs give the same interval."""
+    model, got = x300(), real_mixes()
+    base, treat = got["ort-no-kleidiai"], got["ort-default"]
+    target = Target.of(model, weights(model.phone_shape) / weights(SHAPES["tiny"]))
+    fixed = dataclasses.replace(
+        model,
+        constants={
+            k: type(c)(c.name, c.value, c.value, c.value, c.source)
+            for k, c in model.constants.items()
+        },
+        model_error=0.25,
+    )
+    p = predict_pair(base, treat, fixed, target)["prefill"]
+    spread = math.log1p(p["high"]) - math.log1p(p["low"])
+    assert spread == pytest.approx(2 * 1.2816 * 0.25, rel=0.06)
+    assert math.log1p(p["gain"]) == pytest.approx(
+        (math.log1p(p["high"]) + math.log1p(p["low"])) / 2, abs=0.03
+    )
+    exact = dataclasses.replace(model, model_error=0.0)
+    drawn = [
+        (1 + gain_at(base, treat, v, target, exact)) for v in exact.samples()
+    ]  # every draw's speedup
+    q = predict_pair(base, treat, exact, target)["prefill"]
+    assert min(drawn) < 1 + q["low"] and 1 + q["high"] < max(drawn)
+    wider = predict_pair(base, treat, dataclasses.replace(model, model_error=0.5), target)
+    assert wider["prefill"]["low"] < q["low"] and wider["prefill"]["high"] > q["high"]
+    assert predict_pair(base, treat, exact, target)["prefill"] == q
+
+
+def gain_at(base, treat, v, target, model):
+    from mnnrepro.analysis.prediction import gain
+
+    return gain(base, treat, "prefill", v, target, model)
+
+
+def test_decode_reads_its_weights_and_kv_cache_at_one_cores_bandwidth_on_one_thread(tmp_path):
+    model = x300()
+    shape, v = model.phone_shape, model.values()
+    # Qwen3-VL-4B: K and V of 36 layers x 8 KV heads x 128, for the prompt and half the decode
+    assert kv_values(shape, 512, 64) == 2 * 36 * 8 * 128 * (512 + 32)
+    target = Target.of(model, 1.0, 512, 64)
+    read = target.weights * v["bytes_per_weight"] + target.kv_values * v["kv_bytes_per_value"]
+    one = memory_seconds(v, target, 1)
+    assert one == pytest.approx(read / (v["core_bandwidth_gb_s"] * 1e9))
+    assert memory_seconds(v, target, 8) == pytest.approx(read / (v["memory_bandwidth_gb_s"] * 1e9))
+    assert memory_seconds(v, Target.of(model, 1.0, 4096, 64), 1) > one  # a longer context
+    data = yaml.safe_load(COSTS.read_text())
+    del data["socs"]["dimensity-9500"]["core_bandwidth_gb_s"]
+    del data["model_error"]
+    broken = tmp_path / "costs.yaml"
+    broken.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"`socs.dimensity-9500.core_bandwidth_gb_s` needs a"):
+        CostModel.read(broken, "c1-ultra", "dimensity-9500", "qwen3-vl-4b")
+    data["socs"]["dimensity-9500"]["core_bandwidth_gb_s"] = {"value": 30, "source": "a test"}
+    broken.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"`model_error.log_sd` needs a value >= 0 and a sou"):
+        CostModel.read(broken, "c1-ultra", "dimensity-9500", "qwen3-vl-4b")

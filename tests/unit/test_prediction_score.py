@@ -19,7 +19,7 @@ import pytest
 import yaml
 from conftest import design_of, full_variant_spec
 
-from mnnrepro.analysis.prediction import recorded_identity
+from mnnrepro.analysis.cost_model import recorded_identity
 from mnnrepro.analysis.prediction_score import (
     SCORE_COLUMNS,
     bound_to_run,

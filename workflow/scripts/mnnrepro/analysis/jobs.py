@@ -145,7 +145,7 @@ def write_prediction(job) -> None:
     phone, predicted here from the emulated instruction mix (with the inputs' hashes) or
     registered from a file made earlier (`prediction.registered`), bound to this run's pairs."""
     # per job: each job imports its own stage's modules (0.2-0.4 s each if all)
-    from mnnrepro.analysis.prediction import recorded_identity
+    from mnnrepro.analysis.cost_model import recorded_identity
     from mnnrepro.analysis.prediction_score import (
         bound_to_run,
         registered_prediction,

@@ -19,132 +19,28 @@ Three sets of resources (the core's vector pipes, its integer pipes, the SME2 un
 up (overlap 0) or overlap perfectly (overlap 1, the busiest sets the time).
 
 Time per token: prefill, the cycles at the core's clock; decode, the larger of that and the
-bytes one token reads over the memory bandwidth. The emulated model's cycles are scaled to
-the phone's model by their weights (models.shape's linear layers and lm_head), the work a
-token does in a GEMM-bound transformer.
+bytes one token reads (its weights, and the KV cache of every position before it) over the
+bandwidth its threads reach: one core's at 1 thread, at most the SoC's. The emulated model's
+cycles are scaled to the phone's model by their weights (models.shape's linear layers and
+lm_head), the work a token does in a GEMM-bound transformer.
 
-The interval spans every combination of the ranged constants' low and high; the sensitivity
-of a constant is the prediction at its low and at its high with every other at its value."""
+The interval is the central 80 % of the gains with the ranged constants drawn from their
+ranges and a model error besides (analysis/cost_model.py); the sensitivity of a constant is
+the prediction at its low and at its high with every other at its value."""
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
-import yaml
 
+from mnnrepro.analysis.cost_model import VECTOR_CLASSES, CostModel
 from mnnrepro.analysis.token_work import SME_CLASSES, mixes, per_token
 from mnnrepro.config import ConfigError
-from mnnrepro.devices.instruction_mix import CLASSES
 from mnnrepro.models.shapes import identity
 from mnnrepro.phases import PHASES
 
-VECTOR_CLASSES = ("dot_matmul", "vector_load_store", "vector_other")
 INTEGER_CLASSES = ("load_store", "branch", "scalar_other")
-MAX_RANGED = 16  # 2**16 corners at most
-
-
-@dataclass(frozen=True)
-class Constant:
-    name: str  # its path in the cost model: cores.<core>.core.dot_matmul, ...
-    value: float
-    low: float
-    high: float
-    source: str
-
-    @classmethod
-    def of(cls, name: str, entry, path: str) -> Constant:
-        if not isinstance(entry, dict) or "value" not in entry or not entry.get("source"):
-            raise ConfigError(f"{path}: `{name}` needs a value and a source")
-        value = float(entry["value"])
-        low, high = float(entry.get("low", value)), float(entry.get("high", value))
-        if not low <= value <= high or (low <= 0 and not name.endswith("overlap")):
-            raise ConfigError(f"{path}: `{name}` needs 0 < low <= value <= high")
-        return cls(name, value, low, high, str(entry["source"]))
-
-
-@dataclass(frozen=True)
-class CostModel:
-    """The constants one prediction uses: the core's, the SoC's and the phone model's."""
-
-    constants: dict[str, Constant]  # short name (core.dot_matmul, clock_ghz, ...) -> constant
-    phone_shape: dict  # the phone's model (what one decoded token reads)
-    soc_cores: tuple = ()  # the SoC's cores, fastest first: {core, count, clock_ghz}
-
-    @classmethod
-    def read(cls, path: str | Path, core: str, soc: str, model: str) -> CostModel:
-        data = yaml.safe_load(Path(path).read_text())
-        entries = {}
-        try:
-            c, s, m = data["cores"][core], data["socs"][soc], data["models"][model]
-        except (KeyError, TypeError) as missing:
-            raise ConfigError(f"{path}: no {missing} among its cores, socs or models") from None
-        for group in ("core", "streaming"):
-            for name in CLASSES:
-                if name in c.get(group, {}):
-                    entries[f"{group}.{name}"] = (f"cores.{core}.{group}.{name}", c[group][name])
-        entries["clock_ghz"] = (f"cores.{core}.clock_ghz", c.get("clock_ghz"))
-        entries["overlap"] = (f"cores.{core}.overlap", c.get("overlap"))
-        for group, key, name, where in (
-            ("socs", soc, "memory_bandwidth_gb_s", s),
-            ("models", model, "bytes_per_weight", m),
-        ):
-            entries[name] = (f"{group}.{key}.{name}", where.get(name))
-        listed = (s.get("cores") or {}).get("list", [])
-        for other, entry in (s.get("per_clock_vs_first") or {}).items():
-            entries[f"per_clock.{other}"] = (f"socs.{soc}.per_clock_vs_first.{other}", entry)
-        constants = {k: Constant.of(full, entry, str(path)) for k, (full, entry) in entries.items()}
-        needed = [f"core.{n}" for n in CLASSES if n not in SME_CLASSES] + [
-            f"streaming.{n}" for n in (*SME_CLASSES, *VECTOR_CLASSES) if "streaming" in c
-        ]  # a core without SME (no `streaming`): a streaming count is priced nowhere (cycles)
-        missing = [name for name in needed if name not in constants]
-        if missing:
-            raise ConfigError(f"{path}: cores.{core} has no cycles for {missing}")
-        others = [c["core"] for c in listed[1:] if f"per_clock.{c['core']}" not in constants]
-        if (listed and listed[0]["core"] != core) or others:
-            raise ConfigError(
-                f"{path}: socs.{soc}.cores must list {core} first and every other core in "
-                f"`per_clock_vs_first` (missing: {others})"
-            )
-        return cls(constants, m["shape"], tuple(listed))
-
-    def parallel(self, v: dict[str, float], threads: int) -> float:
-        """How many of the prediction's cores `threads` threads are worth, on the SoC's
-        fastest cores (each at its clock and work per cycle relative to the first); 1 for one
-        thread, and for a SoC without a core list."""
-        total, left = 0.0, threads
-        for i, c in enumerate(self.soc_cores):
-            taken = min(c["count"], left)
-            speed = 1.0 if i == 0 else v[f"per_clock.{c['core']}"]
-            total += taken * speed * c["clock_ghz"] / self.soc_cores[0]["clock_ghz"]
-            left -= taken
-        return total if self.soc_cores else 1.0
-
-    def values(self) -> dict[str, float]:
-        return {k: c.value for k, c in self.constants.items()}
-
-    def ranged(self) -> dict[str, Constant]:
-        """The constants with a range, by their short name (values()'s keys)."""
-        return {k: c for k, c in self.constants.items() if c.low < c.high}
-
-    def corners(self) -> list[dict[str, float]]:
-        """values() at every combination of the ranged constants' low and high."""
-        ranged = self.ranged()
-        if len(ranged) > MAX_RANGED:
-            raise ConfigError(
-                f"the cost model ranges {len(ranged)} constants; at most {MAX_RANGED}"
-            )
-        choices = itertools.product(*[(c.low, c.high) for c in ranged.values()])
-        return [{**self.values(), **dict(zip(ranged, c, strict=True))} for c in choices]
-
-
-def recorded_identity(path: str | Path, model: str) -> dict | None:
-    """The identity (models/shapes.IDENTITY) of a cost model's model, for a prediction made
-    before its document recorded one."""
-    shape = ((yaml.safe_load(Path(path).read_text()) or {}).get("models") or {}).get(model, {})
-    return identity(shape.get("shape") or {})
 
 
 def weights(shape: dict) -> int:
@@ -182,58 +78,78 @@ def streaming_cycles(v: dict[str, float], name: str) -> float:
     return v[f"streaming.{name}"]
 
 
+@dataclass(frozen=True)
+class Target:
+    """What one token of the phone's model is beside the counted instructions: `scale` times
+    the emulated model's work; a decoded token reads `weights` weights and `kv_values` cached
+    keys and values (kv_values())."""
+
+    scale: float
+    weights: int
+    kv_values: float = 0.0
+
+    @classmethod
+    def of(cls, model: CostModel, scale: float, prompt: int = 0, generated: int = 0) -> Target:
+        return cls(
+            scale, weights(model.phone_shape), kv_values(model.phone_shape, prompt, generated)
+        )
+
+
+def kv_values(shape: dict, prompt: int, generated: int) -> float:
+    """The cached keys and values one decoded token reads, on average over a decode of
+    `generated` tokens after a `prompt`-token prompt: every layer's K and V of each position
+    before it (prompt + generated / 2 on average)."""
+    heads, hidden = shape["num_attention_heads"], shape["hidden_size"]
+    per_position = 2 * shape["num_hidden_layers"] * shape["num_key_value_heads"]
+    return per_position * shape.get("head_dim", hidden // heads) * (prompt + generated / 2)
+
+
 def compute_seconds(mix: dict, v: dict[str, float], scale: float, parallel: float) -> float:
     """One token of the phone's model computed: its cycles scaled by the weights, at the
     core's clock."""
     return cycles(mix, v, parallel) * scale / (v["clock_ghz"] * 1e9)
 
 
-def memory_seconds(v: dict[str, float], read: int) -> float:
-    """One decoded token's weights (read of them) over the memory bandwidth."""
-    return read * v["bytes_per_weight"] / (v["memory_bandwidth_gb_s"] * 1e9)
+def memory_seconds(v: dict[str, float], target: Target, threads: int) -> float:
+    """One decoded token's reading of its weights and of the KV cache, at the bandwidth its
+    threads reach (CostModel.bandwidth: one core's at 1 thread, at most the SoC's)."""
+    read = target.weights * v["bytes_per_weight"] + target.kv_values * v["kv_bytes_per_value"]
+    return read / CostModel.bandwidth(v, threads)
 
 
 def seconds_per_token(
-    mix: dict, phase: str, v: dict[str, float], scale: float, read: int, parallel: float = 1.0
+    mix: dict, phase: str, v: dict[str, float], target: Target, model: CostModel, threads: int
 ) -> float:
-    """One token of the phone's model: computed; in decode at least its weights' reading."""
-    compute = compute_seconds(mix, v, scale, parallel)
-    return compute if phase == "prefill" else max(compute, memory_seconds(v, read))
+    """One token of the phone's model on `threads` threads: computed; in decode at least its
+    reading of memory."""
+    compute = compute_seconds(mix, v, target.scale, model.parallel(v, threads))
+    return compute if phase == "prefill" else max(compute, memory_seconds(v, target, threads))
 
 
-def gain(
-    base: dict,
-    treat: dict,
-    phase: str,
-    v: dict[str, float],
-    scale: float,
-    read: int,
-    parallel: tuple[float, float] = (1.0, 1.0),
-):
+def gain(base, treat, phase, v, target: Target, model: CostModel, threads=(1, 1)) -> float:
     """The treatment's throughput over the baseline's, minus 1 (summary.csv's `gain`;
-    parallel: what each one's threads are worth, CostModel.parallel)."""
+    threads: the baseline's and the treatment's)."""
     return (
-        seconds_per_token(base, phase, v, scale, read, parallel[0])
-        / seconds_per_token(treat, phase, v, scale, read, parallel[1])
+        seconds_per_token(base[phase], phase, v, target, model, threads[0])
+        / seconds_per_token(treat[phase], phase, v, target, model, threads[1])
         - 1
     )
 
 
 def predict_pair(
-    base: dict, treat: dict, model: CostModel, scale: float, threads: tuple[int, int] = (1, 1)
+    base: dict, treat: dict, model: CostModel, target: Target, threads: tuple[int, int] = (1, 1)
 ) -> dict:
-    """Per phase: the predicted gain, its interval over every corner of the ranged constants,
-    and each ranged constant's swing (the gain at its low and at its high); threads: the
-    baseline's and the treatment's."""
-    read, point, ranged = weights(model.phone_shape), model.values(), model.ranged()
-    corners, out = model.corners(), {}
+    """Per phase: the predicted gain, its interval at the cost model's level (the constants
+    drawn from their ranges, a model error besides: CostModel.interval) and each ranged
+    constant's swing (the gain at its low and at its high); threads: the baseline's and the
+    treatment's."""
+    point, ranged, drawn, out = model.values(), model.ranged(), model.samples(), {}
     for phase in PHASES:
 
         def at(values, phase=phase):
-            parallel = tuple(model.parallel(values, n) for n in threads)
-            return gain(base[phase], treat[phase], phase, values, scale, read, parallel)
+            return gain(base, treat, phase, values, target, model, threads)
 
-        gains = [at(values) for values in corners]
+        low, high = model.interval([at(values) for values in drawn])
         swings = [
             {
                 "constant": c.name,
@@ -245,26 +161,26 @@ def predict_pair(
         swings.sort(key=lambda s: -abs(s["at_high"] - s["at_low"]))
         out[phase] = {
             "gain": at(point),
-            "low": min(gains),
-            "high": max(gains),
+            "low": min(low, at(point)),
+            "high": max(high, at(point)),
             "sensitivity": swings,
-            **point_times(base, treat, phase, model, scale, threads),
+            **point_times(base, treat, phase, model, target, threads),
         }
     return out
 
 
 def point_times(
-    base: dict, treat: dict, phase: str, model: CostModel, scale: float, threads: tuple[int, int]
+    base: dict, treat: dict, phase: str, model: CostModel, target: Target, threads: tuple
 ) -> dict:
     """At the constants' values: each side's predicted tokens per second (the phone model's),
     and whether its decode is bound by memory."""
-    point, read = model.values(), weights(model.phone_shape)
+    point = model.values()
     out: dict = {"tokens_per_s": {}, "memory_bound": {}}
     for side, mix, n in (("baseline", base, threads[0]), ("treatment", treat, threads[1])):
-        parallel = model.parallel(point, n)
-        seconds = seconds_per_token(mix[phase], phase, point, scale, read, parallel)
+        seconds = seconds_per_token(mix[phase], phase, point, target, model, n)
+        compute = compute_seconds(mix[phase], point, target.scale, model.parallel(point, n))
         out["tokens_per_s"][side] = 1 / seconds  # bound by memory: longer than its compute
-        out["memory_bound"][side] = seconds > compute_seconds(mix[phase], point, scale, parallel)
+        out["memory_bound"][side] = seconds > compute
     return out
 
 
@@ -288,7 +204,7 @@ def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict
     variants' specs, the inputs' hashes)."""
     model = CostModel.read(context["constants"], spec["core"], spec["soc"], spec["model"])
     tokens = {"prefill": context["prompt_tokens"], "decode": context["generate_tokens"]}
-    target = spec.get("prompt_tokens", context["prompt_tokens"])  # the phone run's prompt
+    prompt = spec.get("prompt_tokens", context["prompt_tokens"])  # the phone run's prompt
     waiting = context.get("waiting", {})  # variant -> its engine's waiting functions
     predictions = []
     for emulated, shape in sorted(context["shapes"].items()):
@@ -296,7 +212,7 @@ def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict
         for pair in design.comparison.pairs:
             base, treat = (
                 per_token(
-                    mixes(kernels, spec["device"], emulated, v, waiting.get(v, "")), tokens, target
+                    mixes(kernels, spec["device"], emulated, v, waiting.get(v, "")), tokens, prompt
                 )
                 for v in (pair.baseline, pair.treatment)
             )
@@ -304,7 +220,8 @@ def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict
                 context["variants"][v]["runtime"]["thread_num"]
                 for v in (pair.baseline, pair.treatment)
             )
-            predicted = predict_pair(base, treat, model, scale, threads)
+            target = Target.of(model, scale, prompt, context["generate_tokens"])
+            predicted = predict_pair(base, treat, model, target, threads)
             predictions.append(
                 prediction_entry(pair, emulated, scale, threads, predicted, base, treat)
             )
@@ -317,7 +234,7 @@ def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict
         "inputs": context["inputs"],
         "claims": dict(design.comparison.claims),
         # the benchmark predicted for (the phone run's prompt), and the one profiled
-        "bench": {"prompt_tokens": target, "generate_tokens": context["generate_tokens"]},
+        "bench": {"prompt_tokens": prompt, "generate_tokens": context["generate_tokens"]},
         "profiled_bench": {k: context[k] for k in ("prompt_tokens", "generate_tokens")},
         "variants": {
             name: context["variants"][name]
@@ -325,5 +242,6 @@ def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict
             for name in (pair.baseline, pair.treatment)
         },
         "predictions": predictions,
+        "interval": model.interval_spec(),  # how each prediction's low and high were made
         "constants": [vars(c) for c in model.constants.values()],
     }

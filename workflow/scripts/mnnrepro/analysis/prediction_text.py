@@ -15,6 +15,28 @@ def pair_phases(document: dict):
             yield f"{p['treatment']} vs {p['baseline']}", phase, p["phases"][phase], p
 
 
+def interval_name(document: dict) -> str:
+    """What a prediction's interval is: its level (analysis/cost_model.py), or, made before
+    intervals had one, the extremes of every corner of the constants' ranges."""
+    spec = document.get("interval")
+    if not spec:
+        return "interval (every corner of the ranges)"
+    return f"{spec['level']:.0%} interval"
+
+
+def interval_text(document: dict) -> str:
+    """How the intervals were made, in one sentence ('' for a prediction made before)."""
+    spec = document.get("interval")
+    if not spec:
+        return ""
+    return (
+        f"Each interval holds the central {spec['level']:.0%} of the predicted speedups over "
+        f"{spec['samples']} draws of the ranged constants ({spec['constants']}), each with a "
+        f"model error of log sd {spec['model_error_log_sd']:g} "
+        f"({spec['model_error_source']})."
+    )
+
+
 def gain_text(got: dict) -> str:
     return f"{got['gain']:+.0%} | [{got['low']:+.0%}, {got['high']:+.0%}]"
 
@@ -48,8 +70,10 @@ def prediction_markdown(document: dict) -> str:
         f"config/cost_model.yaml; predicted before any run it is scored against"
         f"{prompt_text(document)}.",
         *registered_lines(document),
+        *(["", interval_text(document)] if interval_text(document) else []),
         "",
-        "| pair | counted model | phase | predicted gain | interval | predicted tok/s "
+        f"| pair | counted model | phase | predicted gain | {interval_name(document)} | "
+        "predicted tok/s "
         "(baseline -> treatment) | most sensitive to | memory-bound |",
         "|---|---|---|---:|---|---|---|---|",
         *predicted_rows(document),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from mnnrepro.analysis.prediction import CostModel
+from mnnrepro.analysis.cost_model import CostModel
 from mnnrepro.analysis.prediction_score import registered_prediction
 from mnnrepro.config import ConfigError
 from mnnrepro.design import pairs_of
