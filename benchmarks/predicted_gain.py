@@ -1,8 +1,7 @@
 """The vivo X300's gain predicted before any phone run: config/predict-x300.yaml through the
 workflow (the paper's two MNN 3.6.1 builds under QEMU at 512-bit vectors on one layer of
-Qwen3-VL-4B's language model), its prediction (results/predict-x300/prediction.json) with
-the inputs' hashes, and a held-out check against a published SME2 on/off figure on the same
-phone that no constant was taken from.
+Qwen3-VL-4B's language model) and its prediction (results/predict-x300/prediction.json) with
+the inputs' hashes. The published figures it is held out against: benchmarks/held_out.py.
 
 Usage: python benchmarks/predicted_gain.py --mnn /path/to/MNN [--kleidiai URL]
                                            [--threads 1|4] [--workdir DIR] [--cores 2]
@@ -17,15 +16,12 @@ config/predict-x300-4-threads.yaml after it) benchmarks/results/predicted_gain-4
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import math
 import re
 import sys
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -35,11 +31,7 @@ from ort_kleidiai import kept_or_temporary  # noqa: E402
 from provenance import write_results  # noqa: E402
 from real_mnn import KLEIDIAI_MD5, snakemake  # noqa: E402
 
-from mnnrepro.analysis.cost_model import CostModel  # noqa: E402
-from mnnrepro.analysis.prediction import Target, predict_pair  # noqa: E402
-from mnnrepro.analysis.token_work import for_prompt  # noqa: E402
 from mnnrepro.engines.mnn_source.kind import BuiltEngine  # noqa: E402
-from mnnrepro.plan.prediction import constants_path  # noqa: E402
 
 CONFIG = "config/predict-x300.yaml"
 # threads -> (the config files, in order; the experiment; the results' name)
@@ -51,82 +43,6 @@ RUNS = {
         "predicted_gain-4-threads",
     ),
 }
-# Published SME2 on/off figures on the same phone, none used by the cost model: Arm's
-# voice-assistant learning path (MNN, vivo X300, llama-3.2-1B, 128-token prefill; as
-# ../shared/mnn/README.md quotes it). Decode on/off figures for this phone: none published.
-HELD_OUT = [
-    {
-        "source": "Arm learning path (voice assistant with MNN on a vivo X300): llama-3.2-1B, "
-        "128-token prefill, 1 thread, SME2 off 196 tok/s, on 339 tok/s",
-        "phase": "prefill",
-        "threads": 1,
-        "prompt_tokens": 128,
-        "gain": 339 / 196 - 1,
-    },
-    {
-        "source": "Arm learning path (voice assistant with MNN on a vivo X300): llama-3.2-1B, "
-        "128-token prefill, 2 threads, SME2 off 275 tok/s, on 396 tok/s",
-        "phase": "prefill",
-        "threads": 2,
-        "prompt_tokens": 128,
-        "gain": 396 / 275 - 1,
-    },
-]
-
-
-def held_out_rows(document: dict) -> list[dict]:
-    """Each published figure beside the prediction of its phase at its thread count, made
-    again for the figure's prompt (what a prefill does once spread over its tokens): its log
-    error, and whether its interval holds the figure when the model error is estimated from
-    the other figures alone (leave_one_out)."""
-    spec = yaml.safe_load((ROOT / CONFIG).read_text())["prediction"]  # the one that made it
-    model = CostModel.read(constants_path(spec), spec["core"], spec["soc"], spec["model"])
-    made_for, generated = document["bench"]["prompt_tokens"], document["bench"]["generate_tokens"]
-    cases = []
-    for figure in HELD_OUT:
-        for p in document["predictions"]:
-            if p["threads"][1] != figure["threads"]:
-                continue
-            base, treat = (
-                for_prompt(p["mix_per_token"][side], made_for, figure["prompt_tokens"])
-                for side in ("baseline", "treatment")
-            )
-            target = Target.of(model, p["scale"], figure["prompt_tokens"], generated)
-            cases.append((figure, p, base, treat, target))
-    return leave_one_out(model, cases)
-
-
-def leave_one_out(model: CostModel, cases: list[tuple]) -> list[dict]:
-    """Each case's prediction with the model error the other cases' log errors estimate (their
-    root mean square; none without another case), so no figure widens its own interval."""
-    errors = []
-    for figure, p, base, treat, target in cases:
-        point = predict_pair(base, treat, model, target, tuple(p["threads"]))[figure["phase"]]
-        errors.append(math.log((1 + figure["gain"]) / (1 + point["gain"])))
-    rows = []
-    for i, (figure, p, base, treat, target) in enumerate(cases):
-        others = errors[:i] + errors[i + 1 :]
-        sd = math.sqrt(sum(e * e for e in others) / len(others)) if others else 0.0
-        alone = dataclasses.replace(model, model_error=sd)
-        got = predict_pair(base, treat, alone, target, tuple(p["threads"]))[figure["phase"]]
-        inside = got["low"] <= figure["gain"] <= got["high"]
-        rows.append(
-            {
-                **figure,
-                "pair": p["pair"],
-                "predicted": got,
-                "log_error": errors[i],
-                "model_error_log_sd": sd,
-                "others": len(others),
-                "inside": inside,
-            }
-        )
-    return rows
-
-
-def rms_log_error(rows: list[dict]) -> float | None:
-    """The held-out figures' root-mean-square log error: cost_model.yaml's model_error."""
-    return math.sqrt(sum(r["log_error"] ** 2 for r in rows) / len(rows)) if rows else None
 
 
 def counted_functions(kernels: pd.DataFrame, device: str, top: int = 5) -> list[dict]:
@@ -168,7 +84,7 @@ def counted_lines(rows: list[dict], of: str = "") -> list[str]:
     return [*lines, ""]
 
 
-def markdown(document: dict, held_out: list[dict], run: dict, configs: list[str]) -> list[str]:
+def markdown(document: dict, run: dict, configs: list[str]) -> list[str]:
     (threads,) = {p["threads"][1] for p in document["predictions"]}
     option = "" if threads == 1 else f" --threads {threads}"
     lines = [
@@ -181,35 +97,11 @@ def markdown(document: dict, held_out: list[dict], run: dict, configs: list[str]
         "workflow's own prediction.md, below; every constant with its source is "
         "config/cost_model.yaml.",
         "",
-        "## Held-out check (published figures no constant was taken from)",
-        "",
-        "| figure | phase | published gain | predicted for its prompt | log error | "
-        "80 % interval (model error of the others) | inside |",
-        "|---|---|---:|---:|---:|---|---|",
-    ]
-    lines += [
-        f"| {r['source']} | {r['phase']} | {r['gain']:+.0%} | {r['predicted']['gain']:+.0%} | "
-        f"{r['log_error']:+.3f} | [{r['predicted']['low']:+.0%}, {r['predicted']['high']:+.0%}] "
-        f"(log sd {r['model_error_log_sd']:.3f} from {r['others']}) | "
-        f"{'yes' if r['inside'] else 'no'} |"
-        for r in held_out
-    ] or [f"| (none published at {threads} threads) |||||||"]
-    rms = rms_log_error(held_out)
-    lines += [
-        "",
-        f"Root-mean-square log error of the {len(held_out)} figure(s): "
-        + (f"{rms:.3f}" if rms is not None else "none")
-        + f"; config/cost_model.yaml's `model_error.log_sd`, which this run's own intervals "
-        f"use: {document.get('interval', {}).get('model_error_log_sd', 'absent')}. Each "
-        "figure's interval above takes its model error from the other figures alone (none "
-        "where there is no other).",
-    ]
-    lines += [
-        "",
-        "A published figure is another model (llama-3.2-1B, 128-token prompt), held out at the "
-        "prediction's thread count only and predicted again for its prompt (the same counts, "
-        "what a prefill does once spread over its 128 tokens); the article's own +81 % / "
-        "+13 % gives no thread count and is not held out (it is the claim being predicted).",
+        "Held out: the published SME2 figures on the same phone, each predicted from counts "
+        "of its own model, are benchmarks/results/held_out.md (benchmarks/held_out.py); the "
+        "model error of this prediction's intervals is theirs (config/cost_model.yaml's "
+        "`model_error`). The article's own +81 % / +13 % gives no thread count and is not "
+        "held out: it is the claim being predicted.",
         "",
     ]
     if threads > 1:
@@ -262,16 +154,14 @@ def main(argv: list[str] | None = None) -> int:
         args.workdir, configs, mnn, args.cores, experiment
     )
     counted = counted_functions(kernels, document["device"])
-    held_out = held_out_rows(document)
     result = {
         "config": configs[-1],
         "configs": configs,
         "seconds": run["seconds"],
         "prediction": document,
-        "held_out": held_out,
         "counted_functions": counted,
     }
-    lines = markdown(document, held_out, run, configs) + counted_lines(counted)
+    lines = markdown(document, run, configs) + counted_lines(counted)
     lines += ["#" + line if line.startswith("#") else line for line in prediction_md.splitlines()]
     write_results(name, result, lines)
     print("\n".join(lines))

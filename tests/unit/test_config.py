@@ -103,7 +103,8 @@ BAD = [
         "models.synth-tiny-vl.synthetic.shape",
         "huge",
         "`models.synth-tiny-vl.synthetic.shape`: 'huge' is not one of "
-        "['tiny', 'qwen3-0.6b', 'qwen3-0.6b-layer', 'qwen3-vl-4b-layer', 'tiny-vl']",
+        "['tiny', 'qwen3-0.6b', 'qwen3-0.6b-layer', 'qwen3-vl-4b-layer', 'llama32-1b-layer', "
+        "'qwen25-vl-3b-layer', 'tiny-vl']",
     ),
     (
         "two sources",

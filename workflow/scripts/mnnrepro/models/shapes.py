@@ -64,6 +64,39 @@ SHAPES: dict[str, dict] = {
         "tie_word_embeddings": True,
         "initializer_range": 0.02,
     },
+    # The language models of published SME2 figures on the same phone, one layer each with a
+    # small vocabulary (config/predict-held-out.yaml; benchmarks/held_out.py): the GEMM shapes
+    # of meta-llama/Llama-3.2-1B (hidden 2048, intermediate 8192, 32 query and 8 key-value
+    # heads of 64) and of Qwen/Qwen2.5-VL-3B-Instruct's (hidden 2048, intermediate 11008, 16
+    # query and 2 key-value heads of 128), in Qwen3's architecture (what synthetic.py makes)
+    "llama32-1b-layer": {
+        "vocab_size": 4096,
+        "hidden_size": 2048,
+        "intermediate_size": 8192,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 64,
+        "max_position_embeddings": 4096,
+        "rope_theta": 500000.0,
+        "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": True,
+        "initializer_range": 0.02,
+    },
+    "qwen25-vl-3b-layer": {
+        "vocab_size": 4096,
+        "hidden_size": 2048,
+        "intermediate_size": 11008,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 2,
+        "head_dim": 128,
+        "max_position_embeddings": 4096,
+        "rope_theta": 1000000.0,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": True,
+        "initializer_range": 0.02,
+    },
 }
 
 

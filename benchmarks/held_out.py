@@ -1,0 +1,209 @@
+"""Published SME2 figures held out against the prediction's method: config/predict-held-out.yaml
+through the workflow (MNN 3.6.1's SME2 OFF and ON builds counted under QEMU on one layer of
+each figure's own model, at its thread count and its 128-token prompt), then each figure of
+benchmarks/held_out_figures.yaml predicted for its own model (config/cost_model.yaml's
+`models`) from those counts and scored: its log error, and its 80 % interval with the model
+error estimated from the other figures alone (left out one at a time). It reports the median
+|log error|, how many intervals hold their figure, their widths, and the root-mean-square log
+error, which config/cost_model.yaml's `model_error.log_sd` takes.
+
+Usage: python benchmarks/held_out.py --mnn /path/to/MNN [--kleidiai URL] [--workdir DIR]
+                                     [--cores 2]
+
+`--mnn` is a local checkout of MNN release 3.6.1; `--kleidiai` a mirror URL (e.g. file://) of
+the pinned KleidiAI v1.16.0 tarball. A rerun in the same working directory measures only what
+is missing. It writes benchmarks/results/held_out.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import statistics
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+
+from predicted_gain import counted_functions, counted_lines, predicted_run  # noqa: E402
+from provenance import write_results  # noqa: E402
+from real_mnn import KLEIDIAI_MD5  # noqa: E402
+
+from mnnrepro.analysis.cost_model import LEVEL, CostModel  # noqa: E402
+from mnnrepro.analysis.prediction import Target, predict_pair, weights  # noqa: E402
+from mnnrepro.analysis.token_work import for_prompt  # noqa: E402
+from mnnrepro.models.shapes import SHAPES  # noqa: E402
+
+CONFIG = "config/predict-held-out.yaml"
+EXPERIMENT = "predict-held-out"
+FIGURES = ROOT / "benchmarks" / "held_out_figures.yaml"
+COSTS = ROOT / "config" / "cost_model.yaml"
+
+
+def counted_cases(document: dict, data: dict) -> tuple[list[dict], list[dict]]:
+    """(each figure counted in this run with what predicts it, each figure not counted and
+    why). A figure is predicted for its own model: the counted layer's work scaled by the
+    figure's model's weights, priced with that model's constants."""
+    config = yaml.safe_load((ROOT / CONFIG).read_text())
+    made_for, generated = document["bench"]["prompt_tokens"], document["bench"]["generate_tokens"]
+    cases, missing = [], []
+    for figure in data["figures"]:
+        counted = figure.get("counted")
+        found = [
+            p
+            for p in document["predictions"]
+            if counted
+            and (p["model"], p["baseline"], p["treatment"])
+            == (counted["model"], counted["baseline"], counted["treatment"])
+        ]
+        if not found:
+            why = "no counts of its model with its engine yet" if not counted else "not counted"
+            missing.append({**figure, "why": why})
+            continue
+        (p,) = found
+        model = CostModel.read(COSTS, document["core"], document["soc"], figure["model"])
+        layer = SHAPES[config["models"][counted["model"]]["synthetic"]["shape"]]
+        scale = weights(model.phone_shape) / weights(layer)
+        base, treat = (
+            for_prompt(p["mix_per_token"][side], made_for, data["prompt_tokens"])
+            for side in ("baseline", "treatment")
+        )
+        target = Target.of(model, scale, data["prompt_tokens"], generated)
+        gain = figure["on"] / figure["off"] - 1
+        cases.append({"figure": figure, "gain": gain, "p": p, "mixes": (base, treat),
+                      "model": model, "target": target})  # fmt: skip
+    return cases, missing
+
+
+def leave_one_out(cases: list[dict], phase: str) -> list[dict]:
+    """Each case's prediction with the model error the other cases' log errors estimate (their
+    root mean square; none without another case), so no figure widens its own interval."""
+    errors = []
+    for c in cases:
+        point = predict_pair(*c["mixes"], c["model"], c["target"], tuple(c["p"]["threads"]))
+        errors.append(math.log((1 + c["gain"]) / (1 + point[phase]["gain"])))
+    rows = []
+    for i, c in enumerate(cases):
+        others = errors[:i] + errors[i + 1 :]
+        sd = rms(others) if others else 0.0
+        alone = dataclasses.replace(c["model"], model_error=sd)
+        got = predict_pair(*c["mixes"], alone, c["target"], tuple(c["p"]["threads"]))[phase]
+        rows.append(
+            {
+                **c["figure"],
+                "published_gain": c["gain"],
+                "predicted": {k: got[k] for k in ("gain", "low", "high", "tokens_per_s")},
+                "log_error": errors[i],
+                "model_error_log_sd": sd,
+                "others": len(others),
+                "inside": got["low"] <= c["gain"] <= got["high"],
+                "width": (1 + got["high"]) / (1 + got["low"]),
+            }
+        )
+    return rows
+
+
+def rms(values: list[float]) -> float:
+    return math.sqrt(sum(v * v for v in values) / len(values))
+
+
+def scores(rows: list[dict]) -> dict:
+    """What the held-out figures say of the method: median |log error|, coverage, widths and
+    the root-mean-square log error (the cost model's model error)."""
+    if not rows:
+        return {"predicted": 0}
+    return {
+        "predicted": len(rows),
+        "median_abs_log_error": statistics.median(abs(r["log_error"]) for r in rows),
+        "inside": sum(r["inside"] for r in rows),
+        "median_width": statistics.median(r["width"] for r in rows),
+        "rms_log_error": rms([r["log_error"] for r in rows]),
+    }
+
+
+def markdown(rows, missing, summary, data, document, run) -> list[str]:
+    stated = document["interval"]["model_error_log_sd"]
+    lines = [
+        "# Published SME2 figures held out against the prediction (benchmarks/held_out.py)",
+        "",
+        f"Command: `python benchmarks/held_out.py --mnn <MNN 3.6.1> --kleidiai <KleidiAI "
+        f"v1.16.0 tarball>` ({CONFIG} through the workflow: {run['seconds']} s this "
+        "invocation; a rerun measures only what is missing). Figures: "
+        f"benchmarks/held_out_figures.yaml ({data['source']}), {data['prompt_tokens']}-token "
+        f"{data['phase']}. Each is predicted from the counts of one layer of its own model "
+        "at its own thread count, for its own model's weights (config/cost_model.yaml).",
+        "",
+        f"| engine | model | threads | published off -> on | gain | predicted | log error | "
+        f"{LEVEL:.0%} interval (model error of the others) | inside | high / low |",
+        "|---|---|---:|---|---:|---:|---:|---|---|---:|",
+    ]
+    for r in rows:
+        got = r["predicted"]
+        lines.append(
+            f"| {r['engine']} | {r['model']} | {r['threads']} | {r['off']} -> {r['on']} | "
+            f"{r['published_gain']:+.0%} | {got['gain']:+.0%} | {r['log_error']:+.3f} | "
+            f"[{got['low']:+.0%}, {got['high']:+.0%}] (log sd {r['model_error_log_sd']:.3f} "
+            f"of {r['others']}) | {'yes' if r['inside'] else 'no'} | {r['width']:.2f} |"
+        )
+    lines += [
+        f"| {m['engine']} | {m['model']} | {m['threads']} | {m['off']} -> {m['on']} | "
+        f"{m['on'] / m['off'] - 1:+.0%} | not predicted: {m['why']} |||||"
+        for m in missing
+    ]
+    lines += ["", *summary_lines(summary, stated), ""]
+    return lines
+
+
+def summary_lines(summary: dict, stated: float) -> list[str]:
+    if not summary["predicted"]:
+        return ["No figure predicted."]
+    n = summary["predicted"]
+    return [
+        f"- predicted: {n} of the figures; median |log error| "
+        f"{summary['median_abs_log_error']:.3f}",
+        f"- {LEVEL:.0%} intervals, each with the model error of the others alone: "
+        f"{summary['inside']} of {n} hold their figure; median high / low "
+        f"{summary['median_width']:.2f}",
+        f"- root-mean-square log error: {summary['rms_log_error']:.3f} (config/cost_model.yaml's "
+        f"`model_error.log_sd` when this run predicted: {stated:g})",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mnn", required=True, help="a local MNN 3.6.1 checkout")
+    parser.add_argument("--kleidiai", help="URL of the KleidiAI v1.16.0 tarball (a mirror)")
+    parser.add_argument("--workdir", default="", help="kept and reused")
+    parser.add_argument("--cores", type=int, default=2)
+    args = parser.parse_args(argv)
+    mnn = {"source": {"path": str(Path(args.mnn).resolve())}}
+    if args.kleidiai:
+        mnn["kleidiai"] = {"version": "v1.16.0", "url": args.kleidiai, "md5": KLEIDIAI_MD5}
+    run, document, _, kernels = predicted_run(args.workdir, [CONFIG], mnn, args.cores, EXPERIMENT)
+    data = yaml.safe_load(FIGURES.read_text())
+    cases, missing = counted_cases(document, data)
+    rows = leave_one_out(cases, data["phase"])
+    summary = scores(rows)
+    counted = counted_functions(kernels, document["device"])
+    result = {
+        "config": CONFIG,
+        "seconds": run["seconds"],
+        "figures": rows,
+        "not_predicted": missing,
+        "summary": summary,
+        "interval": document["interval"],
+        "counted_functions": counted,
+    }
+    lines = markdown(rows, missing, summary, data, document, run) + counted_lines(counted)
+    write_results("held_out", result, lines)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
