@@ -20,7 +20,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from mnnrepro.analysis.prediction_text import gain_text, not_like_for_like, origin_text
+from mnnrepro.analysis.prediction_text import (
+    gain_text,
+    interval_name,
+    not_like_for_like,
+    origin_text,
+)
 from mnnrepro.design import variants_of
 from mnnrepro.errors import DataError
 from mnnrepro.models.shapes import identity_text
@@ -235,7 +240,8 @@ def prediction_section(document: dict, summary: pd.DataFrame) -> list[str]:
     unlike = not_like_for_like(document)
     out += [unlike, ""] if unlike else []
     out += [
-        "| pair | phase | predicted | interval | claim | device | measured [interval] | "
+        f"| pair | phase | predicted | predicted {interval_name(document)} | claim | device | "
+        "measured [interval] | "
         "measured holds predicted | predicted holds measured | log error |",
         "|---|---|---:|---|---:|---|---|---|---|---:|",
     ]
