@@ -74,9 +74,9 @@ def counted_cases(document: dict, data: dict) -> tuple[list[dict], list[dict]]:
             for side in ("baseline", "treatment")
         )
         target = Target.of(model, scale, data["prompt_tokens"], generated)
-        gain = figure["on"] / figure["off"] - 1
-        cases.append({"figure": figure, "gain": gain, "p": p, "mixes": (base, treat),
-                      "model": model, "target": target})  # fmt: skip
+        gain = figure["with_sme2"] / figure["without_sme2"] - 1
+        case = {"figure": figure, "gain": gain, "p": p, "model": model, "target": target}
+        cases.append({**case, "mixes": (base, treat)})
     return cases, missing
 
 
@@ -145,14 +145,16 @@ def markdown(rows, missing, summary, data, document, run) -> list[str]:
     for r in rows:
         got = r["predicted"]
         lines.append(
-            f"| {r['engine']} | {r['model']} | {r['threads']} | {r['off']} -> {r['on']} | "
+            f"| {r['engine']} | {r['model']} | {r['threads']} | "
+            f"{r['without_sme2']} -> {r['with_sme2']} | "
             f"{r['published_gain']:+.0%} | {got['gain']:+.0%} | {r['log_error']:+.3f} | "
             f"[{got['low']:+.0%}, {got['high']:+.0%}] (log sd {r['model_error_log_sd']:.3f} "
             f"of {r['others']}) | {'yes' if r['inside'] else 'no'} | {r['width']:.2f} |"
         )
     lines += [
-        f"| {m['engine']} | {m['model']} | {m['threads']} | {m['off']} -> {m['on']} | "
-        f"{m['on'] / m['off'] - 1:+.0%} | not predicted: {m['why']} |||||"
+        f"| {m['engine']} | {m['model']} | {m['threads']} | "
+        f"{m['without_sme2']} -> {m['with_sme2']} | "
+        f"{m['with_sme2'] / m['without_sme2'] - 1:+.0%} | not predicted: {m['why']} |||||"
         for m in missing
     ]
     lines += ["", *summary_lines(summary, stated), ""]

@@ -1,0 +1,67 @@
+"""benchmarks/held_out.py's scoring of the published figures: each figure's interval takes its
+model error from the other figures' log errors alone, and the summary is what its rows say.
+The counts are a real QEMU profile's (tests/data/prediction/kernels-ort-vl512.csv), the
+figures the real published ones (benchmarks/held_out_figures.yaml)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from mnnrepro.analysis.cost_model import CostModel
+from mnnrepro.analysis.prediction import Target, weights
+from mnnrepro.analysis.token_work import mixes, per_token
+from mnnrepro.models.shapes import SHAPES
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from held_out import FIGURES, leave_one_out, scores  # noqa: E402
+
+KERNELS = ROOT / "tests" / "data" / "prediction" / "kernels-ort-vl512.csv"
+
+
+def cases(n: int) -> list[dict]:
+    """The first n published figures, each predicted from the same real counts for its model."""
+    kernels = pd.read_csv(KERNELS, keep_default_na=False, na_values=[""])
+    tokens = {"prefill": 32, "decode": 8}
+    base, treat = (
+        per_token(mixes(kernels, "qemu-sme2-vl512", "synth-tiny", v), tokens)
+        for v in ("ort-no-kleidiai", "ort-default")
+    )
+    figures = yaml.safe_load(FIGURES.read_text())["figures"]
+    out = []
+    for figure in figures[:n]:
+        model = CostModel.read(
+            ROOT / "config/cost_model.yaml", "c1-ultra", "dimensity-9500", figure["model"]
+        )
+        target = Target.of(model, weights(model.phone_shape) / weights(SHAPES["tiny"]), 128, 4)
+        p = {"threads": [figure["threads"]] * 2}
+        gain = figure["with_sme2"] / figure["without_sme2"] - 1
+        out.append({"figure": figure, "gain": gain, "p": p, "model": model, "target": target,
+                    "mixes": (base, treat)})  # fmt: skip
+    return out
+
+
+def test_each_figures_interval_takes_its_model_error_from_the_others_alone():
+    rows = leave_one_out(cases(3), "prefill")
+    errors = [r["log_error"] for r in rows]
+    for i, r in enumerate(rows):
+        others = errors[:i] + errors[i + 1 :]
+        assert r["others"] == 2
+        assert r["model_error_log_sd"] == pytest.approx(math.sqrt(sum(e * e for e in others) / 2))
+        assert r["inside"] == (
+            r["predicted"]["low"] <= r["published_gain"] <= r["predicted"]["high"]
+        )
+    (alone,) = leave_one_out(cases(1), "prefill")
+    assert alone["others"] == 0 and alone["model_error_log_sd"] == 0
+    summary = scores(rows)
+    assert summary["predicted"] == 3 and summary["inside"] == sum(r["inside"] for r in rows)
+    assert summary["rms_log_error"] == pytest.approx(math.sqrt(sum(e * e for e in errors) / 3))
+    assert summary["median_abs_log_error"] == pytest.approx(sorted(map(abs, errors))[1])
+    assert scores([]) == {"predicted": 0}
