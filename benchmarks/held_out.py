@@ -30,9 +30,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from predicted_gain import counted_functions, counted_lines, predicted_run  # noqa: E402
+from predicted_gain import (  # noqa: E402
+    counted_functions,
+    counted_lines,
+    counting_run_arguments,
+    mnn_config,
+    predicted_run,
+)
 from provenance import write_results  # noqa: E402
-from real_mnn import KLEIDIAI_MD5  # noqa: E402
 
 from mnnrepro.analysis.cost_model import LEVEL, CostModel  # noqa: E402
 from mnnrepro.analysis.prediction import Target, predict_pair, weights  # noqa: E402
@@ -178,15 +183,11 @@ def summary_lines(summary: dict, stated: float) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mnn", required=True, help="a local MNN 3.6.1 checkout")
-    parser.add_argument("--kleidiai", help="URL of the KleidiAI v1.16.0 tarball (a mirror)")
-    parser.add_argument("--workdir", default="", help="kept and reused")
-    parser.add_argument("--cores", type=int, default=2)
+    counting_run_arguments(parser)
     args = parser.parse_args(argv)
-    mnn = {"source": {"path": str(Path(args.mnn).resolve())}}
-    if args.kleidiai:
-        mnn["kleidiai"] = {"version": "v1.16.0", "url": args.kleidiai, "md5": KLEIDIAI_MD5}
-    run, document, _, kernels = predicted_run(args.workdir, [CONFIG], mnn, args.cores, EXPERIMENT)
+    run, document, _, kernels = predicted_run(
+        args.workdir, [CONFIG], mnn_config(args), args.cores, EXPERIMENT
+    )
     data = yaml.safe_load(FIGURES.read_text())
     cases, missing = counted_cases(document, data)
     rows = leave_one_out(cases, data["phase"])

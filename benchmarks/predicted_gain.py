@@ -138,18 +138,30 @@ def predicted_run(
     return (run, document, prediction_md, kernels, *others)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def counting_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """A counting run's arguments: the MNN checkout, the KleidiAI mirror, the kept working
+    directory, the cores."""
     parser.add_argument("--mnn", required=True, help="a local MNN 3.6.1 checkout")
     parser.add_argument("--kleidiai", help="URL of the KleidiAI v1.16.0 tarball (a mirror)")
     parser.add_argument("--workdir", default="", help="kept and reused")
     parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--threads", type=int, choices=sorted(RUNS), default=1)
-    args = parser.parse_args(argv)
-    configs, experiment, name = RUNS[args.threads]
+
+
+def mnn_config(args: argparse.Namespace) -> dict:
+    """The config key `mnn` of a counting run: the checkout, and the KleidiAI mirror if given."""
     mnn = {"source": {"path": str(Path(args.mnn).resolve())}}
     if args.kleidiai:
         mnn["kleidiai"] = {"version": "v1.16.0", "url": args.kleidiai, "md5": KLEIDIAI_MD5}
+    return mnn
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    counting_run_arguments(parser)
+    parser.add_argument("--threads", type=int, choices=sorted(RUNS), default=1)
+    args = parser.parse_args(argv)
+    configs, experiment, name = RUNS[args.threads]
+    mnn = mnn_config(args)
     run, document, prediction_md, kernels = predicted_run(
         args.workdir, configs, mnn, args.cores, experiment
     )
