@@ -46,18 +46,19 @@ RUNS = {
 
 
 def counted_functions(kernels: pd.DataFrame, device: str, top: int = 5) -> list[dict]:
-    """Where the counted instructions are: per variant and phase on the prediction's device,
-    the functions with the most, each with its share of the profile's and whether it is one
-    of MNN's waiting functions (its thread pool's: BuiltEngine.waiting_functions), which the
-    prediction leaves out of the work."""
+    """Where the counted instructions are: per model, variant and phase (one profile) on the
+    prediction's device, the functions with the most, each with its share of the profile's
+    and whether it is one of MNN's waiting functions (its thread pool's:
+    BuiltEngine.waiting_functions), which the prediction leaves out of the work."""
     rows = []
     profiled = kernels[(kernels["device"] == device) & kernels["instructions"].notna()]
-    for (variant, phase), group in profiled.groupby(["variant", "phase"], sort=True):
+    for (model, variant, phase), group in profiled.groupby(["model", "variant", "phase"]):
         total = group["instructions"].sum()
         for r in group.nlargest(top, "instructions").itertuples():
             symbol = r.symbol if isinstance(r.symbol, str) else "(outside any symbol)"
             rows.append(
                 {
+                    "model": model,
                     "variant": variant,
                     "phase": phase,
                     "symbol": symbol,
@@ -73,11 +74,13 @@ def counted_lines(rows: list[dict], of: str = "") -> list[str]:
     lines = [
         f"## Where the counted instructions are{of} (the 5 functions with most, per profile)",
         "",
-        "| variant | phase | function | instructions | share | waiting (left out) |",
-        "|---|---|---|---:|---:|---|",
+        "| counted model | variant | phase | function | instructions | share | waiting (left "
+        "out) |",
+        "|---|---|---|---|---:|---:|---|",
     ]
     lines += [
-        f"| {r['variant']} | {r['phase']} | `{r['symbol'][:90]}` | {r['instructions']:,} | "
+        f"| {r['model']} | {r['variant']} | {r['phase']} | `{r['symbol'][:90]}` | "
+        f"{r['instructions']:,} | "
         f"{r['share']:.1%} | {'yes' if r['waiting'] else 'no'} |"
         for r in rows
     ]
