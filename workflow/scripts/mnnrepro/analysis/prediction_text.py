@@ -33,7 +33,8 @@ def interval_text(document: dict) -> str:
         f"Each interval holds the central {spec['level']:.0%} of the predicted speedups over "
         f"{spec['samples']} draws of the ranged constants ({spec['constants']}), each with a "
         f"model error of log sd {spec['model_error_log_sd']:g} "
-        f"({spec['model_error_source']})."
+        f"({spec['model_error_source']}), widened where needed to hold the gain at the "
+        "constants' values."
     )
 
 
