@@ -409,6 +409,9 @@ def test_this_host_counted_by_callgrind_is_predicted_and_scored(root, copied_run
     assert counts["startup"] < counts["prefill_short"] < counts["prefill"]
     document = json.loads((out / "prediction.json").read_text())
     assert document["counted_by"] == "valgrind --tool=callgrind"
+    # its intervals at their stated level, the model error's source named (cost_model.py)
+    assert document["interval"]["level"] == 0.8 and document["interval"]["model_error_source"]
+    assert "| 80% interval |" in (out / "prediction.md").read_text()
     (predicted,) = document["predictions"]
     for phase in ("prefill", "decode"):
         rates = predicted["phases"][phase]["tokens_per_s"]
