@@ -101,10 +101,10 @@ def not_run_as_written(command: str) -> str | None:
     if re.search(r"<[^>]+>|my\.yaml", command):
         return "skip: a placeholder the reader fills in"
     if "/path/to/MNN" in command:
-        return (
-            "skip: needs a local MNN checkout (benchmarks/real_mnn.py and "
-            "kernel_attribution.py run these configs)"
-        )
+        runs = "benchmarks/real_mnn.py and kernel_attribution.py run these configs"
+        if "config/predict-held-out.yaml" in command:
+            runs = "benchmarks/held_out.py runs this config"
+        return f"skip: needs a local MNN checkout ({runs})"
     if " -n" in f" {command}" or command.startswith("snakemake --lint"):
         return None
     for marker, why in DRY_RUN_WHY.items():
