@@ -40,7 +40,7 @@ from predicted_gain import (  # noqa: E402
 from provenance import write_results  # noqa: E402
 
 from mnnrepro.analysis.cost_model import LEVEL, CostModel  # noqa: E402
-from mnnrepro.analysis.prediction import Target, predict_pair, weights  # noqa: E402
+from mnnrepro.analysis.prediction import Target, gain, predict_pair, weights  # noqa: E402
 from mnnrepro.analysis.token_work import for_prompt  # noqa: E402
 from mnnrepro.models.shapes import SHAPES  # noqa: E402
 
@@ -89,9 +89,10 @@ def leave_one_out(cases: list[dict], phase: str) -> list[dict]:
     """Each case's prediction with the model error the other cases' log errors estimate (their
     root mean square; none without another case), so no figure widens its own interval."""
     errors = []
-    for c in cases:
-        point = predict_pair(*c["mixes"], c["model"], c["target"], tuple(c["p"]["threads"]))
-        errors.append(math.log((1 + c["gain"]) / (1 + point[phase]["gain"])))
+    for c in cases:  # the gain at the constants' values: no interval needed for the error
+        model, threads = c["model"], tuple(c["p"]["threads"])
+        point = gain(*c["mixes"], phase, model.values(), c["target"], model, threads)
+        errors.append(math.log((1 + c["gain"]) / (1 + point)))
     rows = []
     for i, c in enumerate(cases):
         others = errors[:i] + errors[i + 1 :]

@@ -47,8 +47,7 @@ def weights(shape: dict) -> int:
     """The weights one token multiplies: every layer's attention and MLP projections, and the
     lm_head."""
     hidden, heads = shape["hidden_size"], shape["num_attention_heads"]
-    head_dim = shape.get("head_dim", hidden // heads)
-    attention = hidden * head_dim * (2 * heads + 2 * shape["num_key_value_heads"])
+    attention = hidden * head_dim(shape) * (2 * heads + 2 * shape["num_key_value_heads"])
     mlp = 3 * hidden * shape["intermediate_size"]
     return shape["num_hidden_layers"] * (attention + mlp) + shape["vocab_size"] * hidden
 
@@ -95,13 +94,17 @@ class Target:
         )
 
 
+def head_dim(shape: dict) -> int:
+    """An attention head's width: the shape's, else the hidden size over the heads."""
+    return shape.get("head_dim", shape["hidden_size"] // shape["num_attention_heads"])
+
+
 def kv_values(shape: dict, prompt: int, generated: int) -> float:
     """The cached keys and values one decoded token reads, on average over a decode of
     `generated` tokens after a `prompt`-token prompt: every layer's K and V of each position
     before it (prompt + generated / 2 on average)."""
-    heads, hidden = shape["num_attention_heads"], shape["hidden_size"]
     per_position = 2 * shape["num_hidden_layers"] * shape["num_key_value_heads"]
-    return per_position * shape.get("head_dim", hidden // heads) * (prompt + generated / 2)
+    return per_position * head_dim(shape) * (prompt + generated / 2)
 
 
 def compute_seconds(mix: dict, v: dict[str, float], scale: float, parallel: float) -> float:
@@ -149,7 +152,7 @@ def predict_pair(
         def at(values, phase=phase):
             return gain(base, treat, phase, values, target, model, threads)
 
-        low, high = model.interval([at(values) for values in drawn])
+        centre, (low, high) = at(point), model.interval([at(values) for values in drawn])
         swings = [
             {
                 "constant": c.name,
@@ -160,9 +163,9 @@ def predict_pair(
         ]
         swings.sort(key=lambda s: -abs(s["at_high"] - s["at_low"]))
         out[phase] = {
-            "gain": at(point),
-            "low": min(low, at(point)),
-            "high": max(high, at(point)),
+            "gain": centre,
+            "low": min(low, centre),
+            "high": max(high, centre),
             "sensitivity": swings,
             **point_times(base, treat, phase, model, target, threads),
         }
