@@ -1,18 +1,21 @@
-"""Published SME2 figures held out against the prediction's method: config/predict-held-out.yaml
-through the workflow (MNN 3.6.1's SME2 OFF and ON builds counted under QEMU on one layer of
-each figure's own model, at its thread count and its 128-token prompt), then each figure of
-benchmarks/held_out_figures.yaml predicted for its own model (config/cost_model.yaml's
-`models`) from those counts and scored: its log error, and its 80 % interval with the model
-error estimated from the other figures alone (left out one at a time). It reports the median
-|log error|, how many intervals hold their figure, their widths, and the root-mean-square log
-error, which config/cost_model.yaml's `model_error.log_sd` takes.
+"""Published SME2 figures held out against the prediction's method: each engine's counting run
+through the workflow (config/predict-held-out.yaml: MNN 3.6.1's SME2 OFF and ON builds;
+config/predict-held-out-llamacpp.yaml: llama.cpp with KleidiAI, its SME kernels off and on),
+counted under QEMU on one layer of each figure's own model, at its thread count and its
+128-token prompt, then each figure of benchmarks/held_out_figures.yaml predicted for its own
+model (config/cost_model.yaml's `models`) from its engine's counts and scored: its log error,
+and its 80 % interval with the model error estimated from the other figures alone (left out
+one at a time). It reports the median |log error|, how many intervals hold their figure, their
+widths, and the root-mean-square log error, which config/cost_model.yaml's
+`model_error.log_sd` takes.
 
-Usage: python benchmarks/held_out.py --mnn /path/to/MNN [--kleidiai URL] [--workdir DIR]
-                                     [--cores 2]
+Usage: python benchmarks/held_out.py --mnn /path/to/MNN [--kleidiai URL]
+                                     [--llamacpp-kleidiai URL] [--workdir DIR] [--cores 2]
 
 `--mnn` is a local checkout of MNN release 3.6.1; `--kleidiai` a mirror URL (e.g. file://) of
-the pinned KleidiAI v1.16.0 tarball. A rerun in the same working directory measures only what
-is missing. It writes benchmarks/results/held_out.{json,md}.
+the pinned KleidiAI v1.16.0 tarball, `--llamacpp-kleidiai` of llama.cpp's pinned v1.24.0 (their
+checksums still check them). A rerun in the same working directory measures only what is
+missing. It writes benchmarks/results/held_out.{json,md}.
 """
 
 from __future__ import annotations
@@ -42,23 +45,27 @@ from provenance import write_results  # noqa: E402
 from mnnrepro.analysis.cost_model import LEVEL, CostModel  # noqa: E402
 from mnnrepro.analysis.prediction import Target, gain, predict_pair, weights  # noqa: E402
 from mnnrepro.analysis.token_work import for_prompt  # noqa: E402
+from mnnrepro.engines.registry import kind_of_spec  # noqa: E402
 from mnnrepro.models.shapes import SHAPES  # noqa: E402
 
-CONFIG = "config/predict-held-out.yaml"
-EXPERIMENT = "predict-held-out"
+# a figure's engine -> the run that counts it: (its config, its experiment)
+RUNS = {
+    "mnn": ("config/predict-held-out.yaml", "predict-held-out"),
+    "llama.cpp": ("config/predict-held-out-llamacpp.yaml", "predict-held-out-llamacpp"),
+}
 FIGURES = ROOT / "benchmarks" / "held_out_figures.yaml"
 COSTS = ROOT / "config" / "cost_model.yaml"
 
 
-def counted_cases(document: dict, data: dict) -> tuple[list[dict], list[dict]]:
-    """(each figure counted in this run with what predicts it, each figure not counted and
-    why). A figure is predicted for its own model: the counted layer's work scaled by the
-    figure's model's weights, priced with that model's constants."""
-    config = yaml.safe_load((ROOT / CONFIG).read_text())
-    made_for, generated = document["bench"]["prompt_tokens"], document["bench"]["generate_tokens"]
+def counted_cases(runs: dict, data: dict) -> tuple[list[dict], list[dict]]:
+    """(each figure counted with what predicts it, each figure not counted and why), from
+    `runs`: a figure's engine -> (its run's config, its prediction.json). A figure is predicted
+    for its own model: the counted layer's work scaled by the figure's model's weights, priced
+    with that model's constants."""
     cases, missing = [], []
     for figure in data["figures"]:
         counted = figure.get("counted")
+        config, document = runs[figure["engine"]]
         found = [
             p
             for p in document["predictions"]
@@ -71,6 +78,8 @@ def counted_cases(document: dict, data: dict) -> tuple[list[dict], list[dict]]:
             missing.append({**figure, "why": why})
             continue
         (p,) = found
+        made_for = document["bench"]["prompt_tokens"]
+        generated = document["bench"]["generate_tokens"]
         model = CostModel.read(COSTS, document["core"], document["soc"], figure["model"])
         layer = SHAPES[config["models"][counted["model"]]["synthetic"]["shape"]]
         scale = weights(model.phone_shape) / weights(layer)
@@ -132,17 +141,18 @@ def scores(rows: list[dict]) -> dict:
     }
 
 
-def markdown(rows, missing, summary, data, document, run) -> list[str]:
-    stated = document["interval"]["model_error_log_sd"]
+def markdown(rows, missing, summary, data, stated, seconds) -> list[str]:
+    ran = "; ".join(f"{RUNS[engine][0]} {s} s" for engine, s in seconds.items())
     lines = [
         "# Published SME2 figures held out against the prediction (benchmarks/held_out.py)",
         "",
-        f"Command: `python benchmarks/held_out.py --mnn <MNN 3.6.1> --kleidiai <KleidiAI "
-        f"v1.16.0 tarball>` ({CONFIG} through the workflow: {run['seconds']} s this "
-        "invocation; a rerun measures only what is missing). Figures: "
+        "Command: `python benchmarks/held_out.py --mnn <MNN 3.6.1> --kleidiai <KleidiAI "
+        "v1.16.0 tarball> --llamacpp-kleidiai <KleidiAI v1.24.0 tarball>` (each engine's "
+        f"counting run through the workflow, this invocation: {ran}; a rerun measures only "
+        "what is missing). Figures: "
         f"benchmarks/held_out_figures.yaml ({data['source']}), {data['prompt_tokens']}-token "
-        f"{data['phase']}. Each is predicted from the counts of one layer of its own model "
-        "at its own thread count, for its own model's weights (config/cost_model.yaml).",
+        f"{data['phase']}. Each is predicted from its engine's counts of one layer of its own "
+        "model at its own thread count, for its own model's weights (config/cost_model.yaml).",
         "",
         f"| engine | model | threads | published off -> on | gain | predicted | log error | "
         f"{LEVEL:.0%} interval (model error of the others) | inside | high / low |",
@@ -182,28 +192,46 @@ def summary_lines(summary: dict, stated: float) -> list[str]:
     ]
 
 
+def counting_runs(args: argparse.Namespace) -> tuple[dict, dict, list[dict]]:
+    """Each engine's counting run: (engine -> (its config, its prediction.json), engine -> the
+    run's seconds, where each run's counted instructions are)."""
+    mirror = {"kleidiai": {"url": args.llamacpp_kleidiai}} if args.llamacpp_kleidiai else None
+    runs, seconds, counted = {}, {}, []
+    for engine, (config_file, experiment) in RUNS.items():
+        mnn = mnn_config(args) if engine == "mnn" else None
+        llamacpp = mirror if engine == "llama.cpp" else None
+        run, document, _, kernels = predicted_run(
+            args.workdir, [config_file], mnn, args.cores, experiment, llamacpp=llamacpp
+        )
+        config = yaml.safe_load((ROOT / config_file).read_text())
+        runs[engine], seconds[engine] = (config, document), run["seconds"]
+        (waiting,) = {kind_of_spec(e).waiting_functions for e in config["engines"].values()}
+        counted += counted_functions(kernels, document["device"], waiting)
+    return runs, seconds, counted
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     counting_run_arguments(parser)
+    parser.add_argument("--llamacpp-kleidiai", help="URL of the KleidiAI v1.24.0 tarball")
     args = parser.parse_args(argv)
-    run, document, _, kernels = predicted_run(
-        args.workdir, [CONFIG], mnn_config(args), args.cores, EXPERIMENT
-    )
+    runs, seconds, counted = counting_runs(args)
     data = yaml.safe_load(FIGURES.read_text())
-    cases, missing = counted_cases(document, data)
+    cases, missing = counted_cases(runs, data)
     rows = leave_one_out(cases, data["phase"])
     summary = scores(rows)
-    counted = counted_functions(kernels, document["device"])
+    interval = runs["mnn"][1]["interval"]
     result = {
-        "config": CONFIG,
-        "seconds": run["seconds"],
+        "configs": [config_file for config_file, _ in RUNS.values()],
+        "seconds": seconds,
         "figures": rows,
         "not_predicted": missing,
         "summary": summary,
-        "interval": document["interval"],
+        "interval": interval,
         "counted_functions": counted,
     }
-    lines = markdown(rows, missing, summary, data, document, run) + counted_lines(counted)
+    lines = markdown(rows, missing, summary, data, interval["model_error_log_sd"], seconds)
+    lines += counted_lines(counted)
     write_results("held_out", result, lines)
     print("\n".join(lines))
     return 0

@@ -45,11 +45,14 @@ RUNS = {
 }
 
 
-def counted_functions(kernels: pd.DataFrame, device: str, top: int = 5) -> list[dict]:
+def counted_functions(
+    kernels: pd.DataFrame, device: str, waiting: str = BuiltEngine.waiting_functions, top: int = 5
+) -> list[dict]:
     """Where the counted instructions are: per model, variant and phase (one profile) on the
     prediction's device, the functions with the most, each with its share of the profile's
-    and whether it is one of MNN's waiting functions (its thread pool's:
-    BuiltEngine.waiting_functions), which the prediction leaves out of the work."""
+    and whether it is one of the engine's waiting functions (its thread pool's: `waiting`,
+    the kind's EngineKind.waiting_functions, MNN's unless given), which the prediction leaves
+    out of the work."""
     rows = []
     profiled = kernels[(kernels["device"] == device) & kernels["instructions"].notna()]
     for (model, variant, phase), group in profiled.groupby(["model", "variant", "phase"]):
@@ -64,7 +67,7 @@ def counted_functions(kernels: pd.DataFrame, device: str, top: int = 5) -> list[
                     "symbol": symbol,
                     "instructions": int(r.instructions),
                     "share": r.instructions / total,
-                    "waiting": bool(re.search(BuiltEngine.waiting_functions, symbol)),
+                    "waiting": bool(re.search(waiting, symbol)),
                 }
             )
     return rows
@@ -126,13 +129,20 @@ def markdown(document: dict, run: dict, configs: list[str]) -> list[str]:
 
 
 def predicted_run(
-    workdir: str, configs, mnn: dict | None, cores: int, experiment: str, *tables: str
+    workdir: str,
+    configs,
+    mnn: dict | None,
+    cores: int,
+    experiment: str,
+    *tables: str,
+    llamacpp: dict | None = None,
 ) -> tuple:
     """A prediction's config through the workflow in workdir (kept and reused; empty: a
-    temporary one): (the run, prediction.json, prediction.md, kernels.csv, and each of the
-    experiment's other tables named)."""
+    temporary one), `mnn` and `llamacpp` merged into its sections of those names: (the run,
+    prediction.json, prediction.md, kernels.csv, and each of the experiment's other tables
+    named)."""
     with kept_or_temporary(workdir) as work:
-        run = snakemake(work, configs, mnn, cores)
+        run = snakemake(work, configs, mnn, cores, llamacpp=llamacpp)
         out = work / "results" / experiment
         document = json.loads((out / "prediction.json").read_text())
         prediction_md = (out / "prediction.md").read_text()

@@ -104,7 +104,7 @@ BAD = [
         "huge",
         "`models.synth-tiny-vl.synthetic.shape`: 'huge' is not one of "
         "['tiny', 'qwen3-0.6b', 'qwen3-0.6b-layer', 'qwen3-vl-4b-layer', 'llama32-1b-layer', "
-        "'qwen25-vl-3b-layer', 'tiny-vl']",
+        "'qwen25-vl-3b-layer', 'qwen2-vl-2b-layer', 'phi-2-layer', 'tiny-vl']",
     ),
     (
         "two sources",

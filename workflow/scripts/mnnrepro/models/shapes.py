@@ -97,6 +97,40 @@ SHAPES: dict[str, dict] = {
         "tie_word_embeddings": True,
         "initializer_range": 0.02,
     },
+    # llama.cpp's figures (config/predict-held-out-llamacpp.yaml): one layer of
+    # Qwen/Qwen2-VL-2B-Instruct's language model (hidden 1536, intermediate 8960, 12 query and
+    # 2 key-value heads of 128), and of microsoft/phi-2 (hidden 2560, 32 heads of 80, an MLP
+    # of two 2560 x 10240 matrices). Qwen3's architecture has three MLP matrices: phi-2's is
+    # given the same weights in three, intermediate 6816 (3 x 6816 = 20448 against its 2 x
+    # 10240, a multiple of Q4_0's 32-value blocks); its GEMMs' widths are not phi-2's.
+    "qwen2-vl-2b-layer": {
+        "vocab_size": 4096,
+        "hidden_size": 1536,
+        "intermediate_size": 8960,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 12,
+        "num_key_value_heads": 2,
+        "head_dim": 128,
+        "max_position_embeddings": 4096,
+        "rope_theta": 1000000.0,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": True,
+        "initializer_range": 0.02,
+    },
+    "phi-2-layer": {
+        "vocab_size": 4096,
+        "hidden_size": 2560,
+        "intermediate_size": 6816,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "head_dim": 80,
+        "max_position_embeddings": 4096,
+        "rope_theta": 10000.0,
+        "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": True,
+        "initializer_range": 0.02,
+    },
 }
 
 
