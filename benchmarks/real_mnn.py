@@ -77,9 +77,10 @@ def snakemake(
         *args,
         "--configfile",
         *[str(ROOT / c) for c in ([configfile] if isinstance(configfile, str) else configfile)],
-        *(["--config", f"mnn={json.dumps(mnn)}"] if mnn else []),
-        *([f"llamacpp={json.dumps(llamacpp)}"] if llamacpp else []),
     ]
+    overrides = {"mnn": mnn, "llamacpp": llamacpp}
+    given = [f"{key}={json.dumps(value)}" for key, value in overrides.items() if value]
+    cmd += ["--config", *given] if given else []
     workdir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
