@@ -16,14 +16,17 @@ import yaml
 from mnnrepro.analysis.cost_model import CostModel
 from mnnrepro.analysis.prediction import Target, weights
 from mnnrepro.analysis.token_work import mixes, per_token
+from mnnrepro.engines.registry import kind_of_spec
 from mnnrepro.models.shapes import SHAPES
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from held_out import FIGURES, leave_one_out, scores  # noqa: E402
+from held_out import FIGURES, RUNS, leave_one_out, scores  # noqa: E402
 
 KERNELS = ROOT / "tests" / "data" / "prediction" / "kernels-ort-vl512.csv"
+# a figure's engine -> the config key of the engine kind its counting run must build
+ENGINE_KEYS = {"mnn": "build", "llama.cpp": "llamacpp"}
 
 
 def cases(n: int) -> list[dict]:
@@ -65,3 +68,28 @@ def test_each_figures_interval_takes_its_model_error_from_the_others_alone():
     assert summary["rms_log_error"] == pytest.approx(math.sqrt(sum(e * e for e in errors) / 3))
     assert summary["median_abs_log_error"] == pytest.approx(sorted(map(abs, errors))[1])
     assert scores([]) == {"predicted": 0}
+
+
+def test_each_counted_figure_names_its_engines_run_its_model_and_a_pair_at_its_thread_count():
+    """A figure is predicted from the pair its `counted` names in its engine's counting run
+    (held_out.RUNS): that run must count the figure's model's layer, compare that pair, run
+    it at the figure's thread count with the figure's engine, and the cost model must price
+    the figure's own model."""
+    data = yaml.safe_load(FIGURES.read_text())
+    costs = yaml.safe_load((ROOT / "config/cost_model.yaml").read_text())["models"]
+    assert all(f.get("counted") for f in data["figures"])
+    for figure in data["figures"]:
+        config = yaml.safe_load((ROOT / RUNS[figure["engine"]][0]).read_text())
+        counted = figure["counted"]
+        assert config["models"][counted["model"]]["synthetic"]["shape"] in SHAPES
+        comparison = config["comparison"]
+        pairs = [comparison, *comparison.get("also", [])]
+        assert {"baseline": counted["baseline"], "treatment": counted["treatment"]} in [
+            {k: p[k] for k in ("baseline", "treatment")} for p in pairs
+        ]
+        for side in ("baseline", "treatment"):
+            variant = config["variants"][counted[side]]
+            assert variant["runtime"]["thread_num"] == figure["threads"], (figure, side)
+            engine = kind_of_spec(config["engines"][variant["engine"]])
+            assert engine.config_key == ENGINE_KEYS[figure["engine"]], (figure, side)
+        assert figure["model"] in costs

@@ -19,6 +19,34 @@ QWEN3_06B = {
     "initializer_range": 0.02,
 }
 
+
+def one_layer(
+    hidden: int,
+    intermediate: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    rope_theta: float = 1000000.0,
+    rms_norm_eps: float = 1e-6,
+) -> dict:
+    """A model's GEMM shapes in one Qwen3 layer with a small vocabulary (4096): what a
+    prediction counts and scales to the whole model by weights."""
+    return {
+        "vocab_size": 4096,
+        "hidden_size": hidden,
+        "intermediate_size": intermediate,
+        "num_hidden_layers": 1,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "head_dim": head_dim,
+        "max_position_embeddings": 4096,
+        "rope_theta": rope_theta,
+        "rms_norm_eps": rms_norm_eps,
+        "tie_word_embeddings": True,
+        "initializer_range": 0.02,
+    }
+
+
 # Named shapes.
 SHAPES: dict[str, dict] = {
     "tiny": {
@@ -50,87 +78,22 @@ SHAPES: dict[str, dict] = {
     # intermediate 9728, 32 query and 8 key-value heads of 128) in one layer, with a small
     # vocabulary: the GEMM shapes, and so the SME2 and NEON tiling, are the phone model's
     # (its lm_head, 151936 x 2560 there, is not: a prediction scales by weights).
-    "qwen3-vl-4b-layer": {
-        "vocab_size": 4096,
-        "hidden_size": 2560,
-        "intermediate_size": 9728,
-        "num_hidden_layers": 1,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "head_dim": 128,
-        "max_position_embeddings": 4096,
-        "rope_theta": 5000000.0,
-        "rms_norm_eps": 1e-6,
-        "tie_word_embeddings": True,
-        "initializer_range": 0.02,
-    },
+    "qwen3-vl-4b-layer": one_layer(2560, 9728, 32, 8, 128, rope_theta=5000000.0),
     # The language models of published SME2 figures on the same phone, one layer each with a
     # small vocabulary (config/predict-held-out.yaml; benchmarks/held_out.py): the GEMM shapes
     # of meta-llama/Llama-3.2-1B (hidden 2048, intermediate 8192, 32 query and 8 key-value
     # heads of 64) and of Qwen/Qwen2.5-VL-3B-Instruct's (hidden 2048, intermediate 11008, 16
     # query and 2 key-value heads of 128), in Qwen3's architecture (what synthetic.py makes)
-    "llama32-1b-layer": {
-        "vocab_size": 4096,
-        "hidden_size": 2048,
-        "intermediate_size": 8192,
-        "num_hidden_layers": 1,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "head_dim": 64,
-        "max_position_embeddings": 4096,
-        "rope_theta": 500000.0,
-        "rms_norm_eps": 1e-5,
-        "tie_word_embeddings": True,
-        "initializer_range": 0.02,
-    },
-    "qwen25-vl-3b-layer": {
-        "vocab_size": 4096,
-        "hidden_size": 2048,
-        "intermediate_size": 11008,
-        "num_hidden_layers": 1,
-        "num_attention_heads": 16,
-        "num_key_value_heads": 2,
-        "head_dim": 128,
-        "max_position_embeddings": 4096,
-        "rope_theta": 1000000.0,
-        "rms_norm_eps": 1e-6,
-        "tie_word_embeddings": True,
-        "initializer_range": 0.02,
-    },
+    "llama32-1b-layer": one_layer(2048, 8192, 32, 8, 64, rope_theta=500000.0, rms_norm_eps=1e-5),
+    "qwen25-vl-3b-layer": one_layer(2048, 11008, 16, 2, 128),
     # llama.cpp's figures (config/predict-held-out-llamacpp.yaml): one layer of
     # Qwen/Qwen2-VL-2B-Instruct's language model (hidden 1536, intermediate 8960, 12 query and
     # 2 key-value heads of 128), and of microsoft/phi-2 (hidden 2560, 32 heads of 80, an MLP
     # of two 2560 x 10240 matrices). Qwen3's architecture has three MLP matrices: phi-2's is
     # given the same weights in three, intermediate 6816 (3 x 6816 = 20448 against its 2 x
     # 10240, a multiple of Q4_0's 32-value blocks); its GEMMs' widths are not phi-2's.
-    "qwen2-vl-2b-layer": {
-        "vocab_size": 4096,
-        "hidden_size": 1536,
-        "intermediate_size": 8960,
-        "num_hidden_layers": 1,
-        "num_attention_heads": 12,
-        "num_key_value_heads": 2,
-        "head_dim": 128,
-        "max_position_embeddings": 4096,
-        "rope_theta": 1000000.0,
-        "rms_norm_eps": 1e-6,
-        "tie_word_embeddings": True,
-        "initializer_range": 0.02,
-    },
-    "phi-2-layer": {
-        "vocab_size": 4096,
-        "hidden_size": 2560,
-        "intermediate_size": 6816,
-        "num_hidden_layers": 1,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 32,
-        "head_dim": 80,
-        "max_position_embeddings": 4096,
-        "rope_theta": 10000.0,
-        "rms_norm_eps": 1e-5,
-        "tie_word_embeddings": True,
-        "initializer_range": 0.02,
-    },
+    "qwen2-vl-2b-layer": one_layer(1536, 8960, 12, 2, 128),
+    "phi-2-layer": one_layer(2560, 6816, 32, 32, 80, rope_theta=10000.0, rms_norm_eps=1e-5),
 }
 
 
