@@ -59,13 +59,15 @@ COSTS = ROOT / "config" / "cost_model.yaml"
 
 def counted_cases(runs: dict, data: dict) -> tuple[list[dict], list[dict]]:
     """(each figure counted with what predicts it, each figure not counted and why), from
-    `runs`: a figure's engine -> (its run's config, its prediction.json). A figure is predicted
-    for its own model: the counted layer's work scaled by the figure's model's weights, priced
-    with that model's constants."""
+    `runs`: a figure's engine -> (its run's config, its prediction.json, its validity checks).
+    A figure is predicted for its own model: the counted layer's work scaled by the figure's
+    model's weights, priced with that model's constants. A figure whose counted pair failed a
+    validity check of the workflow (its SME2 kernels did not run, its answers differ) is not
+    predicted: its counts are not of what the figure measured."""
     cases, missing = [], []
     for figure in data["figures"]:
         counted = figure.get("counted")
-        config, document = runs[figure["engine"]]
+        config, document, checks = runs[figure["engine"]]
         found = [
             p
             for p in document["predictions"]
@@ -73,8 +75,13 @@ def counted_cases(runs: dict, data: dict) -> tuple[list[dict], list[dict]]:
             and (p["model"], p["baseline"], p["treatment"])
             == (counted["model"], counted["baseline"], counted["treatment"])
         ]
-        if not found:
+        failed = failed_checks(checks, counted) if found else []
+        if not found or failed:
             why = "no counts of its model with its engine yet" if not counted else "not counted"
+            if failed:
+                why = "its counted pair failed the workflow's validity checks: " + "; ".join(
+                    f"{c['name']} ({c['evidence']})" for c in failed
+                )
             missing.append({**figure, "why": why})
             continue
         (p,) = found
@@ -92,6 +99,14 @@ def counted_cases(runs: dict, data: dict) -> tuple[list[dict], list[dict]]:
         case = {"figure": figure, "gain": gain, "p": p, "model": model, "target": target}
         cases.append({**case, "mixes": (base, treat)})
     return cases, missing
+
+
+def failed_checks(checks: list[dict], counted: dict) -> list[dict]:
+    """The validity checks of the counted model's pair (its baseline and treatment) that
+    failed."""
+    pair = [counted["baseline"], counted["treatment"]]
+    ours = [c for c in checks if c["model"] == counted["model"] and c["pair"] == pair]
+    return [c for c in ours if not c["passed"]]
 
 
 def leave_one_out(cases: list[dict], phase: str) -> list[dict]:
@@ -193,8 +208,8 @@ def summary_lines(summary: dict, stated: float) -> list[str]:
 
 
 def counting_runs(args: argparse.Namespace) -> tuple[dict, dict, list[dict]]:
-    """Each engine's counting run: (engine -> (its config, its prediction.json), engine -> the
-    run's seconds, where each run's counted instructions are)."""
+    """Each engine's counting run: (engine -> (its config, its prediction.json, its validity
+    checks), engine -> the run's seconds, where each run's counted instructions are)."""
     mirror = {"kleidiai": {"url": args.llamacpp_kleidiai}} if args.llamacpp_kleidiai else None
     runs, seconds, counted = {}, {}, []
     for engine, (config_file, experiment) in RUNS.items():
@@ -204,7 +219,7 @@ def counting_runs(args: argparse.Namespace) -> tuple[dict, dict, list[dict]]:
             args.workdir, [config_file], mnn, args.cores, experiment, llamacpp=llamacpp
         )
         config = yaml.safe_load((ROOT / config_file).read_text())
-        runs[engine], seconds[engine] = (config, document), run["seconds"]
+        runs[engine], seconds[engine] = (config, document, run["validity"]), run["seconds"]
         (waiting,) = {kind_of_spec(e).waiting_functions for e in config["engines"].values()}
         counted += counted_functions(kernels, document["device"], waiting)
     return runs, seconds, counted

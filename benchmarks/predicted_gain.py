@@ -139,12 +139,17 @@ def predicted_run(
 ) -> tuple:
     """A prediction's config through the workflow in workdir (kept and reused; empty: a
     temporary one), `mnn` and `llamacpp` merged into its sections of those names: (the run,
-    prediction.json, prediction.md, kernels.csv, and each of the experiment's other tables
-    named)."""
+    with every validity check of the prediction's device under `validity`, prediction.json,
+    prediction.md, kernels.csv, and each of the experiment's other tables named)."""
     with kept_or_temporary(workdir) as work:
         run = snakemake(work, configs, mnn, cores, llamacpp=llamacpp)
         out = work / "results" / experiment
         document = json.loads((out / "prediction.json").read_text())
+        run["validity"] = [
+            {**check, "model": path.stem}
+            for path in sorted((out / "validity" / document["device"]).glob("*.json"))
+            for check in json.loads(path.read_text())["checks"]
+        ]
         prediction_md = (out / "prediction.md").read_text()
         kernels = pd.read_csv(out / "kernels.csv", keep_default_na=False, na_values=[""])
         others = [pd.read_csv(out / f"{name}.csv") for name in tables]

@@ -22,7 +22,7 @@ from mnnrepro.models.shapes import SHAPES
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from held_out import FIGURES, RUNS, leave_one_out, scores  # noqa: E402
+from held_out import FIGURES, RUNS, counted_cases, failed_checks, leave_one_out, scores  # noqa: E402
 
 KERNELS = ROOT / "tests" / "data" / "prediction" / "kernels-ort-vl512.csv"
 # a figure's engine -> the config key of the engine kind its counting run must build
@@ -93,3 +93,33 @@ def test_each_counted_figure_names_its_engines_run_its_model_and_a_pair_at_its_t
             engine = kind_of_spec(config["engines"][variant["engine"]])
             assert engine.config_key == ENGINE_KEYS[figure["engine"]], (figure, side)
         assert figure["model"] in costs
+
+
+def test_a_figure_whose_counted_pair_failed_a_validity_check_is_not_predicted():
+    """A pair whose SME2 kernels did not run where the figure's did (or whose answers differ)
+    was not counted doing what the figure measured: the figure is listed as not predicted,
+    naming the failed check; passing checks, another model's and another pair's do not."""
+    counted = {"model": "m-layer", "baseline": "off-2t", "treatment": "on-2t"}
+    figure = {"engine": "llama.cpp", "model": "llama-3.2-1b", "threads": 2,
+              "without_sme2": 124, "with_sme2": 191, "counted": counted}  # fmt: skip
+    document = {"predictions": [{"model": "m-layer", "baseline": "off-2t", "treatment": "on-2t"}]}
+
+    def check(name, passed, model="m-layer", pair=("off-2t", "on-2t")):
+        return {"name": name, "passed": passed, "model": model, "pair": list(pair),
+                "evidence": f"{name} said so"}  # fmt: skip
+
+    checks = [
+        check("correctness gate", True),
+        check("SME2 kernels ran in on-2t, not in off-2t (profiled)", False),
+        check("SME2 kernels ran elsewhere", False, model="other-layer"),
+        check("SME2 kernels ran at 1 thread", False, pair=("off-1t", "on-1t")),
+    ]
+    assert [c["name"] for c in failed_checks(checks, counted)] == [
+        "SME2 kernels ran in on-2t, not in off-2t (profiled)"
+    ]
+    data = {"figures": [figure], "prompt_tokens": 128}
+    cases, (missing,) = counted_cases({"llama.cpp": ({}, document, checks)}, data)
+    assert cases == []
+    assert "failed the workflow's validity checks" in missing["why"]
+    assert "SME2 kernels ran in on-2t, not in off-2t (profiled) (" in missing["why"]
+    assert "elsewhere" not in missing["why"] and "1 thread" not in missing["why"]
