@@ -77,7 +77,7 @@ def counted_cases(runs: dict, data: dict) -> tuple[list[dict], list[dict]]:
         ]
         failed = failed_checks(checks, counted) if found else []
         if not found or failed:
-            why = "no counts of its model with its engine yet" if not counted else "not counted"
+            why = figure.get("not_counted", "not counted")
             if failed:
                 why = "its counted pair failed the workflow's validity checks: " + "; ".join(
                     f"{c['name']} ({c['evidence']})" for c in failed
