@@ -6,8 +6,8 @@ counted under QEMU on one layer of each figure's own model, at its thread count 
 model (config/cost_model.yaml's `models`) from its engine's counts and scored: its log error,
 and its 80 % interval with the model error estimated from the other figures alone (left out
 one at a time). It reports the median |log error|, how many intervals hold their figure, their
-widths, and the root-mean-square log error, which config/cost_model.yaml's
-`model_error.log_sd` takes.
+widths, and the root-mean-square log error, from which config/cost_model.yaml's
+`model_error.log_sd` is set (its source says from which figures).
 
 Usage: python benchmarks/held_out.py --mnn /path/to/MNN [--kleidiai URL]
                                      [--llamacpp-kleidiai URL] [--workdir DIR] [--cores 2]
