@@ -92,8 +92,8 @@ DRY_RUN_WHY = {
     "config/predict-host.yaml": "callgrind counts the quickstart's model, far slower than the "
     "CPU runs it (tests/workflow/test_workflow.py counts the tiny experiment; "
     "benchmarks/x86_sanity.py runs this config)",
-    "config/predict-held-out-llamacpp.yaml": "QEMU counts three models' layers at two thread "
-    "counts, about an hour here (benchmarks/held_out.py runs this config; "
+    "config/predict-held-out-llamacpp.yaml": "QEMU counts three models' layers at 1 thread, "
+    "2962 s here after its builds (benchmarks/results/held_out.md; benchmarks/held_out.py runs it; "
     "tests/workflow/test_control.py runs llama.cpp's pair on this host)",
 }
 
