@@ -16,7 +16,13 @@ from pathlib import Path
 
 from conftest import full_bench
 
-from mnnrepro.devices.instruction_mix import CLASSES, instruction_class, translated_blocks
+from mnnrepro.devices.instruction_mix import (
+    CLASSES,
+    block_encodings,
+    block_instructions,
+    instruction_class,
+    translated_blocks,
+)
 from mnnrepro.devices.qemu_blocks import attribute_blocks, count_exec_log
 
 LOG = Path(__file__).parents[1] / "data" / "qemu" / "in_asm-kleidiai-sme2.log"
@@ -61,6 +67,14 @@ def test_a_counting_runs_log_gives_the_instructions_each_function_ran():
     assert row["instructions"]["sme_outer_product"] == 7 * 4
     assert sum(row["instructions"].values()) == 2 + 11 + 7 * 12
     assert "instructions" not in attribute_blocks(blocks, [], {})[0]  # counted blocks only
+
+    # the same instructions by encoding: each once per execution of its block
+    words = block_encodings(block_instructions(other))
+    assert words[LOOP]["a0884880"] == 1 and sum(words[LOOP].values()) == 12
+    (row,) = attribute_blocks(blocks, [], {}, translated, words)
+    assert row["encodings"]["a0884880"] == 7  # the loop's first SMOPA, 7 times
+    assert row["encodings"]["54fffeac"] == 7 and row["encodings"]["a540a144"] == 7
+    assert sum(row["encodings"].values()) == sum(row["instructions"].values())
 
 
 def test_kernels_csv_and_the_report_carry_the_mix_as_read_back(tmp_path):

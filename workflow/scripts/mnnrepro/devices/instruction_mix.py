@@ -9,7 +9,10 @@ and stores, branches, other scalar instructions.
 
 QEMU 11's disassembler prints SME2's multi-vector instructions (LUTI4, LD1B with a
 predicate-as-counter, SDOT into ZA) as `.byte`; their encoding's top-level group (A64: bit 31
-set, bits 28-25 clear) still places them in SME, which is what the class needs."""
+set, bits 28-25 clear) still places them in SME, which is what the class needs.
+
+The same blocks also give each function's instructions by encoding (block_encodings), which a
+per-instruction price list reads in the disassembler it was made with (LLVM's)."""
 
 from __future__ import annotations
 
@@ -59,30 +62,52 @@ def instruction_class(word: int, mnemonic: str, operands: str) -> str:
     return "vector_other" if vector else "scalar_other"
 
 
-def translated_blocks(lines: Iterable[str], wanted: set[int] | None = None) -> dict[int, Counter]:
+def block_instructions(
+    lines: Iterable[str], wanted: set[int] | None = None
+) -> dict[int, list[tuple[int, str]]]:
     """QEMU `-d in_asm` blocks among a log's other lines: the guest address of a block's first
-    instruction -> its instructions by class (with wanted, only the blocks starting there: a
-    counting run translates far more blocks than its phases execute). A block translated
-    again (QEMU flushes and retranslates) holds the same instructions: the last translation
-    is kept."""
-    blocks: dict[int, Counter] = {}
-    start, classes = None, Counter()
+    instruction -> its instructions, each as (encoding, class) (with wanted, only the blocks
+    starting there: a counting run translates far more blocks than its phases execute). A
+    block translated again (QEMU flushes and retranslates) holds the same instructions: the
+    last translation is kept."""
+    blocks: dict[int, list[tuple[int, str]]] = {}
+    start, instructions = None, []
     for line in lines:
         found = IN_ASM.match(line)
         if found is None:
-            if start is not None and classes is not None:
-                blocks[start] = classes
-            start, classes = None, Counter()
+            if start is not None and instructions is not None:
+                blocks[start] = instructions
+            start, instructions = None, []
             continue
         address, word, mnemonic, operands = found.groups()
         if start is None:
             start = int(address, 16)
-            classes = Counter() if wanted is None or start in wanted else None
-        if classes is not None:
-            classes[instruction_class(int(word, 16), mnemonic, operands)] += 1
-    if start is not None and classes is not None:
-        blocks[start] = classes
+            instructions = [] if wanted is None or start in wanted else None
+        if instructions is not None:
+            encoding = int(word, 16)
+            instructions.append((encoding, instruction_class(encoding, mnemonic, operands)))
+    if start is not None and instructions is not None:
+        blocks[start] = instructions
     return blocks
+
+
+def translated_blocks(lines: Iterable[str], wanted: set[int] | None = None) -> dict[int, Counter]:
+    """block_instructions' blocks, each as its instructions by class."""
+    return translated_classes(block_instructions(lines, wanted))
+
+
+def translated_classes(blocks: dict[int, list[tuple[int, str]]]) -> dict[int, Counter]:
+    """block_instructions' blocks, each as its instructions by class."""
+    return {start: Counter(c for _, c in instructions) for start, instructions in blocks.items()}
+
+
+def block_encodings(blocks: dict[int, list[tuple[int, str]]]) -> dict[int, Counter]:
+    """block_instructions' blocks, each as its instructions by encoding (8 hex digits: what a
+    per-instruction price is looked up by, analysis/instruction_prices.py)."""
+    return {
+        start: Counter(f"{word:08x}" for word, _ in instructions)
+        for start, instructions in blocks.items()
+    }
 
 
 # x86-64, as objdump prints it (AT&T syntax): the same classes, for counting this host's own

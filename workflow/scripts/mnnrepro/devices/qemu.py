@@ -11,7 +11,7 @@ from pathlib import Path
 from mnnrepro.config import ConfigError
 from mnnrepro.devices import profilers, qemu_blocks
 from mnnrepro.devices.base import run_process
-from mnnrepro.devices.instruction_mix import translated_blocks
+from mnnrepro.devices.instruction_mix import block_encodings, block_instructions, translated_classes
 from mnnrepro.devices.local import LocalDevice
 from mnnrepro.errors import DataError
 
@@ -169,9 +169,12 @@ class QemuDevice(LocalDevice):
         if result.ok and qemu_blocks.exec_mappings(other, set(libraries)) != maps:
             return result, None
         placed = {int(pc, 16) for blocks in segments.values() for pc in blocks}
-        translated = translated_blocks(other.splitlines(), placed)  # their instructions
+        instructions = block_instructions(other.splitlines(), placed)  # theirs, translated
+        classes, words = translated_classes(instructions), block_encodings(instructions)
         profiles = {
-            name: counted_profile(qemu_blocks.attribute_blocks(blocks, maps, libraries, translated))
+            name: counted_profile(
+                qemu_blocks.attribute_blocks(blocks, maps, libraries, classes, words)
+            )
             for name, blocks in segments.items()
         }
         if marker:  # outside the phases: counted, not placed

@@ -149,17 +149,20 @@ def attribute_blocks(
     maps: list[dict],
     local_files: dict[str, str],
     block_classes: dict[int, Counter] | None = None,
+    block_words: dict[int, Counter] | None = None,
 ) -> list[dict]:
     """Executed blocks per guest PC -> [{dso, symbol, count}] through the files' ELF symbols;
     with block_classes (guest PC -> the block's instructions by class, instruction_mix), each
     row also says how many instructions of each class ran (`instructions`) and how many of its
-    executed blocks had no logged translation (`unlogged_blocks`).
+    executed blocks had no logged translation (`unlogged_blocks`); with block_words (guest PC ->
+    the block's instructions by encoding), how many of each encoding ran (`encodings`).
 
     local_files: basename -> the ELF file on this host to read symbols from (the unstripped
     build the workflow made)."""
     symbols = {name: read_symbols(path) for name, path in local_files.items()}
     counts: Counter = Counter()
     mixes: dict[tuple, Counter] = {}  # (dso, symbol) -> instructions by class
+    words: dict[tuple, Counter] = {}  # (dso, symbol) -> instructions by encoding
     unlogged: Counter = Counter()  # (dso, symbol) -> executed blocks with no translation logged
     for pc_text, n in blocks.items():
         pc = int(pc_text, 16)
@@ -177,12 +180,17 @@ def attribute_blocks(
             if classes is None:
                 unlogged[key] += n
             mixes.setdefault(key, Counter()).update({c: k * n for c, k in (classes or {}).items()})
+        if block_words is not None:
+            found = block_words.get(pc) or {}
+            words.setdefault(key, Counter()).update({w: k * n for w, k in found.items()})
     rows = []
     for key, n in sorted(counts.items(), key=lambda kv: -kv[1]):
         row = {"dso": key[0], "symbol": key[1], "count": n}
         if block_classes is not None:
             row["unlogged_blocks"] = unlogged[key]
             row["instructions"] = {c: mixes[key][c] for c in CLASSES}
+        if block_words is not None:
+            row["encodings"] = dict(sorted(words[key].items()))
         rows.append(row)
     return rows
 
