@@ -43,10 +43,12 @@ from predicted_gain import (  # noqa: E402
 from provenance import write_results  # noqa: E402
 
 from mnnrepro.analysis.cost_model import LEVEL, CostModel  # noqa: E402
+from mnnrepro.analysis.instruction_prices import priced_run, unit_columns  # noqa: E402
 from mnnrepro.analysis.prediction import Target, gain, predict_pair, weights  # noqa: E402
-from mnnrepro.analysis.token_work import for_prompt  # noqa: E402
+from mnnrepro.analysis.token_work import for_prompt, mixes, per_token  # noqa: E402
 from mnnrepro.engines.registry import kind_of_spec  # noqa: E402
 from mnnrepro.models.shapes import SHAPES  # noqa: E402
+from mnnrepro.toolchain.llvm_mca import LlvmTools, provide_llvm_mca  # noqa: E402
 
 # a figure's engine -> the run that counts it: (its config, its experiment)
 RUNS = {
@@ -97,7 +99,10 @@ def counted_cases(runs: dict, data: dict) -> tuple[list[dict], list[dict]]:
         target = Target.of(model, scale, data["prompt_tokens"], generated)
         gain = figure["with_sme2"] / figure["without_sme2"] - 1
         case = {"figure": figure, "gain": gain, "p": p, "model": model, "target": target}
-        cases.append({**case, "mixes": (base, treat)})
+        tokens = {"prefill": made_for, "decode": generated}
+        cases.append(
+            {**case, "mixes": (base, treat), "device": document["device"], "tokens": tokens}
+        )
     return cases, missing
 
 
@@ -133,6 +138,48 @@ def leave_one_out(cases: list[dict], phase: str) -> list[dict]:
                 "others": len(others),
                 "inside": got["low"] <= c["gain"] <= got["high"],
                 "width": (1 + got["high"]) / (1 + got["low"]),
+            }
+        )
+    return rows
+
+
+def per_instruction(cases: list[dict], priced: dict, prompt: int, phase: str) -> list[dict]:
+    """Each case predicted again with its counts priced instruction by instruction (priced:
+    engine -> (its run's profiles priced, analysis/instruction_prices.py; its waiting
+    functions)), for the figure's prompt; the interval is the model error of the other
+    figures' errors alone (no constant is ranged: the clock cancels in a prefill gain)."""
+    errors, made = [], []
+    for c in cases:
+        table, waiting = priced[c["figure"]["engine"]]
+        columns, model = unit_columns(table), c["model"]
+        sides = [c["p"]["baseline"], c["p"]["treatment"]]
+        base, treat = (
+            per_token(
+                mixes(table, c["device"], c["p"]["model"], v, waiting, columns), c["tokens"], prompt
+            )
+            for v in sides
+        )
+        got = gain(base, treat, phase, model.values(), c["target"], model, tuple(c["p"]["threads"]))
+        ours = table[(table["model"] == c["p"]["model"]) & table["variant"].isin(sides)]
+        unpriced = float(ours["unpriced"].sum() / ours["instructions"].sum())
+        errors.append(math.log((1 + c["gain"]) / (1 + got)))
+        made.append({"gain": got, "unpriced_share": unpriced})
+    z = statistics.NormalDist().inv_cdf(0.5 + LEVEL / 2)
+    rows = []
+    for i, (c, got) in enumerate(zip(cases, made, strict=True)):
+        others = errors[:i] + errors[i + 1 :]
+        half = z * (rms(others) if others else 0.0)
+        low, high = ((1 + got["gain"]) * math.exp(k * half) - 1 for k in (-1, 1))
+        rows.append(
+            {
+                **{k: c["figure"][k] for k in ("engine", "model", "threads")},
+                "published_gain": c["gain"],
+                "predicted": {**got, "low": low, "high": high},
+                "log_error": errors[i],
+                "model_error_log_sd": rms(others) if others else 0.0,
+                "others": len(others),
+                "inside": low <= c["gain"] <= high,
+                "width": (1 + high) / (1 + low),
             }
         )
     return rows
@@ -207,11 +254,44 @@ def summary_lines(summary: dict, stated: float) -> list[str]:
     ]
 
 
+def per_instruction_lines(priced: dict, by_class: list[dict]) -> list[str]:
+    lines = [
+        "## Priced instruction by instruction",
+        "",
+        f"The same counts, each executed instruction priced by llvm-mca ({priced['llvm_mca']}, "
+        "`-mcpu=c1-ultra`, streaming mode for the functions that run SME; "
+        "analysis/instruction_prices.py): the busiest of the core's units, or its dispatch "
+        "width, bounds the cycles. Interval: the other figures' root-mean-square log error "
+        f"alone, at {LEVEL:.0%}.",
+        "",
+        "| engine | model | threads | gain | by class | per instruction | log error | interval "
+        "| inside | not priced |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|---:|",
+    ]
+    for r, c in zip(priced["figures"], by_class, strict=True):
+        got = r["predicted"]
+        lines.append(
+            f"| {r['engine']} | {r['model']} | {r['threads']} | {r['published_gain']:+.0%} | "
+            f"{c['predicted']['gain']:+.0%} | {got['gain']:+.0%} | {r['log_error']:+.3f} | "
+            f"[{got['low']:+.0%}, {got['high']:+.0%}] | {'yes' if r['inside'] else 'no'} | "
+            f"{got['unpriced_share']:.2%} |"
+        )
+    summary = priced["summary"]
+    if summary["predicted"]:
+        lines += ["", *summary_lines(summary, float("nan"))[:2]]
+        lines += [f"- root-mean-square log error: {summary['rms_log_error']:.3f}", ""]
+    return lines
+
+
 def counting_runs(args: argparse.Namespace) -> tuple[dict, dict, list[dict]]:
     """Each engine's counting run: (engine -> (its config, its prediction.json, its validity
-    checks), engine -> the run's seconds, where each run's counted instructions are)."""
+    checks), engine -> the run's seconds, where each run's counted instructions are, and its
+    profiles priced instruction by instruction: {tables: engine -> (priced rows, its waiting
+    functions), llvm_mca: the version that priced them})."""
     mirror = {"kleidiai": {"url": args.llamacpp_kleidiai}} if args.llamacpp_kleidiai else None
-    runs, seconds, counted = {}, {}, []
+    costs = yaml.safe_load(COSTS.read_text())
+    tools = LlvmTools.of(provide_llvm_mca(costs["llvm_mca"], Path(args.workdir) / "llvm-mca"))
+    runs, seconds, counted, priced = {}, {}, [], {}
     for engine, (config_file, experiment) in RUNS.items():
         mnn = mnn_config(args) if engine == "mnn" else None
         llamacpp = mirror if engine == "llama.cpp" else None
@@ -222,7 +302,9 @@ def counting_runs(args: argparse.Namespace) -> tuple[dict, dict, list[dict]]:
         runs[engine], seconds[engine] = (config, document, run["validity"]), run["seconds"]
         (waiting,) = {kind_of_spec(e).waiting_functions for e in config["engines"].values()}
         counted += counted_functions(kernels, document["device"], waiting)
-    return runs, seconds, counted
+        spec = costs["cores"][document["core"]]["llvm_mca"]
+        priced[engine] = (priced_run(run["profiles"], tools, spec), waiting)
+    return runs, seconds, counted, {"tables": priced, "llvm_mca": tools.version()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,11 +312,12 @@ def main(argv: list[str] | None = None) -> int:
     counting_run_arguments(parser)
     parser.add_argument("--llamacpp-kleidiai", help="URL of the KleidiAI v1.24.0 tarball")
     args = parser.parse_args(argv)
-    runs, seconds, counted = counting_runs(args)
+    runs, seconds, counted, priced = counting_runs(args)
     data = yaml.safe_load(FIGURES.read_text())
     cases, missing = counted_cases(runs, data)
     rows = leave_one_out(cases, data["phase"])
     summary = scores(rows)
+    units = per_instruction(cases, priced["tables"], data["prompt_tokens"], data["phase"])
     interval = runs["mnn"][1]["interval"]
     result = {
         "configs": [config_file for config_file, _ in RUNS.values()],
@@ -244,8 +327,14 @@ def main(argv: list[str] | None = None) -> int:
         "summary": summary,
         "interval": interval,
         "counted_functions": counted,
+        "per_instruction": {
+            "llvm_mca": priced["llvm_mca"],
+            "figures": units,
+            "summary": scores(units),
+        },
     }
     lines = markdown(rows, missing, summary, data, interval["model_error_log_sd"], seconds)
+    lines += per_instruction_lines(result["per_instruction"], rows)
     lines += counted_lines(counted)
     write_results("held_out", result, lines)
     print("\n".join(lines))

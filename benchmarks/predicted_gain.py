@@ -31,6 +31,7 @@ from ort_kleidiai import kept_or_temporary  # noqa: E402
 from provenance import write_results  # noqa: E402
 from real_mnn import KLEIDIAI_MD5, snakemake  # noqa: E402
 
+from mnnrepro.analysis.attribution import read_profiles  # noqa: E402
 from mnnrepro.engines.mnn_source.kind import BuiltEngine  # noqa: E402
 
 CONFIG = "config/predict-x300.yaml"
@@ -139,7 +140,8 @@ def predicted_run(
 ) -> tuple:
     """A prediction's config through the workflow in workdir (kept and reused; empty: a
     temporary one), `mnn` and `llamacpp` merged into its sections of those names: (the run,
-    with every validity check of the prediction's device under `validity`, prediction.json,
+    with every validity check of the prediction's device under `validity` and its counted
+    profiles under `profiles`, prediction.json,
     prediction.md, kernels.csv, and each of the experiment's other tables named)."""
     with kept_or_temporary(workdir) as work:
         run = snakemake(work, configs, mnn, cores, llamacpp=llamacpp)
@@ -150,6 +152,7 @@ def predicted_run(
             for path in sorted((out / "validity" / document["device"]).glob("*.json"))
             for check in json.loads(path.read_text())["checks"]
         ]
+        run["profiles"] = read_profiles(sorted((out / "profiles").glob("*/*.json")))
         prediction_md = (out / "prediction.md").read_text()
         kernels = pd.read_csv(out / "kernels.csv", keep_default_na=False, na_values=[""])
         others = [pd.read_csv(out / f"{name}.csv") for name in tables]

@@ -101,7 +101,7 @@ def test_a_phase_per_token_is_its_profile_less_the_start_up():
     mix = per_token(totals, TOKENS)["prefill"]
     for group in ("streaming", "core"):
         for c in ("sme_other", "scalar_other"):  # both ran in the start-up as well
-            added = totals["prefill"][group][f"ins_{c}"] - totals["startup"][group][f"ins_{c}"]
+            added = totals["prefill"][group][c] - totals["startup"][group][c]
             assert mix[group][c] == pytest.approx(added / (TOKENS["prefill"] - 1))
     # the KleidiAI SME2 GEMM is what prefill adds with KleidiAI on; nothing of SME without it
     assert mix["streaming"]["sme_outer_product"] > 0

@@ -61,6 +61,8 @@ def entries_of(data: dict, core: str, soc: str, model: str, path) -> dict:
                 entries[f"{group}.{name}"] = (f"cores.{core}.{group}.{name}", c[group][name])
     entries["clock_ghz"] = (f"cores.{core}.clock_ghz", c.get("clock_ghz"))
     entries["overlap"] = (f"cores.{core}.overlap", c.get("overlap"))
+    if "dispatch_width" in c:  # what pricing instruction by instruction needs besides
+        entries["dispatch_width"] = (f"cores.{core}.dispatch_width", c["dispatch_width"])
     for group, key, name, where in (
         ("socs", soc, "memory_bandwidth_gb_s", s),
         ("socs", soc, "core_bandwidth_gb_s", s),

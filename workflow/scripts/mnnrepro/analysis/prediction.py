@@ -35,12 +35,14 @@ from dataclasses import dataclass
 import pandas as pd
 
 from mnnrepro.analysis.cost_model import VECTOR_CLASSES, CostModel
+from mnnrepro.analysis.instruction_prices import UOPS
 from mnnrepro.analysis.token_work import SME_CLASSES, mixes, per_token
 from mnnrepro.config import ConfigError
 from mnnrepro.models.shapes import identity
 from mnnrepro.phases import PHASES
 
 INTEGER_CLASSES = ("load_store", "branch", "scalar_other")
+SME2_UNIT = "CME"  # the scheduling model's units of the SME2 unit (C1UUnitCME*), one per SoC
 
 
 def weights(shape: dict) -> int:
@@ -55,7 +57,11 @@ def weights(shape: dict) -> int:
 def cycles(mix: dict, v: dict[str, float], parallel: float = 1.0) -> float:
     """The cycles of one token's instructions (mix: per_token's of one phase, every thread's;
     v: constants), the prediction core's: the SME2 unit (one) runs the streaming ones, the
-    cores the threads run on (worth `parallel` of it, CostModel.parallel) share the rest."""
+    cores the threads run on (worth `parallel` of it, CostModel.parallel) share the rest. A
+    mix priced instruction by instruction (unit pressures: analysis/instruction_prices.py)
+    is unit_cycles'."""
+    if UOPS in mix["core"]:
+        return unit_cycles(mix, v, parallel)
     streaming, core = mix["streaming"], mix["core"]
     sme = sum(
         streaming[c] * streaming_cycles(v, c)
@@ -66,6 +72,22 @@ def cycles(mix: dict, v: dict[str, float], parallel: float = 1.0) -> float:
     integer = sum((core[c] + streaming[c]) * v[f"core.{c}"] for c in INTEGER_CLASSES) / parallel
     serial, busiest = sme + vector + integer, max(sme, vector, integer)
     return v["overlap"] * busiest + (1 - v["overlap"]) * serial
+
+
+def unit_cycles(mix: dict, v: dict[str, float], parallel: float = 1.0) -> float:
+    """The cycles of one token priced instruction by instruction: the busiest of the core's
+    units (each unit's pressure, summed over the token's instructions; the SME2 unit's, one
+    for every thread, whole; a core's, shared by the cores the threads run on), or the micro-
+    ops over the dispatch width of those cores if that is longer."""
+    core, streaming = mix["core"], mix["streaming"]
+
+    def busy(unit: str) -> float:
+        total = core[unit] + streaming[unit]
+        return total if SME2_UNIT in unit else total / parallel
+
+    busiest = max(busy(unit) for unit in core if unit != UOPS)
+    dispatch = (core[UOPS] + streaming[UOPS]) / (v["dispatch_width"] * parallel)
+    return max(busiest, dispatch)
 
 
 def streaming_cycles(v: dict[str, float], name: str) -> float:

@@ -12,23 +12,31 @@ from mnnrepro.errors import DataError
 from mnnrepro.phases import PHASES, SHORT_PREFILL_PHASE, STARTUP_PHASE, short_prompt
 
 SME_CLASSES = ("sme_outer_product", "sme_other", "sme_mode")
+CLASS_COLUMNS = {c: f"ins_{c}" for c in CLASSES}  # what is counted -> its kernels.csv column
 
 
 def mixes(
-    kernels: pd.DataFrame, device: str, model: str, variant: str, waiting: str = ""
+    kernels: pd.DataFrame,
+    device: str,
+    model: str,
+    variant: str,
+    waiting: str = "",
+    columns: dict[str, str] = CLASS_COLUMNS,
 ) -> dict[str, dict]:
     """Per profiled phase (the start-up too): the variant's instructions by class, in
     streaming functions, in the others, and in its engine's waiting functions (waiting: a
     regular expression on the symbols, EngineKind.waiting_functions; their instructions are
     kept apart and cost no time) ({"streaming", "core", "waiting"}: counts indexed by
-    kernels.csv's ins_* columns); per_token turns them into a token's."""
+    kernels.csv's ins_* columns; columns: other counts of the same rows, by name, such as their
+    instructions' pressure on each of a core's units, analysis/instruction_prices.py); per_token
+    turns them into a token's."""
     rows = kernels[
         (kernels["device"] == device)
         & (kernels["model"] == model)
         & (kernels["variant"] == variant)
         & kernels["instructions"].notna()
     ]
-    columns = [f"ins_{c}" for c in CLASSES]
+    names = {column: name for name, column in columns.items()}
     symbols = rows["symbol"].astype(str)
     waits = symbols.str.contains(waiting) if waiting else pd.Series(False, index=rows.index)
     streaming = (rows[[f"ins_{c}" for c in SME_CLASSES]].fillna(0).sum(axis=1) > 0) & ~waits
@@ -41,9 +49,12 @@ def mixes(
                 "kernels.csv", f"no instruction counts of {variant} {phase} on {device}"
             )
         totals[phase] = {
-            "streaming": rows[in_phase & streaming][columns].fillna(0).sum(),
-            "core": rows[in_phase & ~streaming & ~waits][columns].fillna(0).sum(),
-            "waiting": rows[in_phase & waits][columns].fillna(0).sum(),
+            group: rows[in_phase & where][list(names)].fillna(0).sum().rename(names)
+            for group, where in (
+                ("streaming", streaming),
+                ("core", ~streaming & ~waits),
+                ("waiting", waits),
+            )
         }
     return totals
 
@@ -70,17 +81,18 @@ def per_token(totals: dict, tokens: dict[str, int], target: int | None = None) -
     }
     spread_over = (target or prompt) - 1
     out["prefill"] = {
-        group: {c: each[group][c] + once[group][c] / spread_over for c in CLASSES} for group in each
+        group: {c: per + once[group][c] / spread_over for c, per in counts.items()}
+        for group, counts in each.items()
     }
     return {**out, "prefill_once": once}
 
 
 def spread(counts: dict, less: dict, tokens: int) -> dict:
-    """counts less `less`, by group and class, over tokens (at least 1), none below 0."""
+    """counts less `less`, by group and what is counted, over tokens (at least 1), none below
+    0."""
     return {
         group: {
-            c: max(float(by_class[f"ins_{c}"] - less[group][f"ins_{c}"]), 0.0) / max(tokens, 1)
-            for c in CLASSES
+            c: max(float(n - less[group][c]), 0.0) / max(tokens, 1) for c, n in by_class.items()
         }
         for group, by_class in counts.items()
     }
