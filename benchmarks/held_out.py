@@ -43,9 +43,15 @@ from predicted_gain import (  # noqa: E402
 from provenance import write_results  # noqa: E402
 
 from mnnrepro.analysis.cost_model import LEVEL, CostModel  # noqa: E402
-from mnnrepro.analysis.instruction_prices import priced_run, unit_columns  # noqa: E402
-from mnnrepro.analysis.prediction import Target, gain, predict_pair, weights  # noqa: E402
-from mnnrepro.analysis.token_work import for_prompt, mixes, per_token  # noqa: E402
+from mnnrepro.analysis.instruction_prices import priced_run  # noqa: E402
+from mnnrepro.analysis.prediction import (  # noqa: E402
+    Target,
+    gain,
+    predict_pair,
+    unit_gains,
+    weights,
+)
+from mnnrepro.analysis.token_work import for_prompt  # noqa: E402
 from mnnrepro.engines.registry import kind_of_spec  # noqa: E402
 from mnnrepro.models.shapes import SHAPES  # noqa: E402
 from mnnrepro.toolchain.llvm_mca import LlvmTools, provide_llvm_mca  # noqa: E402
@@ -151,15 +157,10 @@ def per_instruction(cases: list[dict], priced: dict, prompt: int, phase: str) ->
     errors, made = [], []
     for c in cases:
         table, waiting = priced[c["figure"]["engine"]]
-        columns, model = unit_columns(table), c["model"]
-        sides = [c["p"]["baseline"], c["p"]["treatment"]]
-        base, treat = (
-            per_token(
-                mixes(table, c["device"], c["p"]["model"], v, waiting, columns), c["tokens"], prompt
-            )
-            for v in sides
-        )
-        got = gain(base, treat, phase, model.values(), c["target"], model, tuple(c["p"]["threads"]))
+        sides, threads = (c["p"]["baseline"], c["p"]["treatment"]), tuple(c["p"]["threads"])
+        where = (c["device"], c["p"]["model"])
+        args = (c["tokens"], prompt, c["model"], c["target"], threads, waiting)
+        got = unit_gains(table, where, sides, *args)[phase]
         ours = table[(table["model"] == c["p"]["model"]) & table["variant"].isin(sides)]
         unpriced = float(ours["unpriced"].sum() / ours["instructions"].sum())
         errors.append(math.log((1 + c["gain"]) / (1 + got)))

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from mnnrepro.analysis.cost_model import VECTOR_CLASSES, CostModel
-from mnnrepro.analysis.instruction_prices import UOPS
+from mnnrepro.analysis.instruction_prices import UOPS, unit_columns
 from mnnrepro.analysis.token_work import SME_CLASSES, mixes, per_token
 from mnnrepro.config import ConfigError
 from mnnrepro.models.shapes import identity
@@ -159,6 +159,28 @@ def gain(base, treat, phase, v, target: Target, model: CostModel, threads=(1, 1)
         / seconds_per_token(treat[phase], phase, v, target, model, threads[1])
         - 1
     )
+
+
+def unit_gains(
+    priced: pd.DataFrame,
+    where: tuple[str, str],
+    pair: tuple[str, str],
+    tokens: dict,
+    prompt: int,
+    cost: CostModel,
+    target: Target,
+    threads: tuple[int, int],
+    waiting: str = "",
+) -> dict[str, float]:
+    """Per phase, a pair's gain from its counts priced instruction by instruction (priced:
+    analysis/instruction_prices.priced_run's table; where: the counting device and model;
+    tokens: the profiled phases'), at the constants' values, for a `prompt`-token prompt."""
+    columns = unit_columns(priced)
+    base, treat = (
+        per_token(mixes(priced, *where, v, waiting, columns), tokens, prompt) for v in pair
+    )
+    v = cost.values()
+    return {phase: gain(base, treat, phase, v, target, cost, threads) for phase in PHASES}
 
 
 def predict_pair(
