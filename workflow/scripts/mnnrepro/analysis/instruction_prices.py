@@ -126,7 +126,7 @@ def priced_rows(profiles: list[dict], prices: dict[str, pd.DataFrame]) -> pd.Dat
     from mnnrepro.analysis.attribution import mix_columns
     from mnnrepro.analysis.token_work import SME_CLASSES
 
-    out = []
+    keys, counts = [], []
     for profile in profiles:
         for row in profile.get("rows", []):
             words = row.get("encodings")
@@ -136,23 +136,37 @@ def priced_rows(profiles: list[dict], prices: dict[str, pd.DataFrame]) -> pd.Dat
                     "counted without encodings (before they were recorded): delete it and "
                     "count again",
                 )
-            mix = mix_columns(row)
             streaming = sum(row["instructions"][c] for c in SME_CLASSES) > 0
-            table = prices["streaming" if streaming else "core"]
-            counts = pd.Series(words, dtype="float64")
-            known = counts.index.intersection(table.index)
-            summed = table.loc[known].mul(counts[known], axis=0).sum()
-            out.append(
+            at = len(keys)
+            keys.append(
                 {
                     **{k: profile.get(k, "") for k in ("device", "model", "variant", "phase")},
                     "library": row["dso"],
                     "symbol": row["symbol"] or "",
-                    **mix,
-                    "unpriced": float(counts.drop(known).sum()),
-                    **summed.to_dict(),
+                    **mix_columns(row),
                 }
             )
-    return pd.DataFrame(out)
+            mode = "streaming" if streaming else "core"
+            counts += [(at, mode, word, n) for word, n in words.items()]
+    table = pd.DataFrame(keys)
+    executed = pd.DataFrame(counts, columns=["row", "mode", "encoding", "count"])
+    summed = []
+    for mode, group in executed.groupby("mode"):
+        listed = prices[mode]
+        known = group["encoding"].isin(listed.index)
+        priced = listed.loc[group.loc[known, "encoding"]].mul(
+            group.loc[known, "count"].values, axis=0
+        )
+        summed.append(priced.groupby(group.loc[known, "row"].values).sum())
+        summed.append(
+            pd.DataFrame(
+                {"unpriced": group.loc[~known, "count"].groupby(group.loc[~known, "row"]).sum()}
+            )
+        )
+    columns = [UOPS, *(c for c in next(iter(prices.values())).columns if c != UOPS)]
+    totals = pd.concat(summed).groupby(level=0).sum() if summed else pd.DataFrame()
+    totals = totals.reindex(index=range(len(table)), columns=[*columns, "unpriced"]).fillna(0.0)
+    return pd.concat([table, totals["unpriced"], totals[columns]], axis=1)
 
 
 def priced_run(profiles: list[dict], tools: LlvmTools, spec: dict) -> pd.DataFrame:
