@@ -176,15 +176,22 @@ def mnn_config(args: argparse.Namespace) -> dict:
     return mnn
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def threads_run(argv: list[str] | None, description: str) -> tuple:
+    """The arguments (a counting run's and `--threads`), then RUNS' run for that thread count:
+    (args, its configs, its results' name, and predicted_run's run, prediction.json,
+    prediction.md and kernels.csv)."""
+    parser = argparse.ArgumentParser(description=description)
     counting_run_arguments(parser)
     parser.add_argument("--threads", type=int, choices=sorted(RUNS), default=1)
     args = parser.parse_args(argv)
     configs, experiment, name = RUNS[args.threads]
-    mnn = mnn_config(args)
-    run, document, prediction_md, kernels = predicted_run(
-        args.workdir, configs, mnn, args.cores, experiment
+    run = predicted_run(args.workdir, configs, mnn_config(args), args.cores, experiment)
+    return (args, configs, name, *run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    _, configs, name, run, document, prediction_md, kernels = threads_run(
+        argv, __doc__.splitlines()[0]
     )
     counted = counted_functions(kernels, document["device"])
     result = {

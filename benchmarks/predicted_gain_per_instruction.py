@@ -15,7 +15,6 @@ registered prediction (config/paper-predicted.yaml) is the workflow's and is not
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
@@ -29,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from predicted_gain import RUNS, counting_run_arguments, mnn_config, predicted_run  # noqa: E402
+from predicted_gain import threads_run  # noqa: E402
 from provenance import write_results  # noqa: E402
 
 from mnnrepro.analysis.cost_model import LEVEL, CostModel  # noqa: E402
@@ -111,14 +110,7 @@ def markdown(result: dict, option: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    counting_run_arguments(parser)
-    parser.add_argument("--threads", type=int, choices=sorted(RUNS), default=1)
-    args = parser.parse_args(argv)
-    configs, experiment, name = RUNS[args.threads]
-    run, document, _, _ = predicted_run(
-        args.workdir, configs, mnn_config(args), args.cores, experiment
-    )
+    args, configs, name, run, document, _, _ = threads_run(argv, __doc__.splitlines()[0])
     costs = yaml.safe_load(COSTS.read_text())
     site = Path(args.workdir).resolve() if args.workdir else Path(tempfile.gettempdir())
     tools = LlvmTools.of(provide_llvm_mca(costs["llvm_mca"], site / "llvm-mca"))
