@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from mnnrepro.analysis.cost_model import CostModel
+from mnnrepro.analysis.instruction_prices import priced_rows
 from mnnrepro.analysis.prediction import Target, weights
 from mnnrepro.analysis.token_work import mixes, per_token
 from mnnrepro.engines.registry import kind_of_spec
@@ -22,7 +23,16 @@ from mnnrepro.models.shapes import SHAPES
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from held_out import FIGURES, RUNS, counted_cases, failed_checks, leave_one_out, scores  # noqa: E402
+from held_out import (  # noqa: E402
+    FIGURES,
+    RUNS,
+    counted_cases,
+    failed_checks,
+    leave_one_out,
+    per_instruction,
+    scores,
+)
+from test_instruction_prices import ENCODINGS, LOAD, SDOT, SMOPA, counted, prices  # noqa: E402
 
 KERNELS = ROOT / "tests" / "data" / "prediction" / "kernels-ort-vl512.csv"
 # a figure's engine -> the config key of the engine kind its counting run must build
@@ -123,3 +133,36 @@ def test_a_figure_whose_counted_pair_failed_a_validity_check_is_not_predicted():
     assert "failed the workflow's validity checks" in missing["why"]
     assert "SME2 kernels ran in on-2t, not in off-2t (profiled) (" in missing["why"]
     assert "elsewhere" not in missing["why"] and "1 thread" not in missing["why"]
+
+
+def test_priced_per_instruction_each_interval_is_the_others_error_alone():
+    """The same figures with counts priced instruction by instruction (the loop's real
+    llvm-mca prices, tests/data/llvm-mca/): each interval is the prediction widened by the
+    other figures' root-mean-square log error alone, at the stated level, and holds its
+    figure exactly when its own error is within that."""
+
+    def profile(variant: str, phase: str, n: int) -> dict:
+        if variant == "on":
+            row = counted("gemm", {ENCODINGS[SMOPA]: 3 * n, ENCODINGS[SDOT]: n}, sme=3 * n)
+        else:
+            row = counted("gemm", {ENCODINGS[SDOT]: 12 * n, ENCODINGS[LOAD]: 6 * n}, sme=0)
+        keys = {"device": "qemu", "model": "layer", "variant": variant, "phase": phase}
+        return {**keys, "rows": [row]}
+
+    phases = {"startup": 1, "prefill": 32, "decode": 8}
+    table = priced_rows(
+        [profile(v, p, n) for v in ("off", "on") for p, n in phases.items()], prices()
+    )
+    figures = cases(3)
+    for c in figures:
+        c["p"].update(baseline="off", treatment="on", model="layer")
+        c.update(device="qemu", tokens={"prefill": 32, "decode": 8})
+    rows = per_instruction(figures, {"mnn": (table, "")}, 32, "prefill")
+    errors = [r["log_error"] for r in rows]
+    z = 1.2815515655446004  # the central 80 %
+    for i, r in enumerate(rows):
+        sd = math.sqrt(sum(e * e for j, e in enumerate(errors) if j != i) / 2)
+        assert r["model_error_log_sd"] == pytest.approx(sd)
+        assert r["width"] == pytest.approx(math.exp(2 * z * sd))
+        assert r["inside"] == (abs(r["log_error"]) <= z * sd)
+        assert r["predicted"]["unpriced_share"] == 0
