@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from mnnrepro.analysis.instruction_prices import (
+    BY_LATENCY,
     UNIT_PREFIX,
     UOPS,
     exact,
@@ -42,10 +43,10 @@ def table(mode: str) -> dict[str, dict[str, float]]:
     units, rows = mca_table((DATA / f"c1-ultra-{mode}.txt").read_text())
     return {
         text: {
-            UOPS: uops,
+            UOPS: int(figures[0]),
             **{u: 0.0 if p == "-" else exact(p) for u, p in zip(units, values, strict=True)},
         }
-        for text, uops, values in rows
+        for text, figures, values in rows
     }
 
 
@@ -137,3 +138,28 @@ def test_a_profile_counted_without_encodings_is_refused_naming_it():
     del row["encodings"]
     with pytest.raises(DataError, match=r"on prefill: counted without encodings"):
         priced_rows([profile([row])], prices())
+
+
+def test_streaming_loads_and_za_moves_are_the_instructions_priced_by_latency():
+    priced = [
+        "ld1b { z0.b }, p3/z, [x2]",
+        "ld1rqb { z2.b }, p4/z, [x11]",
+        "ld1h { z0.h, z1.h }, pn8/z, [x11]",
+        "ld1w { za0v.s[w12, 0] }, p0/z, [x0]",
+        "ldr za[w12, 0], [x0]",
+        "ldr zt0, [x0]",
+        "mov z0.s, p0/m, za0h.s[w12, 0]",
+        "mov za0h.b[w12, 0], p0/m, z0.b",
+        "movaz { z0.s, z1.s }, za0h.s[w12, 0:1]",
+    ]
+    by_throughput = [
+        "ldr q0, [x0, #16]",
+        "ldp x1, x2, [sp]",
+        "mov x0, x1",
+        "mov z0.d, z1.d",
+        "sdot za.s[w8, 0, vgx2], { z4.b, z5.b }, z2.b[0]",
+        SMOPA,
+        "st1w { z4.s }, p0, [x10]",
+    ]
+    assert [t for t in priced if not BY_LATENCY.match(t)] == []
+    assert [t for t in by_throughput if BY_LATENCY.match(t)] == []

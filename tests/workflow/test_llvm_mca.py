@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
 
 from test_instruction_prices import ENCODINGS, prices
 
-from mnnrepro.analysis.instruction_prices import price_list
+from mnnrepro.analysis.instruction_prices import BY_LATENCY, price_list
 from mnnrepro.toolchain.llvm_mca import LlvmTools, provide_llvm_mca
 
 pytestmark = network_marks(Debian="the pinned llvm-23 packages")
@@ -34,3 +34,10 @@ def test_the_pinned_llvm_mca_prices_the_encodings_as_captured(root, tmp_path):
         pd.testing.assert_frame_equal(
             priced.loc[captured.index, captured.columns], captured, check_dtype=False
         )
+    # in streaming mode a load into Z holds the SME2 unit's load pipe for its latency: the
+    # loop's LD1W, latency 2 where its reciprocal throughput is 1
+    load = "a540a144"
+    held = price_list(tools, [load], spec["mcpu"], spec["streaming_mattr"], BY_LATENCY)
+    plain = price_list(tools, [load], spec["mcpu"], spec["streaming_mattr"])
+    assert plain.loc[load, "unit:C1UUnitCMELD"] == 1.0
+    assert held.loc[load, "unit:C1UUnitCMELD"] == 2.0
