@@ -109,12 +109,24 @@ def markdown(result: dict, option: str) -> list[str]:
     return lines
 
 
+def held_out_error() -> float:
+    """The held-out figures' root-mean-square log error priced the same way (one line naming
+    the file where it has none)."""
+    scored = json.loads(HELD_OUT.read_text()).get("per_instruction")
+    if not scored or not scored["summary"].get("predicted"):
+        raise SystemExit(
+            f"{HELD_OUT.relative_to(ROOT)}: no figures priced instruction by instruction; run "
+            "benchmarks/held_out.py first"
+        )
+    return scored["summary"]["rms_log_error"]
+
+
 def main(argv: list[str] | None = None) -> int:
+    log_sd = held_out_error()
     args, configs, name, run, document, _, _ = threads_run(argv, __doc__.splitlines()[0])
     costs = yaml.safe_load(COSTS.read_text())
     site = Path(args.workdir).resolve() if args.workdir else Path(tempfile.gettempdir())
     tools = LlvmTools.of(provide_llvm_mca(costs["llvm_mca"], site / "llvm-mca"))
-    log_sd = json.loads(HELD_OUT.read_text())["per_instruction"]["summary"]["rms_log_error"]
     result = {
         "configs": configs,
         "seconds": run["seconds"],
