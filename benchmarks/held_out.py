@@ -25,6 +25,7 @@ import dataclasses
 import math
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -211,7 +212,8 @@ def markdown(rows, missing, summary, data, stated, seconds) -> list[str]:
         "",
         "Command: `python benchmarks/held_out.py --mnn <MNN 3.6.1> --kleidiai <KleidiAI "
         "v1.16.0 tarball> --llamacpp-kleidiai <KleidiAI v1.24.0 tarball>` (each engine's "
-        f"counting run through the workflow, this invocation: {ran}; a rerun measures only "
+        f"counting run through the workflow, this invocation: {ran}; with `--engines`, only "
+        "those engines' runs and figures; a rerun measures only "
         "what is missing). Figures: "
         f"benchmarks/held_out_figures.yaml ({data['source']}), {data['prompt_tokens']}-token "
         f"{data['phase']}. Each is predicted from its engine's counts of one layer of its own "
@@ -291,9 +293,11 @@ def counting_runs(args: argparse.Namespace) -> tuple[dict, dict, list[dict]]:
     functions), llvm_mca: the version that priced them})."""
     mirror = {"kleidiai": {"url": args.llamacpp_kleidiai}} if args.llamacpp_kleidiai else None
     costs = yaml.safe_load(COSTS.read_text())
-    tools = LlvmTools.of(provide_llvm_mca(costs["llvm_mca"], Path(args.workdir) / "llvm-mca"))
+    site = Path(args.workdir).resolve() if args.workdir else Path(tempfile.gettempdir())
+    tools = LlvmTools.of(provide_llvm_mca(costs["llvm_mca"], site / "llvm-mca"))
     runs, seconds, counted, priced = {}, {}, [], {}
-    for engine, (config_file, experiment) in RUNS.items():
+    for engine in args.engines:
+        config_file, experiment = RUNS[engine]
         mnn = mnn_config(args) if engine == "mnn" else None
         llamacpp = mirror if engine == "llama.cpp" else None
         run, document, _, kernels = predicted_run(
@@ -312,16 +316,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     counting_run_arguments(parser)
     parser.add_argument("--llamacpp-kleidiai", help="URL of the KleidiAI v1.24.0 tarball")
+    parser.add_argument(
+        "--engines", nargs="+", choices=sorted(RUNS), default=sorted(RUNS),
+        help="only these engines' counting runs and figures (results: held_out-<engines>)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     runs, seconds, counted, priced = counting_runs(args)
     data = yaml.safe_load(FIGURES.read_text())
+    data["figures"] = [f for f in data["figures"] if f["engine"] in args.engines]
     cases, missing = counted_cases(runs, data)
     rows = leave_one_out(cases, data["phase"])
     summary = scores(rows)
     units = per_instruction(cases, priced["tables"], data["prompt_tokens"], data["phase"])
-    interval = runs["mnn"][1]["interval"]
+    interval = next(iter(runs.values()))[1]["interval"]
     result = {
-        "configs": [config_file for config_file, _ in RUNS.values()],
+        "configs": [RUNS[engine][0] for engine in runs],
         "seconds": seconds,
         "figures": rows,
         "not_predicted": missing,
@@ -337,7 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = markdown(rows, missing, summary, data, interval["model_error_log_sd"], seconds)
     lines += per_instruction_lines(result["per_instruction"], rows)
     lines += counted_lines(counted)
-    write_results("held_out", result, lines)
+    name = "held_out" if set(args.engines) == set(RUNS) else "-".join(["held_out", *args.engines])
+    write_results(name.replace(".", ""), result, lines)
     print("\n".join(lines))
     return 0
 

@@ -176,14 +176,19 @@ def mnn_config(args: argparse.Namespace) -> dict:
     return mnn
 
 
-def threads_run(argv: list[str] | None, description: str) -> tuple:
-    """The arguments (a counting run's and `--threads`), then RUNS' run for that thread count:
-    (args, its configs, its results' name, and predicted_run's run, prediction.json,
+def threads_run(argv: list[str] | None, description: str, before=None) -> tuple:
+    """The arguments (a counting run's and `--threads`, and any `before` adds to the parser
+    and then checks in the parsed arguments: its (add, check)), then RUNS' run for that thread
+    count: (args, its configs, its results' name, and predicted_run's run, prediction.json,
     prediction.md and kernels.csv)."""
     parser = argparse.ArgumentParser(description=description)
     counting_run_arguments(parser)
     parser.add_argument("--threads", type=int, choices=sorted(RUNS), default=1)
+    if before:
+        before[0](parser)
     args = parser.parse_args(argv)
+    if before:
+        before[1](args)
     configs, experiment, name = RUNS[args.threads]
     run = predicted_run(args.workdir, configs, mnn_config(args), args.cores, experiment)
     return (args, configs, name, *run)

@@ -15,6 +15,7 @@ registered prediction (config/paper-predicted.yaml) is the workflow's and is not
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import statistics
@@ -92,7 +93,7 @@ def markdown(result: dict, option: str) -> list[str]:
         "SME), the busiest unit or the dispatch width bounding a token's cycles, for the "
         f"{result['prompt_tokens']}-token prompt. Interval: {LEVEL:.0%}, the model error "
         f"log sd {result['model_error_log_sd']:.3f} of the held-out figures priced the same way "
-        "(benchmarks/results/held_out.md); held-out figures are prefill only, so decode's "
+        f"({result['held_out']}); held-out figures are prefill only, so decode's "
         "interval borrows prefill's error.",
         "",
         "| pair | threads | phase | by class (the workflow's) | per instruction | interval | "
@@ -109,21 +110,30 @@ def markdown(result: dict, option: str) -> list[str]:
     return lines
 
 
-def held_out_error() -> float:
+def held_out_error(path: Path) -> float:
     """The held-out figures' root-mean-square log error priced the same way (one line naming
     the file where it has none)."""
-    scored = json.loads(HELD_OUT.read_text()).get("per_instruction")
+    scored = json.loads(path.read_text()).get("per_instruction")
     if not scored or not scored["summary"].get("predicted"):
         raise SystemExit(
-            f"{HELD_OUT.relative_to(ROOT)}: no figures priced instruction by instruction; run "
+            f"{path}: no figures priced instruction by instruction; run "
             "benchmarks/held_out.py first"
         )
     return scored["summary"]["rms_log_error"]
 
 
+def held_out_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--held-out", type=Path, default=HELD_OUT,
+        help="the held-out results whose per-instruction error sets the interval",
+    )  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
-    log_sd = held_out_error()
-    args, configs, name, run, document, _, _ = threads_run(argv, __doc__.splitlines()[0])
+    errors = {}
+    check = (held_out_option, lambda a: errors.update(log_sd=held_out_error(a.held_out)))
+    args, configs, name, run, document, _, _ = threads_run(argv, __doc__.splitlines()[0], check)
+    log_sd = errors["log_sd"]
     costs = yaml.safe_load(COSTS.read_text())
     site = Path(args.workdir).resolve() if args.workdir else Path(tempfile.gettempdir())
     tools = LlvmTools.of(provide_llvm_mca(costs["llvm_mca"], site / "llvm-mca"))
@@ -133,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         "llvm_mca": tools.version(),
         "prompt_tokens": document["bench"]["prompt_tokens"],
         "model_error_log_sd": log_sd,
+        "held_out": str(args.held_out.resolve().relative_to(ROOT)),
         "rows": priced_prediction(run, document, tools, log_sd),
     }
     option = "" if args.threads == 1 else f" --threads {args.threads}"
