@@ -27,6 +27,8 @@ from functools import cache
 
 import pandas as pd
 
+from mnnrepro.analysis.attribution import mix_columns
+from mnnrepro.analysis.token_work import SME_CLASSES
 from mnnrepro.errors import DataError
 from mnnrepro.toolchain.llvm_mca import LlvmMcaError, LlvmTools
 
@@ -140,9 +142,6 @@ def priced_rows(profiles: list[dict], prices: dict[str, pd.DataFrame]) -> pd.Dat
     its instructions' micro-ops and unit pressures summed: prices["core"] for a function that
     runs no SME instruction, prices["streaming"] for one that does. An encoding neither list
     prices is counted in `unpriced`."""
-    from mnnrepro.analysis.attribution import mix_columns
-    from mnnrepro.analysis.token_work import SME_CLASSES
-
     keys, counts = [], []
     for profile in profiles:
         for row in profile.get("rows", []):
