@@ -12,9 +12,7 @@ over a phase's instructions, the busiest unit bounds the cycles (analysis/predic
 unit_cycles), and so does the core's dispatch width: a throughput bound, in which loads
 overlap arithmetic. In streaming mode a load into Z, ZA or ZT0 registers and a move to or
 from ZA hold their units for their latency instead (BY_LATENCY): the SME2 unit waits on them
-(issue 80's rule, not fitted: priced by throughput alone, the counted SME2 kernels ran up to
-five times faster than the NEON build, against the 1.4 to 1.7 times Arm measured). Other
-latency chains are not priced.
+(issue 80's rule; no constant of it is fitted). Other latency chains are not priced.
 
 llvm-mca prints a pressure with two decimals (1/6 as 0.17): each is read back as the nearest
 fraction with a denominator a pipe group can give (PIPE_DENOMINATORS)."""
