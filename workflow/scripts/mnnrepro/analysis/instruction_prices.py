@@ -26,7 +26,7 @@ from functools import cache
 import pandas as pd
 
 from mnnrepro.analysis.attribution import mix_columns
-from mnnrepro.analysis.token_work import SME_CLASSES
+from mnnrepro.analysis.token_work import runs_sme
 from mnnrepro.errors import DataError
 from mnnrepro.toolchain.llvm_mca import LlvmMcaError, LlvmTools
 
@@ -150,8 +150,7 @@ def priced_rows(profiles: list[dict], prices: dict[str, pd.DataFrame]) -> pd.Dat
                     "counted without encodings (before they were recorded): delete it and "
                     "count again",
                 )
-            streaming = sum(row["instructions"][c] for c in SME_CLASSES) > 0
-            at = len(keys)
+            counts += [(len(keys), word, n) for word, n in words.items()]
             keys.append(
                 {
                     **{k: profile.get(k, "") for k in ("device", "model", "variant", "phase")},
@@ -160,10 +159,12 @@ def priced_rows(profiles: list[dict], prices: dict[str, pd.DataFrame]) -> pd.Dat
                     **mix_columns(row),
                 }
             )
-            mode = "streaming" if streaming else "core"
-            counts += [(at, mode, word, n) for word, n in words.items()]
     table = pd.DataFrame(keys)
-    executed = pd.DataFrame(counts, columns=["row", "mode", "encoding", "count"])
+    executed = pd.DataFrame(counts, columns=["row", "encoding", "count"])
+    streaming = runs_sme(table) if len(table) else pd.Series(dtype=bool)
+    executed["mode"] = (
+        streaming.reindex(executed["row"]).map({True: "streaming", False: "core"}).values
+    )
     summed = []
     for mode, group in executed.groupby("mode"):
         listed = prices[mode]

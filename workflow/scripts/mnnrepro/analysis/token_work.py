@@ -39,7 +39,7 @@ def mixes(
     names = {column: name for name, column in columns.items()}
     symbols = rows["symbol"].astype(str)
     waits = symbols.str.contains(waiting) if waiting else pd.Series(False, index=rows.index)
-    streaming = (rows[[f"ins_{c}" for c in SME_CLASSES]].fillna(0).sum(axis=1) > 0) & ~waits
+    streaming = runs_sme(rows) & ~waits
     totals = {}
     short = (SHORT_PREFILL_PHASE,) if (rows["phase"] == SHORT_PREFILL_PHASE).any() else ()
     for phase in (*PHASES, STARTUP_PHASE, *short):
@@ -57,6 +57,12 @@ def mixes(
             )
         }
     return totals
+
+
+def runs_sme(rows: pd.DataFrame) -> pd.Series:
+    """Whether each row's function ran SME instructions (kernels.csv's ins_* columns): a
+    streaming function, whose instructions the SME2 unit runs."""
+    return rows[[f"ins_{c}" for c in SME_CLASSES]].fillna(0).sum(axis=1) > 0
 
 
 def per_token(totals: dict, tokens: dict[str, int], target: int | None = None) -> dict:
