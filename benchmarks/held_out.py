@@ -25,7 +25,6 @@ import dataclasses
 import math
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 import yaml
@@ -39,6 +38,7 @@ from predicted_gain import (  # noqa: E402
     counted_lines,
     counting_run_arguments,
     mnn_config,
+    pinned_llvm_mca,
     predicted_run,
 )
 from provenance import write_results  # noqa: E402
@@ -55,7 +55,6 @@ from mnnrepro.analysis.prediction import (  # noqa: E402
 from mnnrepro.analysis.token_work import for_prompt  # noqa: E402
 from mnnrepro.engines.registry import kind_of_spec  # noqa: E402
 from mnnrepro.models.shapes import SHAPES  # noqa: E402
-from mnnrepro.toolchain.llvm_mca import LlvmTools, provide_llvm_mca  # noqa: E402
 
 # a figure's engine -> the run that counts it: (its config, its experiment)
 RUNS = {
@@ -293,8 +292,7 @@ def counting_runs(args: argparse.Namespace) -> tuple[dict, dict, list[dict]]:
     functions), llvm_mca: the version that priced them})."""
     mirror = {"kleidiai": {"url": args.llamacpp_kleidiai}} if args.llamacpp_kleidiai else None
     costs = yaml.safe_load(COSTS.read_text())
-    site = Path(args.workdir).resolve() if args.workdir else Path(tempfile.gettempdir())
-    tools = LlvmTools.of(provide_llvm_mca(costs["llvm_mca"], site / "llvm-mca"))
+    tools = pinned_llvm_mca(args.workdir)
     runs, seconds, counted, priced = {}, {}, [], {}
     for engine in args.engines:
         config_file, experiment = RUNS[engine]

@@ -19,9 +19,11 @@ import argparse
 import json
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -33,6 +35,7 @@ from real_mnn import KLEIDIAI_MD5, snakemake  # noqa: E402
 
 from mnnrepro.analysis.attribution import read_profiles  # noqa: E402
 from mnnrepro.engines.mnn_source.kind import BuiltEngine  # noqa: E402
+from mnnrepro.toolchain.llvm_mca import LlvmTools, provide_llvm_mca  # noqa: E402
 
 CONFIG = "config/predict-x300.yaml"
 # threads -> (the config files, in order; the experiment; the results' name)
@@ -176,28 +179,33 @@ def mnn_config(args: argparse.Namespace) -> dict:
     return mnn
 
 
-def threads_run(argv: list[str] | None, description: str, before=None) -> tuple:
-    """The arguments (a counting run's and `--threads`, and any `before` adds to the parser
-    and then checks in the parsed arguments: its (add, check)), then RUNS' run for that thread
-    count: (args, its configs, its results' name, and predicted_run's run, prediction.json,
-    prediction.md and kernels.csv)."""
+def pinned_llvm_mca(workdir: str) -> LlvmTools:
+    """The pinned llvm-mca (config/cost_model.yaml's `llvm_mca`), fetched and unpacked under
+    the kept working directory (the system's temporary directory without one)."""
+    pins = yaml.safe_load((ROOT / "config" / "cost_model.yaml").read_text())["llvm_mca"]
+    site = Path(workdir).resolve() if workdir else Path(tempfile.gettempdir())
+    return LlvmTools.of(provide_llvm_mca(pins, site / "llvm-mca"))
+
+
+def threads_parser(description: str) -> argparse.ArgumentParser:
+    """A counting run's arguments and `--threads` (RUNS' thread counts)."""
     parser = argparse.ArgumentParser(description=description)
     counting_run_arguments(parser)
     parser.add_argument("--threads", type=int, choices=sorted(RUNS), default=1)
-    if before:
-        before[0](parser)
-    args = parser.parse_args(argv)
-    if before:
-        before[1](args)
+    return parser
+
+
+def threads_run(args: argparse.Namespace) -> tuple:
+    """RUNS' run for the arguments' thread count: (its configs, its results' name, and
+    predicted_run's run, prediction.json, prediction.md and kernels.csv)."""
     configs, experiment, name = RUNS[args.threads]
     run = predicted_run(args.workdir, configs, mnn_config(args), args.cores, experiment)
-    return (args, configs, name, *run)
+    return (configs, name, *run)
 
 
 def main(argv: list[str] | None = None) -> int:
-    _, configs, name, run, document, prediction_md, kernels = threads_run(
-        argv, __doc__.splitlines()[0]
-    )
+    args = threads_parser(__doc__.splitlines()[0]).parse_args(argv)
+    configs, name, run, document, prediction_md, kernels = threads_run(args)
     counted = counted_functions(kernels, document["device"])
     result = {
         "config": configs[-1],

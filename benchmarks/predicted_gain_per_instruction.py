@@ -15,12 +15,10 @@ registered prediction (config/paper-predicted.yaml) is the workflow's and is not
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 import yaml
@@ -29,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from predicted_gain import threads_run  # noqa: E402
+from predicted_gain import pinned_llvm_mca, threads_parser, threads_run  # noqa: E402
 from provenance import write_results  # noqa: E402
 
 from mnnrepro.analysis.cost_model import LEVEL, CostModel  # noqa: E402
@@ -37,7 +35,7 @@ from mnnrepro.analysis.instruction_prices import priced_run  # noqa: E402
 from mnnrepro.analysis.prediction import Target, unit_gains  # noqa: E402
 from mnnrepro.engines.mnn_source.kind import BuiltEngine  # noqa: E402
 from mnnrepro.phases import PHASES  # noqa: E402
-from mnnrepro.toolchain.llvm_mca import LlvmTools, provide_llvm_mca  # noqa: E402
+from mnnrepro.toolchain.llvm_mca import LlvmTools  # noqa: E402
 
 COSTS = ROOT / "config" / "cost_model.yaml"
 HELD_OUT = ROOT / "benchmarks" / "results" / "held_out.json"
@@ -122,21 +120,16 @@ def held_out_error(path: Path) -> float:
     return scored["summary"]["rms_log_error"]
 
 
-def held_out_option(parser: argparse.ArgumentParser) -> None:
+def main(argv: list[str] | None = None) -> int:
+    parser = threads_parser(__doc__.splitlines()[0])
     parser.add_argument(
         "--held-out", type=Path, default=HELD_OUT,
         help="the held-out results whose per-instruction error sets the interval",
     )  # fmt: skip
-
-
-def main(argv: list[str] | None = None) -> int:
-    errors = {}
-    check = (held_out_option, lambda a: errors.update(log_sd=held_out_error(a.held_out)))
-    args, configs, name, run, document, _, _ = threads_run(argv, __doc__.splitlines()[0], check)
-    log_sd = errors["log_sd"]
-    costs = yaml.safe_load(COSTS.read_text())
-    site = Path(args.workdir).resolve() if args.workdir else Path(tempfile.gettempdir())
-    tools = LlvmTools.of(provide_llvm_mca(costs["llvm_mca"], site / "llvm-mca"))
+    args = parser.parse_args(argv)
+    log_sd = held_out_error(args.held_out)  # before any run
+    configs, name, run, document, _, _ = threads_run(args)
+    tools = pinned_llvm_mca(args.workdir)
     result = {
         "configs": configs,
         "seconds": run["seconds"],
