@@ -47,6 +47,7 @@ from mnnrepro.analysis.cost_model import LEVEL, CostModel  # noqa: E402
 from mnnrepro.analysis.instruction_prices import priced_run  # noqa: E402
 from mnnrepro.analysis.prediction import (  # noqa: E402
     Target,
+    error_interval,
     gain,
     predict_pair,
     unit_gains,
@@ -165,19 +166,18 @@ def per_instruction(cases: list[dict], priced: dict, prompt: int, phase: str) ->
         unpriced = float(ours["unpriced"].sum() / ours["instructions"].sum())
         errors.append(math.log((1 + c["gain"]) / (1 + got)))
         made.append({"gain": got, "unpriced_share": unpriced})
-    z = statistics.NormalDist().inv_cdf(0.5 + LEVEL / 2)
     rows = []
     for i, (c, got) in enumerate(zip(cases, made, strict=True)):
         others = errors[:i] + errors[i + 1 :]
-        half = z * (rms(others) if others else 0.0)
-        low, high = ((1 + got["gain"]) * math.exp(k * half) - 1 for k in (-1, 1))
+        sd = rms(others) if others else 0.0
+        low, high = error_interval(got["gain"], sd)
         rows.append(
             {
                 **{k: c["figure"][k] for k in ("engine", "model", "threads")},
                 "published_gain": c["gain"],
                 "predicted": {**got, "low": low, "high": high},
                 "log_error": errors[i],
-                "model_error_log_sd": rms(others) if others else 0.0,
+                "model_error_log_sd": sd,
                 "others": len(others),
                 "inside": low <= c["gain"] <= high,
                 "width": (1 + high) / (1 + low),

@@ -16,8 +16,6 @@ registered prediction (config/paper-predicted.yaml) is the workflow's and is not
 from __future__ import annotations
 
 import json
-import math
-import statistics
 import sys
 from pathlib import Path
 
@@ -32,7 +30,7 @@ from provenance import write_results  # noqa: E402
 
 from mnnrepro.analysis.cost_model import LEVEL, CostModel  # noqa: E402
 from mnnrepro.analysis.instruction_prices import priced_run  # noqa: E402
-from mnnrepro.analysis.prediction import Target, unit_gains  # noqa: E402
+from mnnrepro.analysis.prediction import Target, error_interval, unit_gains  # noqa: E402
 from mnnrepro.engines.mnn_source.kind import BuiltEngine  # noqa: E402
 from mnnrepro.phases import PHASES  # noqa: E402
 from mnnrepro.toolchain.llvm_mca import LlvmTools  # noqa: E402
@@ -51,7 +49,6 @@ def priced_prediction(run: dict, document: dict, tools: LlvmTools, log_sd: float
     profiled = document["profiled_bench"]
     tokens = {"prefill": profiled["prompt_tokens"], "decode": profiled["generate_tokens"]}
     prompt, generated = document["bench"]["prompt_tokens"], document["bench"]["generate_tokens"]
-    z = statistics.NormalDist().inv_cdf(0.5 + LEVEL / 2)
     rows = []
     for p in document["predictions"]:
         cost = CostModel.read(COSTS, document["core"], document["soc"], document["model"])
@@ -62,7 +59,7 @@ def priced_prediction(run: dict, document: dict, tools: LlvmTools, log_sd: float
             table, (device, p["model"]), pair, tokens, prompt, cost, target, threads, waiting
         )
         for phase in PHASES:
-            low, high = ((1 + gains[phase]) * math.exp(k * z * log_sd) - 1 for k in (-1, 1))
+            low, high = error_interval(gains[phase], log_sd)
             rows.append(
                 {
                     "pair": p["pair"],

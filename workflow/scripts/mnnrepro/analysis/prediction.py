@@ -30,11 +30,13 @@ the prediction at its low and at its high with every other at its value."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import pandas as pd
 
-from mnnrepro.analysis.cost_model import VECTOR_CLASSES, CostModel
+from mnnrepro.analysis.cost_model import LEVEL, VECTOR_CLASSES, CostModel
 from mnnrepro.analysis.instruction_prices import UOPS, unit_columns
 from mnnrepro.analysis.token_work import SME_CLASSES, mixes, per_token
 from mnnrepro.config import ConfigError
@@ -159,6 +161,15 @@ def gain(base, treat, phase, v, target: Target, model: CostModel, threads=(1, 1)
         / seconds_per_token(treat[phase], phase, v, target, model, threads[1])
         - 1
     )
+
+
+def error_interval(gain: float, log_sd: float) -> tuple[float, float]:
+    """A gain's interval at the cost model's level (LEVEL) from a normal model error of its
+    log speedup alone (log_sd): what pricing instruction by instruction leaves, where no
+    constant of a prefill gain is ranged."""
+    half = NormalDist().inv_cdf(0.5 + LEVEL / 2) * log_sd
+    low, high = ((1 + gain) * math.exp(k * half) - 1 for k in (-1, 1))
+    return low, high
 
 
 def unit_gains(
