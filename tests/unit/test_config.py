@@ -208,6 +208,10 @@ def test_the_one_pass_fills_the_defaults_snakemakes_validate_fills(root, rel):
         ("config/host-sme2.yaml", ["build_engine", "make_synthetic_model", "run_bench"]),
         ("config/paper.yaml config/paper-control.yaml", ["fetch_engine_archives", "fetch_ndk"]),
         (
+            "config/predict-x300.yaml config/predict-per-instruction.yaml",
+            ["fetch_llvm_mca", "profile_kernels", "predict_gain"],
+        ),
+        (
             "config/emulated-paper.yaml",
             [
                 "fetch_emulation_userland",

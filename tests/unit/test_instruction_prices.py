@@ -163,3 +163,58 @@ def test_streaming_loads_and_za_moves_are_the_instructions_priced_by_latency():
     ]
     assert [t for t in priced if not BY_LATENCY.match(t)] == []
     assert [t for t in by_throughput if BY_LATENCY.match(t)] == []
+
+
+def test_the_workflows_prediction_priced_per_instruction_is_unit_gains_with_its_own_error():
+    """prediction_document with `priced` (rule predict_gain, `prediction.pricing:
+    per_instruction`) gives each pair the gains unit_gains gives the benchmarks for the same
+    priced rows, its interval's model error is the cost model's per-instruction one, and
+    prediction.md names what priced it; the same rows priced by class predict otherwise."""
+    from types import SimpleNamespace
+
+    import yaml
+
+    from mnnrepro.analysis.cost_model import CostModel
+    from mnnrepro.analysis.prediction import Target, prediction_document, unit_gains, weights
+    from mnnrepro.analysis.prediction_text import prediction_markdown
+    from mnnrepro.design import pairs_of
+    from mnnrepro.models.shapes import SHAPES
+
+    costs = Path(__file__).parents[2] / "config" / "cost_model.yaml"
+    work = {"startup": 1, "prefill": 8, "decode": 4}  # a phase's work over the start-up's
+    profiles = []
+    for variant, symbol, words, sme in (
+        ("off", "gemm_neon", {ENCODINGS[SDOT]: 30, ENCODINGS[LOAD]: 20}, 0),
+        ("on", "gemm_sme2", {ENCODINGS[SMOPA]: 12, ENCODINGS[SDOT]: 2}, 12),
+    ):
+        for phase, n in work.items():
+            rows = [counted(symbol, {w: k * n for w, k in words.items()}, sme * n)]
+            profiles.append({**profile(rows, phase), "variant": variant, "profiler": "qemu"})
+    table = priced_rows(profiles, prices())
+    section = {"baseline": "off", "treatment": "on"}
+    design = SimpleNamespace(comparison=SimpleNamespace(pairs=pairs_of(section), claims={}))
+    spec = {"device": "qemu", "core": "c1-ultra", "soc": "dimensity-9500", "model": "qwen3-vl-4b"}
+    context = {
+        "constants": costs,
+        "shapes": {"m": SHAPES["tiny"]},
+        "prompt_tokens": 9,  # 8 tokens of prefill past the start-up's
+        "generate_tokens": 5,
+        "variants": {v: {"runtime": {"thread_num": 1}} for v in ("off", "on")},
+        "inputs": {},
+        "priced_by": "llvm-mca 23.1.4",
+    }
+    document = prediction_document(table, design, spec, context, priced=True)
+    cost = CostModel.read(costs, *list(spec.values())[1:], "per_instruction")
+    scale = weights(cost.phone_shape) / weights(SHAPES["tiny"])
+    tokens = {"prefill": 9, "decode": 5}
+    expected = unit_gains(
+        table, ("qemu", "m"), ("off", "on"), tokens, 9, cost, Target.of(cost, scale, 9, 5), (1, 1)
+    )
+    (predicted,) = document["predictions"]
+    assert predicted["phases"]["prefill"]["gain"] == pytest.approx(expected["prefill"])
+    error = yaml.safe_load(costs.read_text())["model_error"]["log_sd_per_instruction"]["value"]
+    assert document["interval"]["model_error_log_sd"] == error
+    assert document["pricing"] == "per_instruction"
+    assert "each executed instruction priced by llvm-mca 23.1.4" in prediction_markdown(document)
+    by_class = prediction_document(table, design, spec, context)["predictions"][0]
+    assert by_class["phases"]["prefill"]["gain"] != pytest.approx(expected["prefill"])

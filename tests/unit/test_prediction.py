@@ -364,3 +364,29 @@ def test_decode_reads_its_weights_and_kv_cache_at_one_cores_bandwidth_on_one_thr
     broken.write_text(yaml.safe_dump(data))
     with pytest.raises(ConfigError, match=r"`model_error.log_sd` needs a value >= 0 and a sou"):
         CostModel.read(broken, "c1-ultra", "dimensity-9500", "qwen3-vl-4b")
+
+
+def test_a_prediction_priced_per_instruction_needs_a_qemu_device_and_the_cores_llvm_mca():
+    """`prediction.pricing: per_instruction` prices QEMU's arm64 encodings through the core's
+    llvm-mca model: a callgrind device, or a core the cost model gives no `llvm_mca`, is one
+    line naming the key; by_class asks neither."""
+    config = yaml.safe_load((ROOT / "config" / "predict-x300.yaml").read_text())
+    config["mnn"] = {"source": {"path": "."}}
+    config["prediction"]["pricing"] = "per_instruction"
+    assert prediction_problems(config) == []
+    x300 = dict(config["prediction"])
+    # this host's core (config/predict-host.yaml's): no llvm_mca options
+    config["prediction"].update(core="epyc-zen4", soc="reference-host", model="qwen3-0.6b")
+    (problem,) = prediction_problems(config)
+    needs = "cores.epyc-zen4 needs `llvm_mca` (mcpu, mattr, streaming_mattr) and `dispatch_width`"
+    assert problem.startswith("config key `prediction.constants`: ") and needs in problem
+    config["prediction"] = x300
+    config["devices"]["host"] = {"local": {"profiler": "callgrind"}}
+    config["prediction"]["device"] = "host"
+    config["attribution"]["devices"] = [*config["attribution"].get("devices", []), "host"]
+    assert prediction_problems(config) == [
+        "config key `prediction.pricing`: per_instruction prices the arm64 encodings QEMU "
+        "counts; 'host' is not a QEMU device (by_class prices its classes)"
+    ]
+    config["prediction"]["pricing"] = "by_class"
+    assert prediction_problems(config) == []

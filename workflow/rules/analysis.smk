@@ -274,6 +274,24 @@ rule check_emulation:
 
 # The phone's gain predicted before the phone (`prediction`): the emulated device's
 # instruction mix priced by the cost model's cited constants.
+# llvm-mca for a prediction priced instruction by instruction (`prediction.pricing`): the
+# cost model's pinned Debian packages, unpacked under resources/llvm-mca.
+rule fetch_llvm_mca:
+    output:
+        receipt="resources/llvm-mca/receipt.json",
+    log:
+        "logs/fetch_llvm_mca.log",
+    localrule: True  # the network is where Snakemake runs, not a compute node
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        pins=PLAN.settings.llvm_mca_pins,
+    message:
+        "Fetching llvm-mca (Debian unstable's LLVM, pinned, verified)"
+    script:
+        "../scripts/fetch_llvm_mca.py"
+
+
 rule predict_gain:
     input:
         # made here: kernels.csv, the cost model, the emulated models' manifests; or a

@@ -27,6 +27,8 @@ VECTOR_CLASSES = ("dot_matmul", "vector_load_store", "vector_other")
 LEVEL = 0.8  # the intervals' level: the central 80 % of the sampled speedups
 SAMPLES = 2000
 SEED = 20260611  # the article's date: every prediction of the same counts draws the same
+# how counted instructions are priced (config key `prediction.pricing`) -> the model error's key
+PRICINGS = {"by_class": "log_sd", "per_instruction": "log_sd_per_instruction"}
 
 
 @dataclass(frozen=True)
@@ -84,9 +86,14 @@ class CostModel:
     soc_cores: tuple = ()  # the SoC's cores, fastest first: {core, count, clock_ghz}
     model_error: float = 0.0  # the log speedup's standard deviation the constants leave out
     model_error_source: str = ""
+    llvm_mca: dict | None = None  # per_instruction: the core's llvm-mca options (mcpu, mattr...)
 
     @classmethod
-    def read(cls, path: str | Path, core: str, soc: str, model: str) -> CostModel:
+    def read(
+        cls, path: str | Path, core: str, soc: str, model: str, pricing: str = "by_class"
+    ) -> CostModel:
+        """The constants of one core, SoC and phone model, and the model error of `pricing`
+        (PRICINGS); per_instruction needs the core's `llvm_mca` and `dispatch_width`."""
         data = yaml.safe_load(Path(path).read_text())
         entries = entries_of(data, core, soc, model, path)
         constants = {k: Constant.of(full, entry, str(path)) for k, (full, entry) in entries.items()}
@@ -104,9 +111,15 @@ class CostModel:
                 f"{path}: socs.{soc}.cores must list {core} first and every other core in "
                 f"`per_clock_vs_first` (missing: {others})"
             )
-        error = model_error(data, path)
+        error = model_error(data, path, PRICINGS[pricing])
         shape = data["models"][model]["shape"]
-        return cls(constants, shape, tuple(listed), error["value"], error["source"])
+        mca = c.get("llvm_mca") if pricing == "per_instruction" else None
+        if pricing == "per_instruction" and not (mca and "dispatch_width" in constants):
+            raise ConfigError(
+                f"{path}: cores.{core} needs `llvm_mca` (mcpu, mattr, streaming_mattr) and "
+                "`dispatch_width` to price instructions one by one"
+            )
+        return cls(constants, shape, tuple(listed), error["value"], error["source"], mca)
 
     def parallel(self, v: dict[str, float], threads: int) -> float:
         """How many of the prediction's cores `threads` threads are worth, on the SoC's
@@ -160,15 +173,15 @@ class CostModel:
         }
 
 
-def model_error(data: dict, path) -> dict:
-    """The cost model's `model_error.log_sd`: {value (>= 0), source}."""
-    entry = (data.get("model_error") or {}).get("log_sd")
+def model_error(data: dict, path, key: str = "log_sd") -> dict:
+    """The cost model's `model_error.<key>`: {value (>= 0), source}."""
+    entry = (data.get("model_error") or {}).get(key)
     try:
         if float(entry["value"]) >= 0 and entry["source"]:
             return {"value": float(entry["value"]), "source": str(entry["source"])}
     except (KeyError, TypeError, ValueError):
         pass
-    raise ConfigError(f"{path}: `model_error.log_sd` needs a value >= 0 and a source")
+    raise ConfigError(f"{path}: `model_error.{key}` needs a value >= 0 and a source")
 
 
 def recorded_identity(path: str | Path, model: str) -> dict | None:

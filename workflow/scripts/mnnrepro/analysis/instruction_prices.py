@@ -153,7 +153,10 @@ def priced_rows(profiles: list[dict], prices: dict[str, pd.DataFrame]) -> pd.Dat
             counts += [(len(keys), word, n) for word, n in words.items()]
             keys.append(
                 {
-                    **{k: profile.get(k, "") for k in ("device", "model", "variant", "phase")},
+                    **{
+                        k: profile.get(k, "")
+                        for k in ("device", "model", "variant", "phase", "profiler")
+                    },
                     "library": row["dso"],
                     "symbol": row["symbol"] or "",
                     **mix_columns(row),

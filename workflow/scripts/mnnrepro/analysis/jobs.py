@@ -175,6 +175,7 @@ def predicted_here(job, design: Design, variants: dict, manifests: list[dict]) -
     """The prediction made from this run's emulated device (analysis/prediction.py; manifests:
     its models', which it scales by)."""
     # per job: each job imports its own stage's modules (0.2-0.4 s each if all)
+    from mnnrepro.analysis.attribution import profile_files
     from mnnrepro.analysis.prediction import prediction_document
     from mnnrepro.models.shapes import text_shape
 
@@ -191,5 +192,25 @@ def predicted_here(job, design: Design, variants: dict, manifests: list[dict]) -
             "cost_model": sha256_file(given.constants),
         },
     }
+    spec = job.params.prediction
+    if spec.get("pricing") == "per_instruction":
+        counted, context["priced_by"] = priced_counts(given, spec)
+        context["inputs"]["profiles"] = {f: sha256_file(f) for f in profile_files(given.profiles)}
+        return prediction_document(counted, design, spec, context, priced=True)
     kernels = pd.read_csv(given.kernels, keep_default_na=False, na_values=[""])
-    return prediction_document(kernels, design, job.params.prediction, context)
+    return prediction_document(kernels, design, spec, context)
+
+
+def priced_counts(given, spec: dict) -> tuple[pd.DataFrame, str]:
+    """The counting device's profiles with every executed encoding priced by the fetched
+    llvm-mca's model of the prediction's core (analysis/instruction_prices.py), and the
+    release that priced them."""
+    from mnnrepro.analysis.attribution import read_profiles
+    from mnnrepro.analysis.cost_model import CostModel
+    from mnnrepro.analysis.instruction_prices import priced_run
+    from mnnrepro.toolchain.llvm_mca import LlvmTools
+
+    keys = (spec["core"], spec["soc"], spec["model"])
+    cost = CostModel.read(given.constants, *keys, "per_instruction")
+    tools = LlvmTools.of(read_json(given.llvm_mca))
+    return priced_run(read_profiles(given.profiles), tools, cost.llvm_mca), tools.version()

@@ -38,7 +38,7 @@ import pandas as pd
 
 from mnnrepro.analysis.cost_model import LEVEL, VECTOR_CLASSES, CostModel
 from mnnrepro.analysis.instruction_prices import UOPS, unit_columns
-from mnnrepro.analysis.token_work import SME_CLASSES, mixes, per_token
+from mnnrepro.analysis.token_work import CLASS_COLUMNS, SME_CLASSES, mixes, per_token
 from mnnrepro.config import ConfigError
 from mnnrepro.models.shapes import identity
 from mnnrepro.phases import PHASES
@@ -256,11 +256,16 @@ def prediction_entry(pair, emulated: str, scale: float, threads, phases, base, t
     }
 
 
-def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict) -> dict:
+def prediction_document(
+    kernels: pd.DataFrame, design, spec: dict, context: dict, priced: bool = False
+) -> dict:
     """Every compared pair's predicted gains on the phone (spec: config key `prediction`;
     context: the cost model's file, the emulated models' shapes, the bench's token counts, the
-    variants' specs, the inputs' hashes)."""
-    model = CostModel.read(context["constants"], spec["core"], spec["soc"], spec["model"])
+    variants' specs, the inputs' hashes; kernels: kernels.csv, or with `priced` its rows priced
+    instruction by instruction, instruction_prices.priced_run's, and context's `priced_by`)."""
+    pricing = "per_instruction" if priced else "by_class"
+    model = CostModel.read(context["constants"], spec["core"], spec["soc"], spec["model"], pricing)
+    columns = unit_columns(kernels) if priced else CLASS_COLUMNS
     tokens = {"prefill": context["prompt_tokens"], "decode": context["generate_tokens"]}
     prompt = spec.get("prompt_tokens", context["prompt_tokens"])  # the phone run's prompt
     waiting = context.get("waiting", {})  # variant -> its engine's waiting functions
@@ -270,7 +275,9 @@ def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict
         for pair in design.comparison.pairs:
             base, treat = (
                 per_token(
-                    mixes(kernels, spec["device"], emulated, v, waiting.get(v, "")), tokens, prompt
+                    mixes(kernels, spec["device"], emulated, v, waiting.get(v, ""), columns),
+                    tokens,
+                    prompt,
                 )
                 for v in (pair.baseline, pair.treatment)
             )
@@ -287,6 +294,8 @@ def prediction_document(kernels: pd.DataFrame, design, spec: dict, context: dict
     return {
         **{k: spec[k] for k in ("device", "core", "soc", "model")},
         "counted_by": str(counted.iloc[0]) if len(counted) else "",
+        "pricing": pricing,  # by class, or each instruction by `priced_by`
+        "priced_by": context.get("priced_by", "config/cost_model.yaml's cycles per class"),
         "phone_model_weights": weights(model.phone_shape),
         "model_identity": identity(model.phone_shape),  # what it is scored on (shapes.IDENTITY)
         "inputs": context["inputs"],

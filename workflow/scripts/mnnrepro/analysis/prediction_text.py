@@ -60,6 +60,16 @@ def predicted_rows(document: dict) -> list[str]:
     return out
 
 
+def pricing_text(document: dict) -> str:
+    """How the counted instructions were priced (a document made before `pricing`: by class)."""
+    if document.get("pricing") == "per_instruction":
+        return (
+            f"each executed instruction priced by {document['priced_by']} (the busiest unit, or "
+            "the dispatch width, bounds the cycles) with config/cost_model.yaml's other constants"
+        )
+    return "priced by class with config/cost_model.yaml"
+
+
 def prediction_markdown(document: dict) -> str:
     """prediction.md: the predictions, each phase's sensitivities, and every constant with its
     source."""
@@ -67,8 +77,8 @@ def prediction_markdown(document: dict) -> str:
         f"# Predicted gains on {document['core']} ({document['soc']}, {document['model']})",
         "",
         f"From the instructions each build executed on `{document['device']}` "
-        f"({document.get('counted_by', 'QEMU')}), per token, priced with "
-        f"config/cost_model.yaml; predicted before any run it is scored against"
+        f"({document.get('counted_by', 'QEMU')}), per token, {pricing_text(document)}; "
+        "predicted before any run it is scored against"
         f"{prompt_text(document)}.",
         *registered_lines(document),
         *(["", interval_text(document)] if interval_text(document) else []),

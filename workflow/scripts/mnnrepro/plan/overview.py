@@ -15,7 +15,7 @@ time too (benchmarks/results/sequential_stopping.json)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
@@ -202,8 +202,9 @@ def tree_downloads(section: str, tree: dict) -> list[tuple[str, str]]:
 def downloads(plan) -> list[tuple[str, str]]:
     """What the plan fetches where it has not yet, each as (the rule that fetches it, what it
     is): the models, each source tree that is not a local checkout, the NDK, each fetched
-    engine's pinned archives, and an emulated device's userland. The dry run's fetch jobs are
-    these rules (tests/unit/test_config.py's whole-DAG dry runs hold them to it)."""
+    engine's pinned archives, an emulated device's userland, and llvm-mca for a prediction
+    priced per instruction. The dry run's fetch jobs are these rules (tests/unit/
+    test_config.py's whole-DAG dry runs hold them to it)."""
     config = plan.config
     found = [("fetch_modelscope_model", f"model {m} (ModelScope)") for m in plan.downloaded_models]
     found += [
@@ -225,6 +226,9 @@ def downloads(plan) -> list[tuple[str, str]]:
             found.append(ndk)
     if any(plan.device_kinds[d].needs_userland for d in plan.devices):
         found.append(("fetch_emulation_userland", "QEMU and an arm64 userland (Debian's archive)"))
+    if plan.settings.llvm_mca_pins:  # its folder names the release: usr/lib/llvm-23/bin
+        release = PurePosixPath(plan.settings.llvm_mca_pins["bin"]).parent.name
+        found.append(("fetch_llvm_mca", f"llvm-mca ({release}, Debian's archive)"))
     return sorted(set(found), key=found.index)
 
 

@@ -201,7 +201,9 @@ class Plan(EngineInputs, ModelInputs):
         spec, key = self.settings.prediction, self.experiment.results_key
         # what the engines loaded says which model each is, where a layout records its shape
         # (a replay of an archive without layouts: the models' synthetic shapes, if any)
-        return prediction_inputs(spec, key, self.model_manifests(), self.model_layouts())
+        counted = self.per_device_and_model("profiles/{device}/{model}.json", [spec["device"]])
+        found = {"manifests": self.model_manifests(), "layouts": self.model_layouts()}
+        return prediction_inputs(spec, key, found, [] if "registered" in spec else counted)
 
     def summary_tables(self, wildcards=None) -> list[str]:
         """The measured tables and the summary (`snakemake analysis_all`; no plots)."""

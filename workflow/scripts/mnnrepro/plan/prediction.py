@@ -12,11 +12,12 @@ from mnnrepro.analysis.cost_model import CostModel
 from mnnrepro.analysis.prediction_score import registered_prediction
 from mnnrepro.config import ConfigError
 from mnnrepro.design import pairs_of
-from mnnrepro.devices.kinds import counts_instructions
+from mnnrepro.devices.kinds import counts_instructions, device_kind
 from mnnrepro.errors import DataError
 
 ROOT = Path(__file__).resolve().parents[4]  # where a relative path of `prediction` lies
 MADE_HERE = ("device", "core", "soc", "model")
+LLVM_MCA_RECEIPT = "resources/llvm-mca/receipt.json"  # rule fetch_llvm_mca's
 
 
 def constants_path(spec: dict) -> Path:
@@ -24,21 +25,30 @@ def constants_path(spec: dict) -> Path:
     return ROOT / spec.get("constants", "config/cost_model.yaml")
 
 
-def prediction_inputs(
-    spec: dict, results_key: str, manifests: list[str], layouts: list[str]
-) -> dict:
+def prediction_inputs(spec: dict, results_key: str, found: dict, profiles: list[str]) -> dict:
     """What rule predict_gain reads: a registered prediction's file, or what a prediction
-    made here needs (kernels.csv); the cost model (the predicted model's shape), and what
-    says which models the run measured (their manifests, and the layouts of those it has in
-    MNN's format: what the engine loaded)."""
-    measured = {
-        "constants": str(constants_path(spec)),
-        "manifests": manifests,
-        "layouts": layouts,
-    }
+    made here needs (kernels.csv; priced per instruction, the counting device's profiles and
+    the fetched llvm-mca: LLVM_MCA_RECEIPT); the cost model (the predicted model's shape), and
+    what says which models the run measured (found: their manifests, and the layouts of those
+    it has in MNN's format: what the engine loaded)."""
+    measured = {"constants": str(constants_path(spec)), **found}
     if "registered" in spec:
         return {"registered": str(ROOT / spec["registered"]), **measured}
+    if spec.get("pricing") == "per_instruction":
+        measured = {**measured, "profiles": profiles, "llvm_mca": LLVM_MCA_RECEIPT}
     return {"kernels": f"results/{results_key}/kernels.csv", **measured}
+
+
+def llvm_mca_pins(spec: dict | None) -> dict:
+    """The pinned llvm-mca packages of a prediction's cost model (its `llvm_mca`: rule
+    fetch_llvm_mca's params); none where nothing is priced per instruction."""
+    if not spec or spec.get("pricing") != "per_instruction":
+        return {}
+    path = constants_path(spec)
+    pins = (yaml.safe_load(path.read_text()) or {}).get("llvm_mca")
+    if not isinstance(pins, dict) or not pins.get("packages") or not pins.get("bin"):
+        raise ConfigError(f"{path}: `llvm_mca` needs `bin` and the pinned `packages`")
+    return pins
 
 
 def prediction_problems(config: dict) -> list[str]:
@@ -121,8 +131,16 @@ def made_here_problems(config: dict, spec: dict) -> list[str]:
             f"config key `prediction`: models {real} are not synthetic; the prediction scales "
             "by a synthetic model's weights"
         )
+    pricing = spec.get("pricing", "by_class")
     try:
-        CostModel.read(constants_path(spec), spec["core"], spec["soc"], spec["model"])
+        CostModel.read(constants_path(spec), spec["core"], spec["soc"], spec["model"], pricing)
+        llvm_mca_pins(spec)  # the fetch's pins, where it prices per instruction
     except (ConfigError, OSError, yaml.YAMLError) as error:
         problems.append(f"config key `prediction.constants`: {error}")
+    kind = config["devices"].get(device) and device_kind(device, config["devices"][device])
+    if pricing == "per_instruction" and kind and not kind.emulated:
+        problems.append(
+            f"config key `prediction.pricing`: per_instruction prices the arm64 encodings QEMU "
+            f"counts; {device!r} is not a QEMU device (by_class prices its classes)"
+        )
     return problems

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from mnnrepro.config import canonical
 from mnnrepro.design import SECTIONS, design_of_variant
 from mnnrepro.phases import PREDICTION_PHASES
+from mnnrepro.plan.prediction import llvm_mca_pins
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Settings:
     emulation_reference: str  # emulation.reference: the device emulated CPUs are checked against
     remeasure: str  # --config remeasure=...: which kept invocations to measure again
     prediction: dict  # the phone's gain predicted from the emulated mix (empty: none)
+    llvm_mca_pins: dict  # its cost model's pinned llvm-mca, where it prices per instruction
 
     @classmethod
     def of(cls, config: dict) -> Settings:
@@ -41,6 +43,7 @@ class Settings:
             emulation_reference=config.get("emulation", {}).get("reference", ""),
             remeasure=str(config.get("remeasure", "")),
             prediction=canonical(config.get("prediction", {})),
+            llvm_mca_pins=canonical(llvm_mca_pins(config.get("prediction"))),
         )
 
     @property
