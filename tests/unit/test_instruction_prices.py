@@ -107,6 +107,35 @@ def counted(symbol: str, encodings: dict, sme: int) -> dict:
     }
 
 
+PREDICTION = {"device": "qemu", "core": "c1-ultra", "soc": "dimensity-9500", "model": "qwen3-vl-4b"}
+
+
+def pair_profiles() -> list[dict]:
+    """A pair's profiles of model `m` on device `qemu`: a NEON GEMM (`off`) and an SME2 one
+    (`on`), start-up, prefill and decode, each phase a multiple of the start-up's work."""
+    work = {"startup": 1, "prefill": 8, "decode": 4}
+    profiles = []
+    for variant, symbol, words, sme in (
+        ("off", "gemm_neon", {ENCODINGS[SDOT]: 30, ENCODINGS[LOAD]: 20}, 0),
+        ("on", "gemm_sme2", {ENCODINGS[SMOPA]: 12, ENCODINGS[SDOT]: 2}, 12),
+    ):
+        for phase, n in work.items():
+            rows = [counted(symbol, {w: k * n for w, k in words.items()}, sme * n)]
+            profiles.append({**profile(rows, phase), "variant": variant, "profiler": "qemu"})
+    return profiles
+
+
+def pair_design():
+    """What prediction_document reads of a design that compares `off` with `on`."""
+    from types import SimpleNamespace
+
+    from mnnrepro.design import pairs_of
+
+    pairs = pairs_of({"baseline": "off", "treatment": "on"})
+    bench = SimpleNamespace(prompt_tokens=9, generate_tokens=5)
+    return SimpleNamespace(comparison=SimpleNamespace(pairs=pairs, claims={}), bench=bench)
+
+
 def test_a_function_is_priced_in_the_mode_it_runs_in():
     """A function that runs SME instructions is priced in streaming mode, every other one as
     the core runs it; an encoding neither price list holds is counted as not priced."""
@@ -170,30 +199,15 @@ def test_the_workflows_prediction_priced_per_instruction_is_unit_gains_with_its_
     per_instruction`) gives each pair the gains unit_gains gives the benchmarks for the same
     priced rows, its interval's model error is the cost model's per-instruction one, and
     prediction.md names what priced it; the same rows priced by class predict otherwise."""
-    from types import SimpleNamespace
-
     import yaml
 
     from mnnrepro.analysis.cost_model import CostModel
     from mnnrepro.analysis.prediction import Target, prediction_document, unit_gains, weights
     from mnnrepro.analysis.prediction_text import prediction_markdown
-    from mnnrepro.design import pairs_of
     from mnnrepro.models.shapes import SHAPES
 
     costs = Path(__file__).parents[2] / "config" / "cost_model.yaml"
-    work = {"startup": 1, "prefill": 8, "decode": 4}  # a phase's work over the start-up's
-    profiles = []
-    for variant, symbol, words, sme in (
-        ("off", "gemm_neon", {ENCODINGS[SDOT]: 30, ENCODINGS[LOAD]: 20}, 0),
-        ("on", "gemm_sme2", {ENCODINGS[SMOPA]: 12, ENCODINGS[SDOT]: 2}, 12),
-    ):
-        for phase, n in work.items():
-            rows = [counted(symbol, {w: k * n for w, k in words.items()}, sme * n)]
-            profiles.append({**profile(rows, phase), "variant": variant, "profiler": "qemu"})
-    table = priced_rows(profiles, prices())
-    section = {"baseline": "off", "treatment": "on"}
-    design = SimpleNamespace(comparison=SimpleNamespace(pairs=pairs_of(section), claims={}))
-    spec = {"device": "qemu", "core": "c1-ultra", "soc": "dimensity-9500", "model": "qwen3-vl-4b"}
+    table = priced_rows(pair_profiles(), prices())
     context = {
         "constants": costs,
         "shapes": {"m": SHAPES["tiny"]},
@@ -203,6 +217,7 @@ def test_the_workflows_prediction_priced_per_instruction_is_unit_gains_with_its_
         "inputs": {},
         "priced_by": "llvm-mca 23.1.4",
     }
+    design, spec = pair_design(), PREDICTION
     document = prediction_document(table, design, spec, context, priced=True)
     cost = CostModel.read(costs, *list(spec.values())[1:], "per_instruction")
     scale = weights(cost.phone_shape) / weights(SHAPES["tiny"])

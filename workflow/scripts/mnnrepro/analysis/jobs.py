@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from mnnrepro.design import Design
-from mnnrepro.files import read_json, sha256_file, write_json
+from mnnrepro.files import read_json, sha256_file, sha256_text, write_json
 from mnnrepro.records import chain, check_same_table, read_chained_table, read_record, read_table
 
 log = logging.getLogger(__name__)
@@ -195,7 +195,9 @@ def predicted_here(job, design: Design, variants: dict, manifests: list[dict]) -
     spec = job.params.prediction
     if spec.get("pricing") == "per_instruction":
         counted, context["priced_by"] = priced_counts(given, spec)
-        context["inputs"]["profiles"] = {f: sha256_file(f) for f in profile_files(given.profiles)}
+        # the counted profiles: one sha256 of each file's path and sha256, in order
+        listed = "".join(f"{f} {sha256_file(f)}\n" for f in profile_files(given.profiles))
+        context["inputs"]["profiles"] = sha256_text(listed)
         return prediction_document(counted, design, spec, context, priced=True)
     kernels = pd.read_csv(given.kernels, keep_default_na=False, na_values=[""])
     return prediction_document(kernels, design, spec, context)
