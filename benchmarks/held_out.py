@@ -105,7 +105,10 @@ def counted_cases(runs: dict, data: dict) -> tuple[list[dict], list[dict]]:
         )
         target = Target.of(model, scale, data["prompt_tokens"], generated)
         gain = figure["with_sme2"] / figure["without_sme2"] - 1
+        keys = (document["core"], document["soc"], figure["model"])
+        priced = CostModel.read(COSTS, *keys, "per_instruction")  # its own constants and error
         case = {"figure": figure, "gain": gain, "p": p, "model": model, "target": target}
+        case["priced_model"] = priced
         tokens = {"prefill": made_for, "decode": generated}
         cases.append(
             {**case, "mixes": (base, treat), "device": document["device"], "tokens": tokens}
@@ -160,7 +163,7 @@ def per_instruction(cases: list[dict], priced: dict, prompt: int, phase: str) ->
         table, waiting = priced[c["figure"]["engine"]]
         sides, threads = (c["p"]["baseline"], c["p"]["treatment"]), tuple(c["p"]["threads"])
         where = (c["device"], c["p"]["model"])
-        args = (c["tokens"], prompt, c["model"], c["target"], threads, waiting)
+        args = (c["tokens"], prompt, c["priced_model"], c["target"], threads, waiting)
         got = unit_gains(table, where, sides, *args)[phase]
         ours = table[(table["model"] == c["p"]["model"]) & table["variant"].isin(sides)]
         unpriced = float(ours["unpriced"].sum() / ours["instructions"].sum())

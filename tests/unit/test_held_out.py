@@ -56,8 +56,12 @@ def cases(n: int) -> list[dict]:
         target = Target.of(model, weights(model.phone_shape) / weights(SHAPES["tiny"]), 128, 4)
         p = {"threads": [figure["threads"]] * 2}
         gain = figure["with_sme2"] / figure["without_sme2"] - 1
+        priced = CostModel.read(
+            ROOT / "config/cost_model.yaml", "c1-ultra", "dimensity-9500", figure["model"],
+            "per_instruction",
+        )  # fmt: skip
         out.append({"figure": figure, "gain": gain, "p": p, "model": model, "target": target,
-                    "mixes": (base, treat)})  # fmt: skip
+                    "mixes": (base, treat), "priced_model": priced})  # fmt: skip
     return out
 
 

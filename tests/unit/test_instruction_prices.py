@@ -231,5 +231,12 @@ def test_the_workflows_prediction_priced_per_instruction_is_unit_gains_with_its_
     assert document["interval"]["model_error_log_sd"] == error
     assert document["pricing"] == "per_instruction"
     assert "each executed instruction priced by llvm-mca 23.1.4" in prediction_markdown(document)
-    by_class = prediction_document(table, design, spec, context)["predictions"][0]
-    assert by_class["phases"]["prefill"]["gain"] != pytest.approx(expected["prefill"])
+    # each pricing reads, ranges and names only the constants it uses
+    used = {c["name"].split(".")[-1] for c in document["constants"]}
+    assert "dispatch_width" in used and not used & {*CLASSES, "overlap"}
+    swung = {s["constant"] for s in predicted["phases"]["decode"]["sensitivity"]}
+    assert swung and all(".core." not in name for name in swung)
+    by_class = prediction_document(table, design, spec, context)
+    assert "dispatch_width" not in {c["name"].split(".")[-1] for c in by_class["constants"]}
+    gained = by_class["predictions"][0]["phases"]["prefill"]["gain"]
+    assert gained != pytest.approx(expected["prefill"])

@@ -50,21 +50,25 @@ class Constant:
         return cls(name, value, low, high, str(entry["source"]))
 
 
-def entries_of(data: dict, core: str, soc: str, model: str, path) -> dict:
-    """Every constant's short name (values()'s keys) -> (its path in the file, its entry)."""
+def entries_of(
+    data: dict, core: str, soc: str, model: str, path, pricing: str = "by_class"
+) -> dict:
+    """Every constant's short name (values()'s keys) -> (its path in the file, its entry): the
+    core's cycles per class and overlap by class, its dispatch width per instruction (what the
+    other pricing does not use is not read), and the rest either way."""
     try:
         c, s, m = data["cores"][core], data["socs"][soc], data["models"][model]
     except (KeyError, TypeError) as missing:
         raise ConfigError(f"{path}: no {missing} among its cores, socs or models") from None
-    entries = {}
-    for group in ("core", "streaming"):
-        for name in CLASSES:
-            if name in c.get(group, {}):
-                entries[f"{group}.{name}"] = (f"cores.{core}.{group}.{name}", c[group][name])
-    entries["clock_ghz"] = (f"cores.{core}.clock_ghz", c.get("clock_ghz"))
-    entries["overlap"] = (f"cores.{core}.overlap", c.get("overlap"))
-    if "dispatch_width" in c:  # what pricing instruction by instruction needs besides
-        entries["dispatch_width"] = (f"cores.{core}.dispatch_width", c["dispatch_width"])
+    entries = {"clock_ghz": (f"cores.{core}.clock_ghz", c.get("clock_ghz"))}
+    if pricing == "per_instruction":
+        entries["dispatch_width"] = (f"cores.{core}.dispatch_width", c.get("dispatch_width"))
+    else:
+        for group in ("core", "streaming"):
+            for name in CLASSES:
+                if name in c.get(group, {}):
+                    entries[f"{group}.{name}"] = (f"cores.{core}.{group}.{name}", c[group][name])
+        entries["overlap"] = (f"cores.{core}.overlap", c.get("overlap"))
     for group, key, name, where in (
         ("socs", soc, "memory_bandwidth_gb_s", s),
         ("socs", soc, "core_bandwidth_gb_s", s),
@@ -95,12 +99,19 @@ class CostModel:
         """The constants of one core, SoC and phone model, and the model error of `pricing`
         (PRICINGS); per_instruction needs the core's `llvm_mca` and `dispatch_width`."""
         data = yaml.safe_load(Path(path).read_text())
-        entries = entries_of(data, core, soc, model, path)
+        c, s = (data.get("cores") or {}).get(core), (data.get("socs") or {}).get(soc)
+        mca = c.get("llvm_mca") if pricing == "per_instruction" and c else None
+        if pricing == "per_instruction" and not (mca and c.get("dispatch_width")):
+            raise ConfigError(
+                f"{path}: cores.{core} needs `llvm_mca` (mcpu, mattr, streaming_mattr) and "
+                "`dispatch_width` to price instructions one by one"
+            )
+        entries = entries_of(data, core, soc, model, path, pricing)
         constants = {k: Constant.of(full, entry, str(path)) for k, (full, entry) in entries.items()}
-        c, s = data["cores"][core], data["socs"][soc]
         needed = [f"core.{n}" for n in CLASSES if n not in SME_CLASSES] + [
             f"streaming.{n}" for n in (*SME_CLASSES, *VECTOR_CLASSES) if "streaming" in c
         ]  # a core without SME (no `streaming`): a streaming count is priced nowhere (cycles)
+        needed = needed if pricing == "by_class" else []
         missing = [name for name in needed if name not in constants]
         if missing:
             raise ConfigError(f"{path}: cores.{core} has no cycles for {missing}")
@@ -113,12 +124,6 @@ class CostModel:
             )
         error = model_error(data, path, PRICINGS[pricing])
         shape = data["models"][model]["shape"]
-        mca = c.get("llvm_mca") if pricing == "per_instruction" else None
-        if pricing == "per_instruction" and not (mca and "dispatch_width" in constants):
-            raise ConfigError(
-                f"{path}: cores.{core} needs `llvm_mca` (mcpu, mattr, streaming_mattr) and "
-                "`dispatch_width` to price instructions one by one"
-            )
         return cls(constants, shape, tuple(listed), error["value"], error["source"], mca)
 
     def parallel(self, v: dict[str, float], threads: int) -> float:
