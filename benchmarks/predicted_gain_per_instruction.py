@@ -36,6 +36,7 @@ from provenance import write_results  # noqa: E402
 from mnnrepro.analysis.cost_model import LEVEL, CostModel  # noqa: E402
 from mnnrepro.analysis.instruction_prices import priced_run  # noqa: E402
 from mnnrepro.analysis.prediction import Target, unit_gains  # noqa: E402
+from mnnrepro.analysis.prediction_text import moving  # noqa: E402
 from mnnrepro.engines.mnn_source.kind import BuiltEngine  # noqa: E402
 from mnnrepro.phases import PHASES  # noqa: E402
 from mnnrepro.plan.prediction import LLVM_MCA_RECEIPT  # noqa: E402
@@ -90,7 +91,7 @@ def compared_rows(by_class: dict, priced: dict, own: dict[tuple, float]) -> list
                     "per_instruction": mine["gain"],
                     "interval": [mine["low"], mine["high"]],
                     "high_over_low": (1 + mine["high"]) / (1 + mine["low"]),
-                    "most_sensitive_to": [s["constant"] for s in mine["sensitivity"][:2]],
+                    "most_sensitive_to": [s["constant"] for s in moving(mine)[:2]],
                 }
             )
     return rows

@@ -42,12 +42,18 @@ def gain_text(got: dict) -> str:
     return f"{got['gain']:+.0%} | [{got['low']:+.0%}, {got['high']:+.0%}]"
 
 
+def moving(got: dict) -> list[dict]:
+    """A phase's sensitivities that move its gain, largest swing first (a constant the phase
+    does not use, as bandwidth in prefill, swings by nothing)."""
+    return [s for s in got["sensitivity"] if s["at_low"] != s["at_high"]]
+
+
 def predicted_rows(document: dict) -> list[str]:
     """One table row per pair and phase: predicted gain, interval, the constant it is most
     sensitive to, which build is bound by memory."""
     out = []
     for pair, phase, got, p in pair_phases(document):
-        top = got["sensitivity"][0] if got["sensitivity"] else None
+        top = next(iter(moving(got)), None)
         swing = (
             f"`{top['constant']}` ({top['at_low']:+.0%} .. {top['at_high']:+.0%})" if top else "-"
         )
