@@ -1,7 +1,7 @@
 """Published SME2 figures held out against the prediction's method: each engine's counting run
 through the workflow (config/predict-held-out.yaml: MNN 3.6.1's SME2 OFF and ON builds;
-config/predict-held-out-llamacpp.yaml: llama.cpp with KleidiAI, its SME kernels off and on),
-counted under QEMU on one layer of each figure's own model, at its thread count and its
+config/predict-held-out-llamacpp.yaml and, at 2 threads, -2-threads.yaml: llama.cpp with
+KleidiAI, its SME kernels off and on), counted under QEMU on one layer of each figure's own model, at its thread count and its
 128-token prompt, then each figure of benchmarks/held_out_figures.yaml predicted for its own
 model (config/cost_model.yaml's `models`) from its engine's counts and scored: its log error,
 and its 80 % interval with the model error estimated from the other figures alone (left out
@@ -57,11 +57,22 @@ from mnnrepro.analysis.token_work import for_prompt  # noqa: E402
 from mnnrepro.engines.registry import kind_of_spec  # noqa: E402
 from mnnrepro.models.shapes import SHAPES  # noqa: E402
 
-# a figure's engine -> the run that counts it: (its config, its experiment)
+# each counting run: (its engine, its config, its experiment); a figure is counted by the run
+# its `counted.run` names (its engine's name by default)
 RUNS = {
-    "mnn": ("config/predict-held-out.yaml", "predict-held-out"),
-    "llama.cpp": ("config/predict-held-out-llamacpp.yaml", "predict-held-out-llamacpp"),
+    "mnn": ("mnn", "config/predict-held-out.yaml", "predict-held-out"),
+    "llama.cpp": (
+        "llama.cpp",
+        "config/predict-held-out-llamacpp.yaml",
+        "predict-held-out-llamacpp",
+    ),
+    "llama.cpp-2-threads": (
+        "llama.cpp",
+        "config/predict-held-out-llamacpp-2-threads.yaml",
+        "predict-held-out-llamacpp-2-threads",
+    ),
 }
+ENGINES = sorted({engine for engine, _, _ in RUNS.values()})
 FIGURES = ROOT / "benchmarks" / "held_out_figures.yaml"
 COSTS = ROOT / "config" / "cost_model.yaml"
 
@@ -76,7 +87,7 @@ def counted_cases(runs: dict, data: dict) -> tuple[list[dict], list[dict]]:
     cases, missing = [], []
     for figure in data["figures"]:
         counted = figure.get("counted")
-        config, document, checks = runs[figure["engine"]]
+        config, document, checks = runs[run_of(figure)]
         found = [
             p
             for p in document["predictions"]
@@ -114,6 +125,11 @@ def counted_cases(runs: dict, data: dict) -> tuple[list[dict], list[dict]]:
             {**case, "mixes": (base, treat), "device": document["device"], "tokens": tokens}
         )
     return cases, missing
+
+
+def run_of(figure: dict) -> str:
+    """The counting run (RUNS' key) a figure is predicted from."""
+    return (figure.get("counted") or {}).get("run", figure["engine"])
 
 
 def failed_checks(checks: list[dict], counted: dict) -> list[dict]:
@@ -160,7 +176,7 @@ def per_instruction(cases: list[dict], priced: dict, prompt: int, phase: str) ->
     figures' errors alone (no constant is ranged: the clock cancels in a prefill gain)."""
     errors, made = [], []
     for c in cases:
-        table, waiting = priced[c["figure"]["engine"]]
+        table, waiting = priced[run_of(c["figure"])]
         sides, threads = (c["p"]["baseline"], c["p"]["treatment"]), tuple(c["p"]["threads"])
         where = (c["device"], c["p"]["model"])
         args = (c["tokens"], prompt, c["priced_model"], c["target"], threads, waiting)
@@ -208,7 +224,7 @@ def scores(rows: list[dict]) -> dict:
 
 
 def markdown(rows, missing, summary, data, stated, seconds) -> list[str]:
-    ran = "; ".join(f"{RUNS[engine][0]} {s} s" for engine, s in seconds.items())
+    ran = "; ".join(f"{RUNS[run][1]} {s} s" for run, s in seconds.items())
     lines = [
         "# Published SME2 figures held out against the prediction (benchmarks/held_out.py)",
         "",
@@ -289,27 +305,28 @@ def per_instruction_lines(priced: dict, by_class: list[dict]) -> list[str]:
 
 
 def counting_runs(args: argparse.Namespace) -> tuple[dict, dict, list[dict]]:
-    """Each engine's counting run: (engine -> (its config, its prediction.json, its validity
-    checks), engine -> the run's seconds, where each run's counted instructions are, and its
-    profiles priced instruction by instruction: {tables: engine -> (priced rows, its waiting
-    functions), llvm_mca: the version that priced them})."""
+    """Each counting run of the engines asked for: (run -> (its config, its prediction.json,
+    its validity checks), run -> its seconds, where each run's counted instructions are, and
+    its profiles priced instruction by instruction: {tables: run -> (priced rows, its waiting
+    functions), llvm_mca: the version that priced them}); runs are RUNS' keys."""
     mirror = {"kleidiai": {"url": args.llamacpp_kleidiai}} if args.llamacpp_kleidiai else None
     costs = yaml.safe_load(COSTS.read_text())
     tools = pinned_llvm_mca(args.workdir)
     runs, seconds, counted, priced = {}, {}, [], {}
-    for engine in args.engines:
-        config_file, experiment = RUNS[engine]
+    for name, (engine, config_file, experiment) in RUNS.items():
+        if engine not in args.engines:
+            continue
         mnn = mnn_config(args) if engine == "mnn" else None
         llamacpp = mirror if engine == "llama.cpp" else None
         run, document, _, kernels = predicted_run(
             args.workdir, [config_file], mnn, args.cores, experiment, llamacpp=llamacpp
         )
         config = yaml.safe_load((ROOT / config_file).read_text())
-        runs[engine], seconds[engine] = (config, document, run["validity"]), run["seconds"]
+        runs[name], seconds[name] = (config, document, run["validity"]), run["seconds"]
         (waiting,) = {kind_of_spec(e).waiting_functions for e in config["engines"].values()}
         counted += counted_functions(kernels, document["device"], waiting)
         spec = costs["cores"][document["core"]]["llvm_mca"]
-        priced[engine] = (priced_run(run["profiles"], tools, spec), waiting)
+        priced[name] = (priced_run(run["profiles"], tools, spec), waiting)
     return runs, seconds, counted, {"tables": priced, "llvm_mca": tools.version()}
 
 
@@ -318,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     counting_run_arguments(parser)
     parser.add_argument("--llamacpp-kleidiai", help="URL of the KleidiAI v1.24.0 tarball")
     parser.add_argument(
-        "--engines", nargs="+", choices=sorted(RUNS), default=sorted(RUNS),
+        "--engines", nargs="+", choices=ENGINES, default=ENGINES,
         help="only these engines' counting runs and figures (results: held_out-<engines>)",
     )  # fmt: skip
     args = parser.parse_args(argv)
@@ -331,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     units = per_instruction(cases, priced["tables"], data["prompt_tokens"], data["phase"])
     interval = next(iter(runs.values()))[1]["interval"]
     result = {
-        "configs": [RUNS[engine][0] for engine in runs],
+        "configs": [RUNS[name][1] for name in runs],
         "seconds": seconds,
         "figures": rows,
         "not_predicted": missing,
@@ -347,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = markdown(rows, missing, summary, data, interval["model_error_log_sd"], seconds)
     lines += per_instruction_lines(result["per_instruction"], rows)
     lines += counted_lines(counted)
-    name = "held_out" if set(args.engines) == set(RUNS) else "-".join(["held_out", *args.engines])
+    name = "held_out" if args.engines == ENGINES else "-".join(["held_out", *args.engines])
     write_results(name.replace(".", ""), result, lines)
     print("\n".join(lines))
     return 0

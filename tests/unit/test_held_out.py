@@ -30,6 +30,7 @@ from held_out import (  # noqa: E402
     failed_checks,
     leave_one_out,
     per_instruction,
+    run_of,
     scores,
 )
 from test_instruction_prices import ENCODINGS, LOAD, SDOT, SMOPA, counted, prices  # noqa: E402
@@ -85,15 +86,18 @@ def test_each_figures_interval_takes_its_model_error_from_the_others_alone():
 
 
 def test_each_counted_figure_names_its_engines_run_its_model_and_a_pair_at_its_thread_count():
-    """A figure is predicted from the pair its `counted` names in its engine's counting run
-    (held_out.RUNS): that run must count the figure's model's layer, compare that pair, run
-    it at the figure's thread count with the figure's engine, and the cost model must price
-    the figure's own model. A figure not counted says why (`not_counted`)."""
+    """A figure is predicted from the pair its `counted` names in its counting run (its `run`,
+    its engine's by default: held_out.RUNS): that run must be its engine's, count the figure's
+    model's layer, compare that pair, run it at the figure's thread count with the figure's
+    engine, and the cost model must price the figure's own model. A figure not counted says
+    why (`not_counted`)."""
     data = yaml.safe_load(FIGURES.read_text())
     costs = yaml.safe_load((ROOT / "config/cost_model.yaml").read_text())["models"]
     assert all(("counted" in f) != ("not_counted" in f) for f in data["figures"])
     for figure in (f for f in data["figures"] if "counted" in f):
-        config = yaml.safe_load((ROOT / RUNS[figure["engine"]][0]).read_text())
+        engine, config_file, _ = RUNS[run_of(figure)]
+        assert engine == figure["engine"]
+        config = yaml.safe_load((ROOT / config_file).read_text())
         counted = figure["counted"]
         assert config["models"][counted["model"]]["synthetic"]["shape"] in SHAPES
         comparison = config["comparison"]
