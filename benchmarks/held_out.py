@@ -1,13 +1,14 @@
 """Published SME2 figures held out against the prediction's method: each engine's counting run
 through the workflow (config/predict-held-out.yaml: MNN 3.6.1's SME2 OFF and ON builds;
 config/predict-held-out-llamacpp.yaml and, at 2 threads, -2-threads.yaml: llama.cpp with
-KleidiAI, its SME kernels off and on), counted under QEMU on one layer of each figure's own model, at its thread count and its
-128-token prompt, then each figure of benchmarks/held_out_figures.yaml predicted for its own
-model (config/cost_model.yaml's `models`) from its engine's counts and scored: its log error,
-and its 80 % interval with the model error estimated from the other figures alone (left out
-one at a time). It reports the median |log error|, how many intervals hold their figure, their
-widths, and the root-mean-square log error, from which config/cost_model.yaml's
-`model_error.log_sd` is set (its source says from which figures).
+KleidiAI, its SME kernels off and on), counted under QEMU on one layer of each figure's own
+model, at its thread count and its 128-token prompt, then each figure of
+benchmarks/held_out_figures.yaml predicted for its own model (config/cost_model.yaml's
+`models`) from its engine's counts and scored: its log error, and its 80 % interval with the
+model error estimated from the other figures alone (left out one at a time). It reports the
+median |log error|, how many intervals hold their figure, their widths, and the
+root-mean-square log error, from which config/cost_model.yaml's `model_error.log_sd` is set
+(its source says from which figures).
 
 Usage: python benchmarks/held_out.py --mnn /path/to/MNN [--kleidiai URL]
                                      [--llamacpp-kleidiai URL] [--workdir DIR] [--cores 2]
