@@ -7,10 +7,15 @@ predicted against measured tokens per second per variant and phase (the cost mod
 absolute error), and predicted against measured gain of two threads over one (perfect
 sharing, which the cost model assumes).
 
-Usage: python benchmarks/x86_sanity.py [--workdir DIR] [--cores 2]
+With `--ratio --mnn /path/to/MNN` it checks a ratio between two instruction mixes instead:
+config/predict-host-ratio.yaml, one MNN 3.6.1 build from source run as it dispatches (AVX2)
+and with MNN_CPU_TARGET=0 (SSE), predicted and measured in one run, the measured speedup over
+the predicted one scored per phase.
+
+Usage: python benchmarks/x86_sanity.py [--ratio --mnn DIR] [--workdir DIR] [--cores 2]
 
 A rerun in the same working directory measures only what is missing. It writes
-benchmarks/results/x86_sanity.{json,md}.
+benchmarks/results/x86_sanity{,-ratio}.{json,md}.
 """
 
 from __future__ import annotations
@@ -34,8 +39,22 @@ from mnnrepro.analysis.prediction import Target, seconds_per_token  # noqa: E402
 from mnnrepro.phases import PHASES  # noqa: E402
 from mnnrepro.plan.prediction import constants_path  # noqa: E402
 
-CONFIG = "config/predict-host.yaml"
-EXPERIMENT = "predict-host"
+# what is checked -> (its config, its experiment, its results' name, what its pair is)
+CHECKS = {
+    "threads": (
+        "config/predict-host.yaml",
+        "predict-host",
+        "x86_sanity",
+        "The quickstart's engine (the `mnn` 3.6.1 wheel), model and thread pair",
+    ),
+    "ratio": (
+        "config/predict-host-ratio.yaml",
+        "predict-host-ratio",
+        "x86_sanity-ratio",
+        "MNN 3.6.1 built from source for this host, run as it dispatches (AVX2, FMA) and "
+        "with MNN_CPU_TARGET=0 (SSE4.1 kernels): two instruction mixes, one binary",
+    ),
+}
 
 
 def predicted_rates(document: dict, spec: dict) -> list[dict]:
@@ -135,10 +154,12 @@ def rate_lines(rates: list[dict], measured: dict, clocks: tuple[float, float]) -
 
 
 def gain_lines(summary: pd.DataFrame) -> list[str]:
+    """Per model, pair and phase: the predicted and measured gains, and the measured speedup
+    over the predicted one (1.00: the ratio predicted exactly)."""
     lines = [
-        "| model | pair | phase | predicted | interval | measured [interval] | measured holds "
-        "predicted | predicted holds measured |",
-        "|---|---|---|---:|---|---|---|---|",
+        "| model | pair | phase | predicted | interval | measured [interval] | measured / "
+        "predicted speedup | measured holds predicted | predicted holds measured |",
+        "|---|---|---|---:|---|---|---:|---|---|",
     ]
     for r in summary[summary["phase"].isin(PHASES)].itertuples():
         refused = r.not_scored if isinstance(r.not_scored, str) else ""  # a CSV's empty: NaN
@@ -152,7 +173,7 @@ def gain_lines(summary: pd.DataFrame) -> list[str]:
             f"| {r.model} | {r.treatment} vs {r.baseline} | {r.phase} | "
             f"{r.predicted_gain:+.0%} | [{r.predicted_gain_low:+.0%}, "
             f"{r.predicted_gain_high:+.0%}] | {r.gain:+.0%} [{r.gain_ci_low:+.0%}, "
-            f"{r.gain_ci_high:+.0%}] | {answers}"
+            f"{r.gain_ci_high:+.0%}] | {(1 + r.gain) / (1 + r.predicted_gain):.2f} | {answers}"
         )
     return lines
 
@@ -164,16 +185,19 @@ def markdown(
     outside: list[dict],
     document: dict,
     seconds: float,
+    check: str = "threads",
 ) -> list[str]:
     (whole,) = {r["model"] for r in rates if r["scale"] == 1}
+    config, _, _, pair = CHECKS[check]
+    option = "" if check == "threads" else " --ratio --mnn <MNN 3.6.1>"
     return [
         "# The prediction's method against this machine's measured times "
         "(benchmarks/x86_sanity.py)",
         "",
-        f"Command: `python benchmarks/x86_sanity.py` ({CONFIG} through the workflow: {seconds} s "
-        "this invocation; a rerun measures only what is missing). The quickstart's engine "
-        "(the `mnn` 3.6.1 wheel), model and thread pair, counted under callgrind and priced "
-        "for `epyc-zen4` (config/cost_model.yaml); measured natively in the same run.",
+        f"Command: `python benchmarks/x86_sanity.py{option}` ({config} through the workflow: "
+        f"{seconds} s this invocation; a rerun measures only what is missing). {pair}, counted "
+        "under callgrind and priced for `epyc-zen4` (config/cost_model.yaml); measured "
+        "natively in the same run.",
         "",
         f"## Tokens per second of the whole model ({whole}): predicted and measured",
         "",
@@ -203,9 +227,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", default="", help="kept and reused")
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--ratio", action="store_true", help="two mixes: AVX2 against SSE")
+    parser.add_argument("--mnn", help="with --ratio: a local MNN 3.6.1 checkout")
     args = parser.parse_args(argv)
+    check = "ratio" if args.ratio else "threads"
+    if args.ratio != bool(args.mnn):
+        parser.error("--ratio and --mnn go together (the ratio's MNN is built from source)")
+    config, experiment, name, _ = CHECKS[check]
+    mnn = {"source": {"path": str(Path(args.mnn).resolve())}} if args.mnn else None
     run, document, prediction_md, kernels, bench, summary = predicted_run(
-        args.workdir, CONFIG, None, args.cores, EXPERIMENT, "bench", "summary"
+        args.workdir, config, mnn, args.cores, experiment, "bench", "summary"
     )
     spec = {k: document[k] for k in ("core", "soc", "model")}
     rates = predicted_rates(document, spec)
@@ -217,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         for model in sorted(kernels["model"].unique())
     }
     result = {
-        "config": CONFIG,
+        "config": config,
         "seconds": run["seconds"],
         "prediction": document,
         "rates": rates,
@@ -225,11 +256,11 @@ def main(argv: list[str] | None = None) -> int:
         "outside": outside,
         "counted_functions": counted,
     }
-    lines = markdown(rates, measured, summary, outside, document, run["seconds"])
+    lines = markdown(rates, measured, summary, outside, document, run["seconds"], check)
     for model, rows in counted.items():
         lines += counted_lines(rows, f" in {model}")
     lines += ["#" + line if line.startswith("#") else line for line in prediction_md.splitlines()]
-    write_results("x86_sanity", result, lines)
+    write_results(name, result, lines)
     print("\n".join(lines))
     return 0
 
