@@ -201,9 +201,10 @@ class Plan(EngineInputs, ModelInputs):
         spec, key = self.settings.prediction, self.experiment.results_key
         # what the engines loaded says which model each is, where a layout records its shape
         # (a replay of an archive without layouts: the models' synthetic shapes, if any)
-        counted = self.per_device_and_model("profiles/{device}/{model}.json", [spec["device"]])
+        device = spec.get("device")  # a registered prediction's was another run's
+        counted = self.per_device_and_model("profiles/{device}/{model}.json", [device])
         found = {"manifests": self.model_manifests(), "layouts": self.model_layouts()}
-        return prediction_inputs(spec, key, found, [] if "registered" in spec else counted)
+        return prediction_inputs(spec, key, found, counted if device else [])
 
     def summary_tables(self, wildcards=None) -> list[str]:
         """The measured tables and the summary (`snakemake analysis_all`; no plots)."""
