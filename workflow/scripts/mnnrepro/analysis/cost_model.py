@@ -99,14 +99,14 @@ class CostModel:
         """The constants of one core, SoC and phone model, and the model error of `pricing`
         (PRICINGS); per_instruction needs the core's `llvm_mca` and `dispatch_width`."""
         data = yaml.safe_load(Path(path).read_text())
-        c, s = (data.get("cores") or {}).get(core), (data.get("socs") or {}).get(soc)
-        mca = c.get("llvm_mca") if pricing == "per_instruction" and c else None
+        entries = entries_of(data, core, soc, model, path, pricing)  # an unknown key: refused
+        c, s = data["cores"][core], data["socs"][soc]
+        mca = c.get("llvm_mca") if pricing == "per_instruction" else None
         if pricing == "per_instruction" and not (mca and c.get("dispatch_width")):
             raise ConfigError(
                 f"{path}: cores.{core} needs `llvm_mca` (mcpu, mattr, streaming_mattr) and "
                 "`dispatch_width` to price instructions one by one"
             )
-        entries = entries_of(data, core, soc, model, path, pricing)
         constants = {k: Constant.of(full, entry, str(path)) for k, (full, entry) in entries.items()}
         needed = [f"core.{n}" for n in CLASSES if n not in SME_CLASSES] + [
             f"streaming.{n}" for n in (*SME_CLASSES, *VECTOR_CLASSES) if "streaming" in c
