@@ -266,6 +266,37 @@ def prediction_document(
     pricing = "per_instruction" if priced else "by_class"
     model = CostModel.read(context["constants"], spec["core"], spec["soc"], spec["model"], pricing)
     columns = unit_columns(kernels) if priced else CLASS_COLUMNS
+    prompt = spec.get("prompt_tokens", context["prompt_tokens"])  # the phone run's prompt
+    predictions = pair_predictions(kernels, columns, design, spec, context, model)
+    counted = kernels.loc[kernels["device"] == spec["device"], "profiler"]
+    return {
+        **{k: spec[k] for k in ("device", "core", "soc", "model")},
+        "counted_by": str(counted.iloc[0]) if len(counted) else "",
+        "pricing": pricing,  # by class, or each instruction by `priced_by`
+        "priced_by": context.get("priced_by", "config/cost_model.yaml's cycles per class"),
+        "phone_model_weights": weights(model.phone_shape),
+        "model_identity": identity(model.phone_shape),  # what it is scored on (shapes.IDENTITY)
+        "inputs": context["inputs"],
+        "claims": dict(design.comparison.claims),
+        # the benchmark predicted for (the phone run's prompt), and the one profiled
+        "bench": {"prompt_tokens": prompt, "generate_tokens": context["generate_tokens"]},
+        "profiled_bench": {k: context[k] for k in ("prompt_tokens", "generate_tokens")},
+        "variants": {
+            name: context["variants"][name]
+            for pair in design.comparison.pairs
+            for name in (pair.baseline, pair.treatment)
+        },
+        "predictions": predictions,
+        "interval": model.interval_spec(),  # how each prediction's low and high were made
+        "constants": [vars(c) for c in model.constants.values()],
+    }
+
+
+def pair_predictions(
+    kernels: pd.DataFrame, columns: dict, design, spec: dict, context: dict, model: CostModel
+) -> list[dict]:
+    """Each counted model's prediction of each compared pair (prediction_document's
+    arguments; columns: the counts its rows are priced by)."""
     tokens = {"prefill": context["prompt_tokens"], "decode": context["generate_tokens"]}
     prompt = spec.get("prompt_tokens", context["prompt_tokens"])  # the phone run's prompt
     waiting = context.get("waiting", {})  # variant -> its engine's waiting functions
@@ -290,25 +321,4 @@ def prediction_document(
             predictions.append(
                 prediction_entry(pair, emulated, scale, threads, predicted, base, treat)
             )
-    counted = kernels.loc[kernels["device"] == spec["device"], "profiler"]
-    return {
-        **{k: spec[k] for k in ("device", "core", "soc", "model")},
-        "counted_by": str(counted.iloc[0]) if len(counted) else "",
-        "pricing": pricing,  # by class, or each instruction by `priced_by`
-        "priced_by": context.get("priced_by", "config/cost_model.yaml's cycles per class"),
-        "phone_model_weights": weights(model.phone_shape),
-        "model_identity": identity(model.phone_shape),  # what it is scored on (shapes.IDENTITY)
-        "inputs": context["inputs"],
-        "claims": dict(design.comparison.claims),
-        # the benchmark predicted for (the phone run's prompt), and the one profiled
-        "bench": {"prompt_tokens": prompt, "generate_tokens": context["generate_tokens"]},
-        "profiled_bench": {k: context[k] for k in ("prompt_tokens", "generate_tokens")},
-        "variants": {
-            name: context["variants"][name]
-            for pair in design.comparison.pairs
-            for name in (pair.baseline, pair.treatment)
-        },
-        "predictions": predictions,
-        "interval": model.interval_spec(),  # how each prediction's low and high were made
-        "constants": [vars(c) for c in model.constants.values()],
-    }
+    return predictions
