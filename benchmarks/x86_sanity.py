@@ -8,9 +8,9 @@ absolute error), and predicted against measured gain of two threads over one (pe
 sharing, which the cost model assumes).
 
 With `--ratio --mnn /path/to/MNN` it checks a ratio between two instruction mixes instead:
-config/predict-host-ratio.yaml, one MNN 3.6.1 build from source run as it dispatches (AVX2)
-and with MNN_CPU_TARGET=0 (SSE), predicted and measured in one run, the measured speedup over
-the predicted one scored per phase.
+config/predict-host-ratio.yaml, MNN 3.6.1 built from source as it is (AVX2) and with MNN_AVX2
+off (SSE), predicted and measured in one run, the measured speedup over the predicted one
+scored per phase.
 
 Usage: python benchmarks/x86_sanity.py [--ratio --mnn DIR] [--workdir DIR] [--cores 2]
 
@@ -51,8 +51,8 @@ CHECKS = {
         "config/predict-host-ratio.yaml",
         "predict-host-ratio",
         "x86_sanity-ratio",
-        "MNN 3.6.1 built from source for this host, run as it dispatches (AVX2, FMA) and "
-        "with MNN_CPU_TARGET=0 (SSE4.1 kernels): two instruction mixes, one binary",
+        "MNN 3.6.1 built from source for this host twice, as it is (AVX2, FMA) and with "
+        "MNN_AVX2 off (SSE4.1 kernels): two instruction mixes of one source",
     ),
 }
 
