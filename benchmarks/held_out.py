@@ -311,7 +311,6 @@ def counting_runs(args: argparse.Namespace) -> tuple[dict, dict, list[dict]]:
     its profiles priced instruction by instruction: {tables: run -> (priced rows, its waiting
     functions), llvm_mca: the version that priced them}); runs are RUNS' keys."""
     mirror = {"kleidiai": {"url": args.llamacpp_kleidiai}} if args.llamacpp_kleidiai else None
-    costs = yaml.safe_load(COSTS.read_text())
     tools = pinned_llvm_mca(args.workdir)
     runs, seconds, counted, priced = {}, {}, [], {}
     for name, (engine, config_file, experiment) in RUNS.items():
@@ -326,7 +325,8 @@ def counting_runs(args: argparse.Namespace) -> tuple[dict, dict, list[dict]]:
         runs[name], seconds[name] = (config, document, run["validity"]), run["seconds"]
         (waiting,) = {kind_of_spec(e).waiting_functions for e in config["engines"].values()}
         counted += counted_functions(kernels, document["device"], waiting)
-        spec = costs["cores"][document["core"]]["llvm_mca"]
+        keys = (document["core"], document["soc"], document["model"])
+        spec = CostModel.read(COSTS, *keys, "per_instruction").llvm_mca  # the core's options
         priced[name] = (priced_run(run["profiles"], tools, spec), waiting)
     return runs, seconds, counted, {"tables": priced, "llvm_mca": tools.version()}
 

@@ -23,8 +23,6 @@ import math
 import sys
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
@@ -49,15 +47,14 @@ PER_INSTRUCTION = "config/predict-per-instruction.yaml"
 def own_pricing(run: dict, document: dict, tools: LlvmTools) -> dict[tuple, float]:
     """Per pair and phase, the gain this benchmark computes from the run's profiles itself
     (priced_run, unit_gains): what the workflow's per-instruction prediction must equal."""
-    costs = yaml.safe_load(COSTS.read_text())
+    keys = (document["core"], document["soc"], document["model"])
+    cost = CostModel.read(COSTS, *keys, "per_instruction")  # with the core's llvm-mca options
     device = document["device"]
     counted = [p for p in run["profiles"] if p.get("device") == device]
-    table = priced_run(counted, tools, costs["cores"][document["core"]]["llvm_mca"])
+    table = priced_run(counted, tools, cost.llvm_mca)
     profiled = document["profiled_bench"]
     tokens = {"prefill": profiled["prompt_tokens"], "decode": profiled["generate_tokens"]}
     prompt, generated = document["bench"]["prompt_tokens"], document["bench"]["generate_tokens"]
-    keys = (document["core"], document["soc"], document["model"])
-    cost = CostModel.read(COSTS, *keys, "per_instruction")
     gains = {}
     for p in document["predictions"]:
         target = Target.of(cost, p["scale"], prompt, generated)
