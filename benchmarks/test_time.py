@@ -8,9 +8,9 @@ there (`bash install.sh`, with this machine's own pip set-up), then the README's
 benchmarks/results/test_time.{md,json} (with --cold-ccache: test_time-cold-ccache.{md,json}):
 the time, the test command's CPU time, what the machine's CPUs did meanwhile (busy, idle, and
 stolen by a virtual machine's host: such a machine's speed drifts from run to run, and the CPU
-time says how much work the suite was), the state of the compiler cache, pytest's summary line
-and its 15 slowest tests. Run it on an otherwise idle machine: the time is the machine's, not
-only the tests'.
+time says how much work the suite was), the state of the compiler cache, pytest's summary line,
+its 15 slowest tests and the 15 test phases that cost the most CPU (tests/conftest.py). Run it
+on an otherwise idle machine: the time is the machine's, not only the tests'.
 
 The tests build llama.cpp (the control engine) from source; ccache keeps its objects between
 runs on one machine (CCACHE_BASEDIR: toolchain/cmake.build_environment). `--cold-ccache` runs
@@ -42,6 +42,8 @@ from provenance import installed_clone_of_head, write_results  # noqa: E402
 
 from mnnrepro.devices.base import children_cpu_seconds  # noqa: E402
 
+CPU_HEADING = "largest CPU times"  # tests/conftest.py's terminal summary
+
 GOAL_S = 600
 INNER_LOOP_GOAL_S = 90
 INNER_LOOP = ["-m", "not slow"]
@@ -56,6 +58,15 @@ def ccache_files(env: dict) -> int | None:
     ).stdout
     stats = dict(line.split("\t") for line in out.splitlines())
     return int(stats["files_in_cache"])
+
+
+def listed(stdout: str, heading: str) -> list[str]:
+    """The 15 lines pytest printed under a section heading (its durations; tests/conftest.py's
+    CPU times), or none where it printed no such section."""
+    if heading not in stdout:
+        return []
+    block = stdout.split(heading, 1)[1].splitlines()[1:16]
+    return [line.strip() for line in block if line.strip()]
 
 
 def machine_seconds() -> dict[str, float]:
@@ -114,10 +125,10 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(work, ignore_errors=True)
     lines = proc.stdout.splitlines()
     summary = next((line for line in reversed(lines) if re.search(r"\d+ passed", line)), "")
-    slowest = []
-    if "slowest 15 durations" in proc.stdout:
-        block = proc.stdout.split("slowest 15 durations", 1)[1].splitlines()[1:16]
-        slowest = [line.strip() for line in block if line.strip()]
+    slowest, costliest = (
+        listed(proc.stdout, "slowest 15 durations"),
+        listed(proc.stdout, CPU_HEADING),
+    )
     result = {
         "test_s": seconds,
         "goal_s": goal,
@@ -127,6 +138,7 @@ def main(argv: list[str]) -> int:
         "exit_code": proc.returncode,
         "summary": summary.strip("= "),
         "slowest": slowest,
+        "largest_cpu": costliest,
         "failed": [line for line in lines if line.startswith(("FAILED", "ERROR"))],
     }
     if not summary:  # pytest ended before its summary (a collection error): say why
@@ -153,6 +165,11 @@ def main(argv: list[str]) -> int:
         "Slowest tests:",
         "",
         *[f"- `{line}`" for line in slowest],
+        "",
+        "Largest CPU times (a test phase's own work with the processes it waited for; the wall "
+        "times above are stretched by the tests running beside them):",
+        "",
+        *[f"- `{line}`" for line in costliest],
     ]
     write_results(name, result, md, clone_commit=commit)  # it measured a clone of HEAD
     print("\n".join(md))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import resource
 import shlex
 import shutil
 import subprocess
@@ -116,13 +117,58 @@ subprocess.Popen.__init__ = _guarded_popen_init
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Holds each test, with the fixtures it sets up and tears down, to its `slow` marker."""
-    global running_slow_test
+    """Holds each test, with the fixtures it sets up and tears down, to its `slow` marker, and
+    starts its CPU account (pytest_runtest_makereport)."""
+    global running_slow_test, cpu_at_last_report
     running_slow_test = item.get_closest_marker("slow") is not None
+    cpu_at_last_report = cpu_seconds()  # not the collection's, nor the gap since the last test
     try:
         yield
     finally:
         running_slow_test = True
+
+
+def cpu_seconds() -> float:
+    """This process's CPU time and that of every process it has waited for (a workflow run's
+    Snakemake with its jobs, a build, an emulator): what a test phase costs the machine."""
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+CHILDREN = resource.RUSAGE_CHILDREN
+CPU_PROPERTY = "cpu_s"
+cpu_at_last_report = cpu_seconds()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each phase's report (setup, call, teardown) carries the CPU seconds spent since the
+    worker's last report (CPU_PROPERTY): pytest's durations are wall time, which the other
+    workers' tests stretch; the CPU time is the phase's own work. The terminal summary lists
+    the largest (pytest_terminal_summary), benchmarks/test_time.py keeps them."""
+    global cpu_at_last_report
+    outcome = yield
+    now = cpu_seconds()
+    outcome.get_result().user_properties.append((CPU_PROPERTY, round(now - cpu_at_last_report, 2)))
+    cpu_at_last_report = now
+
+
+CPU_HEADING = "largest CPU times"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The 15 test phases that cost the most CPU (CPU_PROPERTY), as pytest lists durations."""
+    phases = [
+        (dict(r.user_properties).get(CPU_PROPERTY, 0.0), r.when, r.nodeid)
+        for reports in terminalreporter.stats.values()
+        for r in reports
+        if isinstance(r, pytest.TestReport)
+    ]
+    if not phases:
+        return
+    terminalreporter.write_sep("=", f"{CPU_HEADING} (seconds, with the processes waited for)")
+    for seconds, when, nodeid in sorted(phases, reverse=True)[:15]:
+        terminalreporter.write_line(f"{seconds:.2f}s {when:<8} {nodeid}")
 
 
 @contextlib.contextmanager
