@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-import resource
 import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 from xdist.scheduler import LoadGroupScheduling
 
@@ -129,13 +129,19 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 def cpu_seconds() -> float:
-    """This process's CPU time and that of every process it has waited for (a workflow run's
-    Snakemake with its jobs, a build, an emulator): what a test phase costs the machine."""
-    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, CHILDREN))
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    """CPU seconds of this process and its descendants: those alive (the Snakemake server's
+    forks, an emulator, an adb server) and those their parents have waited for (a build's
+    compilers): what a test phase costs the machine. A process orphaned before it ends (a
+    daemon) leaves uncounted what it spends after."""
+    total = 0.0
+    me = psutil.Process()
+    for process in [me, *me.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):  # ended since it was listed
+            t = process.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+    return total
 
 
-CHILDREN = resource.RUSAGE_CHILDREN
 CPU_PROPERTY = "cpu_s"
 cpu_at_last_report = cpu_seconds()
 
@@ -166,7 +172,7 @@ def pytest_terminal_summary(terminalreporter):
     ]
     if not phases:
         return
-    terminalreporter.write_sep("=", f"{CPU_HEADING} (seconds, with the processes waited for)")
+    terminalreporter.write_sep("=", f"{CPU_HEADING} (seconds, with its processes)")
     for seconds, when, nodeid in sorted(phases, reverse=True)[:15]:
         terminalreporter.write_line(f"{seconds:.2f}s {when:<8} {nodeid}")
 
