@@ -25,6 +25,7 @@ slow"` (docs/development.md; goal: at most 90 s), into test_time-inner-loop.{md,
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -47,6 +48,7 @@ CPU_HEADING = "largest CPU times"  # tests/conftest.py's terminal summary
 GOAL_S = 600
 INNER_LOOP_GOAL_S = 90
 INNER_LOOP = ["-m", "not slow"]
+PYTEST = ["pytest", "--durations=15", "-p", "no:cacheprovider"]
 
 
 def ccache_files(env: dict) -> int | None:
@@ -67,6 +69,21 @@ def listed(stdout: str, heading: str) -> list[str]:
         return []
     block = stdout.split(heading, 1)[1].splitlines()[1:16]
     return [line.strip() for line in block if line.strip()]
+
+
+def by_module(phases: list[dict]) -> list[dict]:
+    """The CPU seconds of every test phase (tests/conftest.py's --cpu-times) summed per test
+    module, largest first, with its number of tests."""
+    modules: dict[str, dict] = {}
+    for phase in phases:
+        module = phase["nodeid"].split("::", 1)[0]
+        entry = modules.setdefault(module, {"module": module, "tests": set(), "cpu_s": 0.0})
+        entry["tests"].add(phase["nodeid"])
+        entry["cpu_s"] += phase["cpu_s"]
+    rows = [
+        {**m, "tests": len(m["tests"]), "cpu_s": round(m["cpu_s"], 1)} for m in modules.values()
+    ]
+    return sorted(rows, key=lambda m: -m["cpu_s"])
 
 
 def machine_seconds() -> dict[str, float]:
@@ -98,7 +115,7 @@ def main(argv: list[str]) -> int:
     selection += INNER_LOOP if args.inner_loop else []
     work = Path(tempfile.mkdtemp(prefix="test-time-"))
     try:
-        clone = work / "clone"
+        clone, phases = work / "clone", work / "cpu-times.json"
         commit, env = installed_clone_of_head(clone)
         if cold:
             env["CCACHE_DIR"] = str(work / "ccache")
@@ -111,7 +128,7 @@ def main(argv: list[str]) -> int:
             ccache = f"this machine's, {cached} files at start"
         start, machine, cpu = time.monotonic(), machine_seconds(), children_cpu_seconds()
         proc = subprocess.run(
-            ["pytest", "--durations=15", "-p", "no:cacheprovider", *selection],
+            [*PYTEST, "--cpu-times", str(phases), *selection],
             cwd=clone,
             env=env,
             capture_output=True,
@@ -121,6 +138,7 @@ def main(argv: list[str]) -> int:
         seconds = round(time.monotonic() - start, 1)
         cpu = round(children_cpu_seconds() - cpu, 1)  # pytest and every process it waited for
         machine = {k: round(v - machine[k], 1) for k, v in machine_seconds().items()}
+        modules = by_module(json.loads(phases.read_text())) if phases.exists() else []
     finally:
         shutil.rmtree(work, ignore_errors=True)
     lines = proc.stdout.splitlines()
@@ -139,6 +157,7 @@ def main(argv: list[str]) -> int:
         "summary": summary.strip("= "),
         "slowest": slowest,
         "largest_cpu": costliest,
+        "by_module": modules,
         "failed": [line for line in lines if line.startswith(("FAILED", "ERROR"))],
     }
     if not summary:  # pytest ended before its summary (a collection error): say why
@@ -170,6 +189,16 @@ def main(argv: list[str]) -> int:
         "times above are stretched by the tests running beside them):",
         "",
         *[f"- `{line}`" for line in costliest],
+        "",
+        "CPU by test module (every phase of its tests, fixtures they set up included; the 20 "
+        "largest, all in the JSON file):",
+        "",
+        "| module | tests | CPU s | share |",
+        "|---|---:|---:|---:|",
+        *[
+            f"| `{m['module']}` | {m['tests']} | {m['cpu_s']} | {m['cpu_s'] / max(cpu, 1):.1%} |"
+            for m in modules[:20]
+        ],
     ]
     write_results(name, result, md, clone_commit=commit)  # it measured a clone of HEAD
     print("\n".join(md))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import shlex
 import shutil
@@ -162,16 +163,24 @@ def pytest_runtest_makereport(item, call):
 CPU_HEADING = "largest CPU times"
 
 
-def pytest_terminal_summary(terminalreporter):
-    """The 15 test phases that cost the most CPU (CPU_PROPERTY), as pytest lists durations."""
-    phases = [
-        (dict(r.user_properties).get(CPU_PROPERTY, 0.0), r.when, r.nodeid)
-        for reports in terminalreporter.stats.values()
-        for r in reports
+def pytest_terminal_summary(terminalreporter, config):
+    """The 15 test phases that cost the most CPU (CPU_PROPERTY), as pytest lists durations;
+    with `--cpu-times FILE`, every phase's CPU and wall seconds written there as JSON."""
+    reports = [
+        r
+        for listed in terminalreporter.stats.values()
+        for r in listed
         if isinstance(r, pytest.TestReport)
     ]
+    phases = [(dict(r.user_properties).get(CPU_PROPERTY, 0.0), r.when, r.nodeid) for r in reports]
     if not phases:
         return
+    if path := config.getoption("--cpu-times"):
+        rows = [
+            {"nodeid": r.nodeid, "when": r.when, "cpu_s": cpu, "wall_s": round(r.duration, 2)}
+            for r, (cpu, _, _) in zip(reports, phases, strict=True)
+        ]
+        Path(path).write_text(json.dumps(rows, indent=1))
     terminalreporter.write_sep("=", f"{CPU_HEADING} (seconds, with its processes)")
     for seconds, when, nodeid in sorted(phases, reverse=True)[:15]:
         terminalreporter.write_line(f"{seconds:.2f}s {when:<8} {nodeid}")
@@ -306,6 +315,12 @@ def pytest_addoption(parser):
     """The phone tier (tests/phone/, marker `device`) runs on the loopback phone unless given a
     real phone's serial: `pytest -m device --phone-serial SERIAL --phone-engine DIR ...`."""
     parser.addoption("--phone-serial", default="", help="run the phone tier on this phone")
+    parser.addoption(
+        "--cpu-times",
+        default="",
+        help="write every test phase's CPU and wall seconds to this JSON file "
+        "(benchmarks/test_time.py)",
+    )
     parser.addoption(
         "--phone-engine",
         action="append",
