@@ -178,6 +178,72 @@ def gain_lines(summary: pd.DataFrame) -> list[str]:
     return lines
 
 
+RATIO_TOLERANCE = 0.20  # issue 80's goal for the ratio check: within +-20 %
+
+
+def ratio_rows(document: dict, summary: pd.DataFrame) -> list[dict]:
+    """The ratio check scored from the workflow's own outputs: per phase, the speedup its
+    prediction.json predicts for the whole counted model (the one measured as it was counted)
+    beside the speedup summary.csv measured, and their quotient. The workflow does not score
+    this pair itself: it reads two MNN builds on x86 as an SME2 equality check (mode `equal`,
+    which they fail by differing) and scores predictions on claimed pairs only."""
+    rows = []
+    for p in (p for p in document["predictions"] if p["scale"] == 1):
+        baseline, treatment = p["measured_as"]
+        for phase in PHASES:
+            got = p["phases"].get(phase)
+            measured = summary[
+                (summary["model"] == p["model"])
+                & (summary["baseline"] == baseline)
+                & (summary["treatment"] == treatment)
+                & (summary["phase"] == phase)
+            ]
+            if not got or len(measured) != 1:
+                continue
+            (m,) = measured.itertuples()
+            quotient = (1 + m.gain) / (1 + got["gain"])
+            rows.append(
+                {
+                    "model": p["model"],
+                    "pair": f"{treatment} vs {baseline}",
+                    "phase": phase,
+                    "predicted": 1 + got["gain"],
+                    "predicted_low": 1 + got["low"],
+                    "predicted_high": 1 + got["high"],
+                    "measured": 1 + m.gain,
+                    "measured_low": 1 + m.gain_ci_low,
+                    "measured_high": 1 + m.gain_ci_high,
+                    "measured_over_predicted": quotient,
+                    "within_tolerance": abs(quotient - 1) <= RATIO_TOLERANCE,
+                }
+            )
+    return rows
+
+
+def ratio_lines(rows: list[dict]) -> list[str]:
+    return [
+        "## The ratio: predicted and measured speedup of the treatment over the baseline",
+        "",
+        "From prediction.json (its whole-model prediction) and summary.csv (the measured gain and "
+        "its interval). The workflow's own verdicts on this pair are `invalid`: it reads two MNN "
+        "builds on x86 as an SME2 equality check, which two builds that differ fail, and it "
+        "scores predictions only on claimed pairs. The speedups here are the same numbers, set "
+        f"side by side; the goal is a quotient within +-{RATIO_TOLERANCE:.0%}.",
+        "",
+        "| model | pair | phase | predicted speedup [80% interval] | measured speedup "
+        "[interval] | measured / predicted | within the goal |",
+        "|---|---|---|---|---|---:|---|",
+        *[
+            f"| {r['model']} | {r['pair']} | {r['phase']} | {r['predicted']:.2f}x "
+            f"[{r['predicted_low']:.2f}, {r['predicted_high']:.2f}] | {r['measured']:.2f}x "
+            f"[{r['measured_low']:.2f}, {r['measured_high']:.2f}] | "
+            f"{r['measured_over_predicted']:.2f} | {'yes' if r['within_tolerance'] else 'no'} |"
+            for r in rows
+        ],
+        "",
+    ]
+
+
 def markdown(
     rates: list[dict],
     measured: dict,
@@ -257,6 +323,10 @@ def main(argv: list[str] | None = None) -> int:
         "counted_functions": counted,
     }
     lines = markdown(rates, measured, summary, outside, document, run["seconds"], check)
+    if check == "ratio":
+        result["ratio"] = ratio_rows(document, summary)
+        at = lines.index("## Gains: predicted and measured (summary.csv)")
+        lines[at:at] = ratio_lines(result["ratio"])
     for model, rows in counted.items():
         lines += counted_lines(rows, f" in {model}")
     lines += ["#" + line if line.startswith("#") else line for line in prediction_md.splitlines()]
