@@ -162,6 +162,13 @@ def gain_lines(summary: pd.DataFrame) -> list[str]:
         "|---|---|---|---:|---|---|---:|---|---|",
     ]
     for r in summary[summary["phase"].isin(PHASES)].itertuples():
+        if pd.isna(r.predicted_gain):  # the workflow scored no prediction on this row
+            lines.append(
+                f"| {r.model} | {r.treatment} vs {r.baseline} | {r.phase} | - | - | "
+                f"{r.gain:+.0%} [{r.gain_ci_low:+.0%}, {r.gain_ci_high:+.0%}] | - | "
+                f"not scored: the workflow's verdict is {r.verdict} | - |"
+            )
+            continue
         refused = r.not_scored if isinstance(r.not_scored, str) else ""  # a CSV's empty: NaN
         answers = (
             f"not scored: {refused} | - |"
