@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import re
 import shlex
@@ -127,6 +128,19 @@ def pytest_runtest_protocol(item, nextitem):
         yield
     finally:
         running_slow_test = True
+
+
+def benchmark_script(name: str):
+    """benchmarks/<name>.py as a module, loaded by its path, with the import path left as it
+    was: a script puts the benchmarks folder first, whose fault_matrix would shadow the
+    tests' own."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module, import_path = importlib.util.module_from_spec(spec), list(sys.path)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = import_path
+    return module
 
 
 def cpu_seconds() -> float:

@@ -3,21 +3,12 @@ and benchmarks/test_time.py's sums of it per test module."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
-from conftest import cpu_seconds
+from conftest import benchmark_script, cpu_seconds
 
-# benchmarks/test_time.py by its path, and the import path as it was before it (it puts the
-# benchmarks folder first, whose fault_matrix would shadow the tests' own)
-SPEC = importlib.util.spec_from_file_location(
-    "test_time", Path(__file__).resolve().parents[2] / "benchmarks" / "test_time.py"
-)
-test_time, import_path = importlib.util.module_from_spec(SPEC), list(sys.path)
-SPEC.loader.exec_module(test_time)
-sys.path[:] = import_path
+test_time = benchmark_script("test_time")
 
 # a child that spends half a CPU second, says so, and stays alive until its stdin closes: as
 # the Snakemake server's forks (tests/snakemake_server.py) outlive the phase that used them

@@ -3,21 +3,11 @@ counted model, beside the one summary.csv measured for the same pair, model and 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
+from conftest import benchmark_script
 
-# benchmarks/x86_sanity.py by its path, and the import path as it was before it (it puts the
-# benchmarks folder first, whose fault_matrix would shadow the tests' own)
-SPEC = importlib.util.spec_from_file_location(
-    "x86_sanity", Path(__file__).resolve().parents[2] / "benchmarks" / "x86_sanity.py"
-)
-x86_sanity, import_path = importlib.util.module_from_spec(SPEC), list(sys.path)
-SPEC.loader.exec_module(x86_sanity)
-sys.path[:] = import_path
+x86_sanity = benchmark_script("x86_sanity")
 
 
 def prediction(model: str, scale: float, prefill_gain: float) -> dict:
