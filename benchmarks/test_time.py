@@ -185,8 +185,8 @@ def main(argv: list[str]) -> int:
         "",
         *[f"- `{line}`" for line in slowest],
         "",
-        "Largest CPU times (a test phase's own work with the processes it waited for; the wall "
-        "times above are stretched by the tests running beside them):",
+        "Largest CPU times (a test phase's own work, with the processes its worker started; the "
+        "wall times above are stretched by the tests running beside them):",
         "",
         *[f"- `{line}`" for line in costliest],
         "",
