@@ -158,7 +158,7 @@ def cpu_seconds() -> float:
 
 
 CPU_PROPERTY = "cpu_s"
-cpu_at_last_report = cpu_seconds()
+cpu_at_last_report = 0.0  # set as each test starts (pytest_runtest_protocol)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -180,24 +180,24 @@ CPU_HEADING = "largest CPU times"
 def pytest_terminal_summary(terminalreporter, config):
     """The 15 test phases that cost the most CPU (CPU_PROPERTY), as pytest lists durations;
     with `--cpu-times FILE`, every phase's CPU and wall seconds written there as JSON."""
-    reports = [
-        r
+    rows = [
+        {
+            "nodeid": r.nodeid,
+            "when": r.when,
+            "cpu_s": dict(r.user_properties).get(CPU_PROPERTY, 0.0),
+            "wall_s": round(r.duration, 2),
+        }
         for listed in terminalreporter.stats.values()
         for r in listed
         if isinstance(r, pytest.TestReport)
     ]
-    phases = [(dict(r.user_properties).get(CPU_PROPERTY, 0.0), r.when, r.nodeid) for r in reports]
-    if not phases:
+    if not rows:
         return
     if path := config.getoption("--cpu-times"):
-        rows = [
-            {"nodeid": r.nodeid, "when": r.when, "cpu_s": cpu, "wall_s": round(r.duration, 2)}
-            for r, (cpu, _, _) in zip(reports, phases, strict=True)
-        ]
         Path(path).write_text(json.dumps(rows, indent=1))
     terminalreporter.write_sep("=", f"{CPU_HEADING} (seconds, with its processes)")
-    for seconds, when, nodeid in sorted(phases, reverse=True)[:15]:
-        terminalreporter.write_line(f"{seconds:.2f}s {when:<8} {nodeid}")
+    for row in sorted(rows, key=lambda row: -row["cpu_s"])[:15]:
+        terminalreporter.write_line(f"{row['cpu_s']:.2f}s {row['when']:<8} {row['nodeid']}")
 
 
 @contextlib.contextmanager
