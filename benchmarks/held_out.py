@@ -88,6 +88,11 @@ def counted_cases(runs: dict, data: dict) -> tuple[list[dict], list[dict]]:
     cases, missing = [], []
     for figure in data["figures"]:
         counted = figure.get("counted")
+        if run_of(figure) not in runs:
+            missing.append(
+                {**figure, "why": f"its counting run `{run_of(figure)}` was not asked for (--runs)"}
+            )
+            continue
         config, document, checks = runs[run_of(figure)]
         found = [
             p
@@ -314,7 +319,7 @@ def counting_runs(args: argparse.Namespace) -> tuple[dict, dict, list[dict]]:
     tools = pinned_llvm_mca(args.workdir)
     runs, seconds, counted, priced = {}, {}, [], {}
     for name, (engine, config_file, experiment) in RUNS.items():
-        if engine not in args.engines:
+        if engine not in args.engines or (args.runs and name not in args.runs):
             continue
         mnn = mnn_config(args) if engine == "mnn" else None
         llamacpp = mirror if engine == "llama.cpp" else None
@@ -338,6 +343,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--engines", nargs="+", choices=ENGINES, default=ENGINES,
         help="only these engines' counting runs and figures (results: held_out-<engines>)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--runs", nargs="+", choices=list(RUNS),
+        help="only these counting runs (default: every run of the engines); the figures of "
+        "the others are listed as not predicted",
     )  # fmt: skip
     args = parser.parse_args(argv)
     runs, seconds, counted, priced = counting_runs(args)

@@ -43,8 +43,6 @@ from provenance import installed_clone_of_head, write_results  # noqa: E402
 
 from mnnrepro.devices.base import children_cpu_seconds  # noqa: E402
 
-CPU_HEADING = "largest CPU times"  # tests/conftest.py's terminal summary
-
 GOAL_S = 600
 INNER_LOOP_GOAL_S = 90
 INNER_LOOP = ["-m", "not slow"]
@@ -63,12 +61,19 @@ def ccache_files(env: dict) -> int | None:
 
 
 def listed(stdout: str, heading: str) -> list[str]:
-    """The 15 lines pytest printed under a section heading (its durations; tests/conftest.py's
-    CPU times), or none where it printed no such section."""
+    """The 15 lines pytest printed under a section heading (its durations), or none where it
+    printed no such section."""
     if heading not in stdout:
         return []
     block = stdout.split(heading, 1)[1].splitlines()[1:16]
     return [line.strip() for line in block if line.strip()]
+
+
+def largest_cpu(phases: list[dict]) -> list[str]:
+    """The 15 test phases (tests/conftest.py's --cpu-times) that cost the most CPU, each as
+    pytest lists a duration."""
+    largest = sorted(phases, key=lambda phase: -phase["cpu_s"])[:15]
+    return [f"{p['cpu_s']:.2f}s {p['when']:<8} {p['nodeid']}" for p in largest]
 
 
 def by_module(phases: list[dict]) -> list[dict]:
@@ -138,15 +143,13 @@ def main(argv: list[str]) -> int:
         seconds = round(time.monotonic() - start, 1)
         cpu = round(children_cpu_seconds() - cpu, 1)  # pytest and every process it waited for
         machine = {k: round(v - machine[k], 1) for k, v in machine_seconds().items()}
-        modules = by_module(json.loads(phases.read_text())) if phases.exists() else []
+        cpu_phases = json.loads(phases.read_text()) if phases.exists() else []
     finally:
         shutil.rmtree(work, ignore_errors=True)
     lines = proc.stdout.splitlines()
     summary = next((line for line in reversed(lines) if re.search(r"\d+ passed", line)), "")
-    slowest, costliest = (
-        listed(proc.stdout, "slowest 15 durations"),
-        listed(proc.stdout, CPU_HEADING),
-    )
+    slowest, costliest = listed(proc.stdout, "slowest 15 durations"), largest_cpu(cpu_phases)
+    modules = by_module(cpu_phases)
     result = {
         "test_s": seconds,
         "goal_s": goal,

@@ -174,9 +174,6 @@ def pytest_runtest_makereport(item, call):
     cpu_at_last_report = now
 
 
-CPU_HEADING = "largest CPU times"
-
-
 def pytest_terminal_summary(terminalreporter, config):
     """The 15 test phases that cost the most CPU (CPU_PROPERTY), as pytest lists durations;
     with `--cpu-times FILE`, every phase's CPU and wall seconds written there as JSON."""
@@ -195,7 +192,7 @@ def pytest_terminal_summary(terminalreporter, config):
         return
     if path := config.getoption("--cpu-times"):
         Path(path).write_text(json.dumps(rows, indent=1))
-    terminalreporter.write_sep("=", f"{CPU_HEADING} (seconds, with its processes)")
+    terminalreporter.write_sep("=", "largest CPU times (seconds, with its processes)")
     for row in sorted(rows, key=lambda row: -row["cpu_s"])[:15]:
         terminalreporter.write_line(f"{row['cpu_s']:.2f}s {row['when']:<8} {row['nodeid']}")
 

@@ -45,3 +45,8 @@ def test_cpu_is_summed_per_module_over_every_phase_and_test():
         {"module": "tests/b.py", "tests": 1, "cpu_s": 7.5},
         {"module": "tests/a.py", "tests": 2, "cpu_s": 6.0},
     ]
+    # the page's largest phases: the JSON file's, largest first, as pytest lists durations
+    assert test_time.largest_cpu(phases)[:2] == [
+        "7.50s call     tests/b.py::t[x::y]",
+        "3.00s call     tests/a.py::t1",
+    ]

@@ -256,6 +256,12 @@ def prediction_entry(pair, emulated: str, scale: float, threads, phases, base, t
     }
 
 
+def phone_prompt(spec: dict, context: dict) -> int:
+    """The prompt the phone run is predicted for: the prediction's own `prompt_tokens`, else
+    the profiled benchmark's."""
+    return spec.get("prompt_tokens", context["prompt_tokens"])
+
+
 def prediction_document(
     kernels: pd.DataFrame, design, spec: dict, context: dict, priced: bool = False
 ) -> dict:
@@ -266,7 +272,7 @@ def prediction_document(
     pricing = "per_instruction" if priced else "by_class"
     model = CostModel.read(context["constants"], spec["core"], spec["soc"], spec["model"], pricing)
     columns = unit_columns(kernels) if priced else CLASS_COLUMNS
-    prompt = spec.get("prompt_tokens", context["prompt_tokens"])  # the phone run's prompt
+    prompt = phone_prompt(spec, context)
     predictions = pair_predictions(kernels, columns, design, spec, context, model)
     counted = kernels.loc[kernels["device"] == spec["device"], "profiler"]
     return {
@@ -298,7 +304,7 @@ def pair_predictions(
     """Each counted model's prediction of each compared pair (prediction_document's
     arguments; columns: the counts its rows are priced by)."""
     tokens = {"prefill": context["prompt_tokens"], "decode": context["generate_tokens"]}
-    prompt = spec.get("prompt_tokens", context["prompt_tokens"])  # the phone run's prompt
+    prompt = phone_prompt(spec, context)
     waiting = context.get("waiting", {})  # variant -> its engine's waiting functions
     predictions = []
     for emulated, shape in sorted(context["shapes"].items()):
