@@ -432,6 +432,22 @@ def test_executed_blocks_prove_execution_where_a_share_of_blocks_would_not():
     assert not check["passed"] and ">= 1 executed blocks in prefill" in check["evidence"]
 
 
+def test_a_pair_that_switches_something_else_is_not_checked_for_sme2_kernels():
+    """One SME2 build at two settings (`switches: other`): both run its SME2 kernels, which
+    says nothing about the pair, so only the check that the profiles resolve to functions is
+    made; the same profiles under an SME2 pair fail (the baseline ran SME2 kernels)."""
+    both = {(v, p): counted_profile(v, 70) for v in ("off", "on") for p in ("prefill", "decode")}
+    other = Pair.compared(
+        design_of({"comparison": {**COMPARISON, "switches": "other"}, "variants": VARIANTS})
+    )[0]
+    mode = other.mode_on(ENGINES, {"device": "d", "sme2": True})
+    checks = execution_checks(both, other, ENGINES, mode, COUNTED)
+    assert mode == "claim" and [c["name"].split(" (")[0] for c in checks] == [
+        "kernel profiles resolve to functions"
+    ], checks
+    assert not kernels_ran(both, {"sme2": True})["passed"]
+
+
 def test_a_baseline_that_ran_sme2_kernels_in_its_image_questions_is_caught():
     """The image questions' profile (the vision phase) is judged with prefill and decode: an
     SME2 kernel executed there by the baseline fails the pair, and its count is shown."""

@@ -15,7 +15,7 @@ from conftest import design_of
 from mnnrepro.config import with_schema_defaults
 from mnnrepro.design import Design
 from mnnrepro.engines.mnn_wheel.kind import PrebuiltEngine
-from mnnrepro.engines.pairs import modes_of, modes_record
+from mnnrepro.engines.pairs import Pair, modes_of, modes_record
 from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.errors import ReproError
 from mnnrepro.files import read_json, write_json
@@ -135,6 +135,54 @@ def test_a_pairs_mode_is_decided_once_per_device_and_read_back_by_its_names():
     wrong = {**phone, "modes": [{**phone["modes"][0], "mode": "faster"}]}
     with pytest.raises(ValueError, match=r"device x300: unknown pair modes \['faster'\]"):
         modes_of(wrong)
+
+
+def test_a_pair_that_switches_something_else_is_judged_against_its_claim_everywhere():
+    """Two builds for x86-64 (an instruction-set pair, as config/predict-host-ratio.yaml's):
+    without `switches` they are an SME2 equality check; with `switches: other` the gain is
+    judged against its claim, no SME2 kernel is expected to run, and the record says so."""
+    build = {"kind": "build", "target_arch": "x86_64", "files": [], "sme2": {}}
+    engines = {e: EngineRecord.of({**build, "engine": e}) for e in ("sse", "avx2")}
+    variants = {"sse": {"engine": "sse"}, "avx2": {"engine": "avx2"}}
+    host = {"device": "host", "sme2": False}
+    also = {"baseline": "avx2", "treatment": "sse"}
+    as_sme2 = design_of(
+        {
+            "comparison": {"baseline": "sse", "treatment": "avx2", "also": [also]},
+            "variants": variants,
+        }
+    )
+    assert modes_of(modes_record(as_sme2, engines, host)) == {
+        ("sse", "avx2"): "equal",
+        ("avx2", "sse"): "equal",
+    }
+    switched = {"baseline": "sse", "treatment": "avx2", "switches": "other"}
+    other = design_of(
+        {"comparison": {**switched, "also": [{**also, "switches": "other"}]}, "variants": variants}
+    )
+    record = modes_record(other, engines, host)
+    assert modes_of(record) == {("sse", "avx2"): "claim", ("avx2", "sse"): "claim"}
+    assert [m.get("switches") for m in record["modes"]] == ["other", "other"]
+    # one SME2 build at 1 and 2 threads on an SME2 phone: its claim, and no expectation that
+    # the treatment runs SME2 kernels the baseline does not (both run them)
+    sme2 = {"kind": "build", "target_arch": "aarch64", "files": [], "engine": "on"}
+    on = {"on": EngineRecord.of({**sme2, "sme2": {"sme2_kernel_count": 9}})}
+    threads = design_of(
+        {
+            "comparison": {"baseline": "one", "treatment": "two", "switches": "other"},
+            "variants": {"one": {"engine": "on"}, "two": {"engine": "on"}},
+        }
+    )
+    assert modes_of(modes_record(threads, on, {"device": "x300", "sme2": True})) == {
+        ("one", "two"): "claim"
+    }
+    assert not Pair.compared(threads)[0].runs_sme2("claim", on)
+    # each pair says for itself: the main one switches something else, `also`'s SME2
+    mixed = design_of({"comparison": {**switched, "also": [also]}, "variants": variants})
+    assert modes_of(modes_record(mixed, engines, host)) == {
+        ("sse", "avx2"): "claim",
+        ("avx2", "sse"): "equal",
+    }
 
 
 PACKAGE_READS_CONFIG = re.compile(r"\bconfig\[|\bconfig\.get\(")

@@ -53,24 +53,34 @@ def design_of_variant(spec: dict) -> dict:
     return {"engine": spec["engine"], **({"hide_sme": True} if spec.get("hide_sme") else {})}
 
 
+# what a pair's two variants differ in (its config key `switches`): SME2, unless it says
+# `other` (an instruction set, a thread count, a build option). Absent means SME2, so that a
+# design that does not say is what it was before the key.
+SME2_SWITCH = "sme2"
+
+
 @dataclass(frozen=True)
 class PairKey:
-    """A compared pair as the config names it: its key (`comparison`, `comparison.also.<i>`)
-    and its two variants."""
+    """A compared pair as the config names it: its key (`comparison`, `comparison.also.<i>`),
+    its two variants and what they differ in (SME2_SWITCH, or `other`)."""
 
     key: str
     baseline: str
     treatment: str
+    switches: str = SME2_SWITCH
 
 
 def pairs_of(comparison: dict) -> tuple[PairKey, ...]:
     """The pairs a `comparison` section names: the main one, then `comparison.also` in config
     order (what the config's own checks read before the whole design is built)."""
     also = [
-        PairKey(f"comparison.also.{i}", p["baseline"], p["treatment"])
+        PairKey(
+            f"comparison.also.{i}", p["baseline"], p["treatment"], p.get("switches", SME2_SWITCH)
+        )
         for i, p in enumerate(comparison.get("also", []))
     ]
-    return (PairKey("comparison", comparison["baseline"], comparison["treatment"]), *also)
+    main = comparison["baseline"], comparison["treatment"]
+    return (PairKey("comparison", *main, comparison.get("switches", SME2_SWITCH)), *also)
 
 
 @dataclass(frozen=True)

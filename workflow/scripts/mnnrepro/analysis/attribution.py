@@ -159,7 +159,9 @@ def execution_checks(
             }
         ]
     checks = [resolution_check(profiles, names, attribution)]
-    if not (kind.carries_sme2_kernels(treat) or kind.sme_switch or pair.masked):
+    if not pair.about_sme2 or not (
+        kind.carries_sme2_kernels(treat) or kind.sme_switch or pair.masked
+    ):
         return checks  # e.g. the prebuilt wheel's thread pairs: not about SME2 kernels
     ran = sme2_run_check(profiles, names, pair.runs_sme2(mode, engines), attribution)
     counts = ran["details"].items()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from mnnrepro.design import SME2_SWITCH
 from mnnrepro.engines.registry import EngineRecord
 from mnnrepro.records import read_record
 
@@ -37,10 +38,16 @@ class Pair:
     # its baseline preloads the SME mask and its treatment does not (variants' `hide_sme`):
     # one binary, SME hidden from the engine in the baseline only
     masked: bool = False
+    switches: str = SME2_SWITCH  # what its variants differ in (design.PairKey)
 
     @property
     def names(self) -> tuple[str, str]:
         return (self.baseline, self.treatment)
+
+    @property
+    def about_sme2(self) -> bool:
+        """Whether its variants differ in SME2 (else in something else: `switches: other`)."""
+        return self.switches == SME2_SWITCH
 
     @classmethod
     def compared(cls, design: Design) -> list[Pair]:
@@ -57,6 +64,7 @@ class Pair:
                 engines.get(p.treatment),
                 comparison.on_non_sme2_device,
                 p.baseline in design.hiding_sme and p.treatment not in design.hiding_sme,
+                p.switches,
             )
             for p in comparison.pairs
         ]
@@ -73,12 +81,15 @@ class Pair:
     def runs_sme2(self, mode: str, engines: dict[str, EngineRecord]) -> bool:
         """Whether the treatment's SME2 kernels should run on a device where the pair has this
         mode: judged against its claim, and the treatment needs SME2 (what the profile's
-        check of what ran expects)."""
-        return mode == CLAIM and needs_sme2(engines[self.treatment_engine])
+        check of what ran expects); never for a pair that switches something else."""
+        return self.about_sme2 and mode == CLAIM and needs_sme2(engines[self.treatment_engine])
 
     def mode_on(self, engines: dict[str, EngineRecord], facts: dict) -> str:
         """CLAIM, FALLBACK or EQUAL on this device; raises early where the comparison cannot
-        hold (engines: the engine records by name; facts: the device's)."""
+        hold (engines: the engine records by name; facts: the device's). A pair that switches
+        something other than SME2 is judged against its claim on every device."""
+        if not self.about_sme2:
+            return CLAIM
         treatment = engines[self.treatment_engine]
         if treatment.kind.sme2_impossible(treatment):
             return EQUAL
@@ -108,6 +119,8 @@ def modes_record(design: Design, engines: dict[str, EngineRecord], facts: dict) 
                 "baseline": p.baseline,
                 "treatment": p.treatment,
                 "mode": p.mode_on(engines, facts),
+                # a pair that switches something else says so (absent: SME2)
+                **({} if p.about_sme2 else {"switches": p.switches}),
             }
             for p in Pair.compared(design)
         ],
