@@ -126,6 +126,7 @@ def test_a_pairs_mode_is_decided_once_per_device_and_read_back_by_its_names():
     ]
     assert modes_of(phone) == {("off", "on"): "claim"}
     assert modes_of(old) == {("off", "on"): "fallback"}
+    assert repr(modes_of(old)) == "device d9400: off vs on fallback"  # the gate's log line
     # one device's modes are a read-only value: a pair it does not hold, or a mode outside
     # the vocabulary, is refused naming the device
     with pytest.raises(TypeError):

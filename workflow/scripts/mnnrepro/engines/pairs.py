@@ -145,6 +145,10 @@ class PairModes(Mapping):
         modes = {(m["baseline"], m["treatment"]): m["mode"] for m in record["modes"]}
         return cls(record["device"], modes)
 
+    def __repr__(self) -> str:  # as a log line names them: "device d: off vs on claim, ..."
+        said = ", ".join(f"{base} vs {treat} {mode}" for (base, treat), mode in self.items())
+        return f"device {self.device}: {said}"
+
     def __getitem__(self, names: tuple[str, str]) -> str:
         try:
             return self._modes[names]
