@@ -9,8 +9,9 @@ benchmarks/results/test_time.{md,json} (with --cold-ccache: test_time-cold-ccach
 the time, the test command's CPU time, what the machine's CPUs did meanwhile (busy, idle, and
 stolen by a virtual machine's host: such a machine's speed drifts from run to run, and the CPU
 time says how much work the suite was), the state of the compiler cache, pytest's summary line,
-its 15 slowest tests and the 15 test phases that cost the most CPU (tests/conftest.py). Run it
-on an otherwise idle machine: the time is the machine's, not only the tests'.
+its 15 slowest tests, the 15 test phases that cost the most CPU (tests/conftest.py), the CPU
+per test module, and the Snakemake jobs the tests' workflow runs ran, per rule. Run it on an
+otherwise idle machine: the time is the machine's, not only the tests'.
 
 The tests build llama.cpp (the control engine) from source; ccache keeps its objects between
 runs on one machine (CCACHE_BASEDIR: toolchain/cmake.build_environment). `--cold-ccache` runs
@@ -91,6 +92,32 @@ def by_module(phases: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda m: -m["cpu_s"])
 
 
+def jobs_by_rule(basetemp: Path) -> list[dict]:
+    """The Snakemake jobs the tests' workflow runs ran, per rule, largest first: how many and
+    their seconds (each job's start to end, stretched by what ran beside it), read from every
+    run's .snakemake/metadata under the tests' base directory. A job writes a file there per
+    output, all with its end time; a run copied into another test's directory is counted
+    once."""
+    jobs: dict[tuple[str, float], float] = {}
+    for metadata in basetemp.rglob(".snakemake/metadata"):
+        for path in metadata.iterdir():
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if record.get("starttime") is None or record.get("endtime") is None:
+                continue  # an output whose job did not finish
+            key = (record["rule"], round(record["endtime"], 2))
+            jobs[key] = max(jobs.get(key, 0.0), record["endtime"] - record["starttime"])
+    rules: dict[str, dict] = {}
+    for (rule, _), seconds in jobs.items():
+        entry = rules.setdefault(rule, {"rule": rule, "jobs": 0, "job_s": 0.0})
+        entry["jobs"] += 1
+        entry["job_s"] += seconds
+    rows = [{**r, "job_s": round(r["job_s"], 1)} for r in rules.values()]
+    return sorted(rows, key=lambda r: -r["job_s"])
+
+
 def machine_seconds() -> dict[str, float]:
     """Seconds of all CPUs since boot (/proc/stat's first line): busy (user, nice, system,
     irq, softirq), idle (and iowait), and steal (time a virtual machine's CPUs were ready
@@ -121,6 +148,7 @@ def main(argv: list[str]) -> int:
     work = Path(tempfile.mkdtemp(prefix="test-time-"))
     try:
         clone, phases = work / "clone", work / "cpu-times.json"
+        basetemp = work / "tests"  # pytest's base directory: the workflow runs' metadata
         commit, env = installed_clone_of_head(clone)
         if cold:
             env["CCACHE_DIR"] = str(work / "ccache")
@@ -133,7 +161,7 @@ def main(argv: list[str]) -> int:
             ccache = f"this machine's, {cached} files at start"
         start, machine, cpu = time.monotonic(), machine_seconds(), children_cpu_seconds()
         proc = subprocess.run(
-            [*PYTEST, "--cpu-times", str(phases), *selection],
+            [*PYTEST, "--cpu-times", str(phases), "--basetemp", str(basetemp), *selection],
             cwd=clone,
             env=env,
             capture_output=True,
@@ -144,6 +172,7 @@ def main(argv: list[str]) -> int:
         cpu = round(children_cpu_seconds() - cpu, 1)  # pytest and every process it waited for
         machine = {k: round(v - machine[k], 1) for k, v in machine_seconds().items()}
         cpu_phases = json.loads(phases.read_text()) if phases.exists() else []
+        rules = jobs_by_rule(basetemp)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     lines = proc.stdout.splitlines()
@@ -161,6 +190,7 @@ def main(argv: list[str]) -> int:
         "slowest": slowest,
         "largest_cpu": costliest,
         "by_module": modules,
+        "jobs_by_rule": rules,
         "failed": [line for line in lines if line.startswith(("FAILED", "ERROR"))],
     }
     if not summary:  # pytest ended before its summary (a collection error): say why
@@ -201,6 +231,17 @@ def main(argv: list[str]) -> int:
         *[
             f"| `{m['module']}` | {m['tests']} | {m['cpu_s']} | {m['cpu_s'] / max(cpu, 1):.1%} |"
             for m in modules[:20]
+        ],
+        "",
+        f"Snakemake jobs by rule ({sum(r['jobs'] for r in rules)} jobs in the tests' workflow "
+        "runs; a job's seconds are its start to its end, stretched by what ran beside it; the "
+        "20 largest, all in the JSON file):",
+        "",
+        "| rule | jobs | job s | s per job |",
+        "|---|---:|---:|---:|",
+        *[
+            f"| `{r['rule']}` | {r['jobs']} | {r['job_s']} | {r['job_s'] / r['jobs']:.1f} |"
+            for r in rules[:20]
         ],
     ]
     write_results(name, result, md, clone_commit=commit)  # it measured a clone of HEAD

@@ -3,6 +3,7 @@ and benchmarks/test_time.py's sums of it per test module."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -49,4 +50,26 @@ def test_cpu_is_summed_per_module_over_every_phase_and_test():
     assert test_time.largest_cpu(phases)[:2] == [
         "7.50s call     tests/b.py::t[x::y]",
         "3.00s call     tests/a.py::t1",
+    ]
+
+
+def test_snakemake_jobs_are_summed_per_rule_once_each(tmp_path):
+    """A job's outputs share its end time (one job), a run copied into another test's
+    directory is the same jobs (counted once), an unfinished output is not a job."""
+
+    def output(run, name, rule, start, end):
+        meta = tmp_path / run / ".snakemake" / "metadata"
+        meta.mkdir(parents=True, exist_ok=True)
+        record = {"rule": rule, "starttime": start, "endtime": end}
+        (meta / name).write_text(json.dumps(record))
+
+    output("a", "x1", "run_bench", 100.0, 110.0)
+    output("a", "x2", "run_bench", 100.001, 110.0)  # the same job's second output
+    output("a", "y", "plot", 120.0, 123.5)
+    output("a", "z", "plot", 130.0, None)  # did not finish
+    output("copy/a", "x1", "run_bench", 100.0, 110.0)  # the run, copied by another test
+    output("b", "w", "run_bench", 200.0, 205.0)
+    assert test_time.jobs_by_rule(tmp_path) == [
+        {"rule": "run_bench", "jobs": 2, "job_s": 15.0},
+        {"rule": "plot", "jobs": 1, "job_s": 3.5},
     ]
