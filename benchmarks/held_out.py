@@ -180,7 +180,7 @@ def per_instruction(cases: list[dict], priced: dict, prompt: int, phase: str) ->
     engine -> (its run's profiles priced, analysis/instruction_prices.py; its waiting
     functions)), for the figure's prompt; the interval is the model error of the other
     figures' errors alone (no constant is ranged: the clock cancels in a prefill gain)."""
-    errors, made = [], []
+    rows = []
     for c in cases:
         table, waiting = priced[run_of(c["figure"])]
         sides, threads = (c["p"]["baseline"], c["p"]["treatment"]), tuple(c["p"]["threads"])
@@ -189,26 +189,38 @@ def per_instruction(cases: list[dict], priced: dict, prompt: int, phase: str) ->
         got = unit_gains(table, where, sides, *args)[phase]
         ours = table[(table["model"] == c["p"]["model"]) & table["variant"].isin(sides)]
         unpriced = float(ours["unpriced"].sum() / ours["instructions"].sum())
-        errors.append(math.log((1 + c["gain"]) / (1 + got)))
-        made.append({"gain": got, "unpriced_share": unpriced})
-    rows = []
-    for i, (c, got) in enumerate(zip(cases, made, strict=True)):
-        others = errors[:i] + errors[i + 1 :]
-        sd = rms(others) if others else 0.0
-        low, high = error_interval(got["gain"], sd)
         rows.append(
             {
                 **{k: c["figure"][k] for k in ("engine", "model", "threads")},
                 "published_gain": c["gain"],
-                "predicted": {**got, "low": low, "high": high},
-                "log_error": errors[i],
+                "predicted": {"gain": got, "unpriced_share": unpriced},
+                "log_error": math.log((1 + c["gain"]) / (1 + got)),
+            }
+        )
+    return with_others_error(rows)
+
+
+def with_others_error(rows: list[dict]) -> list[dict]:
+    """Each priced figure (its published and predicted gain, its log error) with the interval
+    the other figures' log errors give it (their root mean square, error_interval), whether
+    that holds the figure and its high / low: no figure widens its own interval."""
+    errors = [r["log_error"] for r in rows]
+    scored = []
+    for i, r in enumerate(rows):
+        others = errors[:i] + errors[i + 1 :]
+        sd = rms(others) if others else 0.0
+        low, high = error_interval(r["predicted"]["gain"], sd)
+        scored.append(
+            {
+                **r,
+                "predicted": {**r["predicted"], "low": low, "high": high},
                 "model_error_log_sd": sd,
                 "others": len(others),
-                "inside": low <= c["gain"] <= high,
+                "inside": low <= r["published_gain"] <= high,
                 "width": (1 + high) / (1 + low),
             }
         )
-    return rows
+    return scored
 
 
 def rms(values: list[float]) -> float:

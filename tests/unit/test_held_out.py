@@ -33,6 +33,7 @@ from held_out import (  # noqa: E402
     run_of,
     scores,
 )
+from held_out_combined import combined  # noqa: E402
 from test_instruction_prices import ENCODINGS, LOAD, SDOT, SMOPA, counted, prices  # noqa: E402
 
 KERNELS = ROOT / "tests" / "data" / "prediction" / "kernels-ort-vl512.csv"
@@ -174,3 +175,29 @@ def test_priced_per_instruction_each_interval_is_the_others_error_alone():
         assert r["width"] == pytest.approx(math.exp(2 * z * sd))
         assert r["inside"] == (abs(r["log_error"]) <= z * sd)
         assert r["predicted"]["unpriced_share"] == 0
+
+
+def test_pages_scored_together_give_each_figure_the_error_of_all_the_others():
+    """held_out_combined: figures of two pages (two engines' counting runs) keep their
+    predictions and log errors; each interval takes the root-mean-square error of every other
+    figure of both pages; one page alone gets back the intervals it had."""
+    page = [
+        {"engine": "mnn", "model": "m", "threads": t, "published_gain": 0.5, "log_error": e,
+         "predicted": {"gain": 0.5 / math.exp(e) + math.expm1(-e), "unpriced_share": 0.0}}
+        for t, e in ((1, -0.3), (2, 0.1))
+    ]  # fmt: skip
+    other = [{**page[0], "engine": "llama.cpp", "log_error": -0.6}]
+    z = 1.2815515655446004  # the central 80 %
+
+    def pages(*rows):
+        return [{"per_instruction": {"figures": list(r)}} for r in rows]
+
+    both = combined(pages(page, other))
+    assert [r["engine"] for r in both] == ["mnn", "mnn", "llama.cpp"]
+    for r, errors in zip(both, ([0.1, -0.6], [-0.3, -0.6], [-0.3, 0.1]), strict=True):
+        sd = math.sqrt(sum(e * e for e in errors) / 2)
+        assert r["model_error_log_sd"] == pytest.approx(sd) and r["others"] == 2
+        assert r["width"] == pytest.approx(math.exp(2 * z * sd))
+        assert r["inside"] == (abs(r["log_error"]) <= z * sd)
+    alone = combined(pages(page))
+    assert [r["model_error_log_sd"] for r in alone] == pytest.approx([0.1, 0.3])
