@@ -87,13 +87,13 @@ def counted_cases(runs: dict, data: dict) -> tuple[list[dict], list[dict]]:
     predicted: its counts are not of what the figure measured."""
     cases, missing = [], []
     for figure in data["figures"]:
-        counted = figure.get("counted")
-        if run_of(figure) not in runs:
+        counted, run = figure.get("counted"), run_of(figure)
+        if run not in runs:
             missing.append(
-                {**figure, "why": f"its counting run `{run_of(figure)}` was not asked for (--runs)"}
+                {**figure, "why": f"its counting run `{run}` was not asked for (--runs)"}
             )
             continue
-        config, document, checks = runs[run_of(figure)]
+        config, document, checks = runs[run]
         found = [
             p
             for p in document["predictions"]
